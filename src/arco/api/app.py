@@ -1,0 +1,98 @@
+"""The ASGI application: every surface on one port, behind one authentication layer.
+
+Starlette on uvicorn (uvloop + httptools): small, composable, and among the fastest Python stacks; handlers stay
+thin and call services, which hold no per-process state that matters for correctness (all of it is in storage),
+so any number of worker processes and servers can serve one warehouse.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route
+
+from arco.api.auth import BearerAuthMiddleware
+from arco.api.errors import ApiError, error_body, surface_of
+from arco.api.responses import JsonResponse
+from arco.auth.authenticator import Authenticator
+from arco.auth.bootstrap import read_stored_admin_hash
+from arco.auth.tokens import hash_token
+from arco.iceberg import routes as iceberg_routes
+from arco.settings import ServerSettings
+from arco.storage.base import StorageBackend
+from arco.storage.factory import open_storage
+
+log = logging.getLogger("arco.api")
+ADMIN_TOKEN_ENV = "ARCO_ADMIN_TOKEN"
+
+
+@dataclass
+class Services:
+    """What handlers reach through ``request.app.state.services``."""
+
+    settings: ServerSettings
+    storage: StorageBackend
+    authenticator: Authenticator
+
+
+async def health(request: Request) -> JsonResponse:
+    return JsonResponse({"status": "ok"})
+
+
+def _error_response(request: Request, status: int, error_type: str, message: str,
+                    headers: dict[str, str] | None = None) -> Response:
+    body = error_body(surface_of(request.url.path), status, error_type, message)
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return _error_response(request, exc.status, exc.error_type, exc.message, exc.headers)
+
+
+_HTTP_ERROR_TYPES = {404: "NoSuchEndpointException", 405: "MethodNotAllowedException"}
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    error_type = _HTTP_ERROR_TYPES.get(exc.status_code, "BadRequestException")
+    message = f"{request.method} {request.url.path}: {exc.detail}"
+    return _error_response(request, exc.status_code, error_type, message, dict(exc.headers or {}))
+
+
+async def _unexpected_error(request: Request, exc: Exception) -> Response:
+    log.exception("unexpected error on %s %s", request.method, request.url.path)
+    return _error_response(request, 500, "InternalServerError", f"internal error: {type(exc).__name__}")
+
+
+def create_app(settings: ServerSettings, storage: StorageBackend | None = None) -> Starlette:
+    storage = storage or open_storage(settings.warehouse, settings.storage_options)
+    env_token = os.environ.get(ADMIN_TOKEN_ENV)
+    authenticator = Authenticator(
+        storage,
+        env_token_hashes=frozenset({hash_token(env_token)} if env_token else set()),
+        stored_hash=read_stored_admin_hash(storage),
+    )
+    app = Starlette(
+        routes=[
+            Route("/health", health, methods=["GET"]),
+            Route("/healthz", health, methods=["GET"]),
+            Mount("/iceberg", routes=iceberg_routes.routes),
+        ],
+        middleware=[Middleware(BearerAuthMiddleware, authenticator=authenticator)],
+        exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _unexpected_error},
+    )
+    app.state.services = Services(settings=settings, storage=storage, authenticator=authenticator)
+    return app
+
+
+def app_from_environment() -> Starlette:
+    """The factory uvicorn's worker processes call: settings travel in the environment."""
+    return create_app(ServerSettings.from_env())

@@ -1,0 +1,61 @@
+"""Error bodies in each API's own shape.
+
+Iceberg REST: ``{"error": {"message", "type", "code"}}``. Unity Catalog: ``{"error_code", "message"}``.
+Delta Sharing: ``{"errorCode", "message"}``.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from arco.api.responses import JSON_HEADERS
+
+
+class ApiError(Exception):
+    """An error a handler raises to answer with a given status and message, shaped by the surface it is on."""
+
+    def __init__(self, status: int, error_type: str, message: str, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.error_type = error_type
+        self.message = message
+        self.headers = headers or {}
+
+
+UC_CODES = {
+    400: "INVALID_PARAMETER_VALUE",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ALREADY_EXISTS",
+    413: "REQUEST_LIMIT_EXCEEDED",
+    429: "REQUEST_LIMIT_EXCEEDED",
+    500: "INTERNAL_ERROR",
+    501: "NOT_IMPLEMENTED",
+    503: "TEMPORARILY_UNAVAILABLE",
+}
+
+
+def surface_of(path: str) -> str:
+    if path.startswith("/api/"):
+        return "unity"
+    if path.startswith("/delta-sharing"):
+        return "sharing"
+    return "iceberg"
+
+
+def error_body(surface: str, status: int, error_type: str, message: str) -> bytes:
+    if surface == "unity":
+        code = error_type if error_type.isupper() else UC_CODES.get(status, "INTERNAL_ERROR")
+        return orjson.dumps({"error_code": code, "message": message})
+    if surface == "sharing":
+        code = error_type if error_type.isupper() else UC_CODES.get(status, "INTERNAL_ERROR")
+        return orjson.dumps({"errorCode": code, "message": message})
+    return orjson.dumps({"error": {"message": message, "type": error_type, "code": status}})
+
+
+def error_headers(extra: dict[str, str] | None = None) -> list[tuple[bytes, bytes]]:
+    headers = list(JSON_HEADERS)
+    for name, value in (extra or {}).items():
+        headers.append((name.lower().encode("latin-1"), value.encode("latin-1")))
+    return headers

@@ -1,0 +1,129 @@
+"""The ``arco`` command line."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from arco.settings import DEFAULT_WAREHOUSE, ServerSettings
+
+WAREHOUSE_HELP = (
+    "Where the catalog lives: a directory (created if missing), or s3://bucket/prefix, gs://bucket/prefix, "
+    "az://container/prefix. Defaults to $ARCO_WAREHOUSE, else ./warehouse."
+)
+
+
+def _warehouse_option():  # type: ignore[no-untyped-def]
+    return click.option(
+        "--warehouse",
+        default=lambda: os.environ.get("ARCO_WAREHOUSE", DEFAULT_WAREHOUSE),
+        show_default="./warehouse",
+        help=WAREHOUSE_HELP,
+    )
+
+
+def _storage_options_option():  # type: ignore[no-untyped-def]
+    return click.option(
+        "--storage-option",
+        "storage_options",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="A storage setting such as s3.endpoint=http://127.0.0.1:8333 (repeatable).",
+    )
+
+
+def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--storage-option")
+        options[key] = value
+    return options
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="arco")
+def cli() -> None:
+    """Arco: a serverless catalog for Iceberg and Delta tables."""
+
+
+@cli.command()
+@_warehouse_option()
+@_storage_options_option()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8181, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 256),
+              help="Worker processes; all serve the same warehouse safely.")
+@click.option("--idempotency-in-progress-timeout", "in_progress_timeout", default=600, show_default=True,
+              type=click.IntRange(1), help="Seconds after which an unfinished request's Idempotency-Key may be "
+              "taken over by a retry.")
+@click.option("--access-log/--no-access-log", default=False, show_default=True)
+def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int, workers: int,
+          in_progress_timeout: int, access_log: bool) -> None:
+    """Serve the Iceberg REST (and other) APIs for a warehouse."""
+    import uvicorn
+
+    from arco.api.app import ADMIN_TOKEN_ENV
+    from arco.auth.bootstrap import ensure_bootstrap_admin
+    from arco.cli.banner import startup_banner
+    from arco.settings import SETTINGS_ENV
+    from arco.storage.base import CasNotSupported, StorageError
+    from arco.storage.factory import open_storage
+    from arco.storage.probe import probe_conditional_writes
+
+    settings = ServerSettings(
+        warehouse=warehouse, storage_options=_parse_options(storage_options), host=host, port=port,
+        workers=workers, idempotency_in_progress_timeout_s=in_progress_timeout,
+        idempotency_key_lifetime_s=max(3600, in_progress_timeout), access_log=access_log,
+    )
+    try:
+        storage = open_storage(settings.warehouse, settings.storage_options)
+        probe_conditional_writes(storage)
+        env_token = os.environ.get(ADMIN_TOKEN_ENV) or None
+        generated = ensure_bootstrap_admin(storage, env_token)
+    except CasNotSupported as exc:
+        raise click.ClickException(str(exc)) from exc
+    except StorageError as exc:
+        raise click.ClickException(f"cannot open the warehouse {settings.warehouse_display()}: {exc}") from exc
+    click.echo(startup_banner(settings, generated, env_token_set=bool(env_token)), err=True)
+    sys.stderr.flush()
+    common = dict(host=host, port=port, log_level="warning", access_log=access_log, server_header=False)
+    if workers == 1:
+        from arco.api.app import create_app
+
+        uvicorn.run(create_app(settings, storage), **common)
+    else:
+        os.environ[SETTINGS_ENV] = settings.to_env()
+        uvicorn.run("arco.api.app:app_from_environment", factory=True, workers=workers, **common)
+
+
+@cli.command("admin-token")
+@_warehouse_option()
+@_storage_options_option()
+@click.option("--rotate", is_flag=True, required=True, help="Make a new bootstrap admin token; the old one stops working.")
+def admin_token(warehouse: str, storage_options: tuple[str, ...], rotate: bool) -> None:
+    """Replace the warehouse's stored bootstrap admin token and print the new one."""
+    from arco.auth.bootstrap import rotate_bootstrap_admin
+    from arco.storage.factory import open_storage
+
+    storage = open_storage(warehouse, _parse_options(storage_options))
+    click.echo(rotate_bootstrap_admin(storage))
+
+
+@cli.command("spark-jars")
+def spark_jars_command() -> None:
+    """Print the comma-separated local jar paths a Spark session needs (spark.jars) to talk to Arco."""
+    from arco.spark.jars import spark_jars
+
+    click.echo(",".join(str(p) for p in spark_jars()))
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

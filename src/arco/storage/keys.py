@@ -1,0 +1,45 @@
+"""Which object keys the storage layer accepts.
+
+Keys come partly from users (table and namespace names end up in paths), so they are checked here once, the
+same way for every backend: a key that one backend would store and another would refuse or reinterpret
+(``..``, an empty segment, a control character) is refused everywhere.
+"""
+
+from __future__ import annotations
+
+from arco.storage.base import InvalidKey
+
+MAX_KEY_BYTES = 1024  # S3's and GCS's limit; Azure allows more, the local backend less per segment
+MAX_SEGMENT_BYTES = 255  # the usual file-name limit of local file systems
+RESERVED_PREFIX = ".arco-"  # the local backend's own bookkeeping lives under these top-level names
+
+
+def check_key(key: str) -> str:
+    """Return ``key`` unchanged if every backend can store it faithfully, else raise :class:`InvalidKey`."""
+    if not isinstance(key, str) or not key:
+        raise InvalidKey("object key must be a non-empty string")
+    encoded = key.encode("utf-8", errors="surrogatepass")
+    if len(encoded) > MAX_KEY_BYTES:
+        raise InvalidKey(f"object key is {len(encoded)} bytes long; the limit is {MAX_KEY_BYTES}")
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in key):
+        raise InvalidKey(f"object key contains a control character: {key!r}")
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in key):
+        raise InvalidKey(f"object key is not valid Unicode: {key!r}")
+    if "\\" in key:
+        raise InvalidKey(f"object key contains a backslash: {key!r}")
+    segments = key.split("/")
+    for segment in segments:
+        if segment in ("", ".", ".."):
+            raise InvalidKey(f"object key has an empty, '.' or '..' segment: {key!r}")
+        if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
+            raise InvalidKey(f"object key has a segment longer than {MAX_SEGMENT_BYTES} bytes: {key!r}")
+    if segments[0].startswith(RESERVED_PREFIX):
+        raise InvalidKey(f"object keys starting with {RESERVED_PREFIX!r} are reserved: {key!r}")
+    return key
+
+
+def check_prefix(prefix: str) -> str:
+    """A listing prefix is empty, a key, or a key cut after a ``/`` (``a/b/``) or inside a segment (``a/b/pa``)."""
+    if prefix:
+        check_key(prefix + "x" if prefix.endswith("/") else prefix)
+    return prefix

@@ -1,0 +1,81 @@
+"""Start a real ``arco serve`` process for a test, and stop it afterwards."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from support.net import free_port, wait_for_http
+
+
+@dataclass
+class RunningServer:
+    base_url: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    @property
+    def iceberg_uri(self) -> str:
+        return f"{self.base_url}/iceberg"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+
+@contextmanager
+def arco_server(
+    warehouse: str | Path,
+    workdir: Path,
+    *,
+    admin_token: str | None = "test-admin-token",
+    extra_args: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    port: int | None = None,
+) -> Iterator[RunningServer]:
+    port = port or free_port()
+    log_path = workdir / f"arco-serve-{port}.log"
+    child_env = {**os.environ, **(env or {})}
+    child_env.pop("ARCO_ADMIN_TOKEN", None)
+    if admin_token is not None:
+        child_env["ARCO_ADMIN_TOKEN"] = admin_token
+    cmd = [sys.executable, "-m", "arco.cli.main", "serve", "--warehouse", str(warehouse),
+           "--host", "127.0.0.1", "--port", str(port), *extra_args]
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=child_env, cwd=workdir)
+    server = RunningServer(f"http://127.0.0.1:{port}", process, log_path)
+    try:
+        wait_for_http(f"{server.base_url}/health", timeout=30, process=process, log_path=log_path)
+        yield server
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(10)
+
+
+def get_json(url: str, token: str | None, **kwargs: object) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.get(url, headers=headers, timeout=10, **kwargs)  # type: ignore[arg-type]
+
+
+def wait_until(predicate, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not met in time")
+        time.sleep(0.05)
