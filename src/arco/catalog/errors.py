@@ -1,0 +1,59 @@
+"""What can go wrong with a catalog operation, independent of the API it came through.
+
+Each API maps these to its own error shape (Iceberg ``NoSuchNamespaceException``, UC ``SCHEMA_DOES_NOT_EXIST``...).
+"""
+
+from __future__ import annotations
+
+
+class CatalogError(Exception):
+    kind = "catalog"
+
+
+class NotFoundError(CatalogError):
+    def __init__(self, kind: str, name: str) -> None:
+        super().__init__(f"{kind} does not exist: {name}")
+        self.kind = kind
+        self.name = name
+
+
+class CatalogNotFound(NotFoundError):
+    def __init__(self, name: str) -> None:
+        super().__init__("catalog", name)
+
+
+class NamespaceNotFound(NotFoundError):
+    def __init__(self, name: str) -> None:
+        super().__init__("namespace", name)
+
+
+class TableNotFound(NotFoundError):
+    def __init__(self, name: str) -> None:
+        super().__init__("table", name)
+
+
+class ViewNotFound(NotFoundError):
+    def __init__(self, name: str) -> None:
+        super().__init__("view", name)
+
+
+class AlreadyExistsError(CatalogError):
+    def __init__(self, kind: str, name: str) -> None:
+        super().__init__(f"{kind} already exists: {name}")
+        self.kind = kind
+        self.name = name
+
+
+class NotEmptyError(CatalogError):
+    def __init__(self, kind: str, name: str, what: str) -> None:
+        super().__init__(f"{kind} {name} is not empty: it still contains {what}")
+        self.kind = kind
+        self.name = name
+
+
+class InvalidRequestError(CatalogError):
+    """The request is malformed or asks for something not allowed (a bad name, a reserved property)."""
+
+
+class ConflictError(CatalogError):
+    """A concurrent change made the operation impossible; retrying may succeed."""

@@ -1,0 +1,89 @@
+"""Where Tier 1 lives in storage: an append-only log of operations, periodic snapshots, and a manifest.
+
+    _catalog/core/log/{seq:020d}.json        one operation; written create-only, so exactly one writer wins seq
+    _catalog/core/snapshots/{seq:020d}.json  the whole state as of seq (immutable)
+    _catalog/core/manifest.json              which snapshot is newest (a hint that only moves forward)
+
+Appending entry ``n+1`` with ``DoesNotExist`` is the commit point of a catalog change: one conditional write per
+operation, whatever the catalog's size, and two writers racing for the same position cannot both win. A reader
+is current when entry ``n+1`` does not exist; catching up reads the entries after its own position.
+
+Snapshots bound the catch-up of a new process: every ``SNAPSHOT_EVERY`` entries (at least, and more for big
+catalogs so that writing one stays a small share of the work) a writer stores the state and moves the manifest
+forward. Entries older than the newest snapshot may be deleted by garbage collection after a long grace period;
+a process re-reads the manifest at least every ``MANIFEST_RECHECK_S`` seconds, which is far shorter than that grace,
+so it never mistakes a deleted old entry for the end of the log.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from arco.storage.base import DoesNotExist, MatchesVersion, NotFound, StorageBackend
+
+CORE = "_catalog/core"
+MANIFEST_KEY = f"{CORE}/manifest.json"
+SNAPSHOT_EVERY = 256
+MANIFEST_RECHECK_S = 60.0
+
+
+def log_key(seq: int) -> str:
+    return f"{CORE}/log/{seq:020d}.json"
+
+
+def snapshot_key(seq: int) -> str:
+    return f"{CORE}/snapshots/{seq:020d}.json"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    snapshot_seq: int  # 0: no snapshot yet, replay from the first entry
+    version: str | None  # storage version, for the compare-and-swap that moves it forward
+
+
+class CatalogLog:
+    """The storage side of Tier 1; knows keys and encodings, nothing about what operations mean."""
+
+    def __init__(self, storage: StorageBackend) -> None:
+        self.storage = storage
+        self.manifest_read_at = 0.0
+
+    def read_manifest(self) -> Manifest:
+        found = self.storage.get_or_none(MANIFEST_KEY)
+        self.manifest_read_at = time.monotonic()
+        if found is None:
+            return Manifest(snapshot_seq=0, version=None)
+        return Manifest(snapshot_seq=int(orjson.loads(found.data)["snapshot_seq"]), version=found.version)
+
+    def manifest_is_due(self) -> bool:
+        return time.monotonic() - self.manifest_read_at > MANIFEST_RECHECK_S
+
+    def read_snapshot(self, seq: int) -> dict[str, Any]:
+        return orjson.loads(self.storage.get(snapshot_key(seq)).data)
+
+    def read_entry(self, seq: int) -> dict[str, Any] | None:
+        try:
+            return orjson.loads(self.storage.get(log_key(seq)).data)
+        except NotFound:
+            return None
+
+    def append(self, seq: int, entry: dict[str, Any]) -> bool:
+        """Try to write entry ``seq``; False if another writer took that position first."""
+        return self.storage.put(log_key(seq), orjson.dumps(entry), DoesNotExist()).ok
+
+    def write_snapshot(self, snapshot: dict[str, Any]) -> None:
+        seq = int(snapshot["seq"])
+        self.storage.put(snapshot_key(seq), orjson.dumps(snapshot), DoesNotExist())
+        # Move the manifest forward only; losing this race to a newer snapshot is fine.
+        for _ in range(5):
+            manifest = self.read_manifest()
+            if manifest.snapshot_seq >= seq:
+                return
+            body = orjson.dumps({"snapshot_seq": seq, "written_at_ms": int(time.time() * 1000)})
+            precondition = MatchesVersion(manifest.version) if manifest.version else DoesNotExist()
+            if self.storage.put(MANIFEST_KEY, body, precondition).ok:
+                return

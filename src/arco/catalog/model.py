@@ -1,0 +1,67 @@
+"""The Tier 1 catalog model: metastore (the warehouse) -> catalog -> schema (= Iceberg namespace) -> table / view.
+
+These are the facts Tier 1 is authoritative for: identity (names to ids), existence, storage location, format,
+ownership, comments and properties. Iceberg table state (schemas, snapshots) lives in Iceberg metadata files
+behind per-table pointers, not here.
+
+Names are case-preserving and case-insensitive, as in Unity Catalog: ``name_key`` is how a name is compared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+TableFormat = Literal["ICEBERG", "DELTA", "PARQUET", "CSV", "JSON", "AVRO", "ORC", "TEXT", "UNITY_CATALOG"]
+TableKind = Literal["TABLE", "VIEW"]
+
+NamespacePath = tuple[str, ...]
+
+
+def name_key(name: str) -> str:
+    return name.casefold()
+
+
+def path_key(path: NamespacePath) -> tuple[str, ...]:
+    return tuple(name_key(level) for level in path)
+
+
+@dataclass
+class CatalogEntry:
+    id: str
+    name: str
+    storage_root: str  # where managed tables of this catalog live (absolute URL)
+    owner: str
+    comment: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    created_at_ms: int = 0
+    updated_at_ms: int = 0
+
+
+@dataclass
+class NamespaceEntry:
+    id: str
+    catalog_id: str
+    path: NamespacePath
+    owner: str
+    comment: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    created_at_ms: int = 0
+    updated_at_ms: int = 0
+
+
+@dataclass
+class TableEntry:
+    id: str  # the table uuid; for Iceberg tables it equals the metadata's table-uuid
+    catalog_id: str
+    namespace: NamespacePath
+    name: str
+    kind: TableKind
+    format: TableFormat
+    location: str
+    owner: str
+    managed: bool = True
+    comment: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    created_at_ms: int = 0
+    updated_at_ms: int = 0

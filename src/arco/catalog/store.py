@@ -1,0 +1,122 @@
+"""Tier 1 as a service: a fresh view of the catalog for readers, and one-write-per-change for writers.
+
+Readers call :meth:`CatalogStore.read`, which first makes sure this process has applied every log entry that
+existed when the call began (one storage read that finds nothing, in the common case), then hands out the
+state under a lock. Concurrent readers share one freshness check: a check that *started* after a reader arrived
+answers for it too.
+
+Writers call :meth:`CatalogStore.execute` with a function that builds the operation from the current state (it
+may raise a catalog error: the name exists, the namespace is missing). The operation is checked against that
+state and appended at the next log position; if another process took the position first, the writer catches up
+and builds again, so the operation is always validated against the state it lands on.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from arco.catalog import state as rules
+from arco.catalog.errors import ConflictError
+from arco.catalog import log as catalog_log
+from arco.catalog.log import CatalogLog
+from arco.catalog.state import CatalogState, Operation
+from arco.storage.base import StorageBackend
+
+MAX_APPEND_ATTEMPTS = 50
+
+
+class CatalogStore:
+    def __init__(self, storage: StorageBackend) -> None:
+        self.storage = storage
+        self.log = CatalogLog(storage)
+        self._state = CatalogState()
+        self._snapshot_seq = 0
+        self._manifest_checked = False
+        self._apply_lock = threading.RLock()  # guards the state; held while applying and while reading it
+        self._write_lock = threading.Lock()  # one writer per process at a time; they would only conflict
+        self._fresh = threading.Condition()
+        self._refreshing = False
+        self._last_refresh_started = -1.0
+
+    # -- freshness -------------------------------------------------------------------------------------------
+
+    def ensure_fresh(self) -> None:
+        """Return once this process has applied every entry that existed when the call began."""
+        arrived = time.monotonic()
+        with self._fresh:
+            while True:
+                if not self._refreshing and self._last_refresh_started >= arrived:
+                    return
+                if not self._refreshing:
+                    self._refreshing = True
+                    started = time.monotonic()
+                    break
+                self._fresh.wait()
+        try:
+            self._catch_up()
+        finally:
+            with self._fresh:
+                self._refreshing = False
+                self._last_refresh_started = started
+                self._fresh.notify_all()
+
+    def _catch_up(self) -> None:
+        with self._apply_lock:
+            if not self._manifest_checked or self.log.manifest_is_due():
+                manifest = self.log.read_manifest()
+                self._manifest_checked = True
+                if manifest.snapshot_seq > self._state.seq:
+                    self._state = CatalogState.from_snapshot(self.log.read_snapshot(manifest.snapshot_seq))
+                self._snapshot_seq = max(self._snapshot_seq, manifest.snapshot_seq)
+            while True:
+                entry = self.log.read_entry(self._state.seq + 1)
+                if entry is None:
+                    return
+                rules.apply(self._state, entry, self._state.seq + 1)
+
+    @contextmanager
+    def read(self) -> Iterator[CatalogState]:
+        """A current view of the catalog; do not keep references to it past the ``with`` block."""
+        self.ensure_fresh()
+        with self._apply_lock:
+            yield self._state
+
+    @contextmanager
+    def read_cached(self) -> Iterator[CatalogState]:
+        """This process's view without a freshness check: for callers that validate by other means."""
+        with self._apply_lock:
+            yield self._state
+
+    # -- writing ---------------------------------------------------------------------------------------------
+
+    def execute(self, build: Callable[[CatalogState], Operation], *, principal: str) -> Operation:
+        """Build an operation against the current state, check it, and commit it with one conditional write."""
+        with self._write_lock:
+            for _ in range(MAX_APPEND_ATTEMPTS):
+                self.ensure_fresh()
+                with self._apply_lock:
+                    op = dict(build(self._state))
+                    op.setdefault("at_ms", int(time.time() * 1000))
+                    op.setdefault("principal", principal)
+                    rules.check(self._state, op)
+                    seq = self._state.seq + 1
+                if not self.log.append(seq, op):
+                    continue  # another process took this position: catch up and build again
+                with self._apply_lock:
+                    if self._state.seq == seq - 1:
+                        rules.apply(self._state, op, seq)
+                    else:
+                        self._catch_up()
+                    self._maybe_snapshot()
+                return op
+        raise ConflictError("the catalog is changing too fast to apply this change; retry")
+
+    def _maybe_snapshot(self) -> None:
+        threshold = max(catalog_log.SNAPSHOT_EVERY, len(self._state.tables) // 64)
+        if self._state.seq - self._snapshot_seq < threshold:
+            return
+        self.log.write_snapshot(self._state.to_snapshot())
+        self._snapshot_seq = self._state.seq

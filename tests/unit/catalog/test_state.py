@@ -1,0 +1,122 @@
+"""The pure Tier 1 rules: each operation's check and apply, without storage."""
+
+from __future__ import annotations
+
+import pytest
+
+from arco.catalog import state as rules
+from arco.catalog.errors import (
+    AlreadyExistsError,
+    CatalogNotFound,
+    InvalidRequestError,
+    NamespaceNotFound,
+    NotEmptyError,
+    TableNotFound,
+)
+from arco.catalog.state import CatalogState, Operation
+
+
+def commit(state: CatalogState, op: Operation) -> None:
+    op = {"at_ms": 1000 + state.seq, "principal": "admin", **op}
+    rules.check(state, op)
+    rules.apply(state, op, state.seq + 1)
+
+
+@pytest.fixture
+def state() -> CatalogState:
+    s = CatalogState()
+    commit(s, {"op": "create_catalog", "id": "c1", "name": "Main", "storage_root": "file:///wh/main", "owner": "a"})
+    commit(s, {"op": "create_namespace", "id": "n1", "catalog_id": "c1", "path": ["db"], "owner": "a"})
+    return s
+
+
+def create_table(state: CatalogState, name: str, ns: tuple[str, ...] = ("db",), table_id: str | None = None) -> None:
+    commit(state, {"op": "create_table", "id": table_id or f"t-{name}", "catalog_id": "c1", "namespace": list(ns),
+                   "name": name, "location": f"file:///wh/{name}", "owner": "a"})
+
+
+def test_names_are_case_insensitive_and_case_preserving(state: CatalogState) -> None:
+    assert state.catalog("main").name == "Main"
+    create_table(state, "Orders")
+    assert state.table("c1", ("DB",), "orders").name == "Orders"
+    with pytest.raises(AlreadyExistsError):
+        create_table(state, "ORDERS", table_id="other")
+
+
+def test_nested_namespaces_need_their_parent(state: CatalogState) -> None:
+    with pytest.raises(NamespaceNotFound):
+        commit(state, {"op": "create_namespace", "id": "n2", "catalog_id": "c1", "path": ["x", "y"], "owner": "a"})
+    commit(state, {"op": "create_namespace", "id": "n2", "catalog_id": "c1", "path": ["db", "inner"], "owner": "a"})
+    assert [n.path for n in state.child_namespaces("c1", ("db",))] == [("db", "inner")]
+    assert [n.path for n in state.child_namespaces("c1", ())] == [("db",)]
+    with pytest.raises(NotEmptyError):
+        commit(state, {"op": "drop_namespace", "id": "n1"})
+
+
+def test_drop_namespace_with_tables_is_refused_unless_forced(state: CatalogState) -> None:
+    create_table(state, "t")
+    with pytest.raises(NotEmptyError):
+        commit(state, {"op": "drop_namespace", "id": "n1"})
+    commit(state, {"op": "drop_namespace", "id": "n1", "force": True})
+    assert not state.has_namespace("c1", ("db",))
+    assert state.tables == {} and state.tables_in == {}
+
+
+def test_namespace_properties_updates_and_removals(state: CatalogState) -> None:
+    commit(state, {"op": "update_namespace", "id": "n1", "updates": {"a": "1", "b": "2"}})
+    commit(state, {"op": "update_namespace", "id": "n1", "updates": {"c": "3"}, "removals": ["a", "missing"]})
+    assert state.namespace("c1", ("db",)).properties == {"b": "2", "c": "3"}
+
+
+def test_rename_table_across_namespaces_keeps_its_id(state: CatalogState) -> None:
+    commit(state, {"op": "create_namespace", "id": "n2", "catalog_id": "c1", "path": ["other"], "owner": "a"})
+    create_table(state, "t")
+    create_table(state, "taken", ns=("other",))
+    with pytest.raises(AlreadyExistsError):
+        commit(state, {"op": "rename_table", "id": "t-t", "namespace": ["other"], "name": "TAKEN"})
+    with pytest.raises(NamespaceNotFound):
+        commit(state, {"op": "rename_table", "id": "t-t", "namespace": ["nope"], "name": "x"})
+    commit(state, {"op": "rename_table", "id": "t-t", "namespace": ["other"], "name": "renamed"})
+    assert state.table("c1", ("other",), "renamed").id == "t-t"
+    with pytest.raises(TableNotFound):
+        state.table("c1", ("db",), "t")
+    assert [t.name for t in state.tables_of("c1", ("other",))] == ["renamed", "taken"]
+
+
+def test_drop_table_then_recreate_gets_a_new_id(state: CatalogState) -> None:
+    create_table(state, "t", table_id="first")
+    commit(state, {"op": "drop_table", "id": "first"})
+    with pytest.raises(TableNotFound):
+        commit(state, {"op": "drop_table", "id": "first"})
+    create_table(state, "t", table_id="second")
+    assert state.table("c1", ("db",), "t").id == "second"
+
+
+def test_catalog_rename_and_drop(state: CatalogState) -> None:
+    commit(state, {"op": "create_catalog", "id": "c2", "name": "other", "storage_root": "x", "owner": "a"})
+    with pytest.raises(AlreadyExistsError):
+        commit(state, {"op": "update_catalog", "id": "c2", "new_name": "MAIN"})
+    with pytest.raises(NotEmptyError):
+        commit(state, {"op": "drop_catalog", "id": "c1"})
+    create_table(state, "t")
+    commit(state, {"op": "drop_catalog", "id": "c1", "force": True})
+    with pytest.raises(CatalogNotFound):
+        state.catalog("main")
+    assert state.namespaces == {} and state.tables == {} and state.children == {}
+
+
+def test_snapshot_round_trip_preserves_everything(state: CatalogState) -> None:
+    commit(state, {"op": "create_namespace", "id": "n2", "catalog_id": "c1", "path": ["db", "x"], "owner": "a",
+                   "properties": {"k": "v"}})
+    create_table(state, "t")
+    restored = CatalogState.from_snapshot(state.to_snapshot())
+    assert restored.to_snapshot() == state.to_snapshot()
+    assert restored.table("c1", ("db",), "T").location == "file:///wh/t"
+    assert [n.path for n in restored.child_namespaces("c1", ("db",))] == [("db", "x")]
+
+
+def test_unknown_operations_and_out_of_order_entries_are_refused(state: CatalogState) -> None:
+    with pytest.raises(InvalidRequestError):
+        rules.check(state, {"op": "format_disk"})
+    with pytest.raises(ValueError):
+        rules.apply(state, {"op": "drop_namespace", "id": "n1"}, state.seq + 2)
