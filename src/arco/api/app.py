@@ -17,14 +17,19 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
+from starlette.types import ASGIApp
 
 from arco.api.auth import BearerAuthMiddleware
 from arco.api.errors import ApiError, error_body, surface_of
 from arco.api.responses import JsonResponse
 from arco.auth.authenticator import Authenticator
 from arco.auth.bootstrap import read_stored_admin_hash
+from arco.auth.principals import BOOTSTRAP_ADMIN
+from arco.catalog.catalogs import ensure_default_catalog
+from arco.catalog.store import CatalogStore
 from arco.auth.tokens import hash_token
 from arco.iceberg import routes as iceberg_routes
+from arco.iceberg.routes import IcebergServices
 from arco.settings import ServerSettings
 from arco.storage.base import StorageBackend
 from arco.storage.factory import open_storage
@@ -89,10 +94,18 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None) 
         middleware=[Middleware(BearerAuthMiddleware, authenticator=authenticator)],
         exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _unexpected_error},
     )
+    store = CatalogStore(storage)
+    ensure_default_catalog(store, owner=BOOTSTRAP_ADMIN.name)
     app.state.services = Services(settings=settings, storage=storage, authenticator=authenticator)
+    app.state.iceberg = IcebergServices.build(settings, store, storage)
     return app
 
 
-def app_from_environment() -> Starlette:
+def asgi_app(settings: ServerSettings, storage: StorageBackend | None = None) -> ASGIApp:
+    """The application as served: :func:`create_app` behind the path normalisation the Iceberg routes need."""
+    return iceberg_routes.keep_encoded_slashes(create_app(settings, storage))
+
+
+def app_from_environment() -> ASGIApp:
     """The factory uvicorn's worker processes call: settings travel in the environment."""
-    return create_app(ServerSettings.from_env())
+    return asgi_app(ServerSettings.from_env())

@@ -92,9 +92,9 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
     sys.stderr.flush()
     common = dict(host=host, port=port, log_level="warning", access_log=access_log, server_header=False)
     if workers == 1:
-        from arco.api.app import create_app
+        from arco.api.app import asgi_app
 
-        uvicorn.run(create_app(settings, storage), **common)
+        uvicorn.run(asgi_app(settings, storage), **common)
     else:
         os.environ[SETTINGS_ENV] = settings.to_env()
         uvicorn.run("arco.api.app:app_from_environment", factory=True, workers=workers, **common)

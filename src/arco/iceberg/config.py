@@ -6,17 +6,35 @@ from typing import Any
 
 from arco.settings import ServerSettings
 
-ENDPOINTS: tuple[str, ...] = ("GET /v1/config",)
+# Authoritative: Spark refuses to call a route missing from this list, so it must name every route served.
+ENDPOINTS: tuple[str, ...] = (
+    "GET /v1/{prefix}/namespaces",
+    "POST /v1/{prefix}/namespaces",
+    "GET /v1/{prefix}/namespaces/{namespace}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}",
+    "POST /v1/{prefix}/namespaces/{namespace}/properties",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
+    "POST /v1/{prefix}/namespaces/{namespace}/register",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+    "POST /v1/{prefix}/tables/rename",
+)
 
 
 def iso8601_duration(seconds: int) -> str:
     return f"PT{seconds}S"
 
 
-def catalog_config(settings: ServerSettings, warehouse: str | None) -> dict[str, Any]:
+def catalog_config(settings: ServerSettings, catalog_name: str) -> dict[str, Any]:
     return {
         "defaults": {},
-        "overrides": {},
+        "overrides": {"prefix": catalog_name, "namespace-separator": "%1F"},
         "endpoints": list(ENDPOINTS),
         "idempotency-key-lifetime": iso8601_duration(settings.idempotency_key_lifetime_s),
     }

@@ -2,16 +2,363 @@
 
 from __future__ import annotations
 
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import wraps
+from typing import Any
+from urllib.parse import unquote
+
+import orjson
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Route
 
+from arco.api.requests import BodyError, blocking, client_source, principal_of, read_json
 from arco.api.responses import JsonResponse
+from arco.catalog.errors import CatalogError
+from arco.catalog.model import CatalogEntry, NamespacePath
+from arco.catalog.names import check_name, check_namespace
+from arco.catalog.store import CatalogStore
+from arco.iceberg import errors
+from arco.iceberg.commit import commit_table
 from arco.iceberg.config import catalog_config
+from arco.iceberg.namespaces import NamespaceService
+from arco.iceberg.paging import parse_page_size
+from arco.iceberg.responses import LoadResultCache, metadata_json
+from arco.iceberg.tables import TableService
+from arco.settings import ServerSettings
+from arco.storage.base import StorageBackend
+
+NAMESPACE_SEPARATOR = "\x1f"
 
 
-async def get_config(request: Request) -> JsonResponse:
-    services = request.app.state.services
-    return JsonResponse(catalog_config(services.settings, request.query_params.get("warehouse")))
+@dataclass
+class IcebergServices:
+    settings: ServerSettings
+    store: CatalogStore
+    storage: StorageBackend
+    namespaces: NamespaceService
+    tables: TableService
+    load_results: LoadResultCache
+
+    @classmethod
+    def build(cls, settings: ServerSettings, store: CatalogStore, storage: StorageBackend) -> IcebergServices:
+        return cls(settings, store, storage, NamespaceService(store), TableService(store, storage), LoadResultCache())
 
 
-routes = [Route("/v1/config", get_config, methods=["GET"])]
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def iceberg_errors(handler: Handler) -> Handler:
+    """Turn every error a handler meets into the Iceberg error shape and status."""
+
+    @wraps(handler)
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except errors.IcebergError as exc:
+            return error_response(exc)
+        except CatalogError as exc:
+            return error_response(errors.from_catalog_error(exc))
+        except BodyError as exc:
+            return error_response(errors.PayloadTooLarge(exc.message) if exc.status == 413
+                                  else errors.BadRequest(exc.message))
+
+    return wrapped
+
+
+def error_response(exc: errors.IcebergError) -> Response:
+    body = orjson.dumps({"error": {"message": exc.message, "type": exc.error_type, "code": exc.status}})
+    return Response(body, status_code=exc.status, media_type="application/json", headers=exc.headers)
+
+
+def services(request: Request) -> IcebergServices:
+    return request.app.state.iceberg
+
+
+def decode_namespace(raw: str) -> NamespacePath:
+    return check_namespace([_unescape(level) for level in raw.split(NAMESPACE_SEPARATOR)])
+
+
+def _unescape(segment: str) -> str:
+    """Path segments keep an encoded slash as ``%2F`` (see :func:`keep_encoded_slashes`); restore it here, so
+    a name with a slash is refused by the name rules instead of being routed somewhere else."""
+    return segment.replace("%2F", "/")
+
+
+def identifier(raw: Any) -> tuple[NamespacePath, str]:
+    if not isinstance(raw, dict) or not isinstance(raw.get("namespace"), list):
+        raise errors.BadRequest("a table identifier must be an object with 'namespace' (a list) and 'name'")
+    return check_namespace(raw["namespace"]), check_name("table", raw.get("name"))
+
+
+async def catalog_of(request: Request) -> CatalogEntry:
+    name = request.path_params["prefix"]
+    store = services(request).store
+
+    def lookup() -> CatalogEntry:
+        with store.read() as state:
+            return state.catalog(name)
+
+    return await blocking(lookup)
+
+
+def table_path(request: Request) -> tuple[NamespacePath, str]:
+    return decode_namespace(request.path_params["namespace"]), check_name("table", _unescape(request.path_params["table"]))
+
+
+async def json_body(request: Request) -> Any:
+    body = await read_json(request, services(request).settings.max_body_bytes)
+    if not isinstance(body, dict):
+        raise errors.BadRequest("the request body must be a JSON object")
+    return body
+
+
+# -- config ----------------------------------------------------------------------------------------------------
+
+
+@iceberg_errors
+async def get_config(request: Request) -> Response:
+    svc = services(request)
+    warehouse = request.query_params.get("warehouse") or "main"
+
+    def lookup() -> CatalogEntry:
+        with svc.store.read() as state:
+            return state.catalog(warehouse)
+
+    try:
+        catalog = await blocking(lookup)
+    except CatalogError:
+        raise errors.NoSuchWarehouse(
+            f"Catalog {warehouse!r} does not exist; set warehouse to an existing catalog name (a new warehouse has "
+            "'main'), or create one with `arco catalog create`"
+        ) from None
+    return JsonResponse(catalog_config(svc.settings, catalog.name))
+
+
+def keep_encoded_slashes(app: Any) -> Any:
+    """ASGI wrapper: route on the raw path, decoding every escape except ``%2F`` inside a segment."""
+
+    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+        raw = scope.get("raw_path")
+        if scope["type"] == "http" and raw and b"%2f" in raw.lower():
+            path = raw.decode("latin-1").split("?", 1)[0]
+            segments = [unquote(s.replace("%2f", "%252F").replace("%2F", "%252F")) for s in path.split("/")]
+            scope = {**scope, "path": "/".join(segments)}
+        await app(scope, receive, send)
+
+    return wrapped
+
+
+# -- namespaces ------------------------------------------------------------------------------------------------
+
+
+@iceberg_errors
+async def list_namespaces(request: Request) -> Response:
+    catalog = await catalog_of(request)
+    parent_raw = request.query_params.get("parent") or ""
+    parent = decode_namespace(parent_raw) if parent_raw else ()
+    size = parse_page_size(request.query_params.get("pageSize"))
+    token = request.query_params.get("pageToken") or None
+    items, next_token = await blocking(services(request).namespaces.list, catalog, parent, token, size)
+    body: dict[str, Any] = {"namespaces": [list(p) for p in items]}
+    if next_token:
+        body["next-page-token"] = next_token
+    return JsonResponse(body)
+
+
+@iceberg_errors
+async def create_namespace(request: Request) -> Response:
+    catalog = await catalog_of(request)
+    body = await json_body(request)
+    result = await blocking(services(request).namespaces.create, catalog, body.get("namespace"),
+                            body.get("properties"), principal_of(request).name)
+    return JsonResponse(result)
+
+
+@iceberg_errors
+async def load_namespace(request: Request) -> Response:
+    catalog = await catalog_of(request)
+    path = decode_namespace(request.path_params["namespace"])
+    return JsonResponse(await blocking(services(request).namespaces.load, catalog, path))
+
+
+@iceberg_errors
+async def namespace_exists(request: Request) -> Response:
+    catalog = await catalog_of(request)
+    await blocking(services(request).namespaces.exists, catalog, decode_namespace(request.path_params["namespace"]))
+    return Response(status_code=204)
+
+
+@iceberg_errors
+async def drop_namespace(request: Request) -> Response:
+    catalog = await catalog_of(request)
+    path = decode_namespace(request.path_params["namespace"])
+    await blocking(services(request).namespaces.drop, catalog, path, principal_of(request).name)
+    return Response(status_code=204)
+
+
+@iceberg_errors
+async def update_namespace_properties(request: Request) -> Response:
+    catalog = await catalog_of(request)
+    path = decode_namespace(request.path_params["namespace"])
+    body = await json_body(request)
+    result = await blocking(services(request).namespaces.update_properties, catalog, path, body,
+                            principal_of(request).name)
+    return JsonResponse({k: v for k, v in result.items() if v is not None})
+
+
+# -- tables ----------------------------------------------------------------------------------------------------
+
+
+@iceberg_errors
+async def list_tables(request: Request) -> Response:
+    catalog = await catalog_of(request)
+    namespace = decode_namespace(request.path_params["namespace"])
+    size = parse_page_size(request.query_params.get("pageSize"))
+    token = request.query_params.get("pageToken") or None
+    items, next_token = await blocking(services(request).tables.list, catalog, namespace, token, size)
+    body: dict[str, Any] = {"identifiers": [{"namespace": list(t.namespace), "name": t.name} for t in items]}
+    if next_token:
+        body["next-page-token"] = next_token
+    return JsonResponse(body)
+
+
+@iceberg_errors
+async def create_table(request: Request) -> Response:
+    catalog = await catalog_of(request)
+    namespace = decode_namespace(request.path_params["namespace"])
+    body = await json_body(request)
+    tables = services(request).tables
+    if body.get("stage-create"):
+        def stage() -> dict[str, Any]:
+            name = check_name("table", body.get("name"))
+            tables.entry_absent(catalog, namespace, name)
+            metadata = tables.build_create_metadata(catalog, namespace, body, str(uuid.uuid4()))
+            return {"metadata": metadata_json(metadata), "config": {}}
+
+        return JsonResponse(await blocking(stage))
+    location, metadata = await blocking(tables.create, catalog, namespace, body, principal_of(request).name,
+                                        client_source(request))
+    return JsonResponse({"metadata-location": location, "metadata": metadata_json(metadata), "config": {}})
+
+
+@iceberg_errors
+async def register_table(request: Request) -> Response:
+    catalog = await catalog_of(request)
+    namespace = decode_namespace(request.path_params["namespace"])
+    body = await json_body(request)
+    location, metadata = await blocking(services(request).tables.register, catalog, namespace, body,
+                                        principal_of(request).name, client_source(request))
+    return JsonResponse({"metadata-location": location, "metadata": metadata_json(metadata), "config": {}})
+
+
+@iceberg_errors
+async def load_table(request: Request) -> Response:
+    catalog = await catalog_of(request)
+    namespace, name = table_path(request)
+    snapshots = request.query_params.get("snapshots") or "all"
+    if snapshots not in ("all", "refs"):
+        raise errors.BadRequest(f"snapshots must be 'all' or 'refs', got {snapshots!r}")
+    svc = services(request)
+    loaded = await blocking(svc.tables.load, catalog, namespace, name)
+    etag = f'"{loaded.pointer.version}-{snapshots}"'
+    if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
+        return Response(status_code=304, headers={"ETag": etag})
+    location = loaded.pointer.pointer.current_metadata_location
+    body = svc.load_results.get(location, loaded.metadata, snapshots)
+    return Response(body, media_type="application/json", headers={"ETag": etag})
+
+
+@iceberg_errors
+async def table_exists(request: Request) -> Response:
+    catalog = await catalog_of(request)
+    namespace, name = table_path(request)
+    await blocking(services(request).tables.entry, catalog, namespace, name)
+    return Response(status_code=204)
+
+
+@iceberg_errors
+async def update_table(request: Request) -> Response:
+    catalog = await catalog_of(request)
+    namespace, name = table_path(request)
+    body = await json_body(request)
+    if body.get("identifier") is not None and identifier(body["identifier"]) != (namespace, name):
+        raise errors.BadRequest("the identifier in the body does not match the table in the path")
+    result = await blocking(commit_table, services(request).tables, catalog, namespace, name, body,
+                            principal_of(request).name, client_source(request))
+    return JsonResponse({"metadata-location": result.metadata_location, "metadata": metadata_json(result.metadata)})
+
+
+@iceberg_errors
+async def drop_table(request: Request) -> Response:
+    catalog = await catalog_of(request)
+    namespace, name = table_path(request)
+    purge = request.query_params.get("purgeRequested", "false").lower() == "true"
+    svc = services(request)
+    entry = await blocking(svc.tables.drop, catalog, namespace, name, principal_of(request).name)
+    if purge:
+        svc.tables.purge_later(entry)
+    return Response(status_code=204)
+
+
+@iceberg_errors
+async def rename_table(request: Request) -> Response:
+    catalog = await catalog_of(request)
+    body = await json_body(request)
+    source_ns, source_name = identifier(body.get("source"))
+    target_ns, target_name = identifier(body.get("destination"))
+    await blocking(services(request).tables.rename, catalog, source_ns, source_name, target_ns, target_name,
+                   principal_of(request).name)
+    return Response(status_code=204)
+
+
+@iceberg_errors
+async def report_metrics(request: Request) -> Response:
+    catalog = await catalog_of(request)
+    namespace, name = table_path(request)
+    body = await json_body(request)
+    svc = services(request)
+    entry = await blocking(svc.tables.entry, catalog, namespace, name)
+    event = {"kind": "metrics_report", "table_uuid": entry.id, "catalog": catalog.name,
+             "namespace": list(namespace), "table": name, "report": body, "source": client_source(request),
+             "received_at_ms": int(time.time() * 1000)}
+    day = time.strftime("%Y-%m-%d", time.gmtime())
+    await blocking(svc.storage.put, f"_catalog/events/{day}/metrics/{uuid.uuid4().hex}.json", orjson.dumps(event))
+    return Response(status_code=204)
+
+
+@iceberg_errors
+async def load_credentials(request: Request) -> Response:
+    catalog = await catalog_of(request)
+    namespace, name = table_path(request)
+    await blocking(services(request).tables.entry, catalog, namespace, name)
+    return JsonResponse({"storage-credentials": []})
+
+
+PREFIX = "/v1/{prefix}"
+NS = PREFIX + "/namespaces/{namespace}"
+TABLE = NS + "/tables/{table}"
+
+routes = [
+    Route("/v1/config", get_config, methods=["GET"]),
+    Route(PREFIX + "/namespaces", list_namespaces, methods=["GET"]),
+    Route(PREFIX + "/namespaces", create_namespace, methods=["POST"]),
+    # HEAD routes come first: Starlette answers HEAD on every GET route.
+    Route(NS, namespace_exists, methods=["HEAD"]),
+    Route(NS, load_namespace, methods=["GET"]),
+    Route(NS, drop_namespace, methods=["DELETE"]),
+    Route(NS + "/properties", update_namespace_properties, methods=["POST"]),
+    Route(NS + "/tables", list_tables, methods=["GET"]),
+    Route(NS + "/tables", create_table, methods=["POST"]),
+    Route(NS + "/register", register_table, methods=["POST"]),
+    Route(TABLE, table_exists, methods=["HEAD"]),
+    Route(TABLE, load_table, methods=["GET"]),
+    Route(TABLE, update_table, methods=["POST"]),
+    Route(TABLE, drop_table, methods=["DELETE"]),
+    Route(TABLE + "/metrics", report_metrics, methods=["POST"]),
+    Route(TABLE + "/credentials", load_credentials, methods=["GET"]),
+    Route(PREFIX + "/tables/rename", rename_table, methods=["POST"]),
+]

@@ -108,7 +108,7 @@ class LocalBackend(StorageBackend):
 
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
         self.root = Path(root).resolve()
-        self.url = self.root.as_uri()
+        self.url = f"file://{self.root}"  # not percent-encoded: engines treat locations as plain paths
         self._fsync = fsync
         try:
             (self.root / _TMP_DIR).mkdir(parents=True, exist_ok=True)

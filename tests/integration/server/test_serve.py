@@ -39,7 +39,7 @@ def test_env_admin_token_and_the_error_shape_of_401(tmp_path: Path) -> None:
     with arco_server(tmp_path / "wh", tmp_path, admin_token="s3cret-token") as server:
         assert get_json(f"{server.base_url}/health", None).json() == {"status": "ok"}
         ok = get_json(f"{server.iceberg_uri}/v1/config", "s3cret-token")
-        assert ok.status_code == 200 and "GET /v1/config" in ok.json()["endpoints"]
+        assert ok.status_code == 200 and "GET /v1/{prefix}/namespaces" in ok.json()["endpoints"]
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic czNjcmV0"},
                         {"Authorization": "Bearer"}):
             r = httpx.get(f"{server.iceberg_uri}/v1/config", headers=headers, timeout=10)

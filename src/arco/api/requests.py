@@ -1,0 +1,62 @@
+"""Request plumbing shared by every surface: bounded JSON bodies, the caller, and running blocking services."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import orjson
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+
+from arco.auth.principals import Principal
+
+T = TypeVar("T")
+
+
+class BodyError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+async def read_json(request: Request, limit: int, *, required: bool = True) -> Any:
+    """The parsed body; raises :class:`BodyError` (400 malformed, 413 too large) without reading past ``limit``."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise BodyError(413, f"request body of {declared} bytes exceeds the limit of {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyError(413, f"request body exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        if required:
+            raise BodyError(400, "a JSON request body is required")
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise BodyError(400, f"malformed JSON body: {exc}") from None
+
+
+def principal_of(request: Request) -> Principal:
+    return request.scope["arco.principal"]  # set by the authentication middleware
+
+
+def client_source(request: Request) -> dict[str, Any]:
+    """Seed section 8's UpdateSource for a REST caller."""
+    return {
+        "kind": "iceberg_rest",
+        "client_info": request.headers.get("user-agent"),
+        "principal": principal_of(request).name,
+    }
+
+
+async def blocking(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run storage-bound service code off the event loop."""
+    return await run_in_threadpool(fn, *args, **kwargs)

@@ -1,0 +1,50 @@
+"""Catalogs: the top level under a warehouse. Iceberg REST's ``warehouse``/``prefix`` names one."""
+
+from __future__ import annotations
+
+import uuid
+
+from arco.catalog.model import CatalogEntry
+from arco.catalog.names import check_name, slug
+from arco.catalog.state import CatalogState, Operation
+from arco.catalog.store import CatalogStore
+
+DEFAULT_CATALOG = "main"
+
+
+def create_catalog(store: CatalogStore, name: str, *, owner: str, comment: str | None = None,
+                   properties: dict[str, str] | None = None, storage_root: str | None = None) -> CatalogEntry:
+    check_name("catalog", name)
+    catalog_id = str(uuid.uuid4())
+    root = storage_root or store.storage.location_of(f"{slug(name)}_{catalog_id[:8]}")
+    store.execute(lambda state: {
+        "op": "create_catalog", "id": catalog_id, "name": name, "storage_root": root.rstrip("/"), "owner": owner,
+        "comment": comment, "properties": dict(properties or {}),
+    }, principal=owner)
+    with store.read_cached() as state:
+        return state.catalogs[catalog_id]
+
+
+def ensure_default_catalog(store: CatalogStore, owner: str) -> None:
+    """A new warehouse starts with one catalog named ``main``, as a Databricks workspace does.
+
+    Only an empty catalog log gets it: a warehouse whose ``main`` was dropped on purpose keeps it dropped.
+    """
+
+    def build(state: CatalogState) -> Operation:
+        if state.seq > 0:
+            raise _AlreadyBootstrapped
+        return {
+            "op": "create_catalog", "id": str(uuid.uuid4()), "name": DEFAULT_CATALOG,
+            "storage_root": store.storage.location_of(DEFAULT_CATALOG), "owner": owner,
+            "comment": "The default catalog.", "properties": {},
+        }
+
+    try:
+        store.execute(build, principal=owner)
+    except _AlreadyBootstrapped:
+        pass  # this or another server did it before
+
+
+class _AlreadyBootstrapped(Exception):
+    pass

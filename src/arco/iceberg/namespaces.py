@@ -1,0 +1,84 @@
+"""Iceberg namespaces over the Tier 1 catalog (a namespace is a UC schema; nesting is allowed here)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from arco.catalog.model import CatalogEntry, NamespacePath
+from arco.catalog.names import check_namespace
+from arco.catalog.state import CatalogState
+from arco.catalog.store import CatalogStore
+from arco.iceberg.commit_rules import check_reserved_properties
+from arco.iceberg.errors import BadRequest
+from arco.iceberg.paging import page
+
+
+
+class NamespaceService:
+    def __init__(self, store: CatalogStore) -> None:
+        self.store = store
+
+    def list(self, catalog: CatalogEntry, parent: NamespacePath, token: str | None,
+             size: int | None) -> tuple[list[NamespacePath], str | None]:
+        with self.store.read() as state:
+            if parent:
+                state.namespace(catalog.id, parent)  # 404 for a missing parent
+            children = [n.path for n in state.child_namespaces(catalog.id, parent)]
+        return page(children, lambda p: p[-1].casefold(), token, size)
+
+    def create(self, catalog: CatalogEntry, namespace: Any, properties: Any, principal: str) -> dict[str, Any]:
+        path = check_namespace(namespace)
+        props = _check_properties(properties)
+        check_reserved_properties(list(props))
+        ns_id = str(uuid.uuid4())
+        self.store.execute(lambda state: {
+            "op": "create_namespace", "id": ns_id, "catalog_id": catalog.id, "path": list(path),
+            "owner": principal, "properties": props, "comment": props.get("comment"),
+        }, principal=principal)
+        return {"namespace": list(path), "properties": props}
+
+    def load(self, catalog: CatalogEntry, path: NamespacePath) -> dict[str, Any]:
+        with self.store.read() as state:
+            entry = state.namespace(catalog.id, path)
+            return {"namespace": list(entry.path), "properties": dict(entry.properties)}
+
+    def exists(self, catalog: CatalogEntry, path: NamespacePath) -> None:
+        with self.store.read() as state:
+            state.namespace(catalog.id, path)
+
+    def drop(self, catalog: CatalogEntry, path: NamespacePath, principal: str) -> None:
+        self.store.execute(
+            lambda state: {"op": "drop_namespace", "id": state.namespace(catalog.id, path).id}, principal=principal
+        )
+
+    def update_properties(self, catalog: CatalogEntry, path: NamespacePath, body: Any,
+                          principal: str) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise BadRequest("the request body must be a JSON object")
+        removals = body.get("removals") or []
+        updates = _check_properties(body.get("updates"))
+        if not isinstance(removals, list) or not all(isinstance(k, str) for k in removals):
+            raise BadRequest("'removals' must be a list of strings")
+        both = sorted(set(removals) & set(updates))
+        if both:
+            raise BadRequest(f"properties both updated and removed: {', '.join(both)}")
+        check_reserved_properties([*updates, *removals])
+        result: dict[str, list[str]] = {}
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            entry = state.namespace(catalog.id, path)
+            result["removed"] = sorted(k for k in removals if k in entry.properties)
+            result["missing"] = sorted(k for k in removals if k not in entry.properties)
+            return {"op": "update_namespace", "id": entry.id, "updates": updates, "removals": removals}
+
+        self.store.execute(build, principal=principal)
+        return {"updated": sorted(updates), "removed": result["removed"], "missing": result["missing"] or None}
+
+
+def _check_properties(raw: Any) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
+        raise BadRequest("properties must be an object of string keys and string values")
+    return dict(raw)

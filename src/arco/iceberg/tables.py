@@ -1,0 +1,240 @@
+"""Iceberg tables: create (also staged), load, commit, drop, rename, register.
+
+Who is authoritative for what (seed section 1): Tier 1 holds the name -> table uuid mapping, the location and
+the format; the pointer holds the current metadata location; the metadata file holds everything else.
+
+Orders of writes, chosen so a crash between any two leaves nothing visible half-done:
+
+* create: metadata file, then pointer (create-only), then the Tier 1 entry (the commit point). A crash before the
+  last write leaves an unreferenced pointer and file, which garbage collection can identify and remove.
+* commit: the seed's flow; see :mod:`arco.iceberg.commit`.
+* drop: the Tier 1 entry goes first (the commit point: the name is free), then the pointer becomes a tombstone,
+  so a commit that resolved the name before the drop either lands before the tombstone or fails with 404.
+* rename: one Tier 1 operation; the uuid, pointer and files stay where they are.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import TableMetadata, new_table_metadata
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
+
+from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
+from arco.catalog.names import check_name, slug
+from arco.catalog.state import CatalogState, dotted
+from arco.catalog.store import CatalogStore
+from arco.iceberg.commit_rules import check_reserved_properties
+from arco.iceberg.errors import AlreadyExists, BadRequest, NoSuchTable
+from arco.iceberg.metadata_files import MetadataFiles, MetadataLocationError
+from arco.iceberg.paging import page
+from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
+from arco.storage.base import StorageBackend
+
+
+@dataclass(frozen=True)
+class LoadedTable:
+    entry: TableEntry
+    pointer: VersionedPointer
+    metadata: TableMetadata
+
+
+def metadata_file_location(table_location: str, sequence: int, suffix: str) -> str:
+    return f"{table_location.rstrip('/')}/metadata/{sequence:05d}-{suffix}.metadata.json"
+
+
+def metadata_sequence(location: str) -> int:
+    """The leading number of a metadata file name (``00003-...metadata.json`` -> 3); 0 if it has none."""
+    name = location.rsplit("/", 1)[-1]
+    head = name.split("-", 1)[0].removeprefix("v").split(".", 1)[0]
+    return int(head) if head.isdigit() else 0
+
+
+def pointer_for(table_uuid: str, location: str, metadata: TableMetadata, previous: str | None,
+                updated_by: dict[str, Any]) -> TablePointer:
+    return TablePointer(
+        table_uuid=table_uuid,
+        current_metadata_location=location,
+        current_snapshot_id=metadata.current_snapshot_id,
+        refs={name: ref.model_dump(by_alias=True, exclude_none=True) for name, ref in metadata.refs.items()},
+        last_sequence_number=getattr(metadata, "last_sequence_number", 0) or 0,
+        previous_metadata_location=previous,
+        updated_by=updated_by,
+    )
+
+
+class TableService:
+    def __init__(self, store: CatalogStore, storage: StorageBackend) -> None:
+        self.store = store
+        self.storage = storage
+        self.pointers = PointerStore(storage)
+        self.files = MetadataFiles(storage)
+
+    # -- reading ---------------------------------------------------------------------------------------------
+
+    def list(self, catalog: CatalogEntry, namespace: NamespacePath, token: str | None, size: int | None,
+             kind: str = "TABLE") -> tuple[list[TableEntry], str | None]:
+        with self.store.read() as state:
+            state.namespace(catalog.id, namespace)
+            entries = [t for t in state.tables_of(catalog.id, namespace) if t.kind == kind]
+        return page(entries, lambda t: t.name.casefold(), token, size)
+
+    def entry(self, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> TableEntry:
+        with self.store.read() as state:
+            state.namespace(catalog.id, namespace)  # a missing namespace is NoSuchNamespace, as clients expect
+            return _iceberg_table(state, catalog, namespace, name)
+
+    def entry_absent(self, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> None:
+        """Raise unless the namespace exists and has no table or view of this name."""
+        with self.store.read() as state:
+            state.namespace(catalog.id, namespace)
+            _refuse_existing(state, catalog, namespace, name)
+
+    def load(self, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> LoadedTable:
+        entry = self.entry(catalog, namespace, name)
+        pointer = self.pointers.load(entry.id)
+        if pointer is None or pointer.pointer.dropped:
+            raise NoSuchTable(f"Table does not exist: {dotted((*namespace, name))}")
+        return LoadedTable(entry, pointer, self.files.read(pointer.pointer.current_metadata_location))
+
+    # -- creating --------------------------------------------------------------------------------------------
+
+    def new_location(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, table_uuid: str) -> str:
+        parts = [slug(level) for level in namespace] + [f"{slug(name)}-{table_uuid.replace('-', '')}"]
+        return "/".join([catalog.storage_root.rstrip("/"), *parts])
+
+    def build_create_metadata(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any],
+                              table_uuid: str) -> TableMetadata:
+        """The first metadata of a table from a CreateTableRequest (field ids reassigned, as the spec asks)."""
+        name = check_name("table", body.get("name"))
+        if body.get("location") not in (None, ""):
+            raise BadRequest("'location' cannot be chosen: Arco assigns table locations under the catalog's root")
+        properties = body.get("properties") or {}
+        if not isinstance(properties, dict) or not all(isinstance(v, str) for v in properties.values()):
+            raise BadRequest("'properties' must be an object of string values")
+        check_reserved_properties(list(properties))
+        try:
+            schema = Schema.model_validate(body.get("schema"))
+            spec = PartitionSpec.model_validate(body["partition-spec"]) if body.get("partition-spec") \
+                else UNPARTITIONED_PARTITION_SPEC
+            order = SortOrder.model_validate(body["write-order"]) if body.get("write-order") else UNSORTED_SORT_ORDER
+            return new_table_metadata(
+                schema, spec, order, self.new_location(catalog, namespace, name, table_uuid),
+                properties=dict(properties), table_uuid=uuid.UUID(table_uuid),
+            )
+        except (ValidationError, ValueError, TypeError, KeyError) as exc:
+            raise BadRequest(f"invalid table definition: {exc}") from None
+
+    def create(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any], principal: str,
+               source: dict[str, Any]) -> tuple[str, TableMetadata]:
+        table_uuid = str(uuid.uuid4())
+        name = check_name("table", body.get("name"))
+        self.entry_absent(catalog, namespace, name)
+        metadata = self.build_create_metadata(catalog, namespace, body, table_uuid)
+        location = metadata_file_location(metadata.location, 0, uuid.uuid4().hex)
+        self.register_new(catalog, namespace, name, metadata, location, principal, source)
+        return location, metadata
+
+    def register_new(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, metadata: TableMetadata,
+                     location: str, principal: str, source: dict[str, Any], write_metadata: bool = True) -> None:
+        """Write the metadata file (unless it exists already), the pointer, then the Tier 1 entry."""
+        table_uuid = str(metadata.table_uuid)
+        if write_metadata:
+            self.files.write(location, metadata)
+        if not self.pointers.create(pointer_for(table_uuid, location, metadata, None, source)).ok:
+            raise AlreadyExists(f"a table with uuid {table_uuid} already exists")
+        self.store.execute(lambda state: {
+            "op": "create_table", "id": table_uuid, "catalog_id": catalog.id, "namespace": list(namespace),
+            "name": name, "kind": "TABLE", "format": "ICEBERG", "location": metadata.location, "owner": principal,
+            "managed": True, "properties": {},
+        }, principal=principal)
+
+    def register(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any], principal: str,
+                 source: dict[str, Any]) -> tuple[str, TableMetadata]:
+        name = check_name("table", body.get("name"))
+        location = body.get("metadata-location")
+        if not isinstance(location, str) or not location:
+            raise BadRequest("'metadata-location' is required")
+        self.entry_absent(catalog, namespace, name)
+        try:
+            metadata = self.files.read(location)
+        except MetadataLocationError as exc:
+            raise BadRequest(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - any unreadable file is the caller's problem to fix
+            raise BadRequest(f"cannot read table metadata at {location}: {exc}") from None
+        self.register_new(catalog, namespace, name, metadata, location, principal, source, write_metadata=False)
+        return location, metadata
+
+    # -- dropping and renaming -------------------------------------------------------------------------------
+
+    def drop(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, principal: str) -> TableEntry:
+        dropped: dict[str, TableEntry] = {}
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            state.namespace(catalog.id, namespace)
+            entry = _iceberg_table(state, catalog, namespace, name)
+            dropped["entry"] = entry
+            return {"op": "drop_table", "id": entry.id}
+
+        self.store.execute(build, principal=principal)
+        self.tombstone(dropped["entry"].id)
+        return dropped["entry"]
+
+    def purge_later(self, entry: TableEntry) -> threading.Thread:
+        """Delete a dropped table's files in the background: a big table must not hold the request open.
+
+        A purge cut short (the process ends) leaves files under a location no table refers to any more, which
+        garbage collection finds by the tombstoned pointer.
+        """
+        thread = threading.Thread(target=self.purge, args=(entry.location,), name=f"purge-{entry.id}", daemon=True)
+        thread.start()
+        return thread
+
+    def purge(self, location: str) -> int:
+        prefix = self.files.key_of(location.rstrip("/") + "/")
+        deleted = 0
+        for meta in list(self.storage.list(prefix)):
+            self.storage.delete(meta.key)
+            deleted += 1
+        return deleted
+
+    def tombstone(self, table_uuid: str) -> None:
+        for _ in range(20):
+            current = self.pointers.load(table_uuid)
+            if current is None or current.pointer.dropped:
+                return
+            marked = TablePointer(**{**current.pointer.__dict__, "dropped": True})
+            if self.pointers.swap(current.version, marked).ok:
+                return
+
+    def rename(self, catalog: CatalogEntry, source: NamespacePath, name: str, target: NamespacePath,
+               new_name: str, principal: str) -> None:
+        check_name("table", new_name)
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            state.namespace(catalog.id, source)
+            entry = _iceberg_table(state, catalog, source, name)
+            state.namespace(catalog.id, target)
+            return {"op": "rename_table", "id": entry.id, "namespace": list(target), "name": new_name}
+
+        self.store.execute(build, principal=principal)
+
+
+def _iceberg_table(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> TableEntry:
+    entry = state.table(catalog.id, namespace, name)
+    if entry.kind != "TABLE" or entry.format != "ICEBERG":
+        raise NoSuchTable(f"{dotted((*namespace, name))} is not an Iceberg table")
+    return entry
+
+
+def _refuse_existing(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> None:
+    existing = state.tables_in.get((catalog.id, tuple(p.casefold() for p in namespace)), {}).get(name.casefold())
+    if existing is not None:
+        kind = "View" if state.tables[existing].kind == "VIEW" else "Table"
+        raise AlreadyExists(f"{kind} already exists: {dotted((*namespace, name))}")

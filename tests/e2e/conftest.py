@@ -1,0 +1,41 @@
+"""Shared fixtures for end-to-end tests that drive a real Spark session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from arco.spark.session import hadoop_catalog_conf, local_spark_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# The Hadoop catalog every e2e test can use without an Arco server; REST catalogs are added per test via
+# spark.conf.set("spark.sql.catalog.<name>...") since Iceberg catalogs are resolved lazily by name.
+HADOOP_CATALOG = "local"
+
+
+@pytest.fixture(scope="session")
+def hadoop_catalog() -> str:
+    """Name of the Iceberg Hadoop catalog configured in the ``spark`` session (rooted at ``spark_warehouse``)."""
+    return HADOOP_CATALOG
+
+
+@pytest.fixture(scope="session")
+def spark_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("iceberg-warehouse")
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory, spark_warehouse: Path) -> Iterator[SparkSession]:
+    # One JVM for the whole run: starting Spark costs seconds, and one SparkContext per process is the rule anyway.
+    session = local_spark_session(
+        "arco-e2e",
+        catalogs={HADOOP_CATALOG: hadoop_catalog_conf(spark_warehouse)},
+        warehouse_dir=tmp_path_factory.mktemp("spark-warehouse"),
+    )
+    yield session
+    session.stop()
