@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from arco.spark.session import hadoop_catalog_conf, local_spark_session
+from support.arco_server import RunningServer, arco_server
+
+from arco.spark.session import hadoop_catalog_conf, local_spark_session, rest_catalog_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -39,3 +41,23 @@ def spark(tmp_path_factory: pytest.TempPathFactory, spark_warehouse: Path) -> It
     )
     yield session
     session.stop()
+
+
+ARCO_TOKEN = "e2e-admin-token"
+
+
+@pytest.fixture(scope="session")
+def arco(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """One Arco server for the end-to-end run, on a fresh local warehouse."""
+    workdir = tmp_path_factory.mktemp("arco-e2e")
+    with arco_server(workdir / "warehouse", workdir, admin_token=ARCO_TOKEN) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def spark_arco(spark: SparkSession, arco: RunningServer) -> str:
+    """The name of a Spark catalog pointing at the ``arco`` server's ``main`` catalog."""
+    for key, value in rest_catalog_conf(arco.iceberg_uri, "main", ARCO_TOKEN).items():
+        spark.conf.set(f"spark.sql.catalog.arco.{key}", value)
+    spark.conf.set("spark.sql.catalog.arco", "org.apache.iceberg.spark.SparkCatalog")
+    return "arco"

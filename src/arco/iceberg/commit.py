@@ -81,11 +81,9 @@ def _create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: Na
     """The second half of a staged create (Spark CTAS/RTAS, DuckDB CREATE TABLE): ``assert-create`` + updates."""
     check_name("table", name)
     try:
-        tables.entry(catalog, namespace, name)
-    except NoSuchTable:
-        pass
-    else:
-        raise CommitFailed(f"Requirement failed: table already exists: {'.'.join((*namespace, name))}")
+        tables.entry_absent(catalog, namespace, name)
+    except AlreadyExists:
+        raise CommitFailed(f"Requirement failed: table already exists: {'.'.join((*namespace, name))}") from None
     commit_rules.check_requirements(requirements, None)
     new = commit_rules.apply_updates(None, updates, None)
     expected_prefix = tables.new_location(catalog, namespace, name, str(new.table_uuid))

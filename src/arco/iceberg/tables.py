@@ -86,8 +86,9 @@ class TableService:
         return page(entries, lambda t: t.name.casefold(), token, size)
 
     def entry(self, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> TableEntry:
+        # A missing namespace is NoSuchTable here, as in the reference implementation: Spark probes the metadata
+        # table db.t.snapshots as table "snapshots" in namespace db.t and only falls back on NoSuchTable.
         with self.store.read() as state:
-            state.namespace(catalog.id, namespace)  # a missing namespace is NoSuchNamespace, as clients expect
             return _iceberg_table(state, catalog, namespace, name)
 
     def entry_absent(self, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> None:
