@@ -24,10 +24,11 @@ from typing import Any
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import AssertCreate
 
-from arco.catalog.model import CatalogEntry, NamespacePath
+from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.names import check_name
 from arco.iceberg import commit_rules
 from arco.iceberg.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchTable
+from arco.iceberg.transactions import PreparedChange, mark_and_commit, parse_table_changes
 from arco.iceberg.tables import (
     TableService,
     metadata_file_location,
@@ -58,21 +59,52 @@ def commit_table(tables: TableService, catalog: CatalogEntry, namespace: Namespa
     if any(isinstance(r, AssertCreate) for r in requirements):
         return _create_by_commit(tables, catalog, namespace, name, requirements, updates, principal, source)
     entry = tables.entry(catalog, namespace, name)
-    commit_rules.check_guardrails(updates, allowed_location=entry.location)
     for _ in range(MAX_COMMIT_ATTEMPTS):
-        current = tables.pointers.load(entry.id)
-        if current is None or current.pointer.dropped:
-            raise NoSuchTable(f"Table does not exist: {'.'.join((*namespace, name))}")
-        base_location = current.pointer.current_metadata_location
-        base = tables.files.read(base_location)
-        commit_rules.check_requirements(requirements, base)
-        new = commit_rules.apply_updates(base, updates, base_location)
-        location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, uuid.uuid4().hex)
-        tables.files.write(location, new)
-        pointer = pointer_for(entry.id, location, new, base_location, source)
-        if tables.pointers.swap(current.version, pointer).ok:
-            return CommitResult(location, new)
+        change = prepare_change(tables, entry, namespace, name, requirements, updates, source)
+        if tables.pointers.swap(change.base.version, change.proposed).ok:
+            return CommitResult(change.proposed.current_metadata_location, change.metadata)
     raise CommitFailed(f"Commit failed: {name} changed concurrently {MAX_COMMIT_ATTEMPTS} times; retry")
+
+
+@dataclass
+class PreparedCommit(PreparedChange):
+    metadata: TableMetadata
+
+
+def prepare_change(tables: TableService, entry: TableEntry, namespace: NamespacePath, name: str,
+                   requirements: list[Any], updates: list[Any], source: dict[str, Any]) -> PreparedCommit:
+    """Steps 2-7: the current pointer, the base metadata, the checks, the new metadata file written."""
+    commit_rules.check_guardrails(updates, allowed_location=entry.location)
+    current = tables.resolver.for_write(entry.id)
+    if current is None or current.pointer.dropped:
+        raise NoSuchTable(f"Table does not exist: {'.'.join((*namespace, name))}")
+    base_location = current.pointer.current_metadata_location
+    base = tables.files.read(base_location)
+    commit_rules.check_requirements(requirements, base)
+    new = commit_rules.apply_updates(base, updates, base_location)
+    location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, uuid.uuid4().hex)
+    tables.files.write(location, new)
+    return PreparedCommit(entry, current, pointer_for(entry.id, location, new, base_location, source), new)
+
+
+def commit_transaction(tables: TableService, catalog: CatalogEntry, body: Any, principal: str,
+                       source: dict[str, Any]) -> None:
+    """All table changes or none; see :mod:`arco.iceberg.transactions` for how."""
+    changes = parse_table_changes(body)
+    if len(changes) == 1:
+        namespace, name, change = changes[0]
+        commit_table(tables, catalog, namespace, name, change, principal, source)
+        return
+    parsed = [(namespace, name, *parse_commit(change)) for namespace, name, change in changes]
+    if any(isinstance(r, AssertCreate) for _, _, requirements, _ in parsed for r in requirements):
+        raise BadRequest("creating a table inside a multi-table transaction is not supported; create it first")
+    entries = [tables.entry(catalog, namespace, name) for namespace, name, _, _ in parsed]
+    for _ in range(MAX_COMMIT_ATTEMPTS):
+        prepared = [prepare_change(tables, entry, namespace, name, requirements, updates, source)
+                    for entry, (namespace, name, requirements, updates) in zip(entries, parsed)]
+        if mark_and_commit(tables.resolver, list(prepared)):
+            return
+    raise CommitFailed(f"Commit failed: the tables changed concurrently {MAX_COMMIT_ATTEMPTS} times; retry")
 
 
 def _create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: NamespacePath, name: str,

@@ -24,6 +24,7 @@ ENDPOINTS: tuple[str, ...] = (
     "POST /v1/{prefix}/namespaces/{namespace}/register",
     "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
     "POST /v1/{prefix}/tables/rename",
+    "POST /v1/{prefix}/transactions/commit",
 )
 
 

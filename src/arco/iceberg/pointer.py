@@ -38,6 +38,10 @@ class TablePointer:
     updated_at_ms: int = 0
     updated_by: dict[str, Any] = field(default_factory=dict)
     dropped: bool = False
+    # Set while a multi-table transaction holds this table (see arco.iceberg.transactions): the transaction id
+    # and the pointer fields this table gets if, and only if, that transaction commits.
+    pending_txn: str | None = None
+    proposed: dict[str, Any] | None = None
     write_id: str = ""
     version: int = POINTER_FORMAT_VERSION
 
@@ -49,6 +53,18 @@ class TablePointer:
         raw = orjson.loads(data)
         known = {k: raw[k] for k in cls.__dataclass_fields__ if k in raw}
         return cls(**known)
+
+
+    def with_changes(self, **changes: Any) -> TablePointer:
+        return TablePointer(**{**self.__dict__, **changes})
+
+    def rolled_forward(self) -> TablePointer:
+        """The pointer after its pending transaction committed: the proposal becomes current."""
+        assert self.proposed is not None
+        return self.with_changes(**self.proposed, pending_txn=None, proposed=None)
+
+    def rolled_back(self) -> TablePointer:
+        return self.with_changes(pending_txn=None, proposed=None)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.names import check_name, check_namespace
 from arco.catalog.store import CatalogStore
 from arco.iceberg import errors
-from arco.iceberg.commit import commit_table
+from arco.iceberg import commit
 from arco.iceberg.config import catalog_config
 from arco.iceberg.namespaces import NamespaceService
 from arco.iceberg.paging import parse_page_size
@@ -287,7 +287,7 @@ async def update_table(request: Request) -> Response:
     body = await json_body(request)
     if body.get("identifier") is not None and identifier(body["identifier"]) != (namespace, name):
         raise errors.BadRequest("the identifier in the body does not match the table in the path")
-    result = await blocking(commit_table, services(request).tables, catalog, namespace, name, body,
+    result = await blocking(commit.commit_table, services(request).tables, catalog, namespace, name, body,
                             principal_of(request).name, client_source(request))
     return JsonResponse({"metadata-location": result.metadata_location, "metadata": metadata_json(result.metadata)})
 
@@ -312,6 +312,15 @@ async def rename_table(request: Request) -> Response:
     target_ns, target_name = identifier(body.get("destination"))
     await blocking(services(request).tables.rename, catalog, source_ns, source_name, target_ns, target_name,
                    principal_of(request).name)
+    return Response(status_code=204)
+
+
+@iceberg_errors
+async def commit_transaction(request: Request) -> Response:
+    catalog = await catalog_of(request)
+    body = await json_body(request)
+    await blocking(commit.commit_transaction, services(request).tables, catalog, body, principal_of(request).name,
+                   client_source(request))
     return Response(status_code=204)
 
 
@@ -361,4 +370,5 @@ routes = [
     Route(TABLE + "/metrics", report_metrics, methods=["POST"]),
     Route(TABLE + "/credentials", load_credentials, methods=["GET"]),
     Route(PREFIX + "/tables/rename", rename_table, methods=["POST"]),
+    Route(PREFIX + "/transactions/commit", commit_transaction, methods=["POST"]),
 ]

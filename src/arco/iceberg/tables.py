@@ -35,6 +35,7 @@ from arco.iceberg.errors import AlreadyExists, BadRequest, NoSuchTable
 from arco.iceberg.metadata_files import MetadataFiles, MetadataLocationError
 from arco.iceberg.paging import page
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
+from arco.iceberg.transactions import PointerResolver, TxnRecords
 from arco.storage.base import StorageBackend
 
 
@@ -74,6 +75,7 @@ class TableService:
         self.store = store
         self.storage = storage
         self.pointers = PointerStore(storage)
+        self.resolver = PointerResolver(self.pointers, TxnRecords(storage))
         self.files = MetadataFiles(storage)
 
     # -- reading ---------------------------------------------------------------------------------------------
@@ -99,7 +101,7 @@ class TableService:
 
     def load(self, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> LoadedTable:
         entry = self.entry(catalog, namespace, name)
-        pointer = self.pointers.load(entry.id)
+        pointer = self.resolver.for_read(entry.id)
         if pointer is None or pointer.pointer.dropped:
             raise NoSuchTable(f"Table does not exist: {dotted((*namespace, name))}")
         return LoadedTable(entry, pointer, self.files.read(pointer.pointer.current_metadata_location))
@@ -207,10 +209,10 @@ class TableService:
 
     def tombstone(self, table_uuid: str) -> None:
         for _ in range(20):
-            current = self.pointers.load(table_uuid)
+            current = self.resolver.for_write(table_uuid)
             if current is None or current.pointer.dropped:
                 return
-            marked = TablePointer(**{**current.pointer.__dict__, "dropped": True})
+            marked = current.pointer.with_changes(dropped=True)
             if self.pointers.swap(current.version, marked).ok:
                 return
 
