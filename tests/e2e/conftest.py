@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from support.arco_server import RunningServer, arco_server
+from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
 
 from arco.spark.session import hadoop_catalog_conf, local_spark_session, rest_catalog_conf
 
@@ -42,8 +42,6 @@ def spark(tmp_path_factory: pytest.TempPathFactory, spark_warehouse: Path) -> It
     yield session
     session.stop()
 
-
-ARCO_TOKEN = "e2e-admin-token"
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,9 @@ import httpx
 from support.net import free_port, wait_for_http
 
 
+ARCO_TOKEN = "e2e-admin-token"  # the admin token of servers the end-to-end tests start
+
+
 @dataclass
 class RunningServer:
     base_url: str

@@ -150,8 +150,12 @@ class TableService:
         table_uuid = str(metadata.table_uuid)
         if write_metadata:
             self.files.write(location, metadata)
-        if not self.pointers.create(pointer_for(table_uuid, location, metadata, None, source)).ok:
-            raise AlreadyExists(f"a table with uuid {table_uuid} already exists")
+        pointer = pointer_for(table_uuid, location, metadata, None, source)
+        if not self.pointers.create(pointer).ok:
+            # Registering the files of a dropped table again is allowed: its tombstone is replaced (by CAS).
+            existing = self.pointers.load(table_uuid)
+            if existing is None or not existing.pointer.dropped or not self.pointers.swap(existing.version, pointer).ok:
+                raise AlreadyExists(f"a table with uuid {table_uuid} already exists")
         self.store.execute(lambda state: {
             "op": "create_table", "id": table_uuid, "catalog_id": catalog.id, "namespace": list(namespace),
             "name": name, "kind": "TABLE", "format": "ICEBERG", "location": metadata.location, "owner": principal,
