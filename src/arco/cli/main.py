@@ -60,9 +60,11 @@ def cli() -> None:
 @click.option("--idempotency-in-progress-timeout", "in_progress_timeout", default=600, show_default=True,
               type=click.IntRange(1), help="Seconds after which an unfinished request's Idempotency-Key may be "
               "taken over by a retry.")
+@click.option("--max-body-bytes", default=16 * 1024 * 1024, show_default=True, type=click.IntRange(1024),
+              help="Largest request body accepted; larger ones get 413.")
 @click.option("--access-log/--no-access-log", default=False, show_default=True)
 def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int, workers: int,
-          in_progress_timeout: int, access_log: bool) -> None:
+          in_progress_timeout: int, max_body_bytes: int, access_log: bool) -> None:
     """Serve the Iceberg REST (and other) APIs for a warehouse."""
     import uvicorn
 
@@ -77,7 +79,8 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
     settings = ServerSettings(
         warehouse=warehouse, storage_options=_parse_options(storage_options), host=host, port=port,
         workers=workers, idempotency_in_progress_timeout_s=in_progress_timeout,
-        idempotency_key_lifetime_s=max(3600, in_progress_timeout), access_log=access_log,
+        idempotency_key_lifetime_s=max(3600, in_progress_timeout), max_body_bytes=max_body_bytes,
+        access_log=access_log,
     )
     try:
         storage = open_storage(settings.warehouse, settings.storage_options)

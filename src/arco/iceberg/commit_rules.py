@@ -65,6 +65,11 @@ def parse_updates(raw: Any) -> list[TableUpdate]:
     unsupported = sorted({a for a in actions if a in UNSUPPORTED_UPDATE_ACTIONS})
     if unsupported:
         raise BadRequest(f"unsupported update types: {', '.join(unsupported)} (table encryption is not supported)")
+    for update in raw:
+        # PyIceberg turns non-string property values into strings; the spec allows only strings.
+        if update.get("action") == "set-properties" and not all(
+                isinstance(v, str) for v in (update.get("updates") or {}).values()):
+            raise BadRequest("set-properties: property values must be strings")
     try:
         return _updates_adapter.validate_python(raw)
     except ValidationError as exc:

@@ -1,0 +1,154 @@
+"""Bad input to the Iceberg REST API: the spec's error shape and status, and nothing changed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
+
+pytestmark = pytest.mark.timeout(120)
+
+SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "x", "required": False, "type": "long"}]}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    workdir: Path = tmp_path_factory.mktemp("bad-input")
+    with arco_server(workdir / "wh", workdir, admin_token=ARCO_TOKEN,
+                     extra_args=("--max-body-bytes", "1048576")) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def client(server: RunningServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=f"{server.iceberg_uri}/v1/main", timeout=30,
+                      headers={"Authorization": f"Bearer {ARCO_TOKEN}"}) as c:
+        c.post("/namespaces", json={"namespace": ["db"]}).raise_for_status()
+        c.post("/namespaces/db/tables", json={"name": "t", "schema": SCHEMA}).raise_for_status()
+        yield c
+
+
+def state(client: httpx.Client) -> tuple:
+    namespaces = client.get("/namespaces").json()
+    tables = client.get("/namespaces/db/tables").json()
+    metadata = client.get("/namespaces/db/tables/t").json()["metadata-location"]
+    return namespaces, tables, metadata
+
+
+def assert_error(response: httpx.Response, status: int, error_type: str) -> str:
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["code"] == status and error["type"] == error_type and error["message"]
+    return error["message"]
+
+
+@pytest.mark.parametrize("content", [b"{", b"not json", b'{"namespace": ["x"],}', b'{"a": NaN}', b"\xff\xfe"])
+def test_malformed_json(client: httpx.Client, content: bytes) -> None:
+    before = state(client)
+    assert_error(client.post("/namespaces", content=content), 400, "BadRequestException")
+    assert_error(client.post("/namespaces/db/tables/t", content=content), 400, "BadRequestException")
+    assert state(client) == before
+
+
+@pytest.mark.parametrize("body", [[], "x", {"namespace": "db2"}, {"namespace": ["a"], "properties": {"k": 1}},
+                                  {"namespace": []}, {"namespace": [1]}])
+def test_wrong_types_on_create_namespace(client: httpx.Client, body: object) -> None:
+    before = state(client)
+    assert_error(client.post("/namespaces", json=body), 400, "BadRequestException")
+    assert state(client) == before
+
+
+@pytest.mark.parametrize("name", ["a/b", "..", ".", "a.b", "tab\tle", "nul\x00", "x" * 10_000, "", " ", "a\x7f"])
+def test_hostile_names_in_bodies(client: httpx.Client, name: str) -> None:
+    before = state(client)
+    assert_error(client.post("/namespaces", json={"namespace": [name]}), 400, "BadRequestException")
+    assert_error(client.post("/namespaces/db/tables", json={"name": name, "schema": SCHEMA}), 400,
+                 "BadRequestException")
+    assert state(client) == before
+
+
+@pytest.mark.parametrize("segment", ["a%2Fb", "%2E%2E", "..", "a%00b", "x" * 10_000, "a%20b"])
+def test_hostile_names_in_paths(client: httpx.Client, segment: str) -> None:
+    before = state(client)
+    r = client.get(f"/namespaces/{segment}")
+    assert r.status_code in (400, 404) and r.json()["error"]["code"] == r.status_code
+    r = client.post(f"/namespaces/db/tables/{segment}", json={"updates": []})
+    # 405: the client itself folds a literal ".." segment, so the request reaches a GET-only route.
+    assert r.status_code in (400, 404, 405) and r.json()["error"]["code"] == r.status_code
+    assert state(client) == before
+
+
+def test_encoded_slash_is_a_bad_name_not_another_route(client: httpx.Client) -> None:
+    message = assert_error(client.get("/namespaces/db/tables/a%2Fb"), 400, "BadRequestException")
+    assert "/" in message
+
+
+def test_unknown_update_and_requirement_types_are_listed(client: httpx.Client) -> None:
+    before = state(client)
+    message = assert_error(client.post("/namespaces/db/tables/t", json={
+        "updates": [{"action": "set-properties", "updates": {"a": "b"}}, {"action": "explode"},
+                    {"action": "rewrite-history"}]}), 400, "BadRequestException")
+    assert "explode" in message and "rewrite-history" in message
+    message = assert_error(client.post("/namespaces/db/tables/t", json={
+        "requirements": [{"type": "assert-weather"}], "updates": []}), 400, "BadRequestException")
+    assert "assert-weather" in message
+    assert state(client) == before
+
+
+@pytest.mark.parametrize("update", [
+    {"action": "set-location", "location": "file:///elsewhere"},
+    {"action": "set-properties", "updates": {"ARCO.lineage": "x"}},
+    {"action": "remove-properties", "removals": ["arco.quality"]},
+    {"action": "add-schema"},
+    {"action": "set-properties", "updates": {"k": 5}},
+    {"action": "add-encryption-key", "key": {"key-id": "k"}},
+])
+def test_guardrails_and_invalid_updates(client: httpx.Client, update: dict) -> None:
+    before = state(client)
+    assert_error(client.post("/namespaces/db/tables/t", json={"updates": [update]}), 400, "BadRequestException")
+    assert state(client) == before
+
+
+def test_commit_against_a_dropped_table(client: httpx.Client) -> None:
+    client.post("/namespaces/db/tables", json={"name": "gone", "schema": SCHEMA}).raise_for_status()
+    assert client.delete("/namespaces/db/tables/gone").status_code == 204
+    assert_error(client.post("/namespaces/db/tables/gone", json={
+        "updates": [{"action": "set-properties", "updates": {"a": "b"}}]}), 404, "NoSuchTableException")
+    assert_error(client.get("/namespaces/db/tables/gone"), 404, "NoSuchTableException")
+
+
+def test_body_over_the_limit(client: httpx.Client) -> None:
+    before = state(client)
+    big = b'{"namespace": ["x"], "properties": {"k": "' + b"a" * 2_000_000 + b'"}}'
+    assert_error(client.post("/namespaces", content=big), 413, "BadRequestException")
+    assert state(client) == before
+
+
+def test_missing_things(client: httpx.Client, server: RunningServer) -> None:
+    assert_error(client.get("/namespaces/nope"), 404, "NoSuchNamespaceException")
+    assert_error(client.get("/namespaces/db/tables/nope"), 404, "NoSuchTableException")
+    assert_error(client.delete("/namespaces/nope"), 404, "NoSuchNamespaceException")
+    assert_error(client.post("/namespaces/nope/tables", json={"name": "t", "schema": SCHEMA}), 404,
+                 "NoSuchNamespaceException")
+    assert_error(client.delete("/namespaces/db"), 409, "NamespaceNotEmptyException")
+    assert_error(client.post("/namespaces", json={"namespace": ["db"]}), 409, "AlreadyExistsException")
+    r = httpx.get(f"{server.iceberg_uri}/v1/config", params={"warehouse": "nowhere"},
+                  headers={"Authorization": f"Bearer {ARCO_TOKEN}"})
+    assert_error(r, 404, "NoSuchWarehouseException")
+    r = httpx.get(f"{server.iceberg_uri}/v1/nowhere/namespaces", headers={"Authorization": f"Bearer {ARCO_TOKEN}"})
+    assert r.status_code == 404
+
+
+def test_etag_and_if_none_match(client: httpx.Client) -> None:
+    first = client.get("/namespaces/db/tables/t")
+    etag = first.headers["etag"]
+    assert client.get("/namespaces/db/tables/t", headers={"If-None-Match": etag}).status_code == 304
+    client.post("/namespaces/db/tables/t", json={"updates": [{"action": "set-properties", "updates": {"v": "2"}}]})
+    changed = client.get("/namespaces/db/tables/t", headers={"If-None-Match": etag})
+    assert changed.status_code == 200 and changed.headers["etag"] != etag
+    refs = client.get("/namespaces/db/tables/t", params={"snapshots": "refs"})
+    assert refs.status_code == 200 and refs.headers["etag"] != changed.headers["etag"]
+    assert_error(client.get("/namespaces/db/tables/t", params={"snapshots": "some"}), 400, "BadRequestException")
