@@ -169,7 +169,11 @@ class StorageBackend(abc.ABC):
 
     @abc.abstractmethod
     def list_page(self, prefix: str = "", page_size: int = 1000, page_token: str | None = None) -> ListPage:
-        """One page of the objects whose key starts with ``prefix``, in lexicographic key order."""
+        """One page of the objects whose key starts with ``prefix``, in key order.
+
+        Keys sharing a directory come in lexicographic order; a backend that lists by directory (SeaweedFS) may put
+        ``a/...`` before ``a-b``. Each key is listed exactly once across pages.
+        """
 
     def list(self, prefix: str = "", page_size: int = 1000) -> Iterator[ObjectMeta]:
         """Every object whose key starts with ``prefix``, following pages."""

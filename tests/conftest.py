@@ -1,0 +1,75 @@
+"""Servers shared by the whole run: storage emulators start once, on first use, and stop at the end."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from support import emulators
+from support.storage_targets import StorageTarget
+
+
+@pytest.fixture(scope="session")
+def seaweedfs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[emulators.S3Server]:
+    with emulators.seaweedfs(tmp_path_factory.mktemp("seaweedfs")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def moto_s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[emulators.S3Server]:
+    with emulators.moto_server(tmp_path_factory.mktemp("moto")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def fake_gcs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[emulators.GcsServer]:
+    with emulators.fake_gcs(tmp_path_factory.mktemp("fake-gcs")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def azurite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[emulators.AzureServer]:
+    with emulators.azurite(tmp_path_factory.mktemp("azurite")) as server:
+        yield server
+
+
+def _bucket_name() -> str:
+    return f"arco-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def s3_seaweedfs_bucket(seaweedfs_server: emulators.S3Server) -> StorageTarget:
+    from arco.storage.s3 import create_bucket
+
+    bucket = _bucket_name()
+    create_bucket(bucket, seaweedfs_server.options())
+    return StorageTarget("s3-seaweedfs", f"s3://{bucket}", seaweedfs_server.options())
+
+
+@pytest.fixture(scope="session")
+def s3_moto_bucket(moto_s3_server: emulators.S3Server) -> StorageTarget:
+    from arco.storage.s3 import create_bucket
+
+    bucket = _bucket_name()
+    create_bucket(bucket, moto_s3_server.options())
+    return StorageTarget("s3-moto", f"s3://{bucket}", moto_s3_server.options())
+
+
+@pytest.fixture(scope="session")
+def gcs_fake_bucket(fake_gcs_server: emulators.GcsServer) -> StorageTarget:
+    from arco.storage.gcs import create_bucket
+
+    bucket = _bucket_name()
+    create_bucket(bucket, fake_gcs_server.options())
+    # fake-gcs-server honours ifGenerationMatch on uploads but ignores it on DELETE.
+    return StorageTarget("gcs-fake", f"gs://{bucket}", fake_gcs_server.options(), conditional_delete_enforced=False)
+
+
+@pytest.fixture(scope="session")
+def azure_azurite_bucket(azurite_server: emulators.AzureServer) -> StorageTarget:
+    from arco.storage.azure import create_container
+
+    container = _bucket_name()
+    create_container(container, azurite_server.options())
+    return StorageTarget("azure-azurite", f"az://{container}", azurite_server.options())

