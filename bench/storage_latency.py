@@ -1,0 +1,114 @@
+"""Latency of conditional writes and reads on every backend, next to a plain write to the same place.
+
+Absolute times drift on shared machines, so the figure that matters is the ratio to the plain (unconditional)
+put measured in the same run against the same server: what compare-and-swap costs on top of a write.
+
+    .venv/bin/python bench/storage_latency.py [--rounds 300] [--only local,s3-seaweedfs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from support import emulators  # noqa: E402
+
+from arco.storage.base import DoesNotExist, MatchesVersion, StorageBackend  # noqa: E402
+from arco.storage.factory import open_storage  # noqa: E402
+
+TARGETS = ("local", "memory", "s3-seaweedfs", "s3-moto", "gcs-fake", "azure-azurite")
+
+
+@contextmanager
+def open_target(name: str, workdir: Path) -> Iterator[StorageBackend]:
+    bucket = f"bench-{uuid.uuid4().hex[:8]}"
+    if name == "local":
+        yield open_storage(str(workdir / "local"))
+    elif name == "memory":
+        yield open_storage(f"memory://{bucket}")
+    elif name.startswith("s3-"):
+        from arco.storage.s3 import create_bucket
+
+        server = emulators.seaweedfs if name == "s3-seaweedfs" else emulators.moto_server
+        with server(workdir) as s3:
+            create_bucket(bucket, s3.options())
+            yield open_storage(f"s3://{bucket}/bench", s3.options())
+    elif name == "gcs-fake":
+        from arco.storage.gcs import create_bucket as create_gcs_bucket
+
+        with emulators.fake_gcs(workdir) as gcs:
+            create_gcs_bucket(bucket, gcs.options())
+            yield open_storage(f"gs://{bucket}/bench", gcs.options())
+    else:
+        from arco.storage.azure import create_container
+
+        with emulators.azurite(workdir) as az:
+            create_container(bucket, az.options())
+            yield open_storage(f"az://{bucket}/bench", az.options())
+
+
+def timed(fn: Callable[[int], object], rounds: int) -> list[float]:
+    for i in range(min(20, rounds)):  # warm connections and caches
+        fn(-1 - i)
+    samples = []
+    for i in range(rounds):
+        start = time.perf_counter()
+        fn(i)
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def summary(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+def measure(storage: StorageBackend, rounds: int) -> dict[str, list[float]]:
+    body = lambda i: orjson.dumps({"i": i, "nonce": uuid.uuid4().hex, "pad": "x" * 400})  # noqa: E731
+    storage.put("cas", body(0))
+    state = {"version": storage.get("cas").version}
+
+    def cas(i: int) -> None:
+        written = storage.put("cas", body(i), MatchesVersion(state["version"]))
+        assert written.ok, "benchmark CAS lost a race it cannot lose"
+        state["version"] = written.version  # type: ignore[union-attr]
+
+    run = uuid.uuid4().hex[:6]
+    return {
+        "plain put": timed(lambda i: storage.put("plain", body(i)), rounds),
+        "create-only put": timed(lambda i: storage.put(f"new/{run}/{i}", body(i), DoesNotExist()), rounds),
+        "cas put": timed(cas, rounds),
+        "get": timed(lambda i: storage.get("cas"), rounds),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=300)
+    parser.add_argument("--only", default=",".join(TARGETS), help="comma-separated targets")
+    args = parser.parse_args()
+    print(f"{'backend':<15} {'operation':<16} {'p50 ms':>8} {'p99 ms':>8} {'p50 / plain put':>16}")
+    for name in args.only.split(","):
+        with ExitStack() as stack:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            storage = stack.enter_context(open_target(name, workdir))
+            results = measure(storage, args.rounds)
+        plain_p50, _ = summary(results["plain put"])
+        for op, samples in results.items():
+            p50, p99 = summary(samples)
+            print(f"{name:<15} {op:<16} {p50:8.3f} {p99:8.3f} {p50 / plain_p50:15.2f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()
