@@ -77,3 +77,19 @@ def test_ddl_and_dml(spark: SparkSession, spark_arco: str) -> None:
     spark.sql(f"DROP TABLE {c}.archive.old_orders")
     spark.sql(f"DROP TABLE {c}.sales.orders PURGE")
     assert rows(spark, f"SHOW TABLES IN {c}.sales") == []
+
+
+def test_format_version_3_row_lineage(spark: SparkSession, spark_arco: str, arco) -> None:  # type: ignore[no-untyped-def]
+    from pyiceberg.catalog.rest import RestCatalog
+    from support.arco_server import ARCO_TOKEN
+
+    c = spark_arco
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {c}.v3")
+    spark.sql(f"CREATE TABLE {c}.v3.t (id BIGINT) USING iceberg TBLPROPERTIES ('format-version'='3')")
+    spark.sql(f"INSERT INTO {c}.v3.t VALUES (1), (2)")
+    spark.sql(f"INSERT INTO {c}.v3.t VALUES (3)")
+    assert rows(spark, f"SELECT id FROM {c}.v3.t ORDER BY id") == [(1,), (2,), (3,)]
+    metadata = RestCatalog("check", uri=arco.iceberg_uri, warehouse="main", token=ARCO_TOKEN).load_table("v3.t").metadata
+    assert metadata.format_version == 3
+    assert metadata.next_row_id == 3  # every added row got a row id
+    assert [s.first_row_id for s in metadata.snapshots] == [0, 2]

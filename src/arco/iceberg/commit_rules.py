@@ -124,15 +124,24 @@ def empty_metadata() -> TableMetadata:
     return TableMetadataV1.model_construct(last_column_id=-1, schema=Schema())
 
 
+def with_row_lineage(metadata: TableMetadata) -> TableMetadata:
+    """Format v3 tables track ``next-row-id`` from 0 (spec: row lineage); PyIceberg leaves it unset on new and
+    upgraded tables, which would make every later snapshot's row ids unassignable."""
+    if metadata.format_version >= 3 and getattr(metadata, "next_row_id", 0) is None:
+        return metadata.model_copy(update={"next_row_id": 0})
+    return metadata
+
+
 def apply_updates(base: TableMetadata | None, updates: Sequence[TableUpdate], base_location: str | None) -> TableMetadata:
     """The new metadata; ``base_location`` (the base's metadata file) goes into the metadata log."""
     try:
-        return update_table_metadata(
-            base if base is not None else empty_metadata(),
+        new = update_table_metadata(
+            with_row_lineage(base) if base is not None else empty_metadata(),
             tuple(updates),
             enforce_validation=base is None,
             metadata_location=base_location,
         )
+        return with_row_lineage(new)
     except CommitFailedException as exc:
         raise CommitFailed(str(exc)) from None
     except (ValueError, ValidationError) as exc:

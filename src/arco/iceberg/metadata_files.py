@@ -12,10 +12,17 @@ import hashlib
 import threading
 from collections import OrderedDict
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
+from pyiceberg.typedef import IcebergBaseModel
 
 from arco.storage.base import DoesNotExist, StorageBackend, StorageError, Written
 
 CACHE_ENTRIES = 512
+
+
+def metadata_bytes(metadata: TableMetadata) -> bytes:
+    """The metadata file's JSON. PyIceberg 0.12 refuses to serialize format v3 (its writer support is unfinished,
+    iceberg-python#1551) although its v3 model is complete, so the base model's serializer is called directly."""
+    return IcebergBaseModel.model_dump_json(metadata, exclude_none=True, by_alias=True).encode()
 
 
 class MetadataLocationError(StorageError):
@@ -53,7 +60,7 @@ class MetadataFiles:
 
     def write(self, location: str, metadata: TableMetadata) -> None:
         """Write a new metadata file create-only; an identical file already there (a retry) is fine."""
-        data = metadata.model_dump_json(exclude_none=True).encode()
+        data = metadata_bytes(metadata)
         key = self.key_of(location)
         result = self.storage.put(key, data, DoesNotExist())
         if not isinstance(result, Written):

@@ -9,12 +9,14 @@ from typing import Any
 import orjson
 from pyiceberg.table.metadata import TableMetadata
 
+from arco.iceberg.metadata_files import metadata_bytes
+
 CACHE_ENTRIES = 256
 
 
 def metadata_json(metadata: TableMetadata, snapshots: str = "all") -> dict[str, Any]:
     """The metadata as the REST spec's TableMetadata object; ``snapshots=refs`` keeps referenced snapshots only."""
-    body: dict[str, Any] = orjson.loads(metadata.model_dump_json(exclude_none=True))
+    body: dict[str, Any] = orjson.loads(metadata_bytes(metadata))
     if snapshots == "refs" and body.get("snapshots"):
         referenced = {ref["snapshot-id"] for ref in body.get("refs", {}).values()}
         body["snapshots"] = [s for s in body["snapshots"] if s["snapshot-id"] in referenced]

@@ -30,7 +30,7 @@ from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.names import check_name, slug
 from arco.catalog.state import CatalogState, dotted
 from arco.catalog.store import CatalogStore
-from arco.iceberg.commit_rules import check_reserved_properties
+from arco.iceberg.commit_rules import check_reserved_properties, with_row_lineage
 from arco.iceberg.errors import AlreadyExists, BadRequest, NoSuchTable
 from arco.iceberg.metadata_files import MetadataFiles, MetadataLocationError
 from arco.iceberg.paging import page
@@ -127,10 +127,10 @@ class TableService:
             spec = PartitionSpec.model_validate(body["partition-spec"]) if body.get("partition-spec") \
                 else UNPARTITIONED_PARTITION_SPEC
             order = SortOrder.model_validate(body["write-order"]) if body.get("write-order") else UNSORTED_SORT_ORDER
-            return new_table_metadata(
+            return with_row_lineage(new_table_metadata(
                 schema, spec, order, self.new_location(catalog, namespace, name, table_uuid),
                 properties=dict(properties), table_uuid=uuid.UUID(table_uuid),
-            )
+            ))
         except (ValidationError, ValueError, TypeError, KeyError) as exc:
             raise BadRequest(f"invalid table definition: {exc}") from None
 
