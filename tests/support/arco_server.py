@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from support.net import free_port, wait_for_http
+from support.net import free_port, stop, wait_for_http
 
 
 ARCO_TOKEN = "e2e-admin-token"  # the admin token of servers the end-to-end tests start
@@ -62,13 +62,7 @@ def arco_server(
         wait_for_http(f"{server.base_url}/health", timeout=30, process=process, log_path=log_path)
         yield server
     finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(10)
+        stop(process)
 
 
 def get_json(url: str, token: str | None, **kwargs: object) -> httpx.Response:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from support.net import free_port, wait_for_http
+from support.net import free_port, stop, wait_for_http
 
 REPO = Path(__file__).resolve().parents[2]
 SETUP_HINT = "run ./run.sh test, which installs every emulator the tests use"
@@ -74,12 +74,7 @@ def _process(cmd: list[str], workdir: Path, ready_url: str, name: str, env: dict
         wait_for_http(ready_url, timeout, process=process, log_path=log_path, accept_status=accept_status)
         yield process
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop(process)
 
 
 def _require(path: Path | str | None, what: str) -> str:

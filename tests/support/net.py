@@ -47,3 +47,15 @@ def wait_for_http(
             last_error = str(exc)
         time.sleep(0.1)
     raise TimeoutError(f"{url} did not answer within {timeout:.0f}s ({last_error})\n{_tail(log_path)}")
+
+
+def stop(process: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    """Terminate a server, then kill it if it has not exited within ``grace`` seconds."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(grace)

@@ -146,10 +146,24 @@ def _remove_table(state: CatalogState, entry: TableEntry) -> None:
         del state.tables_in[where]
 
 
-def _apply_property_changes(properties: dict[str, str], op: Operation) -> dict[str, str]:
-    changed = {k: v for k, v in properties.items() if k not in set(op.get("removals", ()))}
-    changed.update(op.get("updates", {}))
-    return changed
+def _apply_common_changes(entry: CatalogEntry | NamespaceEntry | TableEntry, op: Operation) -> None:
+    """Owner, comment and property changes, which every securable's update operation may carry."""
+    if "owner" in op:
+        entry.owner = op["owner"]
+    if "comment" in op:
+        entry.comment = op["comment"]
+    removals = set(op.get("removals", ()))
+    entry.properties = {k: v for k, v in entry.properties.items() if k not in removals}
+    entry.properties.update(op.get("updates", {}))
+    entry.updated_at_ms = op["at_ms"]
+
+
+def refuse_taken_name(state: CatalogState, catalog_id: str, namespace: NamespacePath, name: str,
+                       allowed_id: str | None = None) -> None:
+    existing = state.tables_in.get((catalog_id, path_key(namespace)), {}).get(name_key(name))
+    if existing is not None and existing != allowed_id:
+        kind = "view" if state.tables[existing].kind == "VIEW" else "table"
+        raise AlreadyExistsError(kind, dotted((*namespace, name)))
 
 
 # -- the operations ------------------------------------------------------------------------------------------
@@ -189,12 +203,7 @@ def _apply_update_catalog(state: CatalogState, op: Operation) -> None:
         del state.catalog_by_name[name_key(entry.name)]
         entry.name = op["new_name"]
         state.catalog_by_name[name_key(entry.name)] = entry.id
-    if "owner" in op:
-        entry.owner = op["owner"]
-    if "comment" in op:
-        entry.comment = op["comment"]
-    entry.properties = _apply_property_changes(entry.properties, op)
-    entry.updated_at_ms = op["at_ms"]
+    _apply_common_changes(entry, op)
 
 
 def _check_drop_catalog(state: CatalogState, op: Operation) -> None:
@@ -259,12 +268,7 @@ def _apply_update_namespace(state: CatalogState, op: Operation) -> None:
         for table in tables:
             table.namespace = entry.path
             _add_table(state, table)
-    if "owner" in op:
-        entry.owner = op["owner"]
-    if "comment" in op:
-        entry.comment = op["comment"]
-    entry.properties = _apply_property_changes(entry.properties, op)
-    entry.updated_at_ms = op["at_ms"]
+    _apply_common_changes(entry, op)
 
 
 def _check_drop_namespace(state: CatalogState, op: Operation) -> None:
@@ -288,10 +292,7 @@ def _check_create_table(state: CatalogState, op: Operation) -> None:
     namespace = tuple(op["namespace"])
     if not state.has_namespace(catalog.id, namespace):
         raise NamespaceNotFound(dotted(namespace))
-    existing = state.tables_in.get((catalog.id, path_key(namespace)), {}).get(name_key(op["name"]))
-    if existing is not None:
-        kind = "view" if state.tables[existing].kind == "VIEW" else "table"
-        raise AlreadyExistsError(kind, dotted((*namespace, op["name"])))
+    refuse_taken_name(state, catalog.id, namespace, op["name"])
     if op["id"] in state.tables:
         raise AlreadyExistsError("table uuid", op["id"])
 
@@ -318,12 +319,7 @@ def _check_update_table(state: CatalogState, op: Operation) -> None:
 
 def _apply_update_table(state: CatalogState, op: Operation) -> None:
     entry = state.tables[op["id"]]
-    if "owner" in op:
-        entry.owner = op["owner"]
-    if "comment" in op:
-        entry.comment = op["comment"]
-    entry.properties = _apply_property_changes(entry.properties, op)
-    entry.updated_at_ms = op["at_ms"]
+    _apply_common_changes(entry, op)
 
 
 def _check_rename_table(state: CatalogState, op: Operation) -> None:
@@ -331,10 +327,7 @@ def _check_rename_table(state: CatalogState, op: Operation) -> None:
     target_ns = tuple(op["namespace"])
     if not state.has_namespace(entry.catalog_id, target_ns):
         raise NamespaceNotFound(dotted(target_ns))
-    existing = state.tables_in.get((entry.catalog_id, path_key(target_ns)), {}).get(name_key(op["name"]))
-    if existing is not None and existing != entry.id:
-        kind = "view" if state.tables[existing].kind == "VIEW" else "table"
-        raise AlreadyExistsError(kind, dotted((*target_ns, op["name"])))
+    refuse_taken_name(state, entry.catalog_id, target_ns, op["name"], allowed_id=entry.id)
 
 
 def _apply_rename_table(state: CatalogState, op: Operation) -> None:

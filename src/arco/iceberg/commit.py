@@ -24,6 +24,7 @@ from typing import Any
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import AssertCreate
 
+from arco.catalog.errors import AlreadyExistsError
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.names import check_name
 from arco.iceberg import commit_rules
@@ -114,7 +115,7 @@ def _create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: Na
     check_name("table", name)
     try:
         tables.entry_absent(catalog, namespace, name)
-    except AlreadyExists:
+    except AlreadyExistsError:
         raise CommitFailed(f"Requirement failed: table already exists: {'.'.join((*namespace, name))}") from None
     commit_rules.check_requirements(requirements, None)
     new = commit_rules.apply_updates(None, updates, None)
@@ -125,6 +126,6 @@ def _create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: Na
     location = metadata_file_location(new.location, 0, uuid.uuid4().hex)
     try:
         tables.register_new(catalog, namespace, name, new, location, principal, source)
-    except AlreadyExists as exc:
-        raise CommitFailed(f"Requirement failed: {exc.message}") from None
+    except (AlreadyExists, AlreadyExistsError) as exc:
+        raise CommitFailed(f"Requirement failed: {exc}") from None
     return CommitResult(location, new)

@@ -28,7 +28,7 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
 
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.names import check_name, slug
-from arco.catalog.state import CatalogState, dotted
+from arco.catalog.state import CatalogState, dotted, refuse_taken_name
 from arco.catalog.store import CatalogStore
 from arco.iceberg.commit_rules import check_reserved_properties, with_row_lineage
 from arco.iceberg.errors import AlreadyExists, BadRequest, NoSuchTable
@@ -97,7 +97,7 @@ class TableService:
         """Raise unless the namespace exists and has no table or view of this name."""
         with self.store.read() as state:
             state.namespace(catalog.id, namespace)
-            _refuse_existing(state, catalog, namespace, name)
+            refuse_taken_name(state, catalog.id, namespace, name)
 
     def load(self, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> LoadedTable:
         entry = self.entry(catalog, namespace, name)
@@ -238,10 +238,3 @@ def _iceberg_table(state: CatalogState, catalog: CatalogEntry, namespace: Namesp
     if entry.kind != "TABLE" or entry.format != "ICEBERG":
         raise NoSuchTable(f"{dotted((*namespace, name))} is not an Iceberg table")
     return entry
-
-
-def _refuse_existing(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> None:
-    existing = state.tables_in.get((catalog.id, tuple(p.casefold() for p in namespace)), {}).get(name.casefold())
-    if existing is not None:
-        kind = "View" if state.tables[existing].kind == "VIEW" else "Table"
-        raise AlreadyExists(f"{kind} already exists: {dotted((*namespace, name))}")

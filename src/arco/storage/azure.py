@@ -30,7 +30,7 @@ from arco.storage.base import (
     Written,
     WriteResult,
 )
-from arco.storage.keys import check_key, check_prefix
+from arco.storage.prefixed import PrefixedKeys
 
 
 def _service(options: dict[str, str], retries: int = 3) -> BlobServiceClient:
@@ -56,7 +56,7 @@ def _is_precondition(exc: HttpResponseError) -> bool:
     return exc.status_code in (409, 412)
 
 
-class AzureBackend(StorageBackend):
+class AzureBackend(PrefixedKeys, StorageBackend):
     capabilities = Capabilities(conditional_put=True, conditional_delete=True)
 
     def __init__(self, container: str, prefix: str, options: dict[str, str] | None = None) -> None:
@@ -67,13 +67,6 @@ class AzureBackend(StorageBackend):
         options = options or {}
         self._container: ContainerClient = _service(options).get_container_client(container)
         self._conditional: ContainerClient = _service(options, retries=0).get_container_client(container)
-
-    def _key(self, key: str) -> str:
-        check_key(key)
-        return f"{self.prefix}/{key}" if self.prefix else key
-
-    def _relative(self, full_key: str) -> str:
-        return full_key[len(self.prefix) + 1:] if self.prefix else full_key
 
     def get(self, key: str) -> ObjectData:
         try:
@@ -138,10 +131,9 @@ class AzureBackend(StorageBackend):
         return Deleted()
 
     def list_page(self, prefix: str = "", page_size: int = 1000, page_token: str | None = None) -> ListPage:
-        check_prefix(prefix)
+        full_prefix = self._full_prefix(prefix)
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
-        full_prefix = f"{self.prefix}/{prefix}" if self.prefix else prefix
         try:
             pages = self._container.list_blobs(name_starts_with=full_prefix or None,
                                                results_per_page=page_size).by_page(continuation_token=page_token)

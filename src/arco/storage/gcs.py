@@ -31,7 +31,7 @@ from arco.storage.base import (
     Written,
     WriteResult,
 )
-from arco.storage.keys import check_key, check_prefix
+from arco.storage.prefixed import PrefixedKeys
 
 
 def _client(options: dict[str, str]) -> gcs.Client:
@@ -46,7 +46,7 @@ def _client(options: dict[str, str]) -> gcs.Client:
     return gcs.Client(**kwargs)
 
 
-class GcsBackend(StorageBackend):
+class GcsBackend(PrefixedKeys, StorageBackend):
     capabilities = Capabilities(conditional_put=True, conditional_delete=True)
 
     def __init__(self, bucket: str, prefix: str, options: dict[str, str] | None = None) -> None:
@@ -56,13 +56,6 @@ class GcsBackend(StorageBackend):
         self.url = f"gs://{bucket}/{self.prefix}" if self.prefix else f"gs://{bucket}"
         self._client = _client(options or {})
         self._bucket = self._client.bucket(bucket)
-
-    def _key(self, key: str) -> str:
-        check_key(key)
-        return f"{self.prefix}/{key}" if self.prefix else key
-
-    def _relative(self, full_key: str) -> str:
-        return full_key[len(self.prefix) + 1:] if self.prefix else full_key
 
     def get(self, key: str) -> ObjectData:
         blob = self._bucket.blob(self._key(key))
@@ -123,10 +116,9 @@ class GcsBackend(StorageBackend):
         return Deleted()
 
     def list_page(self, prefix: str = "", page_size: int = 1000, page_token: str | None = None) -> ListPage:
-        check_prefix(prefix)
+        full_prefix = self._full_prefix(prefix)
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
-        full_prefix = f"{self.prefix}/{prefix}" if self.prefix else prefix
         kwargs: dict[str, Any] = {"prefix": full_prefix, "max_results": page_size}
         if page_token:
             kwargs["start_offset"] = (f"{self.prefix}/{page_token}" if self.prefix else page_token) + "\x00"

@@ -37,7 +37,7 @@ from arco.storage.base import (
     Written,
     WriteResult,
 )
-from arco.storage.keys import check_key, check_prefix
+from arco.storage.prefixed import PrefixedKeys
 
 PRECONDITION_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412"}
 NOT_FOUND_CODES = {"NoSuchKey", "404", "NotFound"}
@@ -77,7 +77,7 @@ def _epoch(value: datetime | None) -> float:
     return value.timestamp() if value else 0.0
 
 
-class S3Backend(StorageBackend):
+class S3Backend(PrefixedKeys, StorageBackend):
     capabilities = Capabilities(conditional_put=True, conditional_delete=True)
 
     def __init__(self, bucket: str, prefix: str, options: dict[str, str] | None = None) -> None:
@@ -89,13 +89,6 @@ class S3Backend(StorageBackend):
         options = options or {}
         self._client = _client(options, retries=3)
         self._conditional_client = _client(options, retries=1)
-
-    def _key(self, key: str) -> str:
-        check_key(key)
-        return f"{self.prefix}/{key}" if self.prefix else key
-
-    def _relative(self, full_key: str) -> str:
-        return full_key[len(self.prefix) + 1:] if self.prefix else full_key
 
     def get(self, key: str) -> ObjectData:
         try:
@@ -158,10 +151,9 @@ class S3Backend(StorageBackend):
             raise StorageError(f"S3 DELETE {key!r} failed: {exc}") from exc
 
     def list_page(self, prefix: str = "", page_size: int = 1000, page_token: str | None = None) -> ListPage:
-        check_prefix(prefix)
+        full_prefix = self._full_prefix(prefix)
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
-        full_prefix = f"{self.prefix}/{prefix}" if self.prefix else prefix
         args: dict[str, Any] = {"Bucket": self.bucket, "Prefix": full_prefix, "MaxKeys": min(page_size, 1000)}
         if page_token:
             args["StartAfter"] = f"{self.prefix}/{page_token}" if self.prefix else page_token
