@@ -28,7 +28,8 @@ from arco.catalog.errors import AlreadyExistsError
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.names import check_name
 from arco.iceberg import commit_rules
-from arco.iceberg.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchTable
+from arco.iceberg.errors import AlreadyExists, BadRequest, CommitFailed, IcebergError, NoSuchTable
+from arco.iceberg.idempotency import IdempotencyMarkers, Marker, ReplayedError, is_deterministic, key_hash
 from arco.iceberg.transactions import PreparedChange, mark_and_commit, parse_table_changes
 from arco.iceberg.tables import (
     TableService,
@@ -54,14 +55,67 @@ def parse_commit(body: Any) -> tuple[list[Any], list[Any]]:
     return requirements, updates
 
 
+@dataclass(frozen=True)
+class Idempotency:
+    """The Idempotency-Key of a request, with the markers to record it in."""
+
+    markers: IdempotencyMarkers
+    key: str
+    request_hash: str
+
+
 def commit_table(tables: TableService, catalog: CatalogEntry, namespace: NamespacePath, name: str, body: Any,
-                 principal: str, source: dict[str, Any]) -> CommitResult:
+                 principal: str, source: dict[str, Any], idempotency: Idempotency | None = None) -> CommitResult:
     requirements, updates = parse_commit(body)
     if any(isinstance(r, AssertCreate) for r in requirements):
         return _create_by_commit(tables, catalog, namespace, name, requirements, updates, principal, source)
     entry = tables.entry(catalog, namespace, name)
+    if idempotency is None:
+        return _commit_with_retries(tables, entry, namespace, name, requirements, updates, source, uuid.uuid4().hex)
+
+    claim = idempotency.markers.claim(entry.id, idempotency.key, idempotency.request_hash,
+                                      landed=lambda hashed: landed_location(tables, entry.id, hashed))
+    if claim.replay is not None:
+        return replay(tables, claim.replay)
+    try:
+        suffix = f"{key_hash(idempotency.key)}-{uuid.uuid4().hex[:8]}"
+        result = _commit_with_retries(tables, entry, namespace, name, requirements, updates, source, suffix)
+    except IcebergError as exc:
+        if is_deterministic(exc):
+            idempotency.markers.failed(claim, exc)
+        raise
+    idempotency.markers.committed(claim, result.metadata_location)
+    return result
+
+
+def replay(tables: TableService, marker: Marker) -> CommitResult:
+    """The answer given before for this key: the committed metadata (an immutable file), or the same error."""
+    if marker.status == "FAILED":
+        raise ReplayedError(marker)
+    assert marker.metadata_location is not None
+    return CommitResult(marker.metadata_location, tables.files.read(marker.metadata_location))
+
+
+def landed_location(tables: TableService, table_uuid: str, hashed_key: str) -> str | None:
+    """The metadata file written by the commit with this key, if the table's history contains it."""
+    current = tables.resolver.for_read(table_uuid)
+    if current is None:
+        return None
+    tag = f"-{hashed_key}-"
+    location = current.pointer.current_metadata_location
+    if tag in location.rsplit("/", 1)[-1]:
+        return location
+    for entry in tables.files.read(location).metadata_log:
+        if tag in entry.metadata_file.rsplit("/", 1)[-1]:
+            return entry.metadata_file
+    return None
+
+
+def _commit_with_retries(tables: TableService, entry: TableEntry, namespace: NamespacePath, name: str,
+                         requirements: list[Any], updates: list[Any], source: dict[str, Any],
+                         suffix: str) -> CommitResult:
     for _ in range(MAX_COMMIT_ATTEMPTS):
-        change = prepare_change(tables, entry, namespace, name, requirements, updates, source)
+        change = prepare_change(tables, entry, namespace, name, requirements, updates, source, suffix)
         if tables.pointers.swap(change.base.version, change.proposed).ok:
             return CommitResult(change.proposed.current_metadata_location, change.metadata)
     raise CommitFailed(f"Commit failed: {name} changed concurrently {MAX_COMMIT_ATTEMPTS} times; retry")
@@ -73,7 +127,8 @@ class PreparedCommit(PreparedChange):
 
 
 def prepare_change(tables: TableService, entry: TableEntry, namespace: NamespacePath, name: str,
-                   requirements: list[Any], updates: list[Any], source: dict[str, Any]) -> PreparedCommit:
+                   requirements: list[Any], updates: list[Any], source: dict[str, Any],
+                   suffix: str | None = None) -> PreparedCommit:
     """Steps 2-7: the current pointer, the base metadata, the checks, the new metadata file written."""
     commit_rules.check_guardrails(updates, allowed_location=entry.location)
     current = tables.resolver.for_write(entry.id)
@@ -83,7 +138,7 @@ def prepare_change(tables: TableService, entry: TableEntry, namespace: Namespace
     base = tables.files.read(base_location)
     commit_rules.check_requirements(requirements, base)
     new = commit_rules.apply_updates(base, updates, base_location)
-    location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, uuid.uuid4().hex)
+    location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, suffix or uuid.uuid4().hex)
     tables.files.write(location, new)
     return PreparedCommit(entry, current, pointer_for(entry.id, location, new, base_location, source), new)
 

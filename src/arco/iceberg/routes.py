@@ -24,6 +24,8 @@ from arco.catalog.store import CatalogStore
 from arco.iceberg import errors
 from arco.iceberg import commit
 from arco.iceberg.config import catalog_config
+from arco.iceberg.idempotency import IdempotencyMarkers, request_hash
+from arco.iceberg.idempotency import check_key as check_idempotency_key
 from arco.iceberg.namespaces import NamespaceService
 from arco.iceberg.paging import parse_page_size
 from arco.iceberg.responses import LoadResultCache, metadata_json
@@ -42,10 +44,20 @@ class IcebergServices:
     namespaces: NamespaceService
     tables: TableService
     load_results: LoadResultCache
+    markers: IdempotencyMarkers
 
     @classmethod
     def build(cls, settings: ServerSettings, store: CatalogStore, storage: StorageBackend) -> IcebergServices:
-        return cls(settings, store, storage, NamespaceService(store), TableService(store, storage), LoadResultCache())
+        return cls(settings, store, storage, NamespaceService(store), TableService(store, storage), LoadResultCache(),
+                   IdempotencyMarkers(storage, settings.idempotency_in_progress_timeout_s))
+
+
+def idempotency_of(request: Request, operation: str, body: Any) -> commit.Idempotency | None:
+    raw = request.headers.get("idempotency-key")
+    if raw is None:
+        return None
+    key = check_idempotency_key(raw)
+    return commit.Idempotency(services(request).markers, key, request_hash(operation, body))
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -287,8 +299,9 @@ async def update_table(request: Request) -> Response:
     body = await json_body(request)
     if body.get("identifier") is not None and identifier(body["identifier"]) != (namespace, name):
         raise errors.BadRequest("the identifier in the body does not match the table in the path")
+    idempotency = idempotency_of(request, "updateTable", body)
     result = await blocking(commit.commit_table, services(request).tables, catalog, namespace, name, body,
-                            principal_of(request).name, client_source(request))
+                            principal_of(request).name, client_source(request), idempotency)
     return JsonResponse({"metadata-location": result.metadata_location, "metadata": metadata_json(result.metadata)})
 
 
