@@ -10,6 +10,8 @@ import pytest
 from arco.catalog.catalogs import ensure_default_catalog
 from arco.catalog.model import CatalogEntry
 from arco.catalog.store import CatalogStore
+from arco.iceberg.idempotency import IdempotencyMarkers
+from arco.iceberg.mutations import Mutations
 from arco.iceberg.namespaces import NamespaceService
 from arco.iceberg.tables import TableService
 from arco.storage.faults import FaultyBackend
@@ -33,6 +35,11 @@ class Harness:
     def create_table(self, name: str, namespace: tuple[str, ...] = ("db",)) -> str:
         _, metadata = self.tables.create(self.catalog, namespace, {"name": name, "schema": SCHEMA}, "admin", SOURCE)
         return str(metadata.table_uuid)
+
+    def mutations(self, in_progress_timeout_s: float = 60.0) -> Mutations:
+        """The keyed mutation layer over this harness, as a server with this in-progress timeout runs it."""
+        return Mutations(self.store, self.namespaces, self.tables,
+                         IdempotencyMarkers(self.storage, in_progress_timeout_s))
 
     def reopen(self) -> "Harness":
         """A fresh process's view of the same warehouse (no caches), with no faults."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -21,8 +22,12 @@ class BodyError(Exception):
         self.message = message
 
 
-async def read_json(request: Request, limit: int, *, required: bool = True) -> Any:
-    """The parsed body; raises :class:`BodyError` (400 malformed, 413 too large) without reading past ``limit``."""
+async def read_json(request: Request, limit: int, *, required: bool = True, unique_keys: bool = False) -> Any:
+    """The parsed body; raises :class:`BodyError` (400 malformed, 413 too large) without reading past ``limit``.
+
+    ``unique_keys`` also refuses an object with a repeated member name, which JSON parsers silently resolve (the
+    last one wins) but which has no canonical form (RFC 8785 requires I-JSON): requests hashed for an
+    Idempotency-Key must not have two readings."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
         raise BodyError(413, f"request body of {declared} bytes exceeds the limit of {limit} bytes")
@@ -39,9 +44,20 @@ async def read_json(request: Request, limit: int, *, required: bool = True) -> A
             raise BodyError(400, "a JSON request body is required")
         return None
     try:
-        return orjson.loads(raw)
+        parsed = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise BodyError(400, f"malformed JSON body: {exc}") from None
+    if unique_keys:
+        json.loads(raw, object_pairs_hook=_refuse_duplicate_names)
+    return parsed
+
+
+def _refuse_duplicate_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    names = [name for name, _ in pairs]
+    if len(set(names)) != len(names):
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        raise BodyError(400, f"the JSON body repeats the member name(s) {repeated}; it has no canonical form")
+    return dict(pairs)
 
 
 def principal_of(request: Request) -> Principal:

@@ -8,7 +8,11 @@ answers for it too.
 Writers call :meth:`CatalogStore.execute` with a function that builds the operation from the current state (it
 may raise a catalog error: the name exists, the namespace is missing). The operation is checked against that
 state and appended at the next log position; if another process took the position first, the writer catches up
-and builds again, so the operation is always validated against the state it lands on.
+and builds again, so the operation is always validated against the state it lands on. Once appended, the
+operation's receipt is written for the pipeline (best effort; the reconciler backfills it from the log).
+
+An operation may carry the hash of the Idempotency-Key it was made under (``request``): after a crash, the
+retry finds out whether the operation landed with :meth:`CatalogStore.find_request`.
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from arco.catalog import state as rules
 from arco.catalog.errors import ConflictError
 from arco.catalog import log as catalog_log
 from arco.catalog.log import CatalogLog
 from arco.catalog.state import CatalogState, Operation
+from arco.events.receipts import catalog_event, catalog_receipt_key, write_receipt
 from arco.storage.base import StorageBackend
 
 MAX_APPEND_ATTEMPTS = 50
@@ -92,8 +98,26 @@ class CatalogStore:
 
     # -- writing ---------------------------------------------------------------------------------------------
 
-    def execute(self, build: Callable[[CatalogState], Operation], *, principal: str) -> Operation:
-        """Build an operation against the current state, check it, and commit it with one conditional write."""
+    @property
+    def seq(self) -> int:
+        """The log position this process has applied (call :meth:`ensure_fresh` first for a current one)."""
+        return self._state.seq
+
+    def find_request(self, after_seq: int, request: str) -> tuple[int, Operation] | None:
+        """The operation tagged with ``request`` appended after ``after_seq``, if there is one."""
+        self.ensure_fresh()
+        for seq in range(after_seq + 1, self._state.seq + 1):
+            entry = self.log.read_entry(seq)
+            if entry is not None and entry.get("request") == request:
+                return seq, entry
+        return None
+
+    def execute(self, build: Callable[[CatalogState], Operation], *, principal: str, request: str | None = None,
+                source: dict[str, Any] | None = None) -> Operation:
+        """Build an operation against the current state, check it, and commit it with one conditional write.
+
+        ``request`` tags the operation with an Idempotency-Key hash; ``source`` says who made it (seed section 8).
+        """
         with self._write_lock:
             for _ in range(MAX_APPEND_ATTEMPTS):
                 self.ensure_fresh()
@@ -101,6 +125,10 @@ class CatalogStore:
                     op = dict(build(self._state))
                     op.setdefault("at_ms", int(time.time() * 1000))
                     op.setdefault("principal", principal)
+                    if request is not None:
+                        op["request"] = request
+                    if source is not None:
+                        op["source"] = source
                     rules.check(self._state, op)
                     seq = self._state.seq + 1
                 if not self.log.append(seq, op):
@@ -111,7 +139,8 @@ class CatalogStore:
                     else:
                         self._catch_up()
                     self._maybe_snapshot()
-                return op
+                write_receipt(self.storage, catalog_receipt_key(seq, op["at_ms"]), catalog_event(seq, op))
+                return {**op, "seq": seq}
         raise ConflictError("the catalog is changing too fast to apply this change; retry")
 
     def _maybe_snapshot(self) -> None:

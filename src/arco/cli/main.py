@@ -116,6 +116,34 @@ def admin_token(warehouse: str, storage_options: tuple[str, ...], rotate: bool) 
     click.echo(rotate_bootstrap_admin(storage))
 
 
+@cli.command()
+@_warehouse_option()
+@_storage_options_option()
+@click.option("--catalog", default=None, help="Only this catalog's tables (default: every catalog).")
+@click.option("--table", default=None, metavar="NAMESPACE.TABLE", help="Only this table (in --catalog, else main).")
+@click.option("--max-depth", default=10_000, show_default=True, type=click.IntRange(1),
+              help="Versions of a table's metadata log to walk at most.")
+def reconcile(warehouse: str, storage_options: tuple[str, ...], catalog: str | None, table: str | None,
+              max_depth: int) -> None:
+    """Backfill missing committed receipts from each table's metadata log and from the catalog log.
+
+    Safe to run at any time, also while servers are running: receipts are written create-only.
+    """
+    from rich.console import Console
+
+    from arco.cli.reconcile import print_summary, run_reconcile
+    from arco.storage.factory import open_storage
+
+    if table is not None and catalog is None:
+        catalog = "main"
+    console = Console(stderr=True)
+    counts = run_reconcile(open_storage(warehouse, _parse_options(storage_options)), catalog, table, max_depth,
+                           console)
+    print_summary(counts, Console())
+    if counts.unreadable:
+        console.print(f"[yellow]{counts.unreadable} metadata file(s) could not be read and were skipped.[/yellow]")
+
+
 @cli.command("spark-jars")
 def spark_jars_command() -> None:
     """Print the comma-separated local jar paths a Spark session needs (spark.jars) to talk to Arco."""

@@ -11,8 +11,11 @@
 On a lost pointer race the requirements are checked again against the new base and the updates re-applied, as
 the reference implementation does (Spark retries a 409 only a few times, and Iceberg's compatibility kit expects
 the server to absorb benign races); only a failed requirement, or running out of attempts, answers 409.
-Steps 4, 8, 10 and 11 (idempotency marker and receipts) wrap this flow in :mod:`arco.iceberg.idempotency`
-and :mod:`arco.iceberg.receipts` where they exist.
+    8 pending receipt                      (best effort)
+    10 committed receipt                   (best effort; the reconciler backfills)
+
+Steps 4 and 11 (the Idempotency-Key marker) wrap this flow in :mod:`arco.iceberg.mutations`; the marker's tag
+goes into the new metadata file's name, which is how a retry after a crash tells whether the commit landed.
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ from arco.catalog.errors import AlreadyExistsError
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.names import check_name
 from arco.iceberg import commit_rules
-from arco.iceberg.errors import AlreadyExists, BadRequest, CommitFailed, IcebergError, NoSuchTable
-from arco.iceberg.idempotency import IdempotencyMarkers, Marker, ReplayedError, is_deterministic, key_hash
+from arco.events.receipts import write_iceberg_receipt
+from arco.iceberg.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchTable
 from arco.iceberg.transactions import PreparedChange, mark_and_commit, parse_table_changes
 from arco.iceberg.tables import (
     TableService,
@@ -55,70 +58,58 @@ def parse_commit(body: Any) -> tuple[list[Any], list[Any]]:
     return requirements, updates
 
 
-@dataclass(frozen=True)
-class Idempotency:
-    """The Idempotency-Key of a request, with the markers to record it in."""
-
-    markers: IdempotencyMarkers
-    key: str
-    request_hash: str
-
-
 def commit_table(tables: TableService, catalog: CatalogEntry, namespace: NamespacePath, name: str, body: Any,
-                 principal: str, source: dict[str, Any], idempotency: Idempotency | None = None) -> CommitResult:
+                 principal: str, source: dict[str, Any], tag: str | None = None) -> CommitResult:
+    """Commit one table; ``tag`` (an Idempotency-Key hash) goes into the new metadata file's name."""
     requirements, updates = parse_commit(body)
     if any(isinstance(r, AssertCreate) for r in requirements):
-        return _create_by_commit(tables, catalog, namespace, name, requirements, updates, principal, source)
+        return _create_by_commit(tables, catalog, namespace, name, requirements, updates, principal, source, tag)
     entry = tables.entry(catalog, namespace, name)
-    if idempotency is None:
-        return _commit_with_retries(tables, entry, namespace, name, requirements, updates, source, uuid.uuid4().hex)
-
-    claim = idempotency.markers.claim(entry.id, idempotency.key, idempotency.request_hash,
-                                      landed=lambda hashed: landed_location(tables, entry.id, hashed))
-    if claim.replay is not None:
-        return replay(tables, claim.replay)
-    try:
-        suffix = f"{key_hash(idempotency.key)}-{uuid.uuid4().hex[:8]}"
-        result = _commit_with_retries(tables, entry, namespace, name, requirements, updates, source, suffix)
-    except IcebergError as exc:
-        if is_deterministic(exc):
-            idempotency.markers.failed(claim, exc)
-        raise
-    idempotency.markers.committed(claim, result.metadata_location)
-    return result
+    identity = identifier_of(catalog, namespace, name)
+    for _ in range(MAX_COMMIT_ATTEMPTS):
+        change = prepare_change(tables, entry, namespace, name, requirements, updates, source, tag)
+        write_pending_receipt(tables, change, identity)
+        if tables.pointers.swap(change.base.version, change.proposed).ok:
+            write_committed_receipt(tables, change, identity)
+            return CommitResult(change.proposed.current_metadata_location, change.metadata)
+    raise CommitFailed(f"Commit failed: {name} changed concurrently {MAX_COMMIT_ATTEMPTS} times; retry")
 
 
-def replay(tables: TableService, marker: Marker) -> CommitResult:
-    """The answer given before for this key: the committed metadata (an immutable file), or the same error."""
-    if marker.status == "FAILED":
-        raise ReplayedError(marker)
-    assert marker.metadata_location is not None
-    return CommitResult(marker.metadata_location, tables.files.read(marker.metadata_location))
+def identifier_of(catalog: CatalogEntry, namespace: NamespacePath, name: str) -> dict[str, Any]:
+    return {"catalog": catalog.name, "namespace": list(namespace), "name": name}
 
 
-def landed_location(tables: TableService, table_uuid: str, hashed_key: str) -> str | None:
-    """The metadata file written by the commit with this key, if the table's history contains it."""
+def write_pending_receipt(tables: TableService, change: PreparedCommit, identity: dict[str, Any]) -> None:
+    """Step 8: the attempt, recorded before the commit point (best effort)."""
+    write_iceberg_receipt(tables.storage, "pending", table_uuid=change.entry.id,
+                          metadata_location=change.proposed.current_metadata_location, metadata=change.metadata,
+                          previous_metadata_location=change.base.pointer.current_metadata_location,
+                          source=change.proposed.updated_by, identifier=identity)
+
+
+def write_committed_receipt(tables: TableService, change: PreparedCommit, identity: dict[str, Any]) -> None:
+    """Step 10: the commit, recorded after the commit point (best effort; the reconciler backfills)."""
+    write_iceberg_receipt(tables.storage, "committed", table_uuid=change.entry.id,
+                          metadata_location=change.proposed.current_metadata_location, metadata=change.metadata,
+                          previous_metadata_location=change.base.pointer.current_metadata_location,
+                          source=change.proposed.updated_by, identifier=identity)
+
+
+def landed_location(tables: TableService, table_uuid: str, tag: str) -> str | None:
+    """The metadata file written by the commit tagged ``tag``, if the table's history (current file and metadata
+    log) contains it. The log keeps ``write.metadata.previous-versions-max`` versions (100 by default), which
+    bounds how many later commits a crashed commit can be recovered across."""
     current = tables.resolver.for_read(table_uuid)
     if current is None:
         return None
-    tag = f"-{hashed_key}-"
+    marker = f"-{tag}-"
     location = current.pointer.current_metadata_location
-    if tag in location.rsplit("/", 1)[-1]:
+    if marker in location.rsplit("/", 1)[-1]:
         return location
-    for entry in tables.files.read(location).metadata_log:
-        if tag in entry.metadata_file.rsplit("/", 1)[-1]:
+    for entry in reversed(tables.files.read(location).metadata_log):
+        if marker in entry.metadata_file.rsplit("/", 1)[-1]:
             return entry.metadata_file
     return None
-
-
-def _commit_with_retries(tables: TableService, entry: TableEntry, namespace: NamespacePath, name: str,
-                         requirements: list[Any], updates: list[Any], source: dict[str, Any],
-                         suffix: str) -> CommitResult:
-    for _ in range(MAX_COMMIT_ATTEMPTS):
-        change = prepare_change(tables, entry, namespace, name, requirements, updates, source, suffix)
-        if tables.pointers.swap(change.base.version, change.proposed).ok:
-            return CommitResult(change.proposed.current_metadata_location, change.metadata)
-    raise CommitFailed(f"Commit failed: {name} changed concurrently {MAX_COMMIT_ATTEMPTS} times; retry")
 
 
 @dataclass
@@ -128,7 +119,7 @@ class PreparedCommit(PreparedChange):
 
 def prepare_change(tables: TableService, entry: TableEntry, namespace: NamespacePath, name: str,
                    requirements: list[Any], updates: list[Any], source: dict[str, Any],
-                   suffix: str | None = None) -> PreparedCommit:
+                   tag: str | None = None) -> PreparedCommit:
     """Steps 2-7: the current pointer, the base metadata, the checks, the new metadata file written."""
     commit_rules.check_guardrails(updates, allowed_location=entry.location)
     current = tables.resolver.for_write(entry.id)
@@ -138,34 +129,45 @@ def prepare_change(tables: TableService, entry: TableEntry, namespace: Namespace
     base = tables.files.read(base_location)
     commit_rules.check_requirements(requirements, base)
     new = commit_rules.apply_updates(base, updates, base_location)
-    location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, suffix or uuid.uuid4().hex)
+    location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, file_suffix(tag))
     tables.files.write(location, new)
     return PreparedCommit(entry, current, pointer_for(entry.id, location, new, base_location, source), new)
 
 
+def file_suffix(tag: str | None) -> str:
+    """A new metadata file's name after its sequence: unique per attempt, and carrying the request's tag."""
+    return f"{tag}-{uuid.uuid4().hex[:8]}" if tag else uuid.uuid4().hex
+
+
 def commit_transaction(tables: TableService, catalog: CatalogEntry, body: Any, principal: str,
-                       source: dict[str, Any]) -> None:
+                       source: dict[str, Any], tag: str | None = None) -> None:
     """All table changes or none; see :mod:`arco.iceberg.transactions` for how."""
     changes = parse_table_changes(body)
     if len(changes) == 1:
         namespace, name, change = changes[0]
-        commit_table(tables, catalog, namespace, name, change, principal, source)
+        commit_table(tables, catalog, namespace, name, change, principal, source, tag)
         return
     parsed = [(namespace, name, *parse_commit(change)) for namespace, name, change in changes]
     if any(isinstance(r, AssertCreate) for _, _, requirements, _ in parsed for r in requirements):
         raise BadRequest("creating a table inside a multi-table transaction is not supported; create it first")
     entries = [tables.entry(catalog, namespace, name) for namespace, name, _, _ in parsed]
+    identities = {entry.id: identifier_of(catalog, namespace, name)
+                  for entry, (namespace, name, _, _) in zip(entries, parsed)}
     for _ in range(MAX_COMMIT_ATTEMPTS):
-        prepared = [prepare_change(tables, entry, namespace, name, requirements, updates, source)
+        prepared = [prepare_change(tables, entry, namespace, name, requirements, updates, source, tag)
                     for entry, (namespace, name, requirements, updates) in zip(entries, parsed)]
+        for change in prepared:
+            write_pending_receipt(tables, change, identities[change.entry.id])
         if mark_and_commit(tables.resolver, list(prepared)):
+            for change in prepared:
+                write_committed_receipt(tables, change, identities[change.entry.id])
             return
     raise CommitFailed(f"Commit failed: the tables changed concurrently {MAX_COMMIT_ATTEMPTS} times; retry")
 
 
 def _create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: NamespacePath, name: str,
                       requirements: list[Any], updates: list[Any], principal: str,
-                      source: dict[str, Any]) -> CommitResult:
+                      source: dict[str, Any], tag: str | None) -> CommitResult:
     """The second half of a staged create (Spark CTAS/RTAS, DuckDB CREATE TABLE): ``assert-create`` + updates."""
     check_name("table", name)
     try:
@@ -178,9 +180,9 @@ def _create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: Na
     commit_rules.check_guardrails(updates, allowed_location=expected_prefix)
     if new.location.rstrip("/") != expected_prefix:
         raise BadRequest("the staged table's location must be the one Arco assigned when it was staged")
-    location = metadata_file_location(new.location, 0, uuid.uuid4().hex)
+    location = metadata_file_location(new.location, 0, file_suffix(tag))
     try:
-        tables.register_new(catalog, namespace, name, new, location, principal, source)
+        tables.register_new(catalog, namespace, name, new, location, principal, source, tag=tag)
     except (AlreadyExists, AlreadyExistsError) as exc:
         raise CommitFailed(f"Requirement failed: {exc}") from None
     return CommitResult(location, new)

@@ -1,16 +1,21 @@
-"""Durable Idempotency-Key markers for table commits (seed section 3).
+"""Durable Idempotency-Key markers (seed section 3), for every mutation route.
 
-    _catalog/iceberg_idempotency/{table_uuid}/{h[:2]}/{h}.json      h = SHA-256 of the raw key
+    _catalog/iceberg_idempotency/{scope}/{h[:2]}/{h}.json      h = SHA-256 of the raw key
+
+``scope`` is the table uuid for a table commit (as in the seed) and ``catalog-{catalog id}`` for the other
+mutations, whose target may not exist yet (create) or any more (a retried drop).
 
 A marker is claimed ``IN_PROGRESS`` with a create-only put before any work, and finalized ``COMMITTED`` (2xx) or
-``FAILED`` (a deterministic 4xx, with the error) by a version-matched put. A 5xx leaves it ``IN_PROGRESS``: the
-commit's fate is unknown, and the retry resolves it.
+``FAILED`` (a deterministic 4xx, with the error) by a version-matched put. A 5xx or a crash leaves it
+``IN_PROGRESS``: the outcome is unknown, and the retry resolves it. The work is tagged with ``h`` where it lands
+(the metadata file name of a commit, the Tier 1 operation of a namespace or table change), so a retry that finds
+an ``IN_PROGRESS`` marker asks the mutation's ``recover`` function whether the tagged change landed: if it did,
+the marker is finalized from it and its answer returned (crash recovery); if not, the request is in flight (503
+with Retry-After) until the marker is older than the in-progress timeout, after which the retry takes the marker
+over with a compare-and-swap and does the work itself.
 
-The metadata file a keyed commit writes is named ``{sequence}-{h}.metadata.json``, so whether a commit with this
-key landed can be told from the table itself: it did if the current metadata file, or one in its metadata log,
-carries ``h``. That is the crash recovery of an ``IN_PROGRESS`` marker; a marker older than the in-progress timeout
-whose commit did not land may be taken over by a compare-and-swap. Responses are not stored: a committed marker
-keeps the metadata location, and the response is rebuilt from that immutable file.
+Responses are small or rebuilt: a table result keeps only its metadata location, and the reply is rehydrated from
+that immutable file.
 """
 
 from __future__ import annotations
@@ -18,22 +23,25 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 import orjson
 import rfc8785
 
-from arco.iceberg.errors import BadRequest, CommitFailed, IcebergError, ServiceUnavailable
+from arco.catalog.errors import CatalogError
+from arco.iceberg.errors import BadRequest, CommitFailed, IcebergError, ServiceUnavailable, from_catalog_error
 from arco.storage.base import DoesNotExist, MatchesVersion, StorageBackend
 
 MarkerStatus = Literal["IN_PROGRESS", "COMMITTED", "FAILED"]
 _UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+MAX_CLAIM_ATTEMPTS = 5
 
 
 def check_key(raw: str) -> str:
-    """The key if it is a UUIDv7 in canonical form (RFC 9562), else 400."""
-    if not _UUID7.match(raw.lower()) or len(raw) != 36:
+    """The key if it is a UUIDv7 in canonical form (RFC 9562: 8-4-4-4-12 hex digits), else 400."""
+    if len(raw) != 36 or not _UUID7.match(raw.lower()):
         shown = raw if len(raw) <= 64 else raw[:64] + "..."
         raise BadRequest(f"Idempotency-Key must be a UUIDv7 in canonical form (8-4-4-4-12 hex), got {shown!r}")
     return raw.lower()
@@ -43,13 +51,13 @@ def key_hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def request_hash(route: str, body: Any) -> str:
-    """SHA-256 of the route and the RFC 8785 canonical form of the body (array order kept)."""
+def request_hash(operation: str, target: str, body: Any) -> str:
+    """SHA-256 of the operation, its target (the path) and the RFC 8785 canonical form of the body."""
     try:
         canonical = rfc8785.dumps(body)
     except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
         raise BadRequest(f"the request body cannot be canonicalized (RFC 8785): {exc}") from None
-    return hashlib.sha256(route.encode() + b"\n" + canonical).hexdigest()
+    return hashlib.sha256(f"{operation}\n{target}\n".encode() + canonical).hexdigest()
 
 
 def marker_key(scope: str, hashed_key: str) -> str:
@@ -57,34 +65,71 @@ def marker_key(scope: str, hashed_key: str) -> str:
 
 
 @dataclass(frozen=True)
+class Outcome:
+    """A mutation's successful answer, as a marker keeps it: a small body, or the metadata file to rebuild it."""
+
+    status: int = 200
+    body: dict[str, Any] | None = None
+    metadata_location: str | None = None
+
+
+@dataclass(frozen=True)
 class Marker:
     status: MarkerStatus
     idempotency_key: str
+    operation: str
     request_hash: str
     started_at_ms: int
-    metadata_location: str | None = None
+    tier1_seq: int | None = None  # the Tier 1 log position when claimed: a tagged operation lands after it
+    outcome: Outcome | None = None
     error_status: int | None = None
     error_payload: dict[str, Any] | None = None
     finished_at_ms: int | None = None
 
     def to_bytes(self) -> bytes:
-        return orjson.dumps({**self.__dict__, "written_at_ns": time.time_ns()})
+        return orjson.dumps({**asdict(self), "written_at_ns": time.time_ns()})
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Marker:
         raw = orjson.loads(data)
-        return cls(**{k: raw.get(k) for k in cls.__dataclass_fields__})
+        fields = {k: raw.get(k) for k in cls.__dataclass_fields__}
+        if fields["outcome"] is not None:
+            fields["outcome"] = Outcome(**fields["outcome"])
+        return cls(**fields)
+
+    @property
+    def hashed_key(self) -> str:
+        return key_hash(self.idempotency_key)
+
+
+@dataclass(frozen=True)
+class Keyed:
+    """A request made under an Idempotency-Key: where its marker lives and what it must match."""
+
+    markers: IdempotencyMarkers
+    scope: str
+    key: str
+    operation: str
+    request_hash: str
+    tier1_seq: int | None = None
+
+    @property
+    def tag(self) -> str:
+        """What the work carries where it lands, so that recovery can find it."""
+        return key_hash(self.key)
 
 
 @dataclass(frozen=True)
 class Claim:
-    """The outcome of claiming a key: either go ahead (``version`` to finalize with) or replay ``marker``."""
+    """Either go ahead (``version`` to finalize with, ``marker`` as claimed) or answer ``replay``."""
 
-    key: str
     storage_key: str
     version: str | None = None
+    marker: Marker | None = None
     replay: Marker | None = None
-    marker: Marker | None = None  # the marker as claimed, for finalizing without reading it again
+
+
+Recover = Callable[[Marker], Outcome | None]
 
 
 class IdempotencyMarkers:
@@ -92,28 +137,24 @@ class IdempotencyMarkers:
         self.storage = storage
         self.in_progress_timeout_s = in_progress_timeout_s
 
-    def claim(self, scope: str, key: str, req_hash: str, landed: Any) -> Claim:
-        """Claim ``key`` for this request; ``landed(hashed_key)`` returns the metadata location if the commit
-        with this key already reached the table (crash recovery), else None."""
-        hashed = key_hash(key)
-        storage_key = marker_key(scope, hashed)
-        fresh = Marker("IN_PROGRESS", key, req_hash, int(time.time() * 1000))
-        for _ in range(5):
+    def claim(self, keyed: Keyed, recover: Recover) -> Claim:
+        storage_key = marker_key(keyed.scope, keyed.tag)
+        fresh = Marker("IN_PROGRESS", keyed.key, keyed.operation, keyed.request_hash, _now_ms(), keyed.tier1_seq)
+        for _ in range(MAX_CLAIM_ATTEMPTS):
             written = self.storage.put(storage_key, fresh.to_bytes(), DoesNotExist())
             if written.ok:
-                return Claim(key, storage_key, version=written.version, marker=fresh)  # type: ignore[union-attr]
+                return Claim(storage_key, version=written.version, marker=fresh)  # type: ignore[union-attr]
             found = self.storage.get_or_none(storage_key)
             if found is None:
                 continue  # garbage-collected between the two calls: claim again
             existing = Marker.from_bytes(found.data)
-            if existing.request_hash != req_hash:
+            if existing.request_hash != keyed.request_hash:
                 raise CommitFailed("Idempotency-Key reused with a different request payload")
             if existing.status != "IN_PROGRESS":
-                return Claim(key, storage_key, replay=existing)
-            location = landed(hashed)
-            if location is not None:  # the commit landed; the server died before finalizing
-                done = self._finish(storage_key, found.version, existing, "COMMITTED", location=location)
-                return Claim(key, storage_key, replay=done)
+                return Claim(storage_key, replay=existing)
+            landed = recover(existing)
+            if landed is not None:  # the work landed; the server died before finalizing
+                return Claim(storage_key, replay=self._finish(storage_key, found.version, existing, outcome=landed))
             if existing.started_at_ms / 1000 + self.in_progress_timeout_s > time.time():
                 raise ServiceUnavailable(
                     "a request with this Idempotency-Key is in progress; retry later",
@@ -121,32 +162,65 @@ class IdempotencyMarkers:
                 )
             taken = self.storage.put(storage_key, fresh.to_bytes(), MatchesVersion(found.version))
             if taken.ok:
-                return Claim(key, storage_key, version=taken.version, marker=fresh)  # type: ignore[union-attr]
+                return Claim(storage_key, version=taken.version, marker=fresh)  # type: ignore[union-attr]
         raise ServiceUnavailable("the Idempotency-Key marker is contended; retry", headers={"Retry-After": "1"})
 
-    def committed(self, claim: Claim, location: str) -> None:
+    def committed(self, claim: Claim, outcome: Outcome) -> None:
         assert claim.marker is not None
-        self._finish(claim.storage_key, claim.version, claim.marker, "COMMITTED", location=location)
+        self._finish(claim.storage_key, claim.version, claim.marker, outcome=outcome)
 
     def failed(self, claim: Claim, error: IcebergError) -> None:
         assert claim.marker is not None
         payload = {"error": {"message": error.message, "type": error.error_type, "code": error.status}}
-        self._finish(claim.storage_key, claim.version, claim.marker, "FAILED", error=(error.status, payload))
+        self._finish(claim.storage_key, claim.version, claim.marker, error=(error.status, payload))
 
-    def _finish(self, storage_key: str, version: str | None, existing: Marker, status: MarkerStatus, *,
-                location: str | None = None, error: tuple[int, dict[str, Any]] | None = None) -> Marker:
-        done = Marker(status, existing.idempotency_key, existing.request_hash, existing.started_at_ms,
-                      metadata_location=location, error_status=error[0] if error else None,
-                      error_payload=error[1] if error else None, finished_at_ms=int(time.time() * 1000))
+    def _finish(self, storage_key: str, version: str | None, existing: Marker, *, outcome: Outcome | None = None,
+                error: tuple[int, dict[str, Any]] | None = None) -> Marker:
+        done = replace(existing, status="FAILED" if error else "COMMITTED", outcome=outcome,
+                       error_status=error[0] if error else None, error_payload=error[1] if error else None,
+                       finished_at_ms=_now_ms())
         if version is not None:
-            # Losing this race is harmless: whoever won wrote the same outcome (it is decided by the pointer).
+            # Losing this race is harmless: whoever won recorded the same outcome, decided by where the work landed.
             self.storage.put(storage_key, done.to_bytes(), MatchesVersion(version))
         return done
 
 
+def run_once(keyed: Keyed | None, work: Callable[[str | None], Outcome], recover: Recover) -> Outcome:
+    """Run ``work(tag)`` at most once per key: claim, work, finalize; or answer as the first request was answered.
+
+    ``work`` gets the tag to leave where its change lands (None without a key). Deterministic 4xx errors are
+    finalized and replayed; anything else (5xx, a crash) leaves the marker for the retry to resolve.
+    """
+    if keyed is None:
+        return work(None)
+    claim = keyed.markers.claim(keyed, recover)
+    if claim.replay is not None:
+        return replayed(claim.replay)
+    try:
+        outcome = work(keyed.tag)
+    except CatalogError as exc:
+        error = from_catalog_error(exc)
+        if is_deterministic(error):
+            keyed.markers.failed(claim, error)
+        raise error from None
+    except IcebergError as exc:
+        if is_deterministic(exc):
+            keyed.markers.failed(claim, exc)
+        raise
+    keyed.markers.committed(claim, outcome)
+    return outcome
+
+
+def replayed(marker: Marker) -> Outcome:
+    if marker.status == "FAILED":
+        raise ReplayedError(marker)
+    assert marker.outcome is not None
+    return marker.outcome
+
+
 def is_deterministic(error: IcebergError) -> bool:
     """4xx answers are final for a request and replayed; 5xx (state unknown, unavailable) are not."""
-    return 400 <= error.status < 500
+    return 400 <= error.status < 500 and error.status not in (408, 429)
 
 
 class ReplayedError(IcebergError):
@@ -157,3 +231,7 @@ class ReplayedError(IcebergError):
         super().__init__(str(error.get("message", "")))
         self.status = int(marker.error_status or 409)
         self.error_type = str(error.get("type", "CommitFailedException"))
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

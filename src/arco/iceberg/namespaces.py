@@ -27,7 +27,8 @@ class NamespaceService:
             children = [n.path for n in state.child_namespaces(catalog.id, parent)]
         return page(children, lambda p: p[-1].casefold(), token, size)
 
-    def create(self, catalog: CatalogEntry, namespace: Any, properties: Any, principal: str) -> dict[str, Any]:
+    def create(self, catalog: CatalogEntry, namespace: Any, properties: Any, principal: str,
+               source: dict[str, Any] | None = None, tag: str | None = None) -> dict[str, Any]:
         path = check_namespace(namespace)
         props = _check_properties(properties)
         check_reserved_properties(list(props))
@@ -35,7 +36,7 @@ class NamespaceService:
         self.store.execute(lambda state: {
             "op": "create_namespace", "id": ns_id, "catalog_id": catalog.id, "path": list(path),
             "owner": principal, "properties": props, "comment": props.get("comment"),
-        }, principal=principal)
+        }, principal=principal, request=tag, source=source)
         return {"namespace": list(path), "properties": props}
 
     def load(self, catalog: CatalogEntry, path: NamespacePath) -> dict[str, Any]:
@@ -47,13 +48,13 @@ class NamespaceService:
         with self.store.read() as state:
             state.namespace(catalog.id, path)
 
-    def drop(self, catalog: CatalogEntry, path: NamespacePath, principal: str) -> None:
-        self.store.execute(
-            lambda state: {"op": "drop_namespace", "id": state.namespace(catalog.id, path).id}, principal=principal
-        )
+    def drop(self, catalog: CatalogEntry, path: NamespacePath, principal: str, source: dict[str, Any] | None = None,
+             tag: str | None = None) -> None:
+        self.store.execute(lambda state: {"op": "drop_namespace", "id": state.namespace(catalog.id, path).id},
+                           principal=principal, request=tag, source=source)
 
-    def update_properties(self, catalog: CatalogEntry, path: NamespacePath, body: Any,
-                          principal: str) -> dict[str, Any]:
+    def update_properties(self, catalog: CatalogEntry, path: NamespacePath, body: Any, principal: str,
+                          source: dict[str, Any] | None = None, tag: str | None = None) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise BadRequest("the request body must be a JSON object")
         removals = body.get("removals") or []
@@ -64,16 +65,16 @@ class NamespaceService:
         if both:
             raise BadRequest(f"properties both updated and removed: {', '.join(both)}")
         check_reserved_properties([*updates, *removals])
-        result: dict[str, list[str]] = {}
 
         def build(state: CatalogState) -> dict[str, Any]:
             entry = state.namespace(catalog.id, path)
-            result["removed"] = sorted(k for k in removals if k in entry.properties)
-            result["missing"] = sorted(k for k in removals if k not in entry.properties)
-            return {"op": "update_namespace", "id": entry.id, "updates": updates, "removals": removals}
+            # The reply is part of the operation, so a retry after a crash can answer it again.
+            summary = {"updated": sorted(updates), "removed": sorted(k for k in removals if k in entry.properties),
+                       "missing": sorted(k for k in removals if k not in entry.properties) or None}
+            return {"op": "update_namespace", "id": entry.id, "updates": updates, "removals": removals,
+                    "summary": summary}
 
-        self.store.execute(build, principal=principal)
-        return {"updated": sorted(updates), "removed": result["removed"], "missing": result["missing"] or None}
+        return dict(self.store.execute(build, principal=principal, request=tag, source=source)["summary"])
 
 
 def _check_properties(raw: Any) -> dict[str, str]:

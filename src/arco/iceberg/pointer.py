@@ -21,10 +21,11 @@ import orjson
 from arco.storage.base import DoesNotExist, MatchesVersion, NotFound, StorageBackend, WriteResult
 
 POINTER_FORMAT_VERSION = 1
+POINTERS = "_catalog/iceberg_pointers"
 
 
 def pointer_key(table_uuid: str) -> str:
-    return f"_catalog/iceberg_pointers/{table_uuid}.json"
+    return f"{POINTERS}/{table_uuid}.json"
 
 
 @dataclass(frozen=True)

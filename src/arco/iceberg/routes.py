@@ -22,10 +22,9 @@ from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.names import check_name, check_namespace
 from arco.catalog.store import CatalogStore
 from arco.iceberg import errors
-from arco.iceberg import commit
 from arco.iceberg.config import catalog_config
-from arco.iceberg.idempotency import IdempotencyMarkers, request_hash
-from arco.iceberg.idempotency import check_key as check_idempotency_key
+from arco.iceberg.idempotency import IdempotencyMarkers, Outcome
+from arco.iceberg.mutations import Caller, Mutations
 from arco.iceberg.namespaces import NamespaceService
 from arco.iceberg.paging import parse_page_size
 from arco.iceberg.responses import LoadResultCache, metadata_json
@@ -44,20 +43,31 @@ class IcebergServices:
     namespaces: NamespaceService
     tables: TableService
     load_results: LoadResultCache
-    markers: IdempotencyMarkers
+    mutations: Mutations
 
     @classmethod
     def build(cls, settings: ServerSettings, store: CatalogStore, storage: StorageBackend) -> IcebergServices:
-        return cls(settings, store, storage, NamespaceService(store), TableService(store, storage), LoadResultCache(),
-                   IdempotencyMarkers(storage, settings.idempotency_in_progress_timeout_s))
+        namespaces, tables = NamespaceService(store), TableService(store, storage)
+        markers = IdempotencyMarkers(storage, settings.idempotency_in_progress_timeout_s)
+        return cls(settings, store, storage, namespaces, tables, LoadResultCache(),
+                   Mutations(store, namespaces, tables, markers))
 
 
-def idempotency_of(request: Request, operation: str, body: Any) -> commit.Idempotency | None:
-    raw = request.headers.get("idempotency-key")
-    if raw is None:
-        return None
-    key = check_idempotency_key(raw)
-    return commit.Idempotency(services(request).markers, key, request_hash(operation, body))
+def caller_of(request: Request) -> Caller:
+    return Caller(principal_of(request).name, client_source(request), request.headers.get("idempotency-key"))
+
+
+def render(svc: IcebergServices, outcome: Outcome, *, with_config: bool = False) -> Response:
+    """A mutation's answer; a table result is rebuilt from its (immutable) metadata file."""
+    if outcome.status == 204:
+        return Response(status_code=204)
+    if outcome.metadata_location is None:
+        return JsonResponse({k: v for k, v in (outcome.body or {}).items() if v is not None}, status_code=outcome.status)
+    metadata = svc.tables.files.read(outcome.metadata_location)
+    body: dict[str, Any] = {"metadata-location": outcome.metadata_location, "metadata": metadata_json(metadata)}
+    if with_config:
+        body["config"] = {}
+    return JsonResponse(body, status_code=outcome.status)
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -122,7 +132,8 @@ def table_path(request: Request) -> tuple[NamespacePath, str]:
 
 
 async def json_body(request: Request) -> Any:
-    body = await read_json(request, services(request).settings.max_body_bytes)
+    body = await read_json(request, services(request).settings.max_body_bytes,
+                           unique_keys="idempotency-key" in request.headers)
     if not isinstance(body, dict):
         raise errors.BadRequest("the request body must be a JSON object")
     return body
@@ -185,9 +196,8 @@ async def list_namespaces(request: Request) -> Response:
 async def create_namespace(request: Request) -> Response:
     catalog = await catalog_of(request)
     body = await json_body(request)
-    result = await blocking(services(request).namespaces.create, catalog, body.get("namespace"),
-                            body.get("properties"), principal_of(request).name)
-    return JsonResponse(result)
+    svc = services(request)
+    return render(svc, await blocking(svc.mutations.create_namespace, catalog, body, caller_of(request)))
 
 
 @iceberg_errors
@@ -208,8 +218,8 @@ async def namespace_exists(request: Request) -> Response:
 async def drop_namespace(request: Request) -> Response:
     catalog = await catalog_of(request)
     path = decode_namespace(request.path_params["namespace"])
-    await blocking(services(request).namespaces.drop, catalog, path, principal_of(request).name)
-    return Response(status_code=204)
+    svc = services(request)
+    return render(svc, await blocking(svc.mutations.drop_namespace, catalog, path, caller_of(request)))
 
 
 @iceberg_errors
@@ -217,9 +227,9 @@ async def update_namespace_properties(request: Request) -> Response:
     catalog = await catalog_of(request)
     path = decode_namespace(request.path_params["namespace"])
     body = await json_body(request)
-    result = await blocking(services(request).namespaces.update_properties, catalog, path, body,
-                            principal_of(request).name)
-    return JsonResponse({k: v for k, v in result.items() if v is not None})
+    svc = services(request)
+    return render(svc, await blocking(svc.mutations.update_namespace_properties, catalog, path, body,
+                                      caller_of(request)))
 
 
 # -- tables ----------------------------------------------------------------------------------------------------
@@ -252,9 +262,9 @@ async def create_table(request: Request) -> Response:
             return {"metadata": metadata_json(metadata), "config": {}}
 
         return JsonResponse(await blocking(stage))
-    location, metadata = await blocking(tables.create, catalog, namespace, body, principal_of(request).name,
-                                        client_source(request))
-    return JsonResponse({"metadata-location": location, "metadata": metadata_json(metadata), "config": {}})
+    svc = services(request)
+    outcome = await blocking(svc.mutations.create_table, catalog, namespace, body, caller_of(request))
+    return render(svc, outcome, with_config=True)
 
 
 @iceberg_errors
@@ -262,9 +272,9 @@ async def register_table(request: Request) -> Response:
     catalog = await catalog_of(request)
     namespace = decode_namespace(request.path_params["namespace"])
     body = await json_body(request)
-    location, metadata = await blocking(services(request).tables.register, catalog, namespace, body,
-                                        principal_of(request).name, client_source(request))
-    return JsonResponse({"metadata-location": location, "metadata": metadata_json(metadata), "config": {}})
+    svc = services(request)
+    outcome = await blocking(svc.mutations.register_table, catalog, namespace, body, caller_of(request))
+    return render(svc, outcome, with_config=True)
 
 
 @iceberg_errors
@@ -299,10 +309,8 @@ async def update_table(request: Request) -> Response:
     body = await json_body(request)
     if body.get("identifier") is not None and identifier(body["identifier"]) != (namespace, name):
         raise errors.BadRequest("the identifier in the body does not match the table in the path")
-    idempotency = idempotency_of(request, "updateTable", body)
-    result = await blocking(commit.commit_table, services(request).tables, catalog, namespace, name, body,
-                            principal_of(request).name, client_source(request), idempotency)
-    return JsonResponse({"metadata-location": result.metadata_location, "metadata": metadata_json(result.metadata)})
+    svc = services(request)
+    return render(svc, await blocking(svc.mutations.commit_table, catalog, namespace, name, body, caller_of(request)))
 
 
 @iceberg_errors
@@ -311,9 +319,9 @@ async def drop_table(request: Request) -> Response:
     namespace, name = table_path(request)
     purge = request.query_params.get("purgeRequested", "false").lower() == "true"
     svc = services(request)
-    entry = await blocking(svc.tables.drop, catalog, namespace, name, principal_of(request).name)
-    if purge:
-        svc.tables.purge_later(entry)
+    outcome = await blocking(svc.mutations.drop_table, catalog, namespace, name, purge, caller_of(request))
+    if purge and outcome.body and outcome.body.get("location"):
+        svc.tables.purge_later(outcome.body["location"])
     return Response(status_code=204)
 
 
@@ -323,18 +331,17 @@ async def rename_table(request: Request) -> Response:
     body = await json_body(request)
     source_ns, source_name = identifier(body.get("source"))
     target_ns, target_name = identifier(body.get("destination"))
-    await blocking(services(request).tables.rename, catalog, source_ns, source_name, target_ns, target_name,
-                   principal_of(request).name)
-    return Response(status_code=204)
+    svc = services(request)
+    return render(svc, await blocking(svc.mutations.rename_table, catalog, body, (source_ns, source_name),
+                                      (target_ns, target_name), caller_of(request)))
 
 
 @iceberg_errors
 async def commit_transaction(request: Request) -> Response:
     catalog = await catalog_of(request)
     body = await json_body(request)
-    await blocking(commit.commit_transaction, services(request).tables, catalog, body, principal_of(request).name,
-                   client_source(request))
-    return Response(status_code=204)
+    svc = services(request)
+    return render(svc, await blocking(svc.mutations.commit_transaction, catalog, body, caller_of(request)))
 
 
 @iceberg_errors

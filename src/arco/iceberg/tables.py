@@ -30,6 +30,7 @@ from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.names import check_name, slug
 from arco.catalog.state import CatalogState, dotted, refuse_taken_name
 from arco.catalog.store import CatalogStore
+from arco.events.receipts import write_iceberg_receipt
 from arco.iceberg.commit_rules import check_reserved_properties, with_row_lineage
 from arco.iceberg.errors import AlreadyExists, BadRequest, NoSuchTable
 from arco.iceberg.metadata_files import MetadataFiles, MetadataLocationError
@@ -135,21 +136,27 @@ class TableService:
             raise BadRequest(f"invalid table definition: {exc}") from None
 
     def create(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any], principal: str,
-               source: dict[str, Any]) -> tuple[str, TableMetadata]:
+               source: dict[str, Any], tag: str | None = None) -> tuple[str, TableMetadata]:
         table_uuid = str(uuid.uuid4())
         name = check_name("table", body.get("name"))
         self.entry_absent(catalog, namespace, name)
         metadata = self.build_create_metadata(catalog, namespace, body, table_uuid)
         location = metadata_file_location(metadata.location, 0, uuid.uuid4().hex)
-        self.register_new(catalog, namespace, name, metadata, location, principal, source)
+        self.register_new(catalog, namespace, name, metadata, location, principal, source, tag=tag)
         return location, metadata
 
     def register_new(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, metadata: TableMetadata,
-                     location: str, principal: str, source: dict[str, Any], write_metadata: bool = True) -> None:
-        """Write the metadata file (unless it exists already), the pointer, then the Tier 1 entry."""
+                     location: str, principal: str, source: dict[str, Any], write_metadata: bool = True,
+                     tag: str | None = None) -> None:
+        """Write the metadata file (unless it exists already), the pointer, then the Tier 1 entry (tagged with
+        ``tag``, the commit point), with the table's first receipts around them."""
         table_uuid = str(metadata.table_uuid)
         if write_metadata:
             self.files.write(location, metadata)
+        identity = {"catalog": catalog.name, "namespace": list(namespace), "name": name}
+        receipt = {"table_uuid": table_uuid, "metadata_location": location, "metadata": metadata,
+                   "previous_metadata_location": None, "source": source, "identifier": identity}
+        write_iceberg_receipt(self.storage, "pending", **receipt)
         pointer = pointer_for(table_uuid, location, metadata, None, source)
         if not self.pointers.create(pointer).ok:
             # Registering the files of a dropped table again is allowed: its tombstone is replaced (by CAS).
@@ -159,11 +166,12 @@ class TableService:
         self.store.execute(lambda state: {
             "op": "create_table", "id": table_uuid, "catalog_id": catalog.id, "namespace": list(namespace),
             "name": name, "kind": "TABLE", "format": "ICEBERG", "location": metadata.location, "owner": principal,
-            "managed": True, "properties": {},
-        }, principal=principal)
+            "managed": True, "properties": {}, "metadata_location": location,
+        }, principal=principal, request=tag, source=source)
+        write_iceberg_receipt(self.storage, "committed", **receipt)
 
     def register(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any], principal: str,
-                 source: dict[str, Any]) -> tuple[str, TableMetadata]:
+                 source: dict[str, Any], tag: str | None = None) -> tuple[str, TableMetadata]:
         name = check_name("table", body.get("name"))
         location = body.get("metadata-location")
         if not isinstance(location, str) or not location:
@@ -175,31 +183,33 @@ class TableService:
             raise BadRequest(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - any unreadable file is the caller's problem to fix
             raise BadRequest(f"cannot read table metadata at {location}: {exc}") from None
-        self.register_new(catalog, namespace, name, metadata, location, principal, source, write_metadata=False)
+        self.register_new(catalog, namespace, name, metadata, location, principal, source, write_metadata=False,
+                          tag=tag)
         return location, metadata
 
     # -- dropping and renaming -------------------------------------------------------------------------------
 
-    def drop(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, principal: str) -> TableEntry:
+    def drop(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, principal: str,
+             source: dict[str, Any] | None = None, tag: str | None = None) -> TableEntry:
         dropped: dict[str, TableEntry] = {}
 
         def build(state: CatalogState) -> dict[str, Any]:
             state.namespace(catalog.id, namespace)
             entry = _iceberg_table(state, catalog, namespace, name)
             dropped["entry"] = entry
-            return {"op": "drop_table", "id": entry.id}
+            return {"op": "drop_table", "id": entry.id, "location": entry.location}
 
-        self.store.execute(build, principal=principal)
+        self.store.execute(build, principal=principal, request=tag, source=source)
         self.tombstone(dropped["entry"].id)
         return dropped["entry"]
 
-    def purge_later(self, entry: TableEntry) -> threading.Thread:
+    def purge_later(self, location: str) -> threading.Thread:
         """Delete a dropped table's files in the background: a big table must not hold the request open.
 
         A purge cut short (the process ends) leaves files under a location no table refers to any more, which
         garbage collection finds by the tombstoned pointer.
         """
-        thread = threading.Thread(target=self.purge, args=(entry.location,), name=f"purge-{entry.id}", daemon=True)
+        thread = threading.Thread(target=self.purge, args=(location,), name="purge-table", daemon=True)
         thread.start()
         return thread
 
@@ -220,17 +230,17 @@ class TableService:
             if self.pointers.swap(current.version, marked).ok:
                 return
 
-    def rename(self, catalog: CatalogEntry, source: NamespacePath, name: str, target: NamespacePath,
-               new_name: str, principal: str) -> None:
+    def rename(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, target: NamespacePath,
+               new_name: str, principal: str, source: dict[str, Any] | None = None, tag: str | None = None) -> None:
         check_name("table", new_name)
 
         def build(state: CatalogState) -> dict[str, Any]:
-            state.namespace(catalog.id, source)
-            entry = _iceberg_table(state, catalog, source, name)
+            state.namespace(catalog.id, namespace)
+            entry = _iceberg_table(state, catalog, namespace, name)
             state.namespace(catalog.id, target)
             return {"op": "rename_table", "id": entry.id, "namespace": list(target), "name": new_name}
 
-        self.store.execute(build, principal=principal)
+        self.store.execute(build, principal=principal, request=tag, source=source)
 
 
 def _iceberg_table(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> TableEntry:

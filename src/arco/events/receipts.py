@@ -1,0 +1,112 @@
+"""Immutable event receipts (seed section 4): the durable record of every change, for the pipeline.
+
+    _catalog/events/{YYYY-MM-DD}/iceberg/pending/{commit_key}.json     an Iceberg commit attempt, before the CAS
+    _catalog/events/{YYYY-MM-DD}/iceberg/committed/{commit_key}.json   an Iceberg commit that landed
+    _catalog/events/{YYYY-MM-DD}/catalog/committed/{seq:020d}.json     a Tier 1 change (namespaces, tables, ...)
+
+``commit_key = SHA-256(metadata_location)``, and the day is the UTC day of the new metadata's
+``last-updated-ms``: both are properties of the metadata file itself, so the reconciler computes the same path from
+a table's metadata log without listing anything. A catalog receipt is keyed by its Tier 1 log position, which
+the reconciler finds by reading the log. Every receipt is written create-only, so writing one twice (a retry, the
+reconciler) leaves the first. Receipts are best effort at commit time: a failure to write one never fails the
+commit, since the reconciler backfills committed receipts; pending receipts only serve observability (section
+4.4: the compactor ignores them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import orjson
+from pyiceberg.table.metadata import TableMetadata
+from uuid6 import uuid7
+
+from arco.storage.base import DoesNotExist, StorageBackend, StorageError
+
+EVENTS = "_catalog/events"
+SCHEMA_VERSION = 1
+IcebergReceiptKind = Literal["pending", "committed"]
+log = logging.getLogger(__name__)
+
+
+def commit_key(metadata_location: str) -> str:
+    return hashlib.sha256(metadata_location.encode()).hexdigest()
+
+
+def day_of(timestamp_ms: int) -> str:
+    return datetime.fromtimestamp(timestamp_ms / 1000, UTC).strftime("%Y-%m-%d")
+
+
+def iceberg_receipt_key(kind: IcebergReceiptKind, metadata_location: str, last_updated_ms: int) -> str:
+    return f"{EVENTS}/{day_of(last_updated_ms)}/iceberg/{kind}/{commit_key(metadata_location)}.json"
+
+
+def catalog_receipt_key(seq: int, at_ms: int) -> str:
+    return f"{EVENTS}/{day_of(at_ms)}/catalog/committed/{seq:020d}.json"
+
+
+def iceberg_event(kind: IcebergReceiptKind, *, table_uuid: str, metadata_location: str, metadata: TableMetadata,
+                  previous_metadata_location: str | None, source: dict[str, Any],
+                  identifier: dict[str, Any] | None = None, recorded_by: str = "commit") -> dict[str, Any]:
+    """``IcebergCommitPending`` / ``IcebergCommitCommitted`` (section 4.3), with what the pipeline's history needs."""
+    snapshot = metadata.snapshot_by_id(metadata.current_snapshot_id) if metadata.current_snapshot_id else None
+    summary = snapshot.summary.model_dump(by_alias=True) if snapshot is not None and snapshot.summary else None
+    return {
+        "event_type": "IcebergCommitPending" if kind == "pending" else "IcebergCommitCommitted",
+        "schema_version": SCHEMA_VERSION,
+        "event_id": str(uuid7()),
+        "commit_key": commit_key(metadata_location),
+        "table_uuid": table_uuid,
+        "identifier": identifier,
+        "metadata_location": metadata_location,
+        ("base_metadata_location" if kind == "pending" else "previous_metadata_location"): previous_metadata_location,
+        "format_version": metadata.format_version,
+        "last_updated_ms": metadata.last_updated_ms,
+        "sequence_number": getattr(metadata, "last_sequence_number", 0) or 0,
+        "snapshot_id": metadata.current_snapshot_id,
+        "operation": (summary or {}).get("operation"),
+        "summary": summary,
+        "schema_id": metadata.current_schema_id,
+        "source": source,
+        "recorded_by": recorded_by,
+        "recorded_at_ms": int(time.time() * 1000),
+    }
+
+
+def catalog_event(seq: int, op: dict[str, Any], *, recorded_by: str = "commit") -> dict[str, Any]:
+    """``CatalogMutationCommitted``: one Tier 1 operation as it was appended at ``seq``."""
+    return {
+        "event_type": "CatalogMutationCommitted",
+        "schema_version": SCHEMA_VERSION,
+        "event_id": str(uuid7()),
+        "seq": seq,
+        "op": op.get("op"),
+        "at_ms": op.get("at_ms"),
+        "principal": op.get("principal"),
+        "source": op.get("source") or {"kind": "admin_api", "user_id": op.get("principal")},
+        "operation": op,
+        "recorded_by": recorded_by,
+        "recorded_at_ms": int(time.time() * 1000),
+    }
+
+
+def write_receipt(storage: StorageBackend, key: str, event: dict[str, Any]) -> bool:
+    """Write a receipt create-only; True if this call wrote it. Never raises: the reconciler backfills."""
+    try:
+        return storage.put(key, orjson.dumps(event), DoesNotExist()).ok
+    except (StorageError, OSError) as exc:
+        log.warning("could not write receipt %s (the reconciler will backfill it): %s", key, exc)
+        return False
+
+
+def write_iceberg_receipt(storage: StorageBackend, kind: IcebergReceiptKind, *, table_uuid: str,
+                          metadata_location: str, metadata: TableMetadata, previous_metadata_location: str | None,
+                          source: dict[str, Any], identifier: dict[str, Any] | None = None) -> bool:
+    event = iceberg_event(kind, table_uuid=table_uuid, metadata_location=metadata_location, metadata=metadata,
+                          previous_metadata_location=previous_metadata_location, source=source,
+                          identifier=identifier)
+    return write_receipt(storage, iceberg_receipt_key(kind, metadata_location, metadata.last_updated_ms), event)

@@ -1,0 +1,186 @@
+"""Every Iceberg mutation, run at most once per Idempotency-Key (seed sections 3 and 3.7).
+
+Each mutation is three small parts: the work (a service call that leaves the key's tag where its change lands),
+the outcome it answers with, and the recovery that tells, after a crash, whether the tagged change landed:
+
+* namespace and table create/drop/rename/properties, register, staged-create commits: the change is one Tier 1
+  operation carrying the tag, found in the log after the position the marker noted when it was claimed;
+* table commits and transactions: the new metadata files carry the tag in their names, found in the table's
+  history (for a transaction, the first table's history says it all: its tables change together or not at all).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pyiceberg.table.update import AssertCreate
+
+from arco.catalog.model import CatalogEntry, NamespacePath
+from arco.catalog.store import CatalogStore
+from arco.iceberg import commit
+from arco.iceberg.idempotency import IdempotencyMarkers, Keyed, Marker, Outcome, Recover, check_key, request_hash, run_once
+from arco.iceberg.namespaces import NamespaceService
+from arco.iceberg.tables import TableService
+from arco.iceberg.transactions import parse_table_changes
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who asks, and under which Idempotency-Key (None: no key sent)."""
+
+    principal: str
+    source: dict[str, Any]
+    key: str | None = None
+
+
+class Mutations:
+    def __init__(self, store: CatalogStore, namespaces: NamespaceService, tables: TableService,
+                 markers: IdempotencyMarkers) -> None:
+        self.store = store
+        self.namespaces = namespaces
+        self.tables = tables
+        self.markers = markers
+
+    # -- keys ------------------------------------------------------------------------------------------------
+
+    def _catalog_keyed(self, caller: Caller, catalog: CatalogEntry, operation: str, target: str,
+                       body: Any) -> Keyed | None:
+        if caller.key is None:
+            return None
+        key = check_key(caller.key)
+        self.store.ensure_fresh()
+        return Keyed(self.markers, f"catalog-{catalog.id}", key, operation, request_hash(operation, target, body),
+                     tier1_seq=self.store.seq)
+
+    def _tier1_recovery(self, outcome_of: Callable[[dict[str, Any]], Outcome]) -> Recover:
+        def recover(marker: Marker) -> Outcome | None:
+            found = self.store.find_request(marker.tier1_seq or 0, marker.hashed_key)
+            return outcome_of(found[1]) if found is not None else None
+
+        return recover
+
+    # -- namespaces ------------------------------------------------------------------------------------------
+
+    def create_namespace(self, catalog: CatalogEntry, body: dict[str, Any], caller: Caller) -> Outcome:
+        keyed = self._catalog_keyed(caller, catalog, "createNamespace", "", body)
+        return run_once(
+            keyed,
+            lambda tag: Outcome(200, self.namespaces.create(catalog, body.get("namespace"), body.get("properties"),
+                                                            caller.principal, caller.source, tag)),
+            self._tier1_recovery(lambda op: Outcome(200, {"namespace": op["path"], "properties": op["properties"]})),
+        )
+
+    def drop_namespace(self, catalog: CatalogEntry, path: NamespacePath, caller: Caller) -> Outcome:
+        keyed = self._catalog_keyed(caller, catalog, "dropNamespace", _dotted(path), None)
+
+        def work(tag: str | None) -> Outcome:
+            self.namespaces.drop(catalog, path, caller.principal, caller.source, tag)
+            return Outcome(204)
+
+        return run_once(keyed, work, self._tier1_recovery(lambda op: Outcome(204)))
+
+    def update_namespace_properties(self, catalog: CatalogEntry, path: NamespacePath, body: dict[str, Any],
+                                    caller: Caller) -> Outcome:
+        keyed = self._catalog_keyed(caller, catalog, "updateProperties", _dotted(path), body)
+        return run_once(
+            keyed,
+            lambda tag: Outcome(200, self.namespaces.update_properties(catalog, path, body, caller.principal,
+                                                                       caller.source, tag)),
+            self._tier1_recovery(lambda op: Outcome(200, op["summary"])),
+        )
+
+    # -- tables ----------------------------------------------------------------------------------------------
+
+    def _table_created(self) -> Recover:
+        return self._tier1_recovery(lambda op: Outcome(200, metadata_location=op["metadata_location"]))
+
+    def create_table(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any],
+                     caller: Caller) -> Outcome:
+        keyed = self._catalog_keyed(caller, catalog, "createTable", _dotted(namespace), body)
+
+        def work(tag: str | None) -> Outcome:
+            location, _ = self.tables.create(catalog, namespace, body, caller.principal, caller.source, tag)
+            return Outcome(200, metadata_location=location)
+
+        return run_once(keyed, work, self._table_created())
+
+    def register_table(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any],
+                       caller: Caller) -> Outcome:
+        keyed = self._catalog_keyed(caller, catalog, "registerTable", _dotted(namespace), body)
+
+        def work(tag: str | None) -> Outcome:
+            location, _ = self.tables.register(catalog, namespace, body, caller.principal, caller.source, tag)
+            return Outcome(200, metadata_location=location)
+
+        return run_once(keyed, work, self._table_created())
+
+    def commit_table(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, body: dict[str, Any],
+                     caller: Caller) -> Outcome:
+        def work(tag: str | None) -> Outcome:
+            result = commit.commit_table(self.tables, catalog, namespace, name, body, caller.principal,
+                                         caller.source, tag)
+            return Outcome(200, metadata_location=result.metadata_location)
+
+        if caller.key is None:
+            return work(None)
+        requirements, _ = commit.parse_commit(body)
+        target = _dotted((*namespace, name))
+        if any(isinstance(r, AssertCreate) for r in requirements):  # a staged create: the table is new
+            return run_once(self._catalog_keyed(caller, catalog, "updateTable", target, body), work,
+                            self._table_created())
+        entry = self.tables.entry(catalog, namespace, name)
+        keyed = Keyed(self.markers, entry.id, check_key(caller.key), "updateTable",
+                      request_hash("updateTable", target, body))
+        return run_once(keyed, work, self._commit_recovery(entry.id))
+
+    def _commit_recovery(self, table_uuid: str) -> Recover:
+        def recover(marker: Marker) -> Outcome | None:
+            location = commit.landed_location(self.tables, table_uuid, marker.hashed_key)
+            return Outcome(200, metadata_location=location) if location is not None else None
+
+        return recover
+
+    def commit_transaction(self, catalog: CatalogEntry, body: dict[str, Any], caller: Caller) -> Outcome:
+        def work(tag: str | None) -> Outcome:
+            commit.commit_transaction(self.tables, catalog, body, caller.principal, caller.source, tag)
+            return Outcome(204)
+
+        if caller.key is None:
+            return work(None)
+        namespace, name, _ = parse_table_changes(body)[0]
+        first = self.tables.entry(catalog, namespace, name)
+        recover_first = self._commit_recovery(first.id)
+        keyed = self._catalog_keyed(caller, catalog, "commitTransaction", "", body)
+        return run_once(keyed, work, lambda marker: Outcome(204) if recover_first(marker) is not None else None)
+
+    def drop_table(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, purge: bool,
+                   caller: Caller) -> Outcome:
+        """Drop; the outcome keeps the table's location (not sent: a 204 has no body) for a purge on replay."""
+        keyed = self._catalog_keyed(caller, catalog, "dropTable", _dotted((*namespace, name)), {"purge": purge})
+
+        def work(tag: str | None) -> Outcome:
+            entry = self.tables.drop(catalog, namespace, name, caller.principal, caller.source, tag)
+            return Outcome(204, {"location": entry.location})
+
+        def finish_drop(op: dict[str, Any]) -> Outcome:
+            self.tables.tombstone(op["id"])  # the crash may have come between the Tier 1 drop and the tombstone
+            return Outcome(204, {"location": op.get("location")})
+
+        return run_once(keyed, work, self._tier1_recovery(finish_drop))
+
+    def rename_table(self, catalog: CatalogEntry, body: dict[str, Any], source: tuple[NamespacePath, str],
+                     target: tuple[NamespacePath, str], caller: Caller) -> Outcome:
+        keyed = self._catalog_keyed(caller, catalog, "renameTable", "", body)
+
+        def work(tag: str | None) -> Outcome:
+            self.tables.rename(catalog, source[0], source[1], target[0], target[1], caller.principal,
+                               caller.source, tag)
+            return Outcome(204)
+
+        return run_once(keyed, work, self._tier1_recovery(lambda op: Outcome(204)))
+
+
+def _dotted(path: tuple[str, ...]) -> str:
+    return "\x1f".join(path)

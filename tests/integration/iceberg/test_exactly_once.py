@@ -1,0 +1,347 @@
+"""Exactly-once mutations: Idempotency-Key replay, and a crash at every named step followed by a keyed retry.
+
+After each crash the retry must give the answer one application gives, the catalog must hold exactly one
+application, the reconciler must leave no committed receipt missing, and whatever the crash left behind must be
+identifiable by garbage collection (an unreferenced metadata file or pointer, never a half-visible change).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import pytest
+from support.iceberg_harness import SCHEMA, Harness
+from uuid6 import uuid7
+
+from arco.events.receipts import catalog_receipt_key, iceberg_receipt_key
+from arco.events.reconcile import reconcile_catalog_log, reconcile_table, table_history
+from arco.iceberg import transactions
+from arco.iceberg.errors import BadRequest, CommitFailed, IcebergError, ServiceUnavailable
+from arco.iceberg.idempotency import Outcome, check_key, request_hash
+from arco.iceberg.mutations import Caller
+from arco.iceberg.pointer import POINTERS
+from arco.storage.faults import FaultRule, SimulatedCrash
+
+TIMEOUT = 0.4  # the in-progress timeout of these tests' "servers"
+SOURCE = {"kind": "iceberg_rest", "client_info": "test", "principal": "admin"}
+
+
+def caller(key: str | None = None) -> Caller:
+    return Caller("admin", SOURCE, key if key is not None else str(uuid7()))
+
+
+def set_property(value: str, requirements: list | None = None) -> dict:
+    return {"requirements": requirements or [],
+            "updates": [{"action": "set-properties", "updates": {"counter": value}}]}
+
+
+def history(h: Harness, name: str = "t", namespace: tuple[str, ...] = ("db",)) -> list[str]:
+    loaded = h.tables.load(h.catalog, namespace, name)
+    return [location for location, _ in table_history(h.tables.files, loaded.pointer.pointer.current_metadata_location)]
+
+
+def commit(h: Harness, body: dict, key: str, timeout: float = 60.0) -> Outcome:
+    return h.mutations(timeout).commit_table(h.catalog, ("db",), "t", body, caller(key))
+
+
+@pytest.fixture
+def table(harness: Harness) -> Harness:
+    harness.create_table("t")
+    return harness
+
+
+# -- replay and conflicts ----------------------------------------------------------------------------------------
+
+
+def test_a_retry_with_the_same_key_is_applied_once(table: Harness) -> None:
+    key = str(uuid7())
+    first = commit(table, set_property("1"), key)
+    again = commit(table.reopen(), set_property("1"), key)
+    assert again == first
+    assert len(history(table)) == 2  # the create and one commit
+
+
+def test_the_same_key_with_another_body_is_a_conflict_and_changes_nothing(table: Harness) -> None:
+    key = str(uuid7())
+    commit(table, set_property("1"), key)
+    with pytest.raises(CommitFailed, match="different request payload"):
+        commit(table, set_property("2"), key)
+    assert table.tables.load(table.catalog, ("db",), "t").metadata.properties["counter"] == "1"
+
+
+def test_a_deterministic_failure_is_replayed_even_once_it_would_pass(table: Harness) -> None:
+    key = str(uuid7())
+    stale = set_property("1", [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": 42}])
+    with pytest.raises(CommitFailed) as first:
+        commit(table, stale, key)
+    with pytest.raises(IcebergError) as again:
+        commit(table.reopen(), stale, key)
+    assert (again.value.status, again.value.error_type, again.value.message) == (409, "CommitFailedException",
+                                                                                  first.value.message)
+    assert len(history(table)) == 1
+
+
+def test_the_same_key_on_another_route_is_a_conflict(table: Harness) -> None:
+    key = str(uuid7())
+    table.mutations().create_namespace(table.catalog, {"namespace": ["other"]}, caller(key))
+    with pytest.raises(CommitFailed, match="different request payload"):
+        table.mutations().create_namespace(table.catalog, {"namespace": ["other2"]}, caller(key))
+
+
+def test_a_key_in_flight_is_answered_503_with_retry_after(table: Harness) -> None:
+    key = str(uuid7())
+    table.storage.inject(FaultRule(op="put", key="*.metadata.json", when="after"))
+    with pytest.raises(SimulatedCrash):
+        commit(table, set_property("1"), key)
+    table.storage.clear()
+    with pytest.raises(ServiceUnavailable) as busy:
+        commit(table.reopen(), set_property("1"), key, timeout=60)
+    assert busy.value.status == 503 and int(busy.value.headers["Retry-After"]) == 60
+
+
+@pytest.mark.parametrize("raw", ["", "not-a-uuid", "{01936f8e-7c2a-7b3d-9f4e-5a6b7c8d9e0f}",
+                                 "01936f8e7c2a7b3d9f4e5a6b7c8d9e0f", "550e8400-e29b-41d4-a716-446655440000",
+                                 "01936f8e-7c2a-7b3d-1f4e-5a6b7c8d9e0f", "01936f8e-7c2a-7b3d-9f4e-5a6b7c8d9e0f0",
+                                 "x" * 10_000])
+def test_malformed_keys_are_refused_and_change_nothing(table: Harness, raw: str) -> None:
+    with pytest.raises(BadRequest):
+        commit(table, set_property("1"), raw)
+    with pytest.raises(BadRequest):
+        check_key(raw)
+    assert len(history(table)) == 1
+
+
+@pytest.mark.parametrize("body", [{"n": float("nan")}, {"n": float("inf")}, {"n": 2**64}])
+def test_bodies_without_a_canonical_form_are_refused(body: dict) -> None:
+    with pytest.raises(BadRequest, match="canonicalized"):
+        request_hash("updateTable", "db\x1ft", body)
+
+
+# -- the crash matrix of a table commit ----------------------------------------------------------------------
+
+COMMIT_STEPS: dict[str, FaultRule] = {
+    "after-marker-claim": FaultRule(op="put", key="_catalog/iceberg_idempotency/*", when="after", nth=1),
+    "after-metadata-write": FaultRule(op="put", key="*.metadata.json", when="after"),
+    "after-pending-receipt": FaultRule(op="put", key="_catalog/events/*/iceberg/pending/*", when="after"),
+    "after-pointer-cas": FaultRule(op="put", key=f"{POINTERS}/*", when="after"),
+    "after-committed-receipt": FaultRule(op="put", key="_catalog/events/*/iceberg/committed/*", when="after"),
+    "after-marker-finalization": FaultRule(op="put", key="_catalog/iceberg_idempotency/*", when="after", nth=2),
+}
+LANDED_AFTER = ("after-pointer-cas", "after-committed-receipt", "after-marker-finalization")
+
+
+def retry_until_done(run: Callable[[], Outcome]) -> Outcome:
+    """A client's retry loop: 503 means in flight, so wait (here: past the short in-progress timeout)."""
+    for _ in range(3):
+        try:
+            return run()
+        except ServiceUnavailable:
+            time.sleep(TIMEOUT + 0.1)
+    raise AssertionError("the retry never completed")
+
+
+def assert_receipts_complete_after_reconcile(h: Harness, name: str = "t", namespace: tuple[str, ...] = ("db",)) -> None:
+    loaded = h.tables.load(h.catalog, namespace, name)
+    reconcile_table(h.storage, h.tables.files, h.tables.resolver, loaded.entry, {"name": name})
+    for location, updated_ms in table_history(h.tables.files, loaded.pointer.pointer.current_metadata_location):
+        assert h.storage.head(iceberg_receipt_key("committed", location, updated_ms)) is not None, location
+
+
+def orphan_metadata_files(h: Harness, name: str = "t") -> list[str]:
+    loaded = h.tables.load(h.catalog, ("db",), name)
+    kept = {h.tables.files.key_of(location) for location in history(h, name)}
+    prefix = h.tables.files.key_of(loaded.entry.location.rstrip("/") + "/metadata/")
+    return [m.key for m in h.storage.list(prefix) if m.key.endswith(".metadata.json") and m.key not in kept]
+
+
+@pytest.mark.parametrize("step", list(COMMIT_STEPS))
+def test_commit_crash_matrix(table: Harness, step: str) -> None:
+    key = str(uuid7())
+    table.storage.inject(replace(COMMIT_STEPS[step]))  # a fresh rule: rules count the calls they see
+    with pytest.raises(SimulatedCrash):
+        commit(table, set_property("1"), key, timeout=TIMEOUT)
+    table.storage.clear()
+
+    retried = retry_until_done(lambda: commit(table.reopen(), set_property("1"), key, timeout=TIMEOUT))
+
+    after = table.reopen()
+    versions = history(after)
+    assert len(versions) == 2, "exactly one application of the commit"
+    assert retried.metadata_location == versions[0]
+    assert after.tables.files.read(versions[0]).properties["counter"] == "1"
+    assert commit(after, set_property("1"), key) == retried  # and from now on the same answer
+    assert_receipts_complete_after_reconcile(after)
+    orphans = orphan_metadata_files(after)
+    # A commit that did not land before the crash leaves its metadata file, named with the key's tag, outside the
+    # table's history: garbage collection finds it by comparing the metadata directory with the history.
+    assert len(orphans) <= (0 if step in LANDED_AFTER or step == "after-marker-claim" else 1)
+    assert all(key_tag(key) in o for o in orphans)
+
+
+def key_tag(key: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def test_the_named_commit_steps_cover_every_write_of_a_commit(table: Harness) -> None:
+    table.storage.calls.clear()
+    commit(table, set_property("1"), str(uuid7()))
+    puts = [c.key for c in table.storage.calls if c.op == "put"]
+    uncovered = [k for k in puts if not any(rule.matches("put", k) for rule in COMMIT_STEPS.values())]
+    assert puts and not uncovered
+
+
+# -- the crash matrix of the other mutations ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    setup: Callable[[Harness], None]
+    run: Callable[[Harness, Caller], Outcome]
+    check: Callable[[Harness, Outcome], None]
+    steps: dict[str, FaultRule]
+
+
+MARKER_CLAIM = FaultRule(op="put", key="_catalog/iceberg_idempotency/*", when="after", nth=1)
+TIER1_APPEND = FaultRule(op="put", key="_catalog/core/log/*", when="after")
+CATALOG_RECEIPT = FaultRule(op="put", key="_catalog/events/*/catalog/*", when="after")
+MARKER_FINAL = FaultRule(op="put", key="_catalog/iceberg_idempotency/*", when="after", nth=2)
+TIER1_STEPS = {"after-marker-claim": MARKER_CLAIM, "after-tier1-append": TIER1_APPEND,
+               "after-catalog-receipt": CATALOG_RECEIPT, "after-marker-finalization": MARKER_FINAL}
+CREATE_STEPS = {"after-marker-claim": MARKER_CLAIM,
+                "after-metadata-write": FaultRule(op="put", key="*.metadata.json", when="after"),
+                "after-pending-receipt": FaultRule(op="put", key="_catalog/events/*/iceberg/pending/*", when="after"),
+                "after-pointer-create": FaultRule(op="put", key=f"{POINTERS}/*", when="after"),
+                "after-tier1-append": TIER1_APPEND, "after-catalog-receipt": CATALOG_RECEIPT,
+                "after-committed-receipt": FaultRule(op="put", key="_catalog/events/*/iceberg/committed/*",
+                                                     when="after"),
+                "after-marker-finalization": MARKER_FINAL}
+DROP_STEPS = {**TIER1_STEPS, "after-tombstone": FaultRule(op="put", key=f"{POINTERS}/*", when="after")}
+TXN_STEPS = {"after-marker-claim": MARKER_CLAIM,
+             "after-metadata-write": FaultRule(op="put", key="*.metadata.json", when="after", nth=2),
+             "after-pending-receipt": FaultRule(op="put", key="_catalog/events/*/iceberg/pending/*", when="after",
+                                                nth=2),
+             "after-record-created": FaultRule(op="put", key="_catalog/iceberg_txns/*", when="after", nth=1),
+             "after-pointers-marked": FaultRule(op="put", key=f"{POINTERS}/*", when="after", nth=2),
+             "after-record-committed": FaultRule(op="put", key="_catalog/iceberg_txns/*", when="after", nth=2),
+             "after-roll-forward": FaultRule(op="put", key=f"{POINTERS}/*", when="after", nth=4),
+             "after-committed-receipts": FaultRule(op="put", key="_catalog/events/*/iceberg/committed/*",
+                                                   when="after", nth=2),
+             "after-marker-finalization": MARKER_FINAL}
+
+
+def _props(h: Harness, path: tuple[str, ...]) -> dict[str, str]:
+    return h.namespaces.load(h.catalog, path)["properties"]
+
+
+def _has_namespace(h: Harness, path: tuple[str, ...]) -> bool:
+    with h.store.read() as state:
+        return state.has_namespace(h.catalog.id, path)
+
+
+def _tables(h: Harness) -> list[str]:
+    return [t.name for t in h.tables.list(h.catalog, ("db",), None, None)[0]]
+
+
+def _two_tables(h: Harness) -> None:
+    h.create_table("a")
+    h.create_table("b")
+
+
+def _transaction(h: Harness, c: Caller) -> Outcome:
+    body = {"table-changes": [
+        {"identifier": {"namespace": ["db"], "name": n}, "requirements": [],
+         "updates": [{"action": "set-properties", "updates": {"txn": "1"}}]} for n in ("a", "b")]}
+    return h.mutations(TIMEOUT).commit_transaction(h.catalog, body, c)
+
+
+def _check_transaction(h: Harness, outcome: Outcome) -> None:
+    assert outcome.status == 204
+    for name in ("a", "b"):
+        assert len(history(h, name)) == 2
+        assert h.tables.load(h.catalog, ("db",), name).metadata.properties["txn"] == "1"
+
+
+CASES: dict[str, Case] = {
+    "create-namespace": Case(
+        lambda h: None,
+        lambda h, c: h.mutations(TIMEOUT).create_namespace(h.catalog, {"namespace": ["ns"], "properties": {"a": "1"}},
+                                                            c),
+        lambda h, o: (o.body == {"namespace": ["ns"], "properties": {"a": "1"}}
+                      and _props(h, ("ns",)) == {"a": "1"}) or pytest.fail(f"{o}"),
+        TIER1_STEPS),
+    "update-namespace-properties": Case(
+        lambda h: h.namespaces.update_properties(h.catalog, ("db",), {"updates": {"x": "1"}}, "admin"),
+        lambda h, c: h.mutations(TIMEOUT).update_namespace_properties(
+            h.catalog, ("db",), {"updates": {"y": "2"}, "removals": ["x", "gone"]}, c),
+        lambda h, o: (o.body == {"updated": ["y"], "removed": ["x"], "missing": ["gone"]}
+                      and _props(h, ("db",)) == {"y": "2"}) or pytest.fail(f"{o}"),
+        TIER1_STEPS),
+    "drop-namespace": Case(
+        lambda h: h.namespaces.create(h.catalog, ["empty"], {}, "admin"),
+        lambda h, c: h.mutations(TIMEOUT).drop_namespace(h.catalog, ("empty",), c),
+        lambda h, o: (o.status == 204 and not _has_namespace(h, ("empty",))) or pytest.fail(f"{o}"),
+        TIER1_STEPS),
+    "create-table": Case(
+        lambda h: None,
+        lambda h, c: h.mutations(TIMEOUT).create_table(h.catalog, ("db",), {"name": "t", "schema": SCHEMA}, c),
+        lambda h, o: (_tables(h) == ["t"] and history(h) == [o.metadata_location]) or pytest.fail(f"{o}"),
+        CREATE_STEPS),
+    "drop-table": Case(
+        lambda h: h.create_table("t"),
+        lambda h, c: h.mutations(TIMEOUT).drop_table(h.catalog, ("db",), "t", False, c),
+        lambda h, o: (o.status == 204 and _tables(h) == []) or pytest.fail(f"{o}"),
+        DROP_STEPS),
+    "rename-table": Case(
+        lambda h: h.create_table("t"),
+        lambda h, c: h.mutations(TIMEOUT).rename_table(
+            h.catalog, {"source": {"namespace": ["db"], "name": "t"}, "destination": {"namespace": ["db"], "name": "u"}},
+            (("db",), "t"), (("db",), "u"), c),
+        lambda h, o: (o.status == 204 and _tables(h) == ["u"]) or pytest.fail(f"{o}"),
+        TIER1_STEPS),
+    "transaction": Case(_two_tables, _transaction, _check_transaction, TXN_STEPS),
+}
+MATRIX = [(name, step) for name, case in CASES.items() for step in case.steps]
+
+
+@pytest.mark.parametrize(("mutation", "step"), MATRIX, ids=[f"{m}-{s}" for m, s in MATRIX])
+def test_mutation_crash_matrix(harness: Harness, mutation: str, step: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transactions, "TXN_DEADLINE_S", TIMEOUT)  # a stranded transaction expires quickly
+    case = CASES[mutation]
+    case.setup(harness)
+    key = str(uuid7())
+    harness.storage.inject(replace(case.steps[step]))
+    with pytest.raises(SimulatedCrash):
+        case.run(harness, caller(key))
+    harness.storage.clear()
+
+    outcome = retry_until_done(lambda: case.run(harness.reopen(), caller(key)))
+
+    after = harness.reopen()
+    case.check(after, outcome)
+    assert case.run(after, caller(key)) == outcome  # replayed from now on
+    reconcile_catalog_log(after.storage, after.store.log)
+    after.store.ensure_fresh()
+    for seq in range(1, after.store.seq + 1):
+        entry = after.store.log.read_entry(seq)
+        assert entry is not None
+        assert after.storage.head(catalog_receipt_key(seq, entry["at_ms"])) is not None, seq
+    for table in after.tables.list(after.catalog, ("db",), None, None)[0]:
+        assert_receipts_complete_after_reconcile(after, table.name)
+    applied = [after.store.log.read_entry(s) for s in range(1, after.store.seq + 1)]
+    tagged = [e for e in applied if e and e.get("request") == key_tag(key)]
+    assert len(tagged) <= 1, "a tagged Tier 1 operation was applied twice"
+
+
+@pytest.mark.parametrize("mutation", list(CASES))
+def test_the_named_steps_cover_every_write_of_each_mutation(harness: Harness, mutation: str) -> None:
+    case = CASES[mutation]
+    case.setup(harness)
+    harness.storage.calls.clear()
+    case.run(harness, caller())
+    puts = [c.key for c in harness.storage.calls if c.op == "put"]
+    uncovered = [k for k in puts if not any(rule.matches("put", k) for rule in case.steps.values())]
+    assert puts and not uncovered
