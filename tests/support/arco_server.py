@@ -37,8 +37,7 @@ class RunningServer:
         self.process.wait(10)
 
 
-@contextmanager
-def arco_server(
+def start_server(
     warehouse: str | Path,
     workdir: Path,
     *,
@@ -46,9 +45,10 @@ def arco_server(
     extra_args: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
     port: int | None = None,
-) -> Iterator[RunningServer]:
+) -> RunningServer:
+    """Start ``arco serve`` and wait until it answers; the caller stops it (``stop(server.process)``)."""
     port = port or free_port()
-    log_path = workdir / f"arco-serve-{port}.log"
+    log_path = workdir / f"arco-serve-{port}-{time.monotonic_ns()}.log"
     child_env = {**os.environ, **(env or {})}
     child_env.pop("ARCO_ADMIN_TOKEN", None)
     if admin_token is not None:
@@ -60,9 +60,27 @@ def arco_server(
     server = RunningServer(f"http://127.0.0.1:{port}", process, log_path)
     try:
         wait_for_http(f"{server.base_url}/health", timeout=30, process=process, log_path=log_path)
+    except BaseException:
+        stop(process)
+        raise
+    return server
+
+
+@contextmanager
+def arco_server(
+    warehouse: str | Path,
+    workdir: Path,
+    *,
+    admin_token: str | None = "test-admin-token",
+    extra_args: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    port: int | None = None,
+) -> Iterator[RunningServer]:
+    server = start_server(warehouse, workdir, admin_token=admin_token, extra_args=extra_args, env=env, port=port)
+    try:
         yield server
     finally:
-        stop(process)
+        stop(server.process)
 
 
 def get_json(url: str, token: str | None, **kwargs: object) -> httpx.Response:

@@ -1,0 +1,146 @@
+"""Exactly once under SIGKILL: 8 clients commit with Idempotency-Keys through 2 servers while one is killed.
+
+Every client retries each request with its key against either server until it gets an answer, as the README tells
+clients to. At the end, every commit that was answered 200 is in the table's history exactly once (its key's tag
+is in exactly one metadata file name), nothing else is, and after the reconciler every version has its receipt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import random
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from support.arco_server import ARCO_TOKEN, RunningServer, start_server
+from support.net import stop
+from uuid6 import uuid7
+
+from arco.events.receipts import iceberg_receipt_key
+from arco.events.reconcile import table_history
+from arco.iceberg.metadata_files import MetadataFiles
+from arco.storage.local import LocalBackend
+
+pytestmark = pytest.mark.timeout(600)
+
+_fork = multiprocessing.get_context("fork")
+CLIENTS, COMMITS, KILLS = 8, 20, 5
+IN_PROGRESS_TIMEOUT_S = 1
+HEADERS = {"Authorization": f"Bearer {ARCO_TOKEN}"}
+SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "x", "required": False, "type": "long"}]}
+
+
+def _send_until_answered(urls: list[str], body: dict, key: str, stats: dict[str, int]) -> int:
+    """POST one commit with its key until a server gives a final answer (200 or a deterministic 4xx)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        url = random.choice(urls)
+        try:
+            response = httpx.post(url, json=body, headers={**HEADERS, "Idempotency-Key": key}, timeout=10)
+        except httpx.TransportError:
+            stats["connection_errors"] += 1
+            time.sleep(0.05)
+            continue
+        if response.status_code < 500:
+            return response.status_code
+        stats[f"status_{response.status_code}"] = stats.get(f"status_{response.status_code}", 0) + 1
+        time.sleep(min(float(response.headers.get("Retry-After", "0.1")), 0.3))
+    raise TimeoutError(f"no final answer for key {key}")
+
+
+def _client(urls: list[str], client: int, results: object) -> None:
+    random.seed(client)
+    stats = {"connection_errors": 0}
+    answered_ok, refused = [], []
+    for i in range(COMMITS):
+        body = {"requirements": [], "updates": [{"action": "set-properties", "updates": {f"c{client}": str(i)}}]}
+        while True:  # one logical commit; a 409 (retries exhausted on the server) is a new attempt with a new key
+            key = str(uuid7())
+            status = _send_until_answered(urls, body, key, stats)
+            if status == 200:
+                answered_ok.append(key)
+                break
+            assert status == 409, status
+            refused.append(key)
+    results.put((answered_ok, refused, stats))  # type: ignore[attr-defined]
+
+
+def tag(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def test_commits_are_applied_exactly_once_while_a_server_is_killed(tmp_path: Path) -> None:
+    warehouse = tmp_path / "warehouse"
+    args = ("--idempotency-in-progress-timeout", str(IN_PROGRESS_TIMEOUT_S))
+    steady = start_server(warehouse, tmp_path, admin_token=ARCO_TOKEN, extra_args=args)
+    victim: list[RunningServer] = [start_server(warehouse, tmp_path, admin_token=ARCO_TOKEN, extra_args=args)]
+    port = victim[0].base_url.rsplit(":", 1)[1]
+    try:
+        api = f"{steady.iceberg_uri}/v1/main"
+        httpx.post(f"{api}/namespaces", json={"namespace": ["storm"]}, headers=HEADERS).raise_for_status()
+        httpx.post(f"{api}/namespaces/storm/tables", headers=HEADERS, json={
+            "name": "t", "schema": SCHEMA, "properties": {"write.metadata.previous-versions-max": "10000"}},
+        ).raise_for_status()
+        urls = [f"{s.iceberg_uri}/v1/main/namespaces/storm/tables/t" for s in (steady, victim[0])]
+
+        kills = 0
+
+        def killer() -> None:
+            nonlocal kills
+            rng = random.Random(7)
+            for _ in range(KILLS):
+                time.sleep(rng.uniform(0.3, 1.2))
+                victim[0].kill()  # SIGKILL: no cleanup, markers stay IN_PROGRESS, writes stop mid-flow
+                kills += 1
+                time.sleep(rng.uniform(0.05, 0.3))
+                victim[0] = start_server(warehouse, tmp_path, admin_token=ARCO_TOKEN, extra_args=args,
+                                         port=int(port))
+
+        results = _fork.Queue()
+        clients = [_fork.Process(target=_client, args=(urls, c, results)) for c in range(CLIENTS)]
+        for p in clients:
+            p.start()
+        killing = threading.Thread(target=killer)
+        killing.start()
+        outcomes = [results.get(timeout=500) for _ in clients]
+        killing.join(120)
+        for p in clients:
+            p.join(30)
+            assert p.exitcode == 0
+        assert kills == KILLS
+
+        ok = [key for answered, _, _ in outcomes for key in answered]
+        refused = [key for _, failed, _ in outcomes for key in failed]
+        connection_errors = sum(stats["connection_errors"] for _, _, stats in outcomes)
+        busy = sum(stats.get("status_503", 0) for _, _, stats in outcomes)
+        assert len(ok) == CLIENTS * COMMITS
+
+        storage = LocalBackend(warehouse)
+        files = MetadataFiles(storage)
+        loaded = httpx.get(urls[0], headers=HEADERS).json()
+        versions = [location for location, _ in table_history(files, loaded["metadata-location"])]
+        names = [v.rsplit("/", 1)[-1] for v in versions]
+        for key in ok:
+            assert sum(f"-{tag(key)}-" in n for n in names) == 1, f"commit {key} not applied exactly once"
+        for key in refused:
+            assert not any(f"-{tag(key)}-" in n for n in names), f"refused commit {key} was applied"
+        assert len(versions) == 1 + len(ok)  # the create, then one version per answered commit: nothing doubled
+        final = loaded["metadata"]["properties"]
+        assert all(final[f"c{c}"] == str(COMMITS - 1) for c in range(CLIENTS))
+
+        reconcile = subprocess.run([sys.executable, "-m", "arco.cli.main", "reconcile", "--warehouse", str(warehouse)],
+                                   capture_output=True, text=True, timeout=300)
+        assert reconcile.returncode == 0, reconcile.stderr
+        for location, updated_ms in table_history(files, loaded["metadata-location"]):
+            assert storage.head(iceberg_receipt_key("committed", location, updated_ms)) is not None, location
+        print(f"\n{len(ok)} commits, {len(refused)} refused and retried with new keys, {kills} kills, "
+              f"{connection_errors} connection errors and {busy} answers of 503 (key in flight) retried")
+    finally:
+        stop(steady.process)
+        stop(victim[0].process)
