@@ -308,7 +308,7 @@ def main() -> None:
             prepared[name] = prepare(stack.enter_context(PEERS[name](workdir)), args.rounds)
         print("measuring, peers interleaved:", flush=True)
         results = run_interleaved(prepared, args.rounds)
-    print(f"\nmilliseconds; ratio = peer p50 / arco p50 (above 1: Arco is faster)")
+    print("\nmilliseconds; ratio = peer p50 / arco p50 (above 1: Arco is faster)")
     report(results)
 
 

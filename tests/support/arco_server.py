@@ -11,12 +11,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 from support.net import free_port, stop, wait_for_http
 
 
 ARCO_TOKEN = "e2e-admin-token"  # the admin token of servers the end-to-end tests start
+ONE_COLUMN_SCHEMA = {"type": "struct", "schema-id": 0,
+                     "fields": [{"id": 1, "name": "x", "required": False, "type": "long"}]}
 
 
 @dataclass
@@ -67,20 +70,19 @@ def start_server(
 
 
 @contextmanager
-def arco_server(
-    warehouse: str | Path,
-    workdir: Path,
-    *,
-    admin_token: str | None = "test-admin-token",
-    extra_args: tuple[str, ...] = (),
-    env: dict[str, str] | None = None,
-    port: int | None = None,
-) -> Iterator[RunningServer]:
-    server = start_server(warehouse, workdir, admin_token=admin_token, extra_args=extra_args, env=env, port=port)
+def arco_server(warehouse: str | Path, workdir: Path, **options: Any) -> Iterator[RunningServer]:
+    """:func:`start_server` for a ``with`` block: the server stops when the block ends."""
+    server = start_server(warehouse, workdir, **options)
     try:
         yield server
     finally:
         stop(server.process)
+
+
+def iceberg_client(server: RunningServer, catalog: str = "main") -> httpx.Client:
+    """An HTTP client for one catalog's Iceberg routes (``/iceberg/v1/<catalog>``), as the admin."""
+    return httpx.Client(base_url=f"{server.iceberg_uri}/v1/{catalog}", timeout=30,
+                        headers={"Authorization": f"Bearer {ARCO_TOKEN}"})
 
 
 def get_json(url: str, token: str | None, **kwargs: object) -> httpx.Response:

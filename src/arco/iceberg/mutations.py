@@ -98,20 +98,18 @@ class Mutations:
 
     def create_table(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any],
                      caller: Caller) -> Outcome:
-        keyed = self._catalog_keyed(caller, catalog, "createTable", _dotted(namespace), body)
-
-        def work(tag: str | None) -> Outcome:
-            location, _ = self.tables.create(catalog, namespace, body, caller.principal, caller.source, tag)
-            return Outcome(200, metadata_location=location)
-
-        return run_once(keyed, work, self._table_created())
+        return self._new_table("createTable", self.tables.create, catalog, namespace, body, caller)
 
     def register_table(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any],
                        caller: Caller) -> Outcome:
-        keyed = self._catalog_keyed(caller, catalog, "registerTable", _dotted(namespace), body)
+        return self._new_table("registerTable", self.tables.register, catalog, namespace, body, caller)
+
+    def _new_table(self, operation: str, service: Callable[..., tuple[str, Any]], catalog: CatalogEntry,
+                   namespace: NamespacePath, body: dict[str, Any], caller: Caller) -> Outcome:
+        keyed = self._catalog_keyed(caller, catalog, operation, _dotted(namespace), body)
 
         def work(tag: str | None) -> Outcome:
-            location, _ = self.tables.register(catalog, namespace, body, caller.principal, caller.source, tag)
+            location, _ = service(catalog, namespace, body, caller.principal, caller.source, tag)
             return Outcome(200, metadata_location=location)
 
         return run_once(keyed, work, self._table_created())

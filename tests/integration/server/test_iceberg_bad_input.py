@@ -2,33 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import httpx
 import pytest
-from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
+from support.arco_server import ARCO_TOKEN, ONE_COLUMN_SCHEMA as SCHEMA, RunningServer
 
 pytestmark = pytest.mark.timeout(120)
-
-SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "x", "required": False, "type": "long"}]}
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    workdir: Path = tmp_path_factory.mktemp("bad-input")
-    with arco_server(workdir / "wh", workdir, admin_token=ARCO_TOKEN,
-                     extra_args=("--max-body-bytes", "1048576")) as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def client(server: RunningServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=f"{server.iceberg_uri}/v1/main", timeout=30,
-                      headers={"Authorization": f"Bearer {ARCO_TOKEN}"}) as c:
-        c.post("/namespaces", json={"namespace": ["db"]}).raise_for_status()
-        c.post("/namespaces/db/tables", json={"name": "t", "schema": SCHEMA}).raise_for_status()
-        yield c
 
 
 def state(client: httpx.Client) -> tuple:
