@@ -144,6 +144,36 @@ def reconcile(warehouse: str, storage_options: tuple[str, ...], catalog: str | N
         console.print(f"[yellow]{counts.unreadable} metadata file(s) could not be read and were skipped.[/yellow]")
 
 
+@cli.group()
+def catalog() -> None:
+    """Create and list the catalogs of a warehouse (a new warehouse has one, named main)."""
+
+
+@catalog.command("create")
+@_warehouse_option()
+@_storage_options_option()
+@click.argument("name")
+@click.option("--comment", default=None, help="A description shown in listings.")
+def catalog_create(warehouse: str, storage_options: tuple[str, ...], name: str, comment: str | None) -> None:
+    """Create catalog NAME; Iceberg clients then use warehouse=NAME. Servers see it at once."""
+    from arco.cli.catalogs import create
+    from arco.storage.factory import open_storage
+
+    click.echo(create(open_storage(warehouse, _parse_options(storage_options)), name, comment))
+
+
+@catalog.command("list")
+@_warehouse_option()
+@_storage_options_option()
+def catalog_list(warehouse: str, storage_options: tuple[str, ...]) -> None:
+    """List the catalogs: name, storage root, comment (tab-separated)."""
+    from arco.cli.catalogs import listing
+    from arco.storage.factory import open_storage
+
+    for line in listing(open_storage(warehouse, _parse_options(storage_options))):
+        click.echo(line)
+
+
 @cli.command("spark-jars")
 def spark_jars_command() -> None:
     """Print the comma-separated local jar paths a Spark session needs (spark.jars) to talk to Arco."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -83,3 +85,25 @@ def test_refuses_a_warehouse_it_cannot_use(tmp_path: Path) -> None:
     )
     assert result.returncode != 0
     assert "cannot" in result.stderr and str(blocker) in result.stderr
+
+
+def test_a_catalog_created_from_the_cli_is_served_at_once(tmp_path: Path) -> None:
+    from pyiceberg.catalog.rest import RestCatalog
+
+    warehouse = tmp_path / "wh"
+    with arco_server(warehouse, tmp_path, admin_token="t") as server:
+        created = subprocess.run([sys.executable, "-m", "arco.cli.main", "catalog", "create", "sales",
+                                  "--warehouse", str(warehouse), "--comment", "Sales"],
+                                 capture_output=True, text=True, timeout=60)
+        assert created.returncode == 0, created.stderr
+        sales = RestCatalog("sales", uri=server.iceberg_uri, warehouse="sales", token="t")
+        sales.create_namespace("orders")
+        assert sales.list_namespaces() == [("orders",)]
+        main = RestCatalog("main", uri=server.iceberg_uri, warehouse="main", token="t")
+        assert ("orders",) not in main.list_namespaces()
+        again = subprocess.run([sys.executable, "-m", "arco.cli.main", "catalog", "create", "sales",
+                                "--warehouse", str(warehouse)], capture_output=True, text=True, timeout=60)
+        assert again.returncode != 0 and "already exists" in again.stderr
+        listed = subprocess.run([sys.executable, "-m", "arco.cli.main", "catalog", "list", "--warehouse",
+                                 str(warehouse)], capture_output=True, text=True, timeout=60)
+        assert [line.split("\t")[0] for line in listed.stdout.splitlines()] == ["main", "sales"]
