@@ -183,6 +183,9 @@ def spark_jars_command() -> None:
 
 
 def main() -> None:
+    from arco.cli.pipeline import pipeline
+
+    cli.add_command(pipeline)
     cli()
 
 

@@ -1,0 +1,88 @@
+"""``arco pipeline <job>``: the Spark jobs of Tier 2 (see :mod:`arco.pipeline`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import click
+from rich.console import Console
+
+from arco.settings import DEFAULT_WAREHOUSE
+
+MASTER_HELP = "Spark master (default local[*]); ignored under spark-submit, which brings its own."
+
+
+def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option("--master", default=None, help=MASTER_HELP)(fn)
+    fn = click.option("--storage-option", "storage_options", multiple=True, metavar="KEY=VALUE",
+                      help="A storage setting such as s3.endpoint=http://127.0.0.1:8333 (repeatable).")(fn)
+    fn = click.option("--warehouse", default=lambda: os.environ.get("ARCO_WAREHOUSE", DEFAULT_WAREHOUSE),
+                      show_default="./warehouse", help="The warehouse directory or URL.")(fn)
+    return fn
+
+
+def storage_spec(warehouse: str, storage_options: tuple[str, ...]) -> Any:
+    from arco.pipeline.storage_spec import StorageSpec
+    from arco.storage.factory import open_storage
+
+    options = {}
+    for pair in storage_options:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--storage-option")
+        options[key] = value
+    # Resolve a relative directory here: executors may run elsewhere (the URL must mean the same to them).
+    return StorageSpec(open_storage(warehouse, options).url, options)
+
+
+@click.group()
+def pipeline() -> None:
+    """Tier 2 batch jobs on Spark: compact, reconcile, gc, maintain."""
+
+
+@pipeline.command()
+@common_options
+def compact(warehouse: str, storage_options: tuple[str, ...], master: str | None) -> None:
+    """Compact committed receipts and run records into Parquet history; refresh the schema projection."""
+    from arco.pipeline.compact import run_compact
+    from arco.pipeline.runs import Run, print_summary
+    from arco.pipeline.session import new_progress, pipeline_session
+
+    spec = storage_spec(warehouse, storage_options)
+    run = Run("compact")
+    spark = pipeline_session("compact", master)
+    with new_progress() as progress:
+        run_compact(spark, spec, run, progress)
+    if not run.counts.get("receipts_new") and not run.counts.get("stale_files_removed"):
+        Console().print("nothing new to compact; nothing written")
+        return
+    if not run.counts.get("timeline_rows") and not run.counts.get("audit_rows") and not run.counts.get("runs_rows"):
+        print_summary(run.record("nothing compacted"), Console())  # only unreadable receipts: reported, no record
+        return
+    print_summary(run.finish(spec.open()), Console())
+
+
+RECONCILE_LABELS = {"versions": "metadata versions examined", "present": "committed receipts present",
+                    "backfilled": "committed receipts backfilled", "unreadable": "unreadable metadata files (skipped)",
+                    "truncated": "tables truncated at max depth", "catalog_ops": "catalog operations examined",
+                    "catalog_backfilled": "catalog receipts backfilled"}
+
+
+@pipeline.command()
+@common_options
+@click.option("--max-depth", default=10_000, show_default=True, type=click.IntRange(1),
+              help="Versions of a table's metadata log to walk at most.")
+def reconcile(warehouse: str, storage_options: tuple[str, ...], master: str | None, max_depth: int) -> None:
+    """Backfill missing committed receipts of every table (in parallel) and of the catalog log."""
+    from arco.pipeline.reconcile_job import run_reconcile
+    from arco.pipeline.runs import Run, print_summary
+    from arco.pipeline.session import new_progress, pipeline_session
+
+    spec = storage_spec(warehouse, storage_options)
+    run = Run("reconcile")
+    spark = pipeline_session("reconcile", master)
+    with new_progress() as progress:
+        run_reconcile(spark, spec, run, max_depth, progress)
+    print_summary(run.finish(spec.open()), Console(), RECONCILE_LABELS)

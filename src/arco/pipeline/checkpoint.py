@@ -1,0 +1,60 @@
+"""What the compactor has produced: the list of committed batches, moved forward by compare-and-swap.
+
+    _catalog/pipeline/compact/state.json     {"batches": [{"batch_id", "files": {kind: [keys]}, ...}, ...]}
+
+A batch's Parquet files are written first, then the batch is added here with a version-matched put: that put is
+the commit point of a compaction. Files of a run that crashed before it (or lost the race to a concurrent run)
+are listed nowhere; readers go through this state (:func:`history_keys`), and the next run removes them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from arco.storage.base import DoesNotExist, MatchesVersion, StorageBackend
+
+STATE_KEY = "_catalog/pipeline/compact/state.json"
+HISTORY = "_catalog/history"
+KINDS = ("timeline", "audit", "runs")
+
+
+@dataclass
+class CompactState:
+    batches: list[dict[str, Any]] = field(default_factory=list)
+    version: str | None = None
+
+    def files(self, kind: str) -> list[str]:
+        return [key for batch in self.batches for key in batch["files"].get(kind, [])]
+
+
+class ConcurrentCompaction(Exception):
+    """Another compaction committed first; this run's batch is dropped (its receipts are that run's to count)."""
+
+
+def load_state(storage: StorageBackend) -> CompactState:
+    found = storage.get_or_none(STATE_KEY)
+    if found is None:
+        return CompactState()
+    return CompactState(orjson.loads(found.data)["batches"], found.version)
+
+
+def commit_batch(storage: StorageBackend, state: CompactState, batch: dict[str, Any]) -> CompactState:
+    batches = [*state.batches, {**batch, "committed_at_ms": int(time.time() * 1000)}]
+    precondition = MatchesVersion(state.version) if state.version else DoesNotExist()
+    written = storage.put(STATE_KEY, orjson.dumps({"batches": batches}), precondition)
+    if not written.ok:
+        raise ConcurrentCompaction("another compaction committed while this one ran; run again to continue")
+    return CompactState(batches, written.version)  # type: ignore[union-attr]
+
+
+def batch_prefix(kind: str, batch_id: str) -> str:
+    return f"{HISTORY}/{kind}/batch={batch_id}/"
+
+
+def history_keys(storage: StorageBackend, kind: str) -> list[str]:
+    """The Parquet files of one history table (timeline, audit, runs): what readers should read."""
+    return load_state(storage).files(kind)

@@ -1,0 +1,219 @@
+"""``arco pipeline compact``: committed receipts and run records into Parquet history, plus the schema projection.
+
+    _catalog/history/timeline/batch=<id>/part-<n>.parquet   one row per committed Iceberg metadata version
+    _catalog/history/audit/batch=<id>/part-<n>.parquet      one row per Tier 1 catalog mutation
+    _catalog/history/runs/batch=<id>/part-<n>.parquet       one row per pipeline run
+    _catalog/core/snapshots/columns.parquet                 one row per column of each table's current schema
+    _catalog/core/snapshots/tables.parquet                  one row per table (with its format tag)
+
+(schemas: :mod:`arco.pipeline.rows`). Incremental and idempotent: a receipt is consumed once its key is in the
+``receipt_key`` column of a committed batch (:mod:`arco.pipeline.checkpoint`), so a re-run with nothing new
+writes nothing, and a run that crashes before committing its batch leaves files no reader sees, which the next
+run removes. Spark spreads the receipts over tasks; each task reads its receipts and writes its part files
+through the storage backend, so nothing assumes a disk shared between driver and executors. Only committed
+receipts are read (section 4.4); pending ones are not listed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from uuid6 import uuid7
+
+from arco.catalog.store import CatalogStore
+from arco.events.receipts import EVENTS
+from arco.iceberg.metadata_files import MetadataFiles
+from arco.iceberg.pointer import PointerStore
+from arco.pipeline import rows
+from arco.pipeline.checkpoint import (
+    HISTORY,
+    KINDS,
+    CompactState,
+    batch_prefix,
+    commit_batch,
+    load_state,
+)
+from arco.pipeline.parquet_io import read_many, write_rows
+from arco.pipeline.runs import RUNS_PREFIX, Run, run_key
+from arco.pipeline.storage_spec import StorageSpec
+from arco.storage.base import StorageBackend
+
+PROJECTION = "_catalog/core/snapshots"
+RECEIPTS_PER_TASK = 5_000
+SKEW_TOLERANCE_MS = 24 * 3600 * 1000
+SCHEMAS = rows.SCHEMAS_BY_KIND
+
+
+@dataclass
+class Plan:
+    new: list[str]  # receipt keys not yet consumed, in a stable order
+    stale_files: list[str] = field(default_factory=list)  # part files of crashed runs (no committed batch)
+
+
+def kind_of(key: str) -> str | None:
+    """Which history a listed key feeds, or None (pending receipts and anything else are not compacted)."""
+    if key.startswith(RUNS_PREFIX) and key.endswith(".json"):
+        return "runs"
+    parts = key.split("/")
+    if len(parts) == 6 and key.startswith(f"{EVENTS}/") and parts[4] == "committed" and key.endswith(".json"):
+        return {"iceberg": "timeline", "catalog": "audit"}.get(parts[3])
+    return None
+
+
+def plan(storage: StorageBackend, state: CompactState) -> Plan:
+    consumed: set[str] = set()
+    for kind in KINDS:
+        table = read_many(storage, state.files(kind), rows.SCHEMAS_BY_KIND[kind], columns=["receipt_key"])
+        consumed.update(table.column("receipt_key").to_pylist())
+    listed = [m.key for m in storage.list(f"{EVENTS}/")] + [m.key for m in storage.list(RUNS_PREFIX)]
+    new = sorted(k for k in listed if kind_of(k) and k not in consumed)
+    committed_files = {f for kind in KINDS for f in state.files(kind)}
+    stale = [m.key for m in storage.list(f"{HISTORY}/") if m.key not in committed_files]
+    return Plan(new, stale)
+
+
+def _receipt_day_ms(key: str) -> int | None:
+    try:
+        day = datetime.strptime(key.split("/")[2], "%Y-%m-%d").replace(tzinfo=UTC)
+    except (IndexError, ValueError):
+        return None
+    return int(day.timestamp() * 1000)
+
+
+def compact_partition(spec: StorageSpec, batch_id: str, live_tables: set[str], index: int,
+                      keys: Iterator[str]) -> Iterator[dict[str, Any]]:
+    """One Spark task: read receipts, build rows, write one part file per history kind. Returns a summary."""
+    storage = spec.open()
+    built: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+    bad: list[str] = []
+    skewed = dropped = 0
+    now_ms = time.time() * 1000
+    for key in keys:
+        kind = kind_of(key)
+        try:
+            event = rows.parse_json(storage.get(key).data)
+            if kind == "timeline":
+                row = rows.timeline_row(key, event, live_tables)
+                dropped += row["table_dropped"]
+                happened_ms = event.get("last_updated_ms")
+            elif kind == "audit":
+                row = rows.audit_row(key, event)
+                happened_ms = event.get("at_ms")
+            else:
+                row = rows.run_row(key, event)
+                happened_ms = None
+        except rows.BadReceipt as exc:
+            bad.append(f"{key}: {exc}")
+            continue
+        except Exception as exc:  # noqa: BLE001 - one unreadable receipt never fails the run
+            bad.append(f"{key}: unreadable ({exc})")
+            continue
+        day_ms = _receipt_day_ms(key) if kind != "runs" else None
+        if happened_ms is not None and day_ms is not None and (
+                abs(int(happened_ms) - day_ms - SKEW_TOLERANCE_MS / 2) > SKEW_TOLERANCE_MS
+                or int(happened_ms) > now_ms + SKEW_TOLERANCE_MS):
+            skewed += 1  # the clock of whoever wrote it disagrees with its day folder; kept, and reported
+        built[kind].append(row)  # type: ignore[index]
+    files: dict[str, list[str]] = {}
+    counts: dict[str, int] = {}
+    for kind, kind_rows in built.items():
+        if kind_rows:
+            key = f"{batch_prefix(kind, batch_id)}part-{index:05d}.parquet"
+            counts[kind] = write_rows(storage, key, kind_rows, SCHEMAS[kind])
+            files[kind] = [key]
+    yield {"files": files, "counts": counts, "bad": bad, "skewed": skewed, "dropped": dropped}
+
+
+def projection(storage: StorageBackend) -> tuple[int, int]:
+    """Rewrite ``columns.parquet`` and ``tables.parquet`` from the current pointers (whole: they are small)."""
+    store = CatalogStore(storage)
+    files, pointers = MetadataFiles(storage), PointerStore(storage)
+    column_rows: list[dict[str, Any]] = []
+    table_rows: list[dict[str, Any]] = []
+    with store.read() as state:
+        entries = [(t, state.catalogs[t.catalog_id].name) for t in state.tables.values()]
+    for entry, catalog in sorted(entries, key=lambda item: item[0].id):
+        identifier = {"catalog": catalog, "namespace": list(entry.namespace), "name": entry.name}
+        table_rows.append({"table_uuid": entry.id, "catalog": catalog, "namespace": list(entry.namespace),
+                           "table_name": entry.name, "kind": entry.kind, "format": entry.format,
+                           "location": entry.location, "owner": entry.owner})
+        if entry.format != "ICEBERG":
+            continue
+        pointer = pointers.load(entry.id)
+        if pointer is None or pointer.pointer.dropped:
+            continue
+        location = pointer.pointer.current_metadata_location
+        try:
+            metadata = files.read(location)
+        except Exception:  # noqa: BLE001 - an unreadable table has no projection until it is readable again
+            continue
+        column_rows += rows.column_rows(entry.id, identifier, location, metadata.schema())
+    write_rows(storage, f"{PROJECTION}/columns.parquet", column_rows, rows.COLUMNS)
+    write_rows(storage, f"{PROJECTION}/tables.parquet", table_rows, rows.TABLES)
+    return len(column_rows), len(table_rows)
+
+
+def live_table_ids(storage: StorageBackend) -> set[str]:
+    with CatalogStore(storage).read() as state:
+        return set(state.tables)
+
+
+def run_compact(spark: Any, spec: StorageSpec, run: Run, progress: Any | None = None) -> dict[str, int]:
+    """The job: plan, compact new receipts in Spark tasks, commit the batch, refresh the projection."""
+    from arco.pipeline.session import spark_progress
+
+    storage = spec.open()
+    state = load_state(storage)
+    work = plan(storage, state)
+    for key in work.stale_files:  # left by a run that crashed before its commit point
+        storage.delete(key)
+    run.count("stale_files_removed", len(work.stale_files))
+    run.count("receipts_new", len(work.new))
+    if not work.new:
+        return run.counts
+    batch_id = str(uuid7())
+    slices = max(1, min(len(work.new) // RECEIPTS_PER_TASK + 1, spark.sparkContext.defaultParallelism * 4))
+    live = spark.sparkContext.broadcast(live_table_ids(storage))
+    rdd = spark.sparkContext.parallelize(work.new, slices)
+    task = _Task(spec, batch_id, live)
+    if progress is not None:
+        with spark_progress(spark, progress, f"compacting {len(work.new):,} receipts in {slices} tasks"):
+            summaries = rdd.mapPartitionsWithIndex(task).collect()
+    else:
+        summaries = rdd.mapPartitionsWithIndex(task).collect()
+    files: dict[str, list[str]] = {kind: [] for kind in KINDS}
+    for summary in summaries:
+        for kind, keys in summary["files"].items():
+            files[kind] += keys
+        for kind, n in summary["counts"].items():
+            run.count(f"{kind}_rows", n)
+        run.errors += summary["bad"]
+        run.count("receipts_skipped", len(summary["bad"]))
+        run.count("clock_skewed", summary["skewed"])
+        run.count("for_dropped_tables", summary["dropped"])
+    if any(files.values()):
+        # The run's own record goes into its batch, so the next run has nothing new to find in it.
+        own = f"{batch_prefix('runs', batch_id)}part-self.parquet"
+        write_rows(storage, own, [rows.run_row(run_key(run.run_id), run.record("succeeded"))], rows.RUNS)
+        files["runs"].append(own)
+        # The projection first: it is a picture of the current pointers, right whether or not the commit lands.
+        columns, tables = projection(storage)
+        run.count("projection_columns", columns)
+        run.count("projection_tables", tables)
+        commit_batch(storage, state, {"batch_id": batch_id, "run_id": run.run_id,
+                                      "files": {k: sorted(v) for k, v in files.items() if v}})
+    return run.counts
+
+
+class _Task:
+    """The per-partition function, as a picklable object (Spark ships it to executors)."""
+
+    def __init__(self, spec: StorageSpec, batch_id: str, live: Any) -> None:
+        self.spec, self.batch_id, self.live = spec, batch_id, live
+
+    def __call__(self, index: int, keys: Iterator[str]) -> Iterator[dict[str, Any]]:
+        return compact_partition(self.spec, self.batch_id, self.live.value, index, keys)

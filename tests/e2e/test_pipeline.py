@@ -1,0 +1,198 @@
+"""The Spark pipeline on a warehouse written by Spark and PyIceberg through Arco: compact and reconcile.
+
+Compaction output is checked row by row against the receipts; re-runs, a crash before the commit point, corrupt
+receipts, receipts of dropped tables and clock skew are each exercised.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, StringType
+from pyspark.sql import SparkSession
+from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
+
+from arco.catalog.catalogs import create_catalog
+from arco.catalog.store import CatalogStore
+from arco.events.receipts import EVENTS, iceberg_receipt_key
+from arco.pipeline import checkpoint, compact
+from arco.pipeline.parquet_io import read_many, read_parquet
+from arco.pipeline.rows import AUDIT, RUNS, TIMELINE
+from arco.pipeline.runs import Run
+from arco.pipeline.storage_spec import StorageSpec
+from arco.spark.session import rest_catalog_conf
+from arco.storage.faults import SimulatedCrash
+from arco.storage.local import LocalBackend
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("pipeline") / "warehouse"
+
+
+@pytest.fixture(scope="module")
+def server(warehouse: Path) -> Iterator[RunningServer]:
+    with arco_server(warehouse, warehouse.parent, admin_token=ARCO_TOKEN) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def populated(spark: SparkSession, server: RunningServer, warehouse: Path) -> StorageSpec:
+    """Two catalogs; tables written by Spark (with a nested column) and by PyIceberg; a dropped table."""
+    storage = LocalBackend(warehouse)
+    create_catalog(CatalogStore(storage), "sales", owner="admin")
+    for name in ("pmain", "psales"):
+        for key, value in rest_catalog_conf(server.iceberg_uri, name[1:], ARCO_TOKEN).items():
+            spark.conf.set(f"spark.sql.catalog.{name}.{key}", value)
+        spark.conf.set(f"spark.sql.catalog.{name}", "org.apache.iceberg.spark.SparkCatalog")
+    spark.sql("CREATE NAMESPACE pmain.raw")
+    spark.sql("CREATE TABLE pmain.raw.events (id BIGINT, payload STRUCT<kind: STRING, n: INT>) USING iceberg")
+    spark.sql("INSERT INTO pmain.raw.events VALUES (1, named_struct('kind', 'a', 'n', 1))")
+    spark.sql("INSERT INTO pmain.raw.events VALUES (2, named_struct('kind', 'b', 'n', 2))")
+    spark.sql("CREATE NAMESPACE psales.eu")
+    spark.sql("CREATE TABLE psales.eu.orders (id BIGINT, amount INT) USING iceberg")
+    spark.sql("INSERT INTO psales.eu.orders VALUES (1, 10), (2, 20)")
+    py = RestCatalog("py", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    table = py.create_table("raw.cities", Schema(NestedField(1, "id", LongType(), required=False),
+                                                 NestedField(2, "city", StringType(), required=False)))
+    table.append(pa.table({"id": pa.array([1], pa.int64()), "city": pa.array(["oslo"])}))
+    gone = py.create_table("raw.gone", Schema(NestedField(1, "id", LongType(), required=False)))
+    gone.append(pa.table({"id": pa.array([1], pa.int64())}))
+    py.drop_table("raw.gone")
+    return StorageSpec(storage.url)
+
+
+def committed_receipts(storage: LocalBackend, kind: str) -> dict[str, dict]:
+    """The well-formed committed receipts of one kind (a test below plants broken ones on purpose)."""
+    found = {}
+    for meta in storage.list(f"{EVENTS}/"):
+        if f"/{kind}/committed/" in meta.key:
+            try:
+                event = orjson.loads(storage.get(meta.key).data)
+            except orjson.JSONDecodeError:
+                continue
+            if event.get("event_type") in ("IcebergCommitCommitted", "CatalogMutationCommitted"):
+                found[meta.key] = event
+    return found
+
+
+def history(storage: LocalBackend, kind: str) -> pa.Table:
+    schema = {"timeline": TIMELINE, "audit": AUDIT, "runs": RUNS}[kind]
+    return read_many(storage, checkpoint.history_keys(storage, kind), schema)
+
+
+def run_compact(spark: SparkSession, spec: StorageSpec) -> Run:
+    run = Run("compact")
+    compact.run_compact(spark, spec, run)
+    return run
+
+
+def test_compaction_matches_the_receipts_row_by_row(spark: SparkSession, populated: StorageSpec) -> None:
+    storage = populated.open()
+    run = run_compact(spark, populated)
+    timeline = {r["receipt_key"]: r for r in history(storage, "timeline").to_pylist()}
+    receipts = committed_receipts(storage, "iceberg")
+    assert set(timeline) == set(receipts) and len(receipts) >= 8
+    for key, event in receipts.items():
+        row = timeline[key]
+        assert (row["table_uuid"], row["metadata_location"], row["snapshot_id"], row["operation"],
+                row["sequence_number"], row["catalog"], row["table_name"]) == (
+            event["table_uuid"], event["metadata_location"], event["snapshot_id"], event["operation"],
+            event["sequence_number"], event["identifier"]["catalog"], event["identifier"]["name"])
+        assert row["source_kind"] == "iceberg_rest" and row["lineage_confidence"] == "DeclaredUnverified"
+        assert row["table_dropped"] == (event["identifier"]["name"] == "gone")
+    audit = {r["receipt_key"]: r for r in history(storage, "audit").to_pylist()}
+    catalog_receipts = committed_receipts(storage, "catalog")
+    assert set(audit) == set(catalog_receipts)
+    assert {(r["seq"], r["op"]) for r in audit.values()} == {(e["seq"], e["op"]) for e in catalog_receipts.values()}
+    assert run.counts["for_dropped_tables"] == 2  # raw.gone's create and append
+
+    columns = read_parquet(storage, "_catalog/core/snapshots/columns.parquet").to_pylist()
+    events = sorted(c["column_path"] for c in columns if c["table_name"] == "events")
+    assert events == ["id", "payload", "payload.kind", "payload.n"]
+    assert {c["catalog"] for c in columns} == {"main", "sales"}
+    assert "gone" not in {c["table_name"] for c in columns}
+
+
+def test_a_rerun_with_nothing_new_writes_nothing(spark: SparkSession, populated: StorageSpec) -> None:
+    storage = populated.open()
+    run_compact(spark, populated)
+    before = sorted((m.key, m.version) for m in storage.list("_catalog/"))
+    run = run_compact(spark, populated)
+    assert run.counts == {"stale_files_removed": 0, "receipts_new": 0}
+    assert sorted((m.key, m.version) for m in storage.list("_catalog/")) == before
+
+
+def test_a_crash_before_the_commit_point_then_a_rerun_counts_each_receipt_once(
+        spark: SparkSession, populated: StorageSpec, server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    storage = populated.open()
+    py = RestCatalog("py", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    py.load_table("raw.cities").append(pa.table({"id": pa.array([2], pa.int64()), "city": pa.array(["rome"])}))
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise SimulatedCrash("the driver died before committing the batch")
+
+    monkeypatch.setattr(compact, "commit_batch", crash)
+    with pytest.raises(SimulatedCrash):
+        run_compact(spark, populated)
+    monkeypatch.undo()
+    orphans = [m.key for m in storage.list(f"{checkpoint.HISTORY}/")
+               if m.key not in set(sum((checkpoint.history_keys(storage, k) for k in checkpoint.KINDS), []))]
+    assert orphans  # the crashed run's part files, listed by no batch
+
+    run = run_compact(spark, populated)
+    assert run.counts["stale_files_removed"] == len(orphans)
+    keys = history(storage, "timeline").column("receipt_key").to_pylist()
+    assert len(keys) == len(set(keys)) == len(committed_receipts(storage, "iceberg"))
+
+
+def test_bad_receipts_are_counted_and_skipped_and_skew_is_reported(spark: SparkSession,
+                                                                    populated: StorageSpec) -> None:
+    storage = populated.open()
+    some_key, some_event = next(iter(committed_receipts(storage, "iceberg").items()))
+    day = some_key.split("/")[2]
+    storage.put(f"{EVENTS}/{day}/iceberg/committed/{'0' * 64}.json", b'{"event_type": "IcebergCommitCommi')
+    storage.put(f"{EVENTS}/{day}/iceberg/committed/{'1' * 64}.json", orjson.dumps({"event_type": "x"}))
+    skewed = {**some_event, "commit_key": "2" * 64}
+    storage.put(f"{EVENTS}/1999-01-01/iceberg/committed/{'2' * 64}.json", orjson.dumps(skewed))
+
+    run = run_compact(spark, populated)
+
+    assert run.counts["receipts_skipped"] == 2 and len(run.errors) == 2
+    assert run.counts["clock_skewed"] == 1 and run.counts["timeline_rows"] == 1
+    assert any("0" * 64 in e for e in run.errors) and any("1" * 64 in e for e in run.errors)
+    assert storage.head(f"{EVENTS}/{day}/iceberg/committed/{'0' * 64}.json") is not None  # never deleted
+    again = run_compact(spark, populated)
+    assert again.counts["receipts_skipped"] == 2 and "timeline_rows" not in again.counts
+
+
+def test_reconcile_restores_deleted_receipts(spark: SparkSession, populated: StorageSpec, warehouse: Path) -> None:
+    storage = populated.open()
+    receipts = committed_receipts(storage, "iceberg")
+    live = [k for k, e in receipts.items() if e["identifier"]["name"] != "gone"
+            and k == iceberg_receipt_key("committed", e["metadata_location"], e["last_updated_ms"])]
+    for key in live[:4]:
+        storage.delete(key)
+    result = subprocess.run([sys.executable, "-m", "arco.cli.main", "pipeline", "reconcile", "--warehouse",
+                             str(warehouse), "--master", "local[2]"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "committed receipts backfilled" in result.stdout
+    for key in live[:4]:
+        assert storage.head(key) is not None, key
+
+
+def test_the_compact_command_prints_a_summary(populated: StorageSpec, warehouse: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "arco.cli.main", "pipeline", "compact", "--warehouse",
+                             str(warehouse), "--master", "local[2]"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "arco pipeline compact" in result.stdout or "nothing new" in result.stdout
