@@ -86,3 +86,33 @@ def reconcile(warehouse: str, storage_options: tuple[str, ...], master: str | No
     with new_progress() as progress:
         run_reconcile(spark, spec, run, max_depth, progress)
     print_summary(run.finish(spec.open()), Console(), RECONCILE_LABELS)
+
+
+@pipeline.command()
+@common_options
+@click.option("--dry-run", is_flag=True, help="Print what would be deleted and why; delete nothing.")
+@click.option("--key-lifetime", default=3600, show_default=True, type=click.IntRange(1),
+              help="The servers' idempotency-key-lifetime in seconds (markers are kept this long + 24 h).")
+@click.option("--in-progress-timeout", default=600, show_default=True, type=click.IntRange(1),
+              help="The servers' --idempotency-in-progress-timeout in seconds.")
+def gc(warehouse: str, storage_options: tuple[str, ...], master: str | None, dry_run: bool, key_lifetime: int,
+       in_progress_timeout: int) -> None:
+    """Delete expired markers, receipts, transaction records and orphan metadata (seed section 9.2 defaults)."""
+    from arco.pipeline.gc import describe, run_gc
+    from arco.pipeline.gc_rules import GcPolicy
+    from arco.pipeline.runs import Run, print_summary
+    from arco.pipeline.session import new_progress, pipeline_session
+
+    spec = storage_spec(warehouse, storage_options)
+    run = Run("gc-dry-run" if dry_run else "gc")
+    spark = pipeline_session("gc", master)
+    policy = GcPolicy(key_lifetime_s=key_lifetime, in_progress_timeout_s=in_progress_timeout)
+    with new_progress() as progress:
+        chosen = run_gc(spark, spec, run, policy, dry_run=dry_run, progress=progress)
+    console = Console()
+    for line in describe(chosen):
+        console.print(("would delete " if dry_run else "deleted ") + line, markup=False, highlight=False)
+    if dry_run:
+        print_summary(run.record("dry run"), console)
+    else:
+        print_summary(run.finish(spec.open()), console)

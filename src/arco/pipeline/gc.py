@@ -1,0 +1,190 @@
+"""``arco pipeline gc``: keep the warehouse's catalog files bounded (rules in :mod:`arco.pipeline.gc_rules`).
+
+Per table, in Spark tasks: metadata files outside the table's history (orphans of lost or crashed commits, and
+versions expired from the log of tables that ask for ``write.metadata.delete-after-commit.enabled``). In the
+driver: idempotency markers, receipts, transaction records and stale compaction files. ``--dry-run`` decides the
+same way and deletes nothing. Users' data files are not touched here (orphan data files are ``maintain``'s).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterator
+from dataclasses import asdict
+from typing import Any
+
+from arco.catalog.model import TableEntry
+from arco.catalog.store import CatalogStore
+from arco.cli.reconcile import iceberg_tables
+from arco.events.receipts import EVENTS
+from arco.iceberg.commit import landed_location
+from arco.iceberg.idempotency import Marker
+from arco.iceberg.pointer import PointerStore
+from arco.iceberg.tables import TableService
+from arco.iceberg.transactions import TxnRecords
+from arco.pipeline import gc_rules
+from arco.pipeline.checkpoint import HISTORY, KINDS, load_state
+from arco.pipeline.gc_rules import Deletion, GcPolicy
+from arco.pipeline.parquet_io import read_many
+from arco.pipeline.rows import SCHEMAS_BY_KIND
+from arco.pipeline.runs import Run
+from arco.pipeline.storage_spec import StorageSpec
+from arco.storage.base import MatchesVersion, StorageBackend
+
+MARKERS = "_catalog/iceberg_idempotency/"
+TXNS = "_catalog/iceberg_txns/"
+
+
+def table_deletions(spec: StorageSpec, known_commit_keys: set[str], policy: GcPolicy, now: float,
+                    tables: Iterator[dict[str, Any]]) -> Iterator[dict[str, str]]:
+    """One Spark task: the metadata files of its tables that may go."""
+    storage = spec.open()
+    service = TableService(CatalogStore(storage), storage)
+    for raw in tables:
+        entry = TableEntry(**{**raw, "namespace": tuple(raw["namespace"])})
+        pointer = service.resolver.for_read(entry.id)
+        if pointer is None or pointer.pointer.dropped:
+            continue  # a dropped table's files are its owner's (or the purge's) to remove
+        current = pointer.pointer.current_metadata_location
+        try:
+            metadata = service.files.read(current)
+        except Exception:  # noqa: BLE001 - without a readable current file nothing of this table is judged
+            continue
+        in_history = {service.files.key_of(current)}
+        for log_entry in metadata.metadata_log:
+            try:
+                in_history.add(service.files.key_of(log_entry.metadata_file))
+            except Exception:  # noqa: BLE001 - a registered table's old files may live elsewhere
+                continue
+        prefix = service.files.key_of(entry.location.rstrip("/") + "/metadata/")
+        files = {m.key: now - m.modified_at for m in storage.list(prefix) if m.key.endswith(".metadata.json")}
+        known = {key for key in files if _commit_key(storage.location_of(key)) in known_commit_keys}
+        delete_after = metadata.properties.get("write.metadata.delete-after-commit.enabled", "false") == "true"
+        for deletion in gc_rules.table_metadata(files, in_history, known, delete_after, policy):
+            yield asdict(deletion)
+
+
+def _commit_key(location: str) -> str:
+    return hashlib.sha256(location.encode()).hexdigest()
+
+
+def known_commit_keys(storage: StorageBackend) -> set[str]:
+    """Commit keys of every metadata file that was ever a table version: committed receipts and the timeline."""
+    keys = {m.key.rsplit("/", 1)[-1][:-5] for m in storage.list(f"{EVENTS}/") if "/iceberg/committed/" in m.key}
+    state = load_state(storage)
+    timeline = read_many(storage, state.files("timeline"), SCHEMAS_BY_KIND["timeline"], columns=["commit_key"])
+    keys.update(timeline.column("commit_key").to_pylist())
+    return keys
+
+
+def marker_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> list[Deletion]:
+    service = TableService(CatalogStore(storage), storage)
+    chosen = []
+    for meta in storage.list(MARKERS):
+        found = storage.get_or_none(meta.key)
+        if found is None:
+            continue
+        try:
+            marker = Marker.from_bytes(found.data)
+        except Exception:  # noqa: BLE001 - an unreadable marker is left for a person to look at
+            continue
+        if marker.status != "IN_PROGRESS":
+            decision = gc_rules.finished_marker(meta.key, now - (marker.finished_at_ms or 0) / 1000, policy)
+        else:
+            age = now - marker.started_at_ms / 1000
+            if age <= policy.in_progress_timeout_s + policy.grace_s:
+                continue
+            decision = gc_rules.stale_in_progress_marker(meta.key, age, _landed(service, meta.key, marker), policy)
+        if decision is not None:
+            chosen.append(decision)
+    return chosen
+
+
+def _landed(service: TableService, key: str, marker: Marker) -> bool:
+    scope = key[len(MARKERS):].split("/", 1)[0]
+    if scope.startswith("catalog-"):
+        return service.store.find_request(marker.tier1_seq or 0, marker.hashed_key) is not None
+    return landed_location(service, scope, marker.hashed_key) is not None
+
+
+def receipt_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> list[Deletion]:
+    state = load_state(storage)
+    compacted: set[str] = set()
+    for kind in KINDS:
+        table = read_many(storage, state.files(kind), SCHEMAS_BY_KIND[kind], columns=["receipt_key"])
+        compacted.update(table.column("receipt_key").to_pylist())
+    chosen = []
+    for meta in storage.list(f"{EVENTS}/"):
+        parts = meta.key.split("/")
+        kind = parts[4] if len(parts) == 6 else None
+        if kind in ("pending", "committed"):
+            decision = gc_rules.receipt(meta.key, kind, now - meta.modified_at, meta.key in compacted, policy)
+            if decision is not None:
+                chosen.append(decision)
+    committed_files = {f for kind in KINDS for f in state.files(kind)}
+    for meta in storage.list(f"{HISTORY}/"):
+        if meta.key not in committed_files and now - meta.modified_at > policy.orphan_metadata_age_s:
+            chosen.append(Deletion(meta.key, "compaction output of a run that never committed"))
+    return chosen
+
+
+def txn_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> list[Deletion]:
+    records, pointers = TxnRecords(storage), PointerStore(storage)
+    chosen = []
+    for meta in storage.list(TXNS):
+        record = records.load(meta.key[len(TXNS):-len(".json")])
+        if record is None:
+            continue
+        referenced = any((p := pointers.load(t)) is not None and p.pointer.pending_txn == record.txn_id
+                         for t in record.tables)
+        decision = gc_rules.txn_record(meta.key, record.state, now - meta.modified_at, referenced, policy)
+        if decision is not None:
+            chosen.append(decision)
+    return chosen
+
+
+def run_gc(spark: Any, spec: StorageSpec, run: Run, policy: GcPolicy, *, dry_run: bool, now: float | None = None,
+           progress: Any | None = None) -> list[Deletion]:
+    from arco.pipeline.session import spark_progress
+
+    now = time.time() if now is None else now
+    storage = spec.open()
+    tables = [asdict(entry) for entry, _ in iceberg_tables(CatalogStore(storage))]
+    chosen: list[Deletion] = []
+    if tables:
+        known = spark.sparkContext.broadcast(known_commit_keys(storage))
+        slices = max(1, min(len(tables), spark.sparkContext.defaultParallelism * 4))
+        rdd = spark.sparkContext.parallelize(tables, slices).mapPartitions(_Task(spec, known, policy, now))
+        if progress is not None:
+            with spark_progress(spark, progress, f"checking the metadata of {len(tables):,} tables"):
+                found = rdd.collect()
+        else:
+            found = rdd.collect()
+        chosen += [Deletion(**d) for d in found]
+    chosen += marker_deletions(storage, policy, now)
+    chosen += receipt_deletions(storage, policy, now)
+    chosen += txn_deletions(storage, policy, now)
+    for deletion in chosen:
+        run.count(("would delete: " if dry_run else "deleted: ") + deletion.reason.split(" (")[0])
+        if not dry_run:
+            _delete(storage, deletion.key)
+    return chosen
+
+
+def _delete(storage: StorageBackend, key: str) -> None:
+    found = storage.head(key)
+    if found is not None:
+        storage.delete(key, MatchesVersion(found.version))  # not if it was rewritten since it was judged
+
+
+class _Task:
+    def __init__(self, spec: StorageSpec, known: Any, policy: GcPolicy, now: float) -> None:
+        self.spec, self.known, self.policy, self.now = spec, known, policy, now
+
+    def __call__(self, tables: Iterator[dict[str, Any]]) -> Iterator[dict[str, str]]:
+        return table_deletions(self.spec, self.known.value, self.policy, self.now, tables)
+
+
+def describe(deletions: list[Deletion]) -> list[str]:
+    return [f"{d.key}\t{d.reason}" for d in sorted(deletions, key=lambda d: (d.reason, d.key))]

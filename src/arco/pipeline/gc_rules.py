@@ -1,0 +1,80 @@
+"""What garbage collection may delete, and why (pure: the job gathers facts, these rules decide).
+
+Defaults are the seed's section 9.2. Nothing here ever selects a file referenced by a current pointer, a file in
+a table's metadata log, or a transaction record a pointer still points to: the rules are given those sets and
+refuse them first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+HOUR = 3600.0
+DAY = 24 * HOUR
+
+
+@dataclass(frozen=True)
+class GcPolicy:
+    key_lifetime_s: float = HOUR  # the advertised idempotency-key-lifetime
+    in_progress_timeout_s: float = 600.0
+    grace_s: float = DAY
+    pending_receipt_age_s: float = DAY
+    committed_receipt_age_s: float = 90 * DAY
+    orphan_metadata_age_s: float = 3 * DAY  # a commit in flight writes its file before its CAS: stay far away
+    txn_record_age_s: float = DAY
+
+
+@dataclass(frozen=True)
+class Deletion:
+    key: str
+    reason: str
+
+
+def finished_marker(key: str, age_s: float, policy: GcPolicy) -> Deletion | None:
+    """COMMITTED / FAILED markers are kept for the key lifetime plus a grace period."""
+    if age_s > policy.key_lifetime_s + policy.grace_s:
+        return Deletion(key, f"finished idempotency marker older than the key lifetime + grace ({age_s / HOUR:.0f} h)")
+    return None
+
+
+def stale_in_progress_marker(key: str, age_s: float, landed: bool, policy: GcPolicy) -> Deletion | None:
+    """An IN_PROGRESS marker past timeout + grace is deleted only once its change is known not to have landed."""
+    if age_s <= policy.in_progress_timeout_s + policy.grace_s or landed:
+        return None
+    return Deletion(key, "stale in-progress idempotency marker whose change never landed")
+
+
+def receipt(key: str, kind: str, age_s: float, compacted: bool, policy: GcPolicy) -> Deletion | None:
+    if kind == "pending" and age_s > policy.pending_receipt_age_s:
+        return Deletion(key, "pending receipt older than 24 h (observability only)")
+    if kind == "committed" and compacted and age_s > policy.committed_receipt_age_s:
+        return Deletion(key, "committed receipt older than 90 days, already compacted")
+    return None
+
+
+def table_metadata(files: dict[str, float], in_history: set[str], known_committed: set[str],
+                   delete_after_commit: bool, policy: GcPolicy) -> list[Deletion]:
+    """Metadata files of one table (key -> age in seconds) that may go.
+
+    ``in_history``: the current file and the metadata log (never deleted). ``known_committed``: files that were a
+    table version once (from receipts and the compacted timeline); one of those outside the history has expired
+    from the log and goes if the table asks for it (``write.metadata.delete-after-commit.enabled``). Any other
+    file outside the history was written by a commit that lost its compare-and-swap or crashed: an orphan.
+    """
+    chosen = []
+    for key, age_s in sorted(files.items()):
+        if key in in_history:
+            continue
+        if key in known_committed:
+            if delete_after_commit:
+                chosen.append(Deletion(key, "previous metadata beyond write.metadata.previous-versions-max "
+                                            "(write.metadata.delete-after-commit.enabled=true)"))
+        elif age_s > policy.orphan_metadata_age_s:
+            chosen.append(Deletion(key, "orphan metadata file (never committed: lost or crashed commit)"))
+    return chosen
+
+
+def txn_record(key: str, state: str, age_s: float, referenced: bool, policy: GcPolicy) -> Deletion | None:
+    if referenced or state == "PENDING" or age_s <= policy.txn_record_age_s:
+        return None
+    return Deletion(key, f"{state.lower()} transaction record no pointer refers to")

@@ -1,0 +1,46 @@
+"""The garbage-collection rules, directly: what may go, what never goes."""
+
+from __future__ import annotations
+
+from arco.pipeline import gc_rules
+from arco.pipeline.gc_rules import DAY, HOUR, GcPolicy
+
+POLICY = GcPolicy()
+
+
+def test_finished_markers_live_for_the_key_lifetime_plus_grace() -> None:
+    assert gc_rules.finished_marker("m", HOUR + DAY - 1, POLICY) is None
+    assert gc_rules.finished_marker("m", HOUR + DAY + 1, POLICY) is not None
+
+
+def test_a_stale_in_progress_marker_goes_only_if_its_change_never_landed() -> None:
+    old = POLICY.in_progress_timeout_s + DAY + 1
+    assert gc_rules.stale_in_progress_marker("m", old, landed=False, policy=POLICY) is not None
+    assert gc_rules.stale_in_progress_marker("m", old, landed=True, policy=POLICY) is None
+    assert gc_rules.stale_in_progress_marker("m", old - 2, landed=False, policy=POLICY) is None
+
+
+def test_receipts() -> None:
+    assert gc_rules.receipt("p", "pending", DAY + 1, False, POLICY) is not None
+    assert gc_rules.receipt("p", "pending", DAY - 1, False, POLICY) is None
+    assert gc_rules.receipt("c", "committed", 91 * DAY, compacted=False, policy=POLICY) is None
+    assert gc_rules.receipt("c", "committed", 89 * DAY, compacted=True, policy=POLICY) is None
+    assert gc_rules.receipt("c", "committed", 91 * DAY, compacted=True, policy=POLICY) is not None
+
+
+def test_table_metadata_never_touches_the_history() -> None:
+    files = {"cur": 10 * DAY, "log": 10 * DAY, "expired": 10 * DAY, "orphan-old": 4 * DAY, "orphan-new": HOUR}
+    history = {"cur", "log"}
+    keep_old = gc_rules.table_metadata(files, history, {"cur", "log", "expired"}, False, POLICY)
+    assert [d.key for d in keep_old] == ["orphan-old"]
+    drop_old = gc_rules.table_metadata(files, history, {"cur", "log", "expired"}, True, POLICY)
+    assert [d.key for d in drop_old] == ["expired", "orphan-old"]
+    everything_known = gc_rules.table_metadata(files, set(files), set(), True, POLICY)
+    assert everything_known == []
+
+
+def test_transaction_records_go_once_nothing_points_at_them() -> None:
+    assert gc_rules.txn_record("t", "COMMITTED", 2 * DAY, referenced=False, policy=POLICY) is not None
+    assert gc_rules.txn_record("t", "COMMITTED", 2 * DAY, referenced=True, policy=POLICY) is None
+    assert gc_rules.txn_record("t", "PENDING", 20 * DAY, referenced=False, policy=POLICY) is None
+    assert gc_rules.txn_record("t", "ABORTED", HOUR, referenced=False, policy=POLICY) is None
