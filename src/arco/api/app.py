@@ -24,7 +24,7 @@ from arco.api.errors import ApiError, error_body, surface_of
 from arco.api.responses import JsonResponse
 from arco.auth.authenticator import Authenticator
 from arco.auth.bootstrap import read_stored_admin_hash
-from arco.auth.principals import BOOTSTRAP_ADMIN
+from arco.auth.principals import BOOTSTRAP_ADMIN, Principal
 from arco.catalog.catalogs import ensure_default_catalog
 from arco.catalog.store import CatalogStore
 from arco.auth.tokens import hash_token
@@ -77,13 +77,16 @@ async def _unexpected_error(request: Request, exc: Exception) -> Response:
     return _error_response(request, 500, "InternalServerError", f"internal error: {type(exc).__name__}")
 
 
-def create_app(settings: ServerSettings, storage: StorageBackend | None = None) -> Starlette:
+def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
+               extra_principals: dict[str, Principal] | None = None) -> Starlette:
+    """The application; ``extra_principals`` (token -> principal) admits in-process callers such as the pipeline."""
     storage = storage or open_storage(settings.warehouse, settings.storage_options)
     env_token = os.environ.get(ADMIN_TOKEN_ENV)
     authenticator = Authenticator(
         storage,
         env_token_hashes=frozenset({hash_token(env_token)} if env_token else set()),
         stored_hash=read_stored_admin_hash(storage),
+        extra={hash_token(token): who for token, who in (extra_principals or {}).items()},
     )
     app = Starlette(
         routes=[
@@ -101,9 +104,10 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None) 
     return app
 
 
-def asgi_app(settings: ServerSettings, storage: StorageBackend | None = None) -> ASGIApp:
+def asgi_app(settings: ServerSettings, storage: StorageBackend | None = None,
+             extra_principals: dict[str, Principal] | None = None) -> ASGIApp:
     """The application as served: :func:`create_app` behind the path normalisation the Iceberg routes need."""
-    return iceberg_routes.keep_encoded_slashes(create_app(settings, storage))
+    return iceberg_routes.keep_encoded_slashes(create_app(settings, storage, extra_principals))
 
 
 def app_from_environment() -> ASGIApp:

@@ -10,7 +10,7 @@ import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
-from arco.auth.principals import Principal
+from arco.auth.principals import PIPELINE, Principal
 
 T = TypeVar("T")
 
@@ -64,8 +64,17 @@ def principal_of(request: Request) -> Principal:
     return request.scope["arco.principal"]  # set by the authentication middleware
 
 
+PIPELINE_TASK_HEADER = "x-arco-pipeline-task"
+
+
 def client_source(request: Request) -> dict[str, Any]:
-    """Seed section 8's UpdateSource for a REST caller."""
+    """Seed section 8's UpdateSource for a REST caller; Arco's own pipeline names its run and task."""
+    principal = principal_of(request)
+    task = request.headers.get(PIPELINE_TASK_HEADER)
+    if task and principal.name == PIPELINE.name and principal.kind == PIPELINE.kind:
+        run_id, _, task_id = task.partition("/")
+        return {"kind": "pipeline", "run_id": run_id, "task_id": task_id, "principal": principal.name,
+                "client_info": request.headers.get("user-agent")}
     return {
         "kind": "iceberg_rest",
         "client_info": request.headers.get("user-agent"),

@@ -19,9 +19,11 @@ REFRESH_INTERVAL_S = 5.0
 
 
 class Authenticator:
-    def __init__(self, storage: StorageBackend, env_token_hashes: frozenset[str], stored_hash: str | None) -> None:
+    def __init__(self, storage: StorageBackend, env_token_hashes: frozenset[str], stored_hash: str | None,
+                 extra: dict[str, Principal] | None = None) -> None:
         self._storage = storage
         self._env_hashes = env_token_hashes
+        self._extra = dict(extra or {})  # token hash -> principal, for in-process callers (the pipeline)
         self._stored_hash = stored_hash
         self._checked_at = time.monotonic()
         self._lock = threading.Lock()
@@ -30,6 +32,8 @@ class Authenticator:
         digest = hash_token(token)
         if digest in self._env_hashes or digest == self._stored_hash:
             return BOOTSTRAP_ADMIN
+        if digest in self._extra:
+            return self._extra[digest]
         if self._refresh() and digest == self._stored_hash:
             return BOOTSTRAP_ADMIN
         return None

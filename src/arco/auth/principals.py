@@ -16,3 +16,5 @@ class Principal:
 
 
 BOOTSTRAP_ADMIN = Principal(name="admin", kind="user", is_account_admin=True)
+# Arco's own batch jobs, when they commit through the catalog (table maintenance); only known in-process.
+PIPELINE = Principal(name="arco-pipeline", kind="service_principal", is_account_admin=True)

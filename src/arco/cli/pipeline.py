@@ -116,3 +116,20 @@ def gc(warehouse: str, storage_options: tuple[str, ...], master: str | None, dry
         print_summary(run.record("dry run"), console)
     else:
         print_summary(run.finish(spec.open()), console)
+
+
+@pipeline.command()
+@common_options
+@click.option("--table", default=None, metavar="CATALOG.NAMESPACE.TABLE", help="Only this table.")
+def maintain(warehouse: str, storage_options: tuple[str, ...], master: str | None, table: str | None) -> None:
+    """Compact small files, rewrite manifests, expire snapshots and remove orphan files of every Iceberg table."""
+    from arco.pipeline.maintain import run_maintain
+    from arco.pipeline.runs import Run, print_summary
+    from arco.pipeline.session import new_progress, pipeline_session
+
+    spec = storage_spec(warehouse, storage_options)
+    run = Run("maintain")
+    spark = pipeline_session("maintain", master)
+    with new_progress() as progress:
+        run_maintain(spark, spec, run, table, progress=progress)
+    print_summary(run.finish(spec.open(), "failed" if run.counts.get("tables_failed") else "succeeded"), Console())

@@ -1,0 +1,125 @@
+"""``arco pipeline maintain``: keep users' Iceberg tables healthy with Iceberg's own Spark procedures.
+
+For every Iceberg table (unless its ``maintenance.enabled`` property is ``false``), through an Arco server in the
+driver (so every commit goes through Arco's commit path, recorded with this run and a task per table):
+
+    rewrite_data_files   small-file compaction (runs when at least ``maintenance.rewrite.min-input-files``,
+                         default 5, small files could be combined; target size: ``write.target-file-size-bytes``)
+    rewrite_manifests    one manifest per partition spec where many small ones accumulated
+    expire_snapshots     older than ``history.expire.max-snapshot-age-ms`` (Iceberg's, default 5 days), keeping
+                         ``history.expire.min-snapshots-to-keep`` (default 1)
+    remove_orphan_files  files under the table's location no snapshot references, older than
+                         ``maintenance.orphan-files.older-than-ms`` (default 3 days: an in-flight write is younger)
+
+A table whose maintenance fails is counted and reported; the run goes on with the next.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from uuid6 import uuid7
+
+from arco.catalog.store import CatalogStore
+from arco.cli.reconcile import iceberg_tables
+from arco.iceberg.metadata_files import MetadataFiles
+from arco.iceberg.pointer import PointerStore
+from arco.pipeline.embedded_server import embedded_server
+from arco.pipeline.runs import Run
+from arco.pipeline.storage_spec import StorageSpec
+from arco.spark.session import ICEBERG_SPARK_CATALOG, rest_catalog_conf
+
+PIPELINE_TASK_HEADER = "X-Arco-Pipeline-Task"
+DAY_MS = 24 * 3600 * 1000
+
+
+def policy_of(properties: dict[str, str]) -> dict[str, Any]:
+    """The maintenance a table asks for, from its properties (pure)."""
+    return {
+        "enabled": properties.get("maintenance.enabled", "true").lower() != "false",
+        "min_input_files": int(properties.get("maintenance.rewrite.min-input-files", "5")),
+        "max_snapshot_age_ms": int(properties.get("history.expire.max-snapshot-age-ms", str(5 * DAY_MS))),
+        "min_snapshots_to_keep": int(properties.get("history.expire.min-snapshots-to-keep", "1")),
+        "orphan_older_than_ms": int(properties.get("maintenance.orphan-files.older-than-ms", str(3 * DAY_MS))),
+    }
+
+
+def _quoted(parts: list[str]) -> str:
+    return ".".join(f"`{p.replace('`', '``')}`" for p in parts)
+
+
+def _timestamp(ms: float) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def maintain_table(spark: Any, catalog: str, namespace: list[str], name: str, policy: dict[str, Any],
+                   now_ms: float) -> dict[str, int]:
+    """Run the procedures on one table through the Spark catalog ``catalog``; returns what they did."""
+    ident = f"{'.'.join(namespace)}.{name}"
+    table = f"{catalog}.{_quoted([*namespace, name])}"
+    counts: dict[str, int] = {"data_files_before": spark.sql(f"SELECT count(*) FROM {table}.files").first()[0]}
+    rewritten = spark.sql(
+        f"CALL {catalog}.system.rewrite_data_files(table => '{ident}', "
+        f"options => map('min-input-files', '{policy['min_input_files']}'))").first()
+    counts["data_files_rewritten"] = int(rewritten["rewritten_data_files_count"])
+    counts["data_files_added"] = int(rewritten["added_data_files_count"])
+    manifests = spark.sql(f"CALL {catalog}.system.rewrite_manifests(table => '{ident}')").first()
+    counts["manifests_rewritten"] = int(manifests["rewritten_manifests_count"])
+    expired = spark.sql(
+        f"CALL {catalog}.system.expire_snapshots(table => '{ident}', "
+        f"older_than => TIMESTAMP '{_timestamp(now_ms - policy['max_snapshot_age_ms'])}', "
+        f"retain_last => {policy['min_snapshots_to_keep']})").first()
+    counts["data_files_deleted"] = int(expired["deleted_data_files_count"])
+    counts["manifest_lists_deleted"] = int(expired["deleted_manifest_lists_count"])
+    # Iceberg refuses to look at files younger than a day (they may belong to a write in flight): never ask it to.
+    orphan_cutoff = min(now_ms - policy["orphan_older_than_ms"], time.time() * 1000 - DAY_MS)
+    orphans = spark.sql(
+        f"CALL {catalog}.system.remove_orphan_files(table => '{ident}', "
+        f"older_than => TIMESTAMP '{_timestamp(orphan_cutoff)}')").collect()
+    counts["orphan_files_removed"] = len(orphans)
+    spark.sql(f"REFRESH TABLE {table}")
+    counts["data_files_after"] = spark.sql(f"SELECT count(*) FROM {table}.files").first()[0]
+    return counts
+
+
+def run_maintain(spark: Any, spec: StorageSpec, run: Run, only_table: str | None = None,
+                 now_ms: float | None = None, progress: Any | None = None) -> dict[str, int]:
+    storage = spec.open()
+    now_ms = time.time() * 1000 if now_ms is None else now_ms
+    tables = iceberg_tables(CatalogStore(storage))
+    if only_table is not None:
+        tables = [(e, i) for e, i in tables if ".".join((i["catalog"], *i["namespace"], i["name"])) == only_table]
+    pointers, files = PointerStore(storage), MetadataFiles(storage)
+    task = progress.add_task("maintaining tables", total=len(tables)) if progress is not None else None
+    with embedded_server(storage) as server:
+        for index, (entry, identifier) in enumerate(tables):
+            if progress is not None:
+                progress.update(task, description=f"maintaining {'.'.join((*entry.namespace, entry.name))}")
+            pointer = pointers.load(entry.id)
+            if pointer is None or pointer.pointer.dropped:
+                continue
+            policy = policy_of(dict(files.read(pointer.pointer.current_metadata_location).properties))
+            if not policy["enabled"]:
+                run.count("tables_skipped_by_property")
+                continue
+            # One Spark catalog per task: the REST client's headers are fixed when a catalog is first used.
+            catalog = f"arco_maintain_{index}"
+            conf = rest_catalog_conf(server.iceberg_uri, identifier["catalog"], server.token,
+                                     headers={PIPELINE_TASK_HEADER: f"{run.run_id}/{uuid7()}"})
+            spark.conf.set(f"spark.sql.catalog.{catalog}", ICEBERG_SPARK_CATALOG)
+            for key, value in conf.items():
+                spark.conf.set(f"spark.sql.catalog.{catalog}.{key}", value)
+            try:
+                for name, value in maintain_table(spark, catalog, identifier["namespace"], identifier["name"],
+                                                  policy, now_ms).items():
+                    run.count(name, value)
+                run.count("tables_maintained")
+            except Exception as exc:  # noqa: BLE001 - one table's failure is reported; the others still run
+                run.count("tables_failed")
+                run.errors.append(f"{identifier['catalog']}.{'.'.join(entry.namespace)}.{entry.name}: "
+                                  f"{str(exc).splitlines()[0][:500]}")
+            if progress is not None:
+                progress.update(task, advance=1)
+    return run.counts
