@@ -6,6 +6,7 @@ receipts, receipts of dropped tables and clock skew are each exercised.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -196,3 +197,17 @@ def test_the_compact_command_prints_a_summary(populated: StorageSpec, warehouse:
                              str(warehouse), "--master", "local[2]"], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "arco pipeline compact" in result.stdout or "nothing new" in result.stdout
+
+
+def test_the_documented_spark_submit_command_runs_a_job(populated: StorageSpec, warehouse: Path) -> None:
+    """The README's cluster recipe, on a local master: spark-submit with Arco's jars and its submit script."""
+    venv_bin = Path(sys.executable).parent
+    jars = subprocess.run([str(venv_bin / "arco"), "spark-jars"], capture_output=True, text=True, check=True).stdout
+    script = subprocess.run([sys.executable, "-c", "import arco.pipeline.submit as s; print(s.__file__)"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    result = subprocess.run([str(venv_bin / "spark-submit"), "--master", "local[2]", "--jars", jars.strip(),
+                             script, "reconcile", "--warehouse", str(warehouse)],
+                            capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "arco pipeline reconcile: succeeded" in result.stdout
