@@ -177,6 +177,22 @@ def test_bad_receipts_are_counted_and_skipped_and_skew_is_reported(spark: SparkS
     assert again.counts["receipts_skipped"] == 2 and "timeline_rows" not in again.counts
 
 
+def test_a_table_whose_metadata_fails_to_parse_is_counted_not_fatal(spark: SparkSession, populated: StorageSpec,
+                                                                      server: RunningServer) -> None:
+    storage = populated.open()
+    py = RestCatalog("py", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    table = py.create_table("raw.broken", Schema(NestedField(1, "id", LongType(), required=False)))
+    key = table.metadata_location.removeprefix(storage.url + "/")
+    original = storage.get(key).data
+    storage.put(key, b'{"format-version": 2, "truncated')
+    try:
+        run = run_compact(spark, populated)
+        assert run.counts["tables_with_unreadable_metadata"] == 1
+        assert run.counts["projection_tables"] >= 4
+    finally:
+        storage.put(key, original)
+
+
 def test_reconcile_restores_deleted_receipts(spark: SparkSession, populated: StorageSpec, warehouse: Path) -> None:
     storage = populated.open()
     receipts = committed_receipts(storage, "iceberg")

@@ -128,12 +128,15 @@ def compact_partition(spec: StorageSpec, batch_id: str, live_tables: set[str], i
     yield {"files": files, "counts": counts, "bad": bad, "skewed": skewed, "dropped": dropped}
 
 
-def projection(storage: StorageBackend) -> tuple[int, int]:
-    """Rewrite ``columns.parquet`` and ``tables.parquet`` from the current pointers (whole: they are small)."""
+def projection(storage: StorageBackend) -> tuple[int, int, int]:
+    """Rewrite ``columns.parquet`` and ``tables.parquet`` from the current pointers (whole: they are small).
+
+    Returns the rows written to each, and how many tables were left out because their metadata is unreadable."""
     store = CatalogStore(storage)
     files, pointers = MetadataFiles(storage), PointerStore(storage)
     column_rows: list[dict[str, Any]] = []
     table_rows: list[dict[str, Any]] = []
+    unreadable = 0
     with store.read() as state:
         entries = [(t, state.catalogs[t.catalog_id].name) for t in state.tables.values()]
     for entry, catalog in sorted(entries, key=lambda item: item[0].id):
@@ -150,11 +153,12 @@ def projection(storage: StorageBackend) -> tuple[int, int]:
         try:
             metadata = files.read(location)
         except Exception:  # noqa: BLE001 - an unreadable table has no projection until it is readable again
+            unreadable += 1
             continue
         column_rows += rows.column_rows(entry.id, identifier, location, metadata.schema())
     write_rows(storage, f"{PROJECTION}/columns.parquet", column_rows, rows.COLUMNS)
     write_rows(storage, f"{PROJECTION}/tables.parquet", table_rows, rows.TABLES)
-    return len(column_rows), len(table_rows)
+    return len(column_rows), len(table_rows), unreadable
 
 
 def live_table_ids(storage: StorageBackend) -> set[str]:
@@ -201,9 +205,12 @@ def run_compact(spark: Any, spec: StorageSpec, run: Run, progress: Any | None = 
         write_rows(storage, own, [rows.run_row(run_key(run.run_id), run.record("succeeded"))], rows.RUNS)
         files["runs"].append(own)
         # The projection first: it is a picture of the current pointers, right whether or not the commit lands.
-        columns, tables = projection(storage)
+        columns, tables, unreadable = projection(storage)
         run.count("projection_columns", columns)
         run.count("projection_tables", tables)
+        if unreadable:
+            run.count("tables_with_unreadable_metadata", unreadable)
+            run.errors.append(f"{unreadable} table(s) left out of the column projection: metadata unreadable")
         commit_batch(storage, state, {"batch_id": batch_id, "run_id": run.run_id,
                                       "files": {k: sorted(v) for k, v in files.items() if v}})
     return run.counts
