@@ -18,7 +18,6 @@ from pyspark.sql import SparkSession
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
 from uuid6 import uuid7
 
-from arco.events.receipts import EVENTS
 from arco.iceberg.idempotency import marker_key
 from arco.pipeline import compact, gc
 from arco.pipeline.gc_rules import DAY, GcPolicy

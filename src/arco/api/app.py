@@ -29,6 +29,9 @@ from arco.catalog.catalogs import ensure_default_catalog
 from arco.catalog.store import CatalogStore
 from arco.auth.tokens import hash_token
 from arco.iceberg import routes as iceberg_routes
+from arco.unity import routes as unity_routes
+from arco.unity.metastore import ensure_metastore
+from arco.unity.service import UnityService
 from arco.iceberg.routes import IcebergServices
 from arco.settings import ServerSettings
 from arco.storage.base import StorageBackend
@@ -93,6 +96,10 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
             Route("/health", health, methods=["GET"]),
             Route("/healthz", health, methods=["GET"]),
             Mount("/iceberg", routes=iceberg_routes.routes),
+            Mount("/api/2.0/unity-catalog", routes=unity_routes.routes),
+            Mount("/api/2.1/unity-catalog", routes=unity_routes.routes),
+            Route("/api/2.0/settings/types/default_namespace_ws/names/default",
+                  unity_routes.default_namespace_setting, methods=["GET"]),
         ],
         middleware=[Middleware(BearerAuthMiddleware, authenticator=authenticator)],
         exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _unexpected_error},
@@ -101,6 +108,7 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
     ensure_default_catalog(store, owner=BOOTSTRAP_ADMIN.name)
     app.state.services = Services(settings=settings, storage=storage, authenticator=authenticator)
     app.state.iceberg = IcebergServices.build(settings, store, storage)
+    app.state.unity = UnityService(store, app.state.iceberg.tables, ensure_metastore(storage)["metastore_id"])
     return app
 
 

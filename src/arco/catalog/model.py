@@ -10,10 +10,10 @@ Names are case-preserving and case-insensitive, as in Unity Catalog: ``name_key`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 TableFormat = Literal["ICEBERG", "DELTA", "PARQUET", "CSV", "JSON", "AVRO", "ORC", "TEXT", "UNITY_CATALOG"]
-TableKind = Literal["TABLE", "VIEW"]
+TableKind = Literal["TABLE", "VIEW"]  # UC MANAGED and EXTERNAL are both TABLE (see ``managed``)
 
 NamespacePath = tuple[str, ...]
 
@@ -36,6 +36,8 @@ class CatalogEntry:
     properties: dict[str, str] = field(default_factory=dict)
     created_at_ms: int = 0
     updated_at_ms: int = 0
+    created_by: str | None = None
+    updated_by: str | None = None
 
 
 @dataclass
@@ -48,6 +50,8 @@ class NamespaceEntry:
     properties: dict[str, str] = field(default_factory=dict)
     created_at_ms: int = 0
     updated_at_ms: int = 0
+    created_by: str | None = None
+    updated_by: str | None = None
 
 
 @dataclass
@@ -65,3 +69,10 @@ class TableEntry:
     properties: dict[str, str] = field(default_factory=dict)
     created_at_ms: int = 0
     updated_at_ms: int = 0
+    created_by: str | None = None
+    updated_by: str | None = None
+    # Kept here for tables whose format Tier 1 cannot read (Delta, Parquet, ... and views); an Iceberg table's
+    # columns come from its current metadata instead.
+    columns: list[dict[str, Any]] = field(default_factory=list)
+    view_definition: str | None = None
+    storage_credential_name: str | None = None

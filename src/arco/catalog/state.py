@@ -156,6 +156,7 @@ def _apply_common_changes(entry: CatalogEntry | NamespaceEntry | TableEntry, op:
     entry.properties = {k: v for k, v in entry.properties.items() if k not in removals}
     entry.properties.update(op.get("updates", {}))
     entry.updated_at_ms = op["at_ms"]
+    entry.updated_by = op.get("principal")
 
 
 def refuse_taken_name(state: CatalogState, catalog_id: str, namespace: NamespacePath, name: str,
@@ -187,6 +188,7 @@ def _apply_create_catalog(state: CatalogState, op: Operation) -> None:
     _add_catalog(state, CatalogEntry(
         id=op["id"], name=op["name"], storage_root=op["storage_root"], owner=op["owner"], comment=op.get("comment"),
         properties=dict(op.get("properties", {})), created_at_ms=op["at_ms"], updated_at_ms=op["at_ms"],
+        created_by=op.get("principal"), updated_by=op.get("principal"),
     ))
 
 
@@ -236,6 +238,7 @@ def _apply_create_namespace(state: CatalogState, op: Operation) -> None:
         id=op["id"], catalog_id=op["catalog_id"], path=tuple(op["path"]), owner=op["owner"],
         comment=op.get("comment"), properties=dict(op.get("properties", {})),
         created_at_ms=op["at_ms"], updated_at_ms=op["at_ms"],
+        created_by=op.get("principal"), updated_by=op.get("principal"),
     ))
 
 
@@ -303,6 +306,8 @@ def _apply_create_table(state: CatalogState, op: Operation) -> None:
         kind=op.get("kind", "TABLE"), format=op.get("format", "ICEBERG"), location=op["location"],
         owner=op["owner"], managed=op.get("managed", True), comment=op.get("comment"),
         properties=dict(op.get("properties", {})), created_at_ms=op["at_ms"], updated_at_ms=op["at_ms"],
+        created_by=op.get("principal"), updated_by=op.get("principal"), columns=list(op.get("columns", [])),
+        view_definition=op.get("view_definition"), storage_credential_name=op.get("storage_credential_name"),
     ))
 
 
@@ -319,6 +324,12 @@ def _check_update_table(state: CatalogState, op: Operation) -> None:
 
 def _apply_update_table(state: CatalogState, op: Operation) -> None:
     entry = state.tables[op["id"]]
+    if "columns" in op:
+        entry.columns = list(op["columns"])
+    if "view_definition" in op:
+        entry.view_definition = op["view_definition"]
+    if "format" in op:
+        entry.format = op["format"]
     _apply_common_changes(entry, op)
 
 

@@ -1,15 +1,11 @@
-"""Page tokens for list endpoints: opaque to clients, the last returned sort key inside."""
+"""Iceberg's ``pageSize`` parameter; the tokens themselves are :mod:`arco.catalog.paging`'s."""
 
 from __future__ import annotations
 
-import base64
-from collections.abc import Callable, Sequence
-from typing import TypeVar
-
+from arco.catalog.paging import MAX_PAGE_SIZE, page
 from arco.iceberg.errors import BadRequest
 
-T = TypeVar("T")
-MAX_PAGE_SIZE = 1000
+__all__ = ["page", "parse_page_size"]
 
 
 def parse_page_size(raw: str | None) -> int | None:
@@ -22,28 +18,3 @@ def parse_page_size(raw: str | None) -> int | None:
     if size < 1:
         raise BadRequest(f"pageSize must be a positive integer, got {raw!r}")
     return min(size, MAX_PAGE_SIZE)
-
-
-def page(items: Sequence[T], sort_key: Callable[[T], str], token: str | None,
-         size: int | None) -> tuple[list[T], str | None]:
-    """Items after the token's key, at most ``size`` of them; ``items`` must be sorted by ``sort_key``."""
-    after = _decode(token) if token else None
-    start = 0
-    if after is not None:
-        start = next((i for i, item in enumerate(items) if sort_key(item) > after), len(items))
-    if size is None:
-        return list(items[start:]), None
-    chunk = list(items[start:start + size])
-    more = start + size < len(items)
-    return chunk, (_encode(sort_key(chunk[-1])) if more and chunk else None)
-
-
-def _encode(key: str) -> str:
-    return base64.urlsafe_b64encode(key.encode()).decode().rstrip("=")
-
-
-def _decode(token: str) -> str:
-    try:
-        return base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
-    except (ValueError, UnicodeDecodeError):
-        raise BadRequest("pageToken is not a token this server issued") from None

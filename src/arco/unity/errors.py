@@ -1,0 +1,39 @@
+"""Unity Catalog errors: ``{"error_code", "message"}`` with the status Databricks clients map to exceptions."""
+
+from __future__ import annotations
+
+from arco.api.errors import ApiError
+from arco.catalog import errors as ce
+
+_NOT_FOUND = {"catalog": "CATALOG_DOES_NOT_EXIST", "namespace": "SCHEMA_DOES_NOT_EXIST",
+              "table": "TABLE_DOES_NOT_EXIST", "view": "TABLE_DOES_NOT_EXIST"}
+_EXISTS = {"catalog": "CATALOG_ALREADY_EXISTS", "namespace": "SCHEMA_ALREADY_EXISTS",
+           "table": "TABLE_ALREADY_EXISTS", "view": "TABLE_ALREADY_EXISTS"}
+_KIND_WORDS = {"namespace": "Schema", "catalog": "Catalog", "table": "Table", "view": "View"}
+
+
+class UnityError(ApiError):
+    def __init__(self, status: int, error_code: str, message: str) -> None:
+        super().__init__(status, error_code, message)
+
+
+def invalid(message: str) -> UnityError:
+    return UnityError(400, "INVALID_PARAMETER_VALUE", message)
+
+
+def not_found(kind: str, name: str) -> UnityError:
+    return UnityError(404, _NOT_FOUND.get(kind, "NOT_FOUND"), f"{_KIND_WORDS.get(kind, kind)} '{name}' does not exist.")
+
+
+def from_catalog_error(exc: ce.CatalogError) -> UnityError:
+    if isinstance(exc, ce.NotFoundError):
+        return not_found(exc.kind, exc.name)
+    if isinstance(exc, ce.AlreadyExistsError):
+        word = _KIND_WORDS.get(exc.kind, exc.kind.capitalize())
+        return UnityError(409, _EXISTS.get(exc.kind, "ALREADY_EXISTS"), f"{word} '{exc.name}' already exists.")
+    if isinstance(exc, ce.NotEmptyError):
+        code = "SCHEMA_NOT_EMPTY" if exc.kind == "namespace" else "CATALOG_NOT_EMPTY"
+        return UnityError(400, code, f"{str(exc)[0].upper()}{str(exc)[1:]}; pass force=true to delete it anyway.")
+    if isinstance(exc, ce.ConflictError):
+        return UnityError(503, "TEMPORARILY_UNAVAILABLE", str(exc))
+    return invalid(str(exc))

@@ -1,0 +1,104 @@
+"""Tier 1 entries as Unity Catalog ``CatalogInfo`` / ``SchemaInfo`` / ``TableInfo`` (pure), and input checks."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from arco.catalog.model import CatalogEntry, NamespaceEntry, TableEntry
+from arco.catalog.state import CatalogState
+from arco.unity.errors import invalid
+
+COLUMN_TYPES = {"BOOLEAN", "BYTE", "SHORT", "INT", "LONG", "FLOAT", "DOUBLE", "DATE", "TIMESTAMP", "TIMESTAMP_NTZ",
+                "STRING", "BINARY", "DECIMAL", "INTERVAL", "ARRAY", "STRUCT", "MAP", "VARIANT", "CHAR", "NULL",
+                "USER_DEFINED_TYPE", "TABLE_TYPE"}
+TYPE_ALIASES = {"TINYINT": "BYTE", "SMALLINT": "SHORT", "INTEGER": "INT", "BIGINT": "LONG", "REAL": "FLOAT",
+                "DEC": "DECIMAL", "NUMERIC": "DECIMAL"}
+COLUMN_FIELDS = ("name", "type_name", "type_text", "type_json", "type_precision", "type_scale",
+                 "type_interval_type", "position", "comment", "nullable", "partition_index")
+
+
+def _drop_none(info: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in info.items() if v is not None}
+
+
+def catalog_info(entry: CatalogEntry, metastore_id: str) -> dict[str, Any]:
+    return _drop_none({
+        "name": entry.name, "comment": entry.comment, "properties": dict(entry.properties), "owner": entry.owner,
+        "metastore_id": metastore_id, "id": entry.id, "storage_root": entry.storage_root,
+        "storage_location": entry.storage_root, "catalog_type": "MANAGED_CATALOG",
+        "created_at": entry.created_at_ms, "created_by": entry.created_by or entry.owner,
+        "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by or entry.owner,
+    })
+
+
+def schema_info(entry: NamespaceEntry, state: CatalogState, metastore_id: str) -> dict[str, Any]:
+    catalog = state.catalogs[entry.catalog_id]
+    return _drop_none({
+        "name": entry.path[-1], "catalog_name": catalog.name, "comment": entry.comment,
+        "properties": dict(entry.properties), "full_name": f"{catalog.name}.{'.'.join(entry.path)}",
+        "owner": entry.owner, "metastore_id": metastore_id, "schema_id": entry.id,
+        "created_at": entry.created_at_ms, "created_by": entry.created_by or entry.owner,
+        "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by or entry.owner,
+    })
+
+
+def table_type(entry: TableEntry) -> str:
+    if entry.kind == "VIEW":
+        return "VIEW"
+    return "MANAGED" if entry.managed else "EXTERNAL"
+
+
+def table_info(entry: TableEntry, state: CatalogState, metastore_id: str,
+               columns: list[dict[str, Any]] | None) -> dict[str, Any]:
+    catalog = state.catalogs[entry.catalog_id]
+    schema = ".".join(entry.namespace)
+    info = _drop_none({
+        "name": entry.name, "catalog_name": catalog.name, "schema_name": schema, "table_type": table_type(entry),
+        "data_source_format": None if entry.kind == "VIEW" else entry.format,
+        "storage_location": entry.location or None, "view_definition": entry.view_definition,
+        "comment": entry.comment, "properties": dict(entry.properties), "owner": entry.owner,
+        "full_name": f"{catalog.name}.{schema}.{entry.name}", "metastore_id": metastore_id, "table_id": entry.id,
+        "storage_credential_name": entry.storage_credential_name,
+        "created_at": entry.created_at_ms, "created_by": entry.created_by or entry.owner,
+        "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by or entry.owner,
+    })
+    if columns is not None:
+        info["columns"] = columns
+    return info
+
+
+def check_columns(raw: Any) -> list[dict[str, Any]]:
+    """``ColumnInfo`` list as given on create (name, type_name, type_text, type_json and position REQ)."""
+    if not isinstance(raw, list):
+        raise invalid("columns is required: a list of ColumnInfo objects")
+    columns = []
+    for index, column in enumerate(raw):
+        if not isinstance(column, dict):
+            raise invalid(f"columns[{index}] must be an object")
+        for required in ("name", "type_name"):
+            if not isinstance(column.get(required), str) or not column[required]:
+                raise invalid(f"columns[{index}].{required} is required")
+        type_name = TYPE_ALIASES.get(column["type_name"].upper(), column["type_name"].upper())
+        if type_name not in COLUMN_TYPES:
+            raise invalid(f"columns[{index}].type_name {column['type_name']!r} is not a column type name")
+        kept = {k: column[k] for k in COLUMN_FIELDS if column.get(k) is not None}
+        kept["type_name"] = type_name
+        kept.setdefault("position", index)
+        kept.setdefault("type_text", type_name.lower())
+        kept.setdefault("nullable", True)
+        columns.append(kept)
+    names = [c["name"].casefold() for c in columns]
+    if len(set(names)) != len(names):
+        raise invalid("column names must be unique")
+    return columns
+
+
+def like(pattern: str | None) -> Callable[[str], bool]:
+    """SQL LIKE (``%`` any run, ``_`` one character), case-insensitive like every name; None matches all."""
+    if not pattern:
+        return lambda name: True
+    regex = "".join(".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in pattern)
+    compiled = re.compile(f"^{regex}$", re.IGNORECASE | re.DOTALL)
+    return lambda name: compiled.match(name) is not None

@@ -1,0 +1,167 @@
+"""Unity Catalog routes, mounted at ``/api/2.0/unity-catalog`` and ``/api/2.1/unity-catalog`` (thin)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from functools import wraps
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from arco.api.requests import BodyError, blocking, principal_of, read_json
+from arco.api.responses import JsonResponse
+from arco.catalog.errors import CatalogError
+from arco.unity.errors import UnityError, from_catalog_error, invalid
+from arco.unity.service import UnityService
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def unity_errors(handler: Handler) -> Handler:
+    @wraps(handler)
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except CatalogError as exc:
+            raise from_catalog_error(exc) from None
+        except BodyError as exc:
+            raise UnityError(exc.status, "INVALID_PARAMETER_VALUE" if exc.status == 400 else
+                             "REQUEST_LIMIT_EXCEEDED", exc.message) from None
+
+    return wrapped
+
+
+def service(request: Request) -> UnityService:
+    return request.app.state.unity
+
+
+async def body_of(request: Request) -> dict[str, Any]:
+    body = await read_json(request, request.app.state.services.settings.max_body_bytes)
+    if not isinstance(body, dict):
+        raise invalid("the request body must be a JSON object")
+    return body
+
+
+def listed(key: str, items: list[dict[str, Any]], next_token: str | None) -> Response:
+    body: dict[str, Any] = {key: items}
+    if next_token:
+        body["next_page_token"] = next_token
+    return JsonResponse(body)
+
+
+def flag(request: Request, name: str) -> bool:
+    return request.query_params.get(name, "false").lower() == "true"
+
+
+def me(request: Request) -> str:
+    return principal_of(request).name
+
+
+# -- the shapes every securable's CRUD handlers share -----------------------------------------------------------
+
+
+def creator(method: str) -> Handler:
+    @unity_errors
+    async def create(request: Request) -> Response:
+        body = await body_of(request)
+        return JsonResponse(await blocking(getattr(service(request), method), body, me(request)))
+
+    return create
+
+
+def getter(method: str, param: str) -> Handler:
+    @unity_errors
+    async def get(request: Request) -> Response:
+        return JsonResponse(await blocking(getattr(service(request), method), request.path_params[param]))
+
+    return get
+
+
+def updater(method: str, param: str) -> Handler:
+    @unity_errors
+    async def update(request: Request) -> Response:
+        body = await body_of(request)
+        return JsonResponse(await blocking(getattr(service(request), method), request.path_params[param], body,
+                                           me(request)))
+
+    return update
+
+
+def deleter(method: str, param: str, *, takes_force: bool) -> Handler:
+    @unity_errors
+    async def delete(request: Request) -> Response:
+        args = (flag(request, "force"),) if takes_force else ()
+        await blocking(getattr(service(request), method), request.path_params[param], *args, me(request))
+        return JsonResponse({})
+
+    return delete
+
+
+@unity_errors
+async def list_catalogs(request: Request) -> Response:
+    q = request.query_params
+    items, token = await blocking(service(request).list_catalogs, q.get("max_results"), q.get("page_token") or None)
+    return listed("catalogs", items, token)
+
+
+@unity_errors
+async def list_schemas(request: Request) -> Response:
+    q = request.query_params
+    items, token = await blocking(service(request).list_schemas, q.get("catalog_name"), q.get("max_results"),
+                                  q.get("page_token") or None)
+    return listed("schemas", items, token)
+
+
+@unity_errors
+async def list_tables(request: Request) -> Response:
+    q = request.query_params
+    items, token = await blocking(service(request).list_tables, q.get("catalog_name"), q.get("schema_name"),
+                                  q.get("max_results"), q.get("page_token") or None, flag(request, "omit_columns"))
+    return listed("tables", items, token)
+
+
+@unity_errors
+async def table_summaries(request: Request) -> Response:
+    args: dict[str, Any] = dict(request.query_params)
+    if request.method == "POST":
+        args.update(await body_of(request))
+    items, token = await blocking(service(request).table_summaries, args.get("catalog_name"),
+                                  args.get("schema_name_pattern"), args.get("table_name_pattern"),
+                                  args.get("max_results"), args.get("page_token") or None)
+    return listed("tables", items, token)
+
+
+@unity_errors
+async def metastore_summary(request: Request) -> Response:
+    svc = service(request)
+    return JsonResponse({"metastore_id": svc.metastore_id, "name": "arco", "owner": "admin",
+                         "storage_root": svc.tables.storage.url, "default_data_access_config_id": None,
+                         "delta_sharing_scope": "INTERNAL"})
+
+
+async def default_namespace_setting(request: Request) -> Response:
+    """The workspace setting DuckDB's unity_catalog extension reads first: the default catalog."""
+    return JsonResponse({"namespace": {"value": "main"}, "setting_name": "default", "etag": "arco"})
+
+
+routes = [
+    Route("/catalogs", creator("create_catalog"), methods=["POST"]),
+    Route("/catalogs", list_catalogs, methods=["GET"]),
+    Route("/catalogs/{name}", getter("get_catalog", "name"), methods=["GET"]),
+    Route("/catalogs/{name}", updater("update_catalog", "name"), methods=["PATCH"]),
+    Route("/catalogs/{name}", deleter("delete_catalog", "name", takes_force=True), methods=["DELETE"]),
+    Route("/schemas", creator("create_schema"), methods=["POST"]),
+    Route("/schemas", list_schemas, methods=["GET"]),
+    Route("/schemas/{full_name}", getter("get_schema", "full_name"), methods=["GET"]),
+    Route("/schemas/{full_name}", updater("update_schema", "full_name"), methods=["PATCH"]),
+    Route("/schemas/{full_name}", deleter("delete_schema", "full_name", takes_force=True), methods=["DELETE"]),
+    Route("/tables", creator("create_table"), methods=["POST"]),
+    Route("/tables", list_tables, methods=["GET"]),
+    Route("/tables/{full_name}", getter("get_table", "full_name"), methods=["GET"]),
+    Route("/tables/{full_name}", updater("update_table", "full_name"), methods=["PATCH"]),
+    Route("/tables/{full_name}", deleter("delete_table", "full_name", takes_force=False), methods=["DELETE"]),
+    Route("/table-summaries", table_summaries, methods=["GET", "POST"]),
+    Route("/metastore_summary", metastore_summary, methods=["GET"]),
+]

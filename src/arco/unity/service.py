@@ -1,0 +1,330 @@
+"""Catalogs, schemas and tables as Unity Catalog sees them, over the Tier 1 catalog Iceberg REST also uses.
+
+A UC catalog is an Iceberg warehouse, a UC schema a top-level Iceberg namespace, and a table is the same entry
+whichever API made it: an Iceberg table shows in UC with ``data_source_format`` ICEBERG and the columns of its
+current Iceberg schema; a table made through UC (Delta, Parquet, ... or a view) keeps its columns in Tier 1.
+Names given to UC are lower-cased (the spec), and compared case-insensitively everywhere.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from arco.catalog.catalogs import create_catalog
+from arco.catalog.model import CatalogEntry, NamespaceEntry, TableEntry
+from arco.catalog.names import check_name, slug
+from arco.catalog.paging import page
+from arco.catalog.state import CatalogState
+from arco.catalog.store import CatalogStore
+from arco.iceberg.tables import TableService
+from arco.unity import infos
+from arco.unity.errors import invalid
+
+MAX_RESULTS = 1000
+TABLE_TYPES = {"MANAGED", "EXTERNAL", "VIEW"}
+UC_FORMATS = {"DELTA", "CSV", "JSON", "AVRO", "PARQUET", "ORC", "TEXT"}
+
+
+def uc_name(kind: str, raw: Any) -> str:
+    return check_name(kind, raw).lower() if isinstance(raw, str) else check_name(kind, raw)
+
+
+def split_full_name(full_name: str, parts: int) -> list[str]:
+    names = full_name.split(".")
+    if len(names) != parts or not all(names):
+        shape = ".".join(["<catalog>", "<schema>", "<table>"][:parts])
+        raise invalid(f"'{full_name}' is not a full name of the form {shape}")
+    return names
+
+
+def page_size(raw: Any) -> int:
+    if raw in (None, ""):
+        return MAX_RESULTS
+    try:
+        size = int(raw)
+    except (TypeError, ValueError):
+        raise invalid(f"max_results must be an integer, got {raw!r}") from None
+    if size < 0:
+        raise invalid("max_results must not be negative")
+    return MAX_RESULTS if size == 0 else min(size, MAX_RESULTS)
+
+
+def _properties(raw: Any) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
+        raise invalid("properties must be an object of string keys and string values")
+    return dict(raw)
+
+
+def _text(body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, str):
+        raise invalid(f"{key} must be a string")
+    return value
+
+
+def _new_name(body: dict[str, Any], current: str) -> str | None:
+    """A rename asked for by ``new_name`` (2.1) or by a different ``name`` (2.0's partial Info)."""
+    if body.get("new_name"):
+        return str(body["new_name"])
+    name = body.get("name")
+    return name if isinstance(name, str) and name and name.lower() != current.lower() else None
+
+
+def _replacing(current: dict[str, str], new: dict[str, str]) -> dict[str, Any]:
+    """The update/removal operation fields that make ``current`` properties into ``new`` (PATCH replaces them)."""
+    return {"updates": new, "removals": sorted(set(current) - set(new))}
+
+
+class UnityService:
+    def __init__(self, store: CatalogStore, tables: TableService, metastore_id: str) -> None:
+        self.store = store
+        self.tables = tables
+        self.metastore_id = metastore_id
+
+    # -- catalogs --------------------------------------------------------------------------------------------
+
+    def create_catalog(self, body: dict[str, Any], principal: str) -> dict[str, Any]:
+        name = uc_name("catalog", body.get("name"))
+        if body.get("provider_name") or body.get("share_name"):
+            raise invalid("catalogs of Delta Sharing providers are not supported by this server yet")
+        if body.get("storage_root"):
+            raise invalid("storage_root cannot be chosen here: Arco places each catalog under the warehouse")
+        entry = create_catalog(self.store, name, owner=principal, comment=_text(body, "comment"),
+                               properties=_properties(body.get("properties")))
+        return infos.catalog_info(entry, self.metastore_id)
+
+    def list_catalogs(self, max_results: Any, token: str | None) -> tuple[list[dict[str, Any]], str | None]:
+        with self.store.read() as state:
+            entries = sorted(state.catalogs.values(), key=lambda c: c.name.casefold())
+        chunk, next_token = page(entries, lambda c: c.name.casefold(), token, page_size(max_results))
+        return [infos.catalog_info(c, self.metastore_id) for c in chunk], next_token
+
+    def get_catalog(self, name: str) -> dict[str, Any]:
+        with self.store.read() as state:
+            return infos.catalog_info(state.catalog(name), self.metastore_id)
+
+    def update_catalog(self, name: str, body: dict[str, Any], principal: str) -> dict[str, Any]:
+        new_name = _new_name(body, name)
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            entry = state.catalog(name)
+            op: dict[str, Any] = {"op": "update_catalog", "id": entry.id}
+            if new_name:
+                op["new_name"] = uc_name("catalog", new_name)
+            _common_updates(op, entry, body)
+            return op
+
+        op = self.store.execute(build, principal=principal)
+        with self.store.read() as state:
+            return infos.catalog_info(state.catalogs[op["id"]], self.metastore_id)
+
+    def delete_catalog(self, name: str, force: bool, principal: str) -> None:
+        self.store.execute(lambda state: {"op": "drop_catalog", "id": state.catalog(name).id, "force": force},
+                           principal=principal)
+
+    # -- schemas ---------------------------------------------------------------------------------------------
+
+    def create_schema(self, body: dict[str, Any], principal: str) -> dict[str, Any]:
+        name = uc_name("schema", body.get("name"))
+        catalog_name = uc_name("catalog", body.get("catalog_name"))
+        if body.get("storage_root"):
+            raise invalid("storage_root cannot be chosen here: a schema's tables live under its catalog's root")
+        props = _properties(body.get("properties"))
+        ns_id = str(uuid.uuid4())
+        self.store.execute(lambda state: {
+            "op": "create_namespace", "id": ns_id, "catalog_id": state.catalog(catalog_name).id, "path": [name],
+            "owner": principal, "properties": props, "comment": _text(body, "comment"),
+        }, principal=principal)
+        with self.store.read() as state:
+            return infos.schema_info(state.namespaces[ns_id], state, self.metastore_id)
+
+    def list_schemas(self, catalog_name: str | None, max_results: Any,
+                     token: str | None) -> tuple[list[dict[str, Any]], str | None]:
+        if not catalog_name:
+            raise invalid("catalog_name is required")
+        with self.store.read() as state:
+            catalog = state.catalog(catalog_name)
+            entries = state.child_namespaces(catalog.id, ())
+            chunk, next_token = page(entries, lambda n: n.path[-1].casefold(), token, page_size(max_results))
+            return [infos.schema_info(n, state, self.metastore_id) for n in chunk], next_token
+
+    def _schema(self, state: CatalogState, full_name: str) -> NamespaceEntry:
+        catalog_name, schema_name = split_full_name(full_name, 2)
+        return state.namespace(state.catalog(catalog_name).id, (schema_name,))
+
+    def get_schema(self, full_name: str) -> dict[str, Any]:
+        with self.store.read() as state:
+            return infos.schema_info(self._schema(state, full_name), state, self.metastore_id)
+
+    def update_schema(self, full_name: str, body: dict[str, Any], principal: str) -> dict[str, Any]:
+        new_name = _new_name(body, split_full_name(full_name, 2)[1])
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            entry = self._schema(state, full_name)
+            op: dict[str, Any] = {"op": "update_namespace", "id": entry.id}
+            if new_name:
+                op["new_name"] = uc_name("schema", new_name)
+            _common_updates(op, entry, body)
+            return op
+
+        op = self.store.execute(build, principal=principal)
+        with self.store.read() as state:
+            return infos.schema_info(state.namespaces[op["id"]], state, self.metastore_id)
+
+    def delete_schema(self, full_name: str, force: bool, principal: str) -> None:
+        self.store.execute(lambda state: {"op": "drop_namespace", "id": self._schema(state, full_name).id,
+                                          "force": force}, principal=principal)
+
+    # -- tables ----------------------------------------------------------------------------------------------
+
+    def _table(self, state: CatalogState, full_name: str) -> TableEntry:
+        catalog_name, schema_name, name = split_full_name(full_name, 3)
+        return state.table(state.catalog(catalog_name).id, (schema_name,), name)
+
+    def table_info(self, entry: TableEntry, state: CatalogState) -> dict[str, Any]:
+        columns = entry.columns
+        if entry.format == "ICEBERG":
+            columns = self._iceberg_columns(entry)
+        return infos.table_info(entry, state, self.metastore_id, columns)
+
+    def _iceberg_columns(self, entry: TableEntry) -> list[dict[str, Any]]:
+        from arco.unity.columns import column_infos
+
+        pointer = self.tables.resolver.for_read(entry.id)
+        if pointer is None or pointer.pointer.dropped:
+            return []
+        metadata = self.tables.files.read(pointer.pointer.current_metadata_location)
+        partition_sources = [f.source_id for f in metadata.spec().fields]
+        return column_infos(metadata.schema(), partition_sources)
+
+    def get_table(self, full_name: str) -> dict[str, Any]:
+        with self.store.read() as state:
+            entry = self._table(state, full_name)
+            return self.table_info(entry, state)
+
+    def list_tables(self, catalog_name: str | None, schema_name: str | None, max_results: Any,
+                    token: str | None, omit_columns: bool = False) -> tuple[list[dict[str, Any]], str | None]:
+        if not catalog_name or not schema_name:
+            raise invalid("catalog_name and schema_name are both required")
+        with self.store.read() as state:
+            catalog = state.catalog(catalog_name)
+            state.namespace(catalog.id, (schema_name,))
+            entries = state.tables_of(catalog.id, (schema_name,))
+            chunk, next_token = page(entries, lambda t: t.name.casefold(), token, page_size(max_results))
+            if omit_columns:
+                return [infos.table_info(t, state, self.metastore_id, None) for t in chunk], next_token
+            return [self.table_info(t, state) for t in chunk], next_token
+
+    def create_table(self, body: dict[str, Any], principal: str) -> dict[str, Any]:
+        name = uc_name("table", body.get("name"))
+        catalog_name = uc_name("catalog", body.get("catalog_name"))
+        schema_name = uc_name("schema", body.get("schema_name"))
+        table_type = str(body.get("table_type") or "").upper()
+        if table_type not in TABLE_TYPES:
+            raise invalid(f"table_type must be one of {sorted(TABLE_TYPES)}, got {body.get('table_type')!r}")
+        columns = infos.check_columns(body.get("columns"))
+        fmt = str(body.get("data_source_format") or "").upper() or None
+        view_definition = _text(body, "view_definition")
+        location = _text(body, "storage_location")
+        if table_type == "VIEW":
+            if not view_definition:
+                raise invalid("view_definition is required for a VIEW")
+            fmt, location = fmt or "UNITY_CATALOG", None
+        else:
+            if fmt == "ICEBERG":
+                raise invalid("create Iceberg tables through the Iceberg REST API (/iceberg); they show here too")
+            if fmt not in UC_FORMATS:
+                raise invalid(f"data_source_format must be one of {sorted(UC_FORMATS)}, got {fmt!r}")
+            if table_type == "EXTERNAL" and not location:
+                raise invalid("storage_location is required for an EXTERNAL table")
+            if table_type == "EXTERNAL" and "://" not in location:  # type: ignore[operator]
+                raise invalid("storage_location must be an absolute URL such as s3://bucket/path or file:///path")
+        table_id = str(uuid.uuid4())
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            catalog = state.catalog(catalog_name)
+            state.namespace(catalog.id, (schema_name,))
+            where = location
+            if table_type == "MANAGED":
+                where = self._managed_location(catalog, schema_name, name, table_id, location)
+            return {"op": "create_table", "id": table_id, "catalog_id": catalog.id, "namespace": [schema_name],
+                    "name": name, "kind": "VIEW" if table_type == "VIEW" else "TABLE", "format": fmt,
+                    "location": where or "", "owner": principal, "managed": table_type == "MANAGED",
+                    "comment": _text(body, "comment"), "properties": _properties(body.get("properties")),
+                    "columns": columns, "view_definition": view_definition,
+                    "storage_credential_name": _text(body, "storage_credential_name")}
+
+        self.store.execute(build, principal=principal)
+        with self.store.read() as state:
+            return self.table_info(state.tables[table_id], state)
+
+    def _managed_location(self, catalog: CatalogEntry, schema: str, name: str, table_id: str,
+                          requested: str | None) -> str:
+        if requested:
+            raise invalid("a managed table's storage_location must be left empty (Arco assigns it)")
+        return f"{catalog.storage_root.rstrip('/')}/{slug(schema)}/{slug(name)}-{table_id.replace('-', '')}"
+
+    def update_table(self, full_name: str, body: dict[str, Any], principal: str) -> dict[str, Any]:
+        new_name = _new_name(body, split_full_name(full_name, 3)[2])
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            entry = self._table(state, full_name)
+            op: dict[str, Any] = {"op": "update_table", "id": entry.id}
+            _common_updates(op, entry, body)
+            if "columns" in body and entry.format != "ICEBERG":
+                op["columns"] = infos.check_columns(body["columns"])
+            return op
+
+        op = self.store.execute(build, principal=principal)
+        if new_name:
+            with self.store.read() as state:
+                entry = state.tables[op["id"]]
+            target = uc_name("table", new_name)
+            self.store.execute(lambda state: {"op": "rename_table", "id": entry.id, "namespace": list(entry.namespace),
+                                              "name": target}, principal=principal)
+        with self.store.read() as state:
+            return self.table_info(state.tables[op["id"]], state)
+
+    def delete_table(self, full_name: str, principal: str) -> None:
+        with self.store.read() as state:
+            entry = self._table(state, full_name)
+            catalog = state.catalogs[entry.catalog_id]
+        if entry.format == "ICEBERG" and entry.kind == "TABLE":
+            self.tables.drop(catalog, entry.namespace, entry.name, principal)  # also tombstones its pointer
+            return
+        self.store.execute(lambda state: {"op": "drop_table", "id": entry.id, "location": entry.location},
+                           principal=principal)
+
+    def table_summaries(self, catalog_name: str | None, schema_pattern: str | None, table_pattern: str | None,
+                        max_results: Any, token: str | None) -> tuple[list[dict[str, Any]], str | None]:
+        if not catalog_name:
+            raise invalid("catalog_name is required")
+        schema_match = infos.like(schema_pattern)
+        table_match = infos.like(table_pattern)
+        with self.store.read() as state:
+            catalog = state.catalog(catalog_name)
+            rows = []
+            for schema in state.child_namespaces(catalog.id, ()):
+                if not schema_match(schema.path[-1]):
+                    continue
+                for table in state.tables_of(catalog.id, schema.path):
+                    if table_match(table.name):
+                        rows.append((f"{catalog.name}.{schema.path[-1]}.{table.name}", infos.table_type(table)))
+        rows.sort(key=lambda r: r[0].casefold())
+        chunk, next_token = page(rows, lambda r: r[0].casefold(), token, page_size(max_results))
+        return [{"full_name": n, "table_type": t} for n, t in chunk], next_token
+
+
+def _common_updates(op: dict[str, Any], entry: Any, body: dict[str, Any]) -> None:
+    if "owner" in body and body["owner"] is not None:
+        if not isinstance(body["owner"], str) or not body["owner"]:
+            raise invalid("owner must be a non-empty string")
+        op["owner"] = body["owner"]
+    if "comment" in body:
+        op["comment"] = _text(body, "comment")
+    if "properties" in body and body["properties"] is not None:
+        op.update(_replacing(entry.properties, _properties(body["properties"])))
+

@@ -1,0 +1,207 @@
+"""The Unity Catalog API through its real clients (databricks-sdk, unitycatalog-client), and its view of Iceberg.
+
+Authorization is the bootstrap admin's here; grants, users and the other securables are not served yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pyarrow as pa
+import pytest
+from databricks.sdk import WorkspaceClient
+from databricks.sdk.errors import BadRequest, NotFound, ResourceConflict
+from databricks.sdk.service.catalog import ColumnInfo, ColumnTypeName, DataSourceFormat, TableType
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import DecimalType, ListType, LongType, NestedField, StringType, StructType
+from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    workdir: Path = tmp_path_factory.mktemp("unity")
+    with arco_server(workdir / "warehouse", workdir, admin_token=ARCO_TOKEN) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def w(server: RunningServer) -> WorkspaceClient:
+    return WorkspaceClient(host=server.base_url, token=ARCO_TOKEN)
+
+
+def uc(server: RunningServer, method: str, path: str, **kwargs: object) -> httpx.Response:
+    return httpx.request(method, f"{server.base_url}/api/2.1/unity-catalog{path}",
+                         headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, timeout=30, **kwargs)  # type: ignore[arg-type]
+
+
+def test_catalogs_and_schemas_with_the_databricks_sdk(w: WorkspaceClient) -> None:
+    created = w.catalogs.create(name="Finance", comment="money", properties={"team": "fin"})
+    assert (created.name, created.owner, created.comment, created.properties) == ("finance", "admin", "money",
+                                                                                 {"team": "fin"})
+    assert created.metastore_id and created.created_at
+    assert "finance" in [c.name for c in w.catalogs.list()]
+    with pytest.raises(ResourceConflict):
+        w.catalogs.create(name="FINANCE")
+    schema = w.schemas.create(name="Ledger", catalog_name="finance", comment="books")
+    assert (schema.full_name, schema.catalog_name, schema.comment) == ("finance.ledger", "finance", "books")
+    assert w.schemas.get("FINANCE.LEDGER").name == "ledger"  # case-insensitive full names
+    updated = w.schemas.update("finance.ledger", comment="the books", properties={"k": "v"})
+    assert (updated.comment, updated.properties) == ("the books", {"k": "v"})
+    renamed = w.catalogs.update("finance", new_name="treasury")
+    assert renamed.name == "treasury" and w.schemas.get("treasury.ledger").catalog_name == "treasury"
+    with pytest.raises(NotFound):
+        w.catalogs.get("finance")
+    with pytest.raises(BadRequest):
+        w.catalogs.delete("treasury")  # not empty
+    w.catalogs.delete("treasury", force=True)
+    with pytest.raises(NotFound):
+        w.schemas.get("treasury.ledger")
+
+
+def test_tables_views_and_summaries(w: WorkspaceClient, server: RunningServer, tmp_path: Path) -> None:
+    w.catalogs.create(name="lake")
+    w.schemas.create(name="raw", catalog_name="lake")
+    columns = [ColumnInfo(name="id", type_name=ColumnTypeName.LONG, type_text="bigint", position=0,
+                          type_json='{"name":"id","type":"long","nullable":true,"metadata":{}}'),
+               ColumnInfo(name="City", type_name=ColumnTypeName.STRING, type_text="string", position=1,
+                          type_json='{"name":"City","type":"string","nullable":true,"metadata":{}}')]
+    location = (tmp_path / "events").as_uri()
+    table = w.tables.create(name="Events", catalog_name="lake", schema_name="raw", table_type=TableType.EXTERNAL,
+                            data_source_format=DataSourceFormat.DELTA, columns=columns, storage_location=location)
+    assert (table.full_name, table.table_type, table.data_source_format) == ("lake.raw.events", TableType.EXTERNAL,
+                                                                             DataSourceFormat.DELTA)
+    assert [c.name for c in table.columns] == ["id", "City"]  # column names keep their case
+    assert w.tables.get("lake.raw.events").storage_location == location
+    view = uc(server, "POST", "/tables", json={
+        "name": "recent", "catalog_name": "lake", "schema_name": "raw", "table_type": "VIEW",
+        "view_definition": "SELECT * FROM lake.raw.events", "columns": [
+            {"name": "id", "type_name": "LONG", "type_text": "bigint", "type_json": "{}", "position": 0}]})
+    assert view.status_code == 200, view.text
+    assert view.json()["view_definition"] == "SELECT * FROM lake.raw.events"
+    for i in range(3):
+        w.tables.create(name=f"t{i}", catalog_name="lake", schema_name="raw", table_type=TableType.EXTERNAL,
+                        data_source_format=DataSourceFormat.PARQUET, columns=columns,
+                        storage_location=(tmp_path / f"t{i}").as_uri())
+    names = [t.name for t in w.tables.list(catalog_name="lake", schema_name="raw", max_results=2)]
+    assert names == ["events", "recent", "t0", "t1", "t2"]  # the SDK followed next_page_token
+    summaries = [s.full_name for s in w.tables.list_summaries(catalog_name="lake", table_name_pattern="t_")]
+    assert summaries == ["lake.raw.t0", "lake.raw.t1", "lake.raw.t2"]
+    w.tables.delete("lake.raw.t1")
+    with pytest.raises(NotFound):
+        w.tables.get("lake.raw.t1")
+
+
+@pytest.mark.parametrize(("body", "fragment"), [
+    ({"name": "a.b"}, "contains '.'"),
+    ({"name": "a/b"}, "contains '/'"),
+    ({}, "name must be a non-empty string"),
+    ({"name": "x", "properties": {"k": 1}}, "properties"),
+])
+def test_bad_catalog_input_is_400_in_the_uc_shape(server: RunningServer, body: dict, fragment: str) -> None:
+    before = uc(server, "GET", "/catalogs").json()
+    response = uc(server, "POST", "/catalogs", json=body)
+    assert response.status_code == 400
+    assert response.json()["error_code"] == "INVALID_PARAMETER_VALUE" and fragment in response.json()["message"]
+    assert uc(server, "GET", "/catalogs").json() == before
+
+
+def test_bad_table_input(server: RunningServer) -> None:
+    uc(server, "POST", "/catalogs", json={"name": "strict"})
+    uc(server, "POST", "/schemas", json={"name": "s", "catalog_name": "strict"})
+    base = {"name": "t", "catalog_name": "strict", "schema_name": "s",
+            "columns": [{"name": "c", "type_name": "INT", "type_text": "int", "type_json": "{}", "position": 0}]}
+    for body, fragment in [
+        ({**base, "table_type": "EXTERNAL", "data_source_format": "DELTA"}, "storage_location is required"),
+        ({**base, "table_type": "SOMETHING"}, "table_type must be one of"),
+        ({**base, "table_type": "VIEW"}, "view_definition is required"),
+        ({**base, "table_type": "MANAGED", "data_source_format": "XLS"}, "data_source_format must be one of"),
+        ({**base, "table_type": "MANAGED", "data_source_format": "DELTA",
+          "columns": [{"name": "c", "type_name": "WIDGET"}]}, "is not a column type name"),
+        ({key: value for key, value in base.items() if key != "columns"} | {"table_type": "MANAGED"},
+         "columns is required"),
+    ]:
+        response = uc(server, "POST", "/tables", json=body)
+        assert response.status_code == 400, (body, response.text)
+        assert fragment in response.json()["message"]
+    assert uc(server, "GET", "/tables", params={"catalog_name": "strict", "schema_name": "s"}).json() == {"tables": []}
+    ignored = uc(server, "POST", "/tables", json={**base, "table_type": "MANAGED", "data_source_format": "DELTA",
+                                                  "owner": "mallory", "created_at": 1, "table_id": "x"})
+    assert ignored.status_code == 200
+    info = ignored.json()
+    assert info["owner"] == "admin" and info["created_at"] > 1 and info["table_id"] != "x"  # IGN fields ignored
+    assert uc(server, "GET", "/catalogs", params={"max_results": -1}).status_code == 400
+    missing = uc(server, "GET", "/tables/strict.s.nope")
+    assert missing.status_code == 404 and missing.json()["error_code"] == "TABLE_DOES_NOT_EXIST"
+    assert uc(server, "GET", "/tables/strict.s").status_code == 400  # not a table full name
+
+
+def test_iceberg_tables_appear_in_uc_and_changes_show_both_ways(server: RunningServer, w: WorkspaceClient) -> None:
+    py = RestCatalog("py", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    py.create_namespace("shop")
+    schema = Schema(NestedField(1, "id", LongType(), required=True),
+                    NestedField(2, "price", DecimalType(10, 2), required=False),
+                    NestedField(3, "tags", ListType(4, StringType(), element_required=False), required=False),
+                    NestedField(5, "addr", StructType(NestedField(6, "city", StringType(), required=False)),
+                                required=False))
+    spec = PartitionSpec(PartitionField(source_id=1, field_id=1000, transform=IdentityTransform(), name="id"))
+    table = py.create_table("shop.orders", schema, partition_spec=spec)
+
+    assert w.tables.get("main.shop.orders").table_type == TableType.MANAGED
+    raw = uc(server, "GET", "/tables/main.shop.orders").json()
+    assert raw["data_source_format"] == "ICEBERG" and raw["storage_location"] == table.metadata.location
+    by_name = {c["name"]: c for c in raw["columns"]}
+    assert [c["name"] for c in raw["columns"]] == ["id", "price", "tags", "addr"]
+    assert (by_name["id"]["type_name"], by_name["id"]["nullable"], by_name["id"]["partition_index"]) == ("LONG", False, 0)
+    assert (by_name["price"]["type_text"], by_name["price"]["type_precision"]) == ("decimal(10,2)", 10)
+    assert by_name["tags"]["type_text"] == "array<string>" and by_name["addr"]["type_text"] == "struct<city:string>"
+
+    with table.update_schema() as update:  # Iceberg schema evolution shows in UC at once
+        update.add_column("note", StringType())
+    assert [c["name"] for c in uc(server, "GET", "/tables/main.shop.orders").json()["columns"]][-1] == "note"
+    assert "shop" in [s.name for s in w.schemas.list(catalog_name="main")]
+
+    py.rename_table("shop.orders", "shop.purchases")
+    assert w.tables.get("main.shop.purchases").name == "purchases"
+    w.tables.delete("main.shop.purchases")  # dropped through UC ...
+    assert ("shop", "purchases") not in py.list_tables("shop")  # ... gone for Iceberg too
+
+    w.schemas.create(name="fromuc", catalog_name="main")  # a UC schema is an Iceberg namespace
+    assert ("fromuc",) in py.list_namespaces()
+    made = py.create_table("fromuc.t", Schema(NestedField(1, "x", LongType(), required=False)))
+    made.append(pa.table({"x": pa.array([1], pa.int64())}))
+    assert [t.name for t in w.tables.list(catalog_name="main", schema_name="fromuc")] == ["t"]
+
+
+def test_the_unitycatalog_client_and_the_20_paths(server: RunningServer) -> None:
+    from unitycatalog.client import ApiClient, CatalogsApi, Configuration, SchemasApi, TablesApi
+
+    async def run() -> tuple[list[str], list[str], list[str]]:
+        config = Configuration(host=f"{server.base_url}/api/2.1/unity-catalog")
+        async with ApiClient(config, header_name="Authorization", header_value=f"Bearer {ARCO_TOKEN}") as client:
+            catalogs = await CatalogsApi(client).list_catalogs()
+            from unitycatalog.client.models import CreateSchema
+
+            await SchemasApi(client).create_schema(CreateSchema(name="ucc", catalog_name="main"))
+            schemas = await SchemasApi(client).list_schemas(catalog_name="main")
+            tables = await TablesApi(client).list_tables(catalog_name="main", schema_name="ucc")
+            return ([c.name for c in catalogs.catalogs or []], [s.name for s in schemas.schemas or []],
+                    [t.name for t in tables.tables or []])
+
+    catalogs, schemas, tables = asyncio.run(run())
+    assert "main" in catalogs and "ucc" in schemas and tables == []
+    old = httpx.get(f"{server.base_url}/api/2.0/unity-catalog/schemas/main.ucc",
+                    headers={"Authorization": f"Bearer {ARCO_TOKEN}"})
+    assert old.status_code == 200 and old.json()["full_name"] == "main.ucc"
+    summary = httpx.get(f"{server.base_url}/api/2.1/unity-catalog/metastore_summary",
+                        headers={"Authorization": f"Bearer {ARCO_TOKEN}"}).json()
+    assert summary["metastore_id"] == uc(server, "GET", "/catalogs/main").json()["metastore_id"]
+    unauthenticated = httpx.get(f"{server.base_url}/api/2.1/unity-catalog/catalogs")
+    assert unauthenticated.status_code == 401 and unauthenticated.json()["error_code"] == "UNAUTHENTICATED"
