@@ -49,6 +49,7 @@ def test_ddl_and_dml(spark: SparkSession, spark_arco: str) -> None:
     assert rows(spark, f"SELECT count(*) FROM {c}.sales.orders VERSION AS OF {first}") == [(3,)]
     assert len(rows(spark, f"SELECT * FROM {c}.sales.orders.history")) == 4
     assert rows(spark, f"SELECT count(*) FROM {c}.sales.orders.files")[0][0] >= 1
+    time.sleep(1.1)  # TIMESTAMP AS OF takes whole seconds: be a full second past the last commit
     now = time.time()
     assert rows(spark, f"SELECT count(*) FROM {c}.sales.orders TIMESTAMP AS OF {int(now)}") == [(3,)]
 
