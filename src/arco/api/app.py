@@ -84,12 +84,14 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
                extra_principals: dict[str, Principal] | None = None) -> Starlette:
     """The application; ``extra_principals`` (token -> principal) admits in-process callers such as the pipeline."""
     storage = storage or open_storage(settings.warehouse, settings.storage_options)
+    store = CatalogStore(storage)
     env_token = os.environ.get(ADMIN_TOKEN_ENV)
     authenticator = Authenticator(
         storage,
         env_token_hashes=frozenset({hash_token(env_token)} if env_token else set()),
         stored_hash=read_stored_admin_hash(storage),
         extra={hash_token(token): who for token, who in (extra_principals or {}).items()},
+        store=store,
     )
     app = Starlette(
         routes=[
@@ -104,7 +106,6 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
         middleware=[Middleware(BearerAuthMiddleware, authenticator=authenticator)],
         exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _unexpected_error},
     )
-    store = CatalogStore(storage)
     ensure_default_catalog(store, owner=BOOTSTRAP_ADMIN.name)
     app.state.services = Services(settings=settings, storage=storage, authenticator=authenticator)
     app.state.iceberg = IcebergServices.build(settings, store, storage)

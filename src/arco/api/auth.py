@@ -9,7 +9,7 @@ from arco.api.errors import error_body, error_headers, surface_of
 from arco.auth.authenticator import Authenticator
 
 # Paths anyone may call: health checks, and the discovery document clients probe before they authenticate.
-PUBLIC_PATHS = frozenset({"/health", "/healthz", "/.well-known/databricks-config"})
+PUBLIC_PATHS = frozenset({"/health", "/healthz", "/.well-known/databricks-config", "/iceberg/v1/oauth/tokens"})
 
 
 class BearerAuthMiddleware:

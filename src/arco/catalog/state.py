@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from typing import Any
 
+from arco.catalog.access import ACCESS_RULES, AccessState
 from arco.catalog.errors import (
     AlreadyExistsError,
     CatalogNotFound,
@@ -39,10 +40,12 @@ def dotted(path: Iterable[str]) -> str:
     return ".".join(path)
 
 
-class CatalogState:
-    """Every catalog, namespace and table of one warehouse, indexed for the lookups the APIs make."""
+class CatalogState(AccessState):
+    """Every catalog, namespace and table of one warehouse, indexed for the lookups the APIs make, and who may
+    use them (:mod:`arco.catalog.access`)."""
 
     def __init__(self) -> None:
+        self._init_access()
         self.seq = 0  # the last log entry applied
         self.catalogs: dict[str, CatalogEntry] = {}
         self.catalog_by_name: dict[str, str] = {}
@@ -93,6 +96,7 @@ class CatalogState:
             "catalogs": [asdict(c) for c in self.catalogs.values()],
             "namespaces": [asdict(n) for n in self.namespaces.values()],
             "tables": [asdict(t) for t in self.tables.values()],
+            **self.access_snapshot(),
         }
 
     @classmethod
@@ -105,6 +109,7 @@ class CatalogState:
             _add_namespace(state, NamespaceEntry(**{**n, "path": tuple(n["path"])}))
         for t in snapshot["tables"]:
             _add_table(state, TableEntry(**{**t, "namespace": tuple(t["namespace"])}))
+        state.load_access(snapshot)
         return state
 
 
@@ -371,6 +376,7 @@ RULES: dict[str, Rule] = {
     "update_table": (_check_update_table, _apply_update_table),
     "rename_table": (_check_rename_table, _apply_rename_table),
     "drop_table": (_check_drop_table, _apply_drop_table),
+    **ACCESS_RULES,
 }
 
 

@@ -183,9 +183,11 @@ def spark_jars_command() -> None:
 
 
 def main() -> None:
+    from arco.cli.identity import COMMANDS
     from arco.cli.pipeline import pipeline
 
-    cli.add_command(pipeline)
+    for command in [pipeline, *COMMANDS]:
+        cli.add_command(command)
     cli()
 
 

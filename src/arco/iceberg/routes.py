@@ -25,6 +25,7 @@ from arco.iceberg import errors
 from arco.iceberg.config import catalog_config
 from arco.iceberg.idempotency import IdempotencyMarkers, Outcome
 from arco.iceberg.mutations import Caller, Mutations
+from arco.iceberg.oauth import issue_token
 from arco.iceberg.namespaces import NamespaceService
 from arco.iceberg.paging import parse_page_size
 from arco.iceberg.responses import LoadResultCache, metadata_json
@@ -373,6 +374,7 @@ TABLE = NS + "/tables/{table}"
 
 routes = [
     Route("/v1/config", get_config, methods=["GET"]),
+    Route("/v1/oauth/tokens", issue_token, methods=["POST"]),
     Route(PREFIX + "/namespaces", list_namespaces, methods=["GET"]),
     Route(PREFIX + "/namespaces", create_namespace, methods=["POST"]),
     # HEAD routes come first: Starlette answers HEAD on every GET route.

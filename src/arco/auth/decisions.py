@@ -1,0 +1,183 @@
+"""The authorization engine (pure): Unity Catalog's allowlist model, used by the UC and Iceberg REST surfaces.
+
+No inheritance from catalog to schema to table, no DENY. A principal holds a privilege on a securable if the
+privilege was granted to it, to a group it belongs to (nested groups count), or to ``account users``. The owner
+of a securable (a user, or a group the caller belongs to) holds every privilege on it. Metastore admins (the
+metastore's owner and account admins) may do everything the spec lets them do; account admins may do everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+# Privileges per securable type, with the current names clients also send (aliases of the spec's names).
+PRIVILEGES: dict[str, frozenset[str]] = {
+    "metastore": frozenset({"CREATE_CATALOG", "CREATE_EXTERNAL_LOCATION", "CREATE_STORAGE_CREDENTIAL",
+                            "CREATE_SHARE", "CREATE_RECIPIENT", "CREATE_PROVIDER", "USE_PROVIDER", "USE_RECIPIENT",
+                            "USE_SHARE", "CREATE"}),
+    "catalog": frozenset({"USAGE", "USE_CATALOG", "CREATE", "CREATE_SCHEMA", "ALL_PRIVILEGES"}),
+    "schema": frozenset({"USAGE", "USE_SCHEMA", "CREATE", "CREATE_TABLE", "MODIFY", "ALL_PRIVILEGES"}),
+    "table": frozenset({"SELECT", "MODIFY", "ALL_PRIVILEGES"}),
+    "storage_credential": frozenset({"READ_FILES", "WRITE_FILES", "CREATE_TABLE", "CREATE_EXTERNAL_TABLE",
+                                     "ALL_PRIVILEGES"}),
+    "external_location": frozenset({"READ_FILES", "WRITE_FILES", "CREATE_TABLE", "CREATE_EXTERNAL_TABLE",
+                                    "ALL_PRIVILEGES"}),
+}
+ALIASES = {"USE_CATALOG": "USAGE", "USE_SCHEMA": "USAGE", "CREATE_SCHEMA": "CREATE", "CREATE_TABLE": "CREATE",
+           "CREATE_EXTERNAL_TABLE": "CREATE_TABLE"}
+
+
+class InvalidPrivilege(ValueError):
+    pass
+
+
+def check_privileges(securable_type: str, privileges: Sequence[str]) -> list[str]:
+    """The privileges, upper-cased, if each applies to the securable type; else :class:`InvalidPrivilege`."""
+    allowed = PRIVILEGES.get(securable_type)
+    if allowed is None:
+        raise InvalidPrivilege(f"unknown securable type {securable_type!r}; one of {sorted(PRIVILEGES)}")
+    checked = []
+    for privilege in privileges:
+        name = str(privilege).upper()
+        if name not in allowed:
+            raise InvalidPrivilege(f"privilege {privilege!r} does not apply to a {securable_type.replace('_', ' ')}; "
+                                   f"valid: {sorted(allowed)}")
+        checked.append(name)
+    return checked
+
+
+@dataclass(frozen=True)
+class Subject:
+    """The caller as the engine sees it: its name, every group it is in, and its admin roles."""
+
+    name: str
+    groups: frozenset[str] = frozenset()
+    metastore_admin: bool = False
+    account_admin: bool = False
+
+    def identities(self) -> frozenset[str]:
+        return frozenset({self.name.casefold()}) | self.groups
+
+
+Grants = Mapping[str, Sequence[str]]  # principal (case-folded) -> privileges
+
+
+@dataclass(frozen=True)
+class Securable:
+    owner: str
+    grants: Grants
+
+
+def owns(subject: Subject, securable: Securable) -> bool:
+    return securable.owner.casefold() in subject.identities()
+
+
+def holds(subject: Subject, securable: Securable, privilege: str) -> bool:
+    """Owner, or granted ``privilege`` (or an alias of it, or ALL_PRIVILEGES) directly or through a group."""
+    if owns(subject, securable):
+        return True
+    for identity in subject.identities():
+        for held in securable.grants.get(identity, ()):
+            if held == privilege or held == "ALL_PRIVILEGES" or ALIASES.get(held) == privilege:
+                return True
+    return False
+
+
+def admin(subject: Subject) -> bool:
+    return subject.metastore_admin or subject.account_admin
+
+
+# -- catalogs --------------------------------------------------------------------------------------------------
+
+def can_create_catalog(s: Subject, metastore: Securable) -> bool:
+    return admin(s) or holds(s, metastore, "CREATE_CATALOG") or holds(s, metastore, "CREATE")
+
+
+def can_use_catalog(s: Subject, catalog: Securable) -> bool:
+    """getCatalog, and the parent-catalog access every schema and table operation needs."""
+    return admin(s) or holds(s, catalog, "USAGE")
+
+
+def can_update_catalog(s: Subject, catalog: Securable, *, owner_only: bool, renames: bool) -> bool:
+    if renames:
+        return s.account_admin or (owns(s, catalog) and admin(s))
+    return s.account_admin or owns(s, catalog) or (admin(s) and owner_only)
+
+
+def can_delete_catalog(s: Subject, catalog: Securable) -> bool:
+    return s.account_admin or owns(s, catalog)
+
+
+# -- schemas ---------------------------------------------------------------------------------------------------
+
+def can_create_schema(s: Subject, catalog: Securable) -> bool:
+    return can_use_catalog(s, catalog) and (admin(s) or holds(s, catalog, "CREATE"))
+
+
+def can_see_schema(s: Subject, catalog: Securable, schema: Securable) -> bool:
+    return can_use_catalog(s, catalog) and (admin(s) or owns(s, catalog) or holds(s, schema, "USAGE"))
+
+
+def can_update_schema(s: Subject, catalog: Securable, schema: Securable, *, owner_only: bool,
+                      renames: bool) -> bool:
+    if s.account_admin:
+        return True
+    if not can_use_catalog(s, catalog):
+        return False
+    allowed = owns(s, schema) or (admin(s) and owner_only)
+    return allowed and (not renames or admin(s) or holds(s, catalog, "CREATE"))
+
+
+def can_delete_schema(s: Subject, catalog: Securable, schema: Securable) -> bool:
+    return s.account_admin or owns(s, schema) or owns(s, catalog)
+
+
+# -- tables ----------------------------------------------------------------------------------------------------
+
+def _parents(s: Subject, catalog: Securable, schema: Securable) -> bool:
+    """Ownership of, or USAGE on, the parent catalog and schema (required even of metastore admins)."""
+    return holds(s, catalog, "USAGE") and holds(s, schema, "USAGE")
+
+
+def can_create_table(s: Subject, catalog: Securable, schema: Securable) -> bool:
+    return s.account_admin or (_parents(s, catalog, schema) and holds(s, schema, "CREATE"))
+
+
+def can_read_table(s: Subject, catalog: Securable, schema: Securable, table: Securable) -> bool:
+    return admin(s) or (_parents(s, catalog, schema) and holds(s, table, "SELECT"))
+
+
+def can_modify_table(s: Subject, catalog: Securable, schema: Securable, table: Securable) -> bool:
+    """Committing to an Iceberg table (Iceberg REST); UC updateTable has its own rule below."""
+    return s.account_admin or (_parents(s, catalog, schema) and holds(s, table, "MODIFY"))
+
+
+def can_update_table(s: Subject, catalog: Securable, schema: Securable, table: Securable, *, owner_only: bool,
+                     renames: bool) -> bool:
+    if s.account_admin:
+        return True
+    if not _parents(s, catalog, schema):
+        return False
+    allowed = owns(s, table) or (admin(s) and owner_only)
+    return allowed and (not renames or holds(s, schema, "CREATE"))
+
+
+def can_delete_table(s: Subject, catalog: Securable, schema: Securable, table: Securable) -> bool:
+    if s.account_admin or owns(s, catalog):
+        return True
+    if holds(s, catalog, "USAGE") and owns(s, schema):
+        return True
+    return _parents(s, catalog, schema) and owns(s, table)
+
+
+# -- permissions -----------------------------------------------------------------------------------------------
+
+def can_manage_grants(s: Subject, securable: Securable) -> bool:
+    return admin(s) or owns(s, securable)
+
+
+def can_read_grants(s: Subject, securable: Securable, of_principal: str | None) -> bool:
+    if can_manage_grants(s, securable):
+        return True
+    return of_principal is not None and of_principal.casefold() == s.name.casefold()

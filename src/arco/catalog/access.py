@@ -1,0 +1,200 @@
+"""Who exists and who may do what, as Tier 1 facts: principals, personal access tokens, and grants.
+
+They live in the same operation log as catalogs and tables, so every server sees a new token, a revocation or a
+grant as soon as it sees the next catalog change, and two administrators granting on one securable at once both
+land (each grant is a delta applied in log order: no lost update).
+
+    principals  users (by email), groups (with members: users, service principals or other groups), service
+                principals (by application id); the group ``account users`` holds every user implicitly
+    tokens      personal access tokens, stored as SHA-256 hashes, with an expiry and a revoked flag
+    grants      (securable type, securable id) -> principal -> privileges
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from arco.catalog.errors import AlreadyExistsError, InvalidRequestError, NotFoundError
+
+PrincipalType = Literal["user", "group", "service_principal"]
+ACCOUNT_USERS = "account users"
+
+
+@dataclass
+class PrincipalEntry:
+    name: str  # email for users, group name, application id for service principals
+    kind: PrincipalType
+    id: str
+    display_name: str | None = None
+    members: list[str] = field(default_factory=list)  # groups only: names of member principals
+    active: bool = True
+    account_admin: bool = False
+    secret_hash: str | None = None  # service principals: OAuth2 client secret (SHA-256)
+    created_at_ms: int = 0
+
+
+@dataclass
+class TokenEntry:
+    id: str
+    token_hash: str
+    principal: str
+    comment: str | None = None
+    created_at_ms: int = 0
+    expires_at_ms: int | None = None
+    revoked: bool = False
+
+
+def principal_key(name: str) -> str:
+    return name.casefold()
+
+
+class AccessState:
+    """The access part of :class:`arco.catalog.state.CatalogState` (mixed in)."""
+
+    principals: dict[str, PrincipalEntry]
+    tokens: dict[str, TokenEntry]
+    token_by_hash: dict[str, str]
+    grants: dict[tuple[str, str], dict[str, list[str]]]
+
+    def _init_access(self) -> None:
+        self.principals = {}
+        self.tokens = {}
+        self.token_by_hash = {}
+        self.grants = {}
+
+    def principal(self, name: str) -> PrincipalEntry:
+        found = self.principals.get(principal_key(name))
+        if found is None:
+            raise NotFoundError("principal", name)
+        return found
+
+    def groups_of(self, name: str) -> frozenset[str]:
+        """Every group ``name`` belongs to, directly or through nested groups, plus ``account users``."""
+        found: set[str] = {ACCOUNT_USERS}
+        frontier = {principal_key(name)}
+        while frontier:
+            current = frontier.pop()
+            for group in self.principals.values():
+                if group.kind == "group" and current in {principal_key(m) for m in group.members}:
+                    key = principal_key(group.name)
+                    if key not in found:
+                        found.add(key)
+                        frontier.add(key)
+        return frozenset(found)
+
+    def grants_on(self, securable_type: str, securable_id: str) -> dict[str, list[str]]:
+        return self.grants.get((securable_type, securable_id), {})
+
+    def access_snapshot(self) -> dict[str, Any]:
+        return {
+            "principals": [asdict(p) for p in self.principals.values()],
+            "tokens": [asdict(t) for t in self.tokens.values()],
+            "grants": [{"type": t, "id": i, "principals": p} for (t, i), p in self.grants.items()],
+        }
+
+    def load_access(self, snapshot: dict[str, Any]) -> None:
+        for raw in snapshot.get("principals", []):
+            entry = PrincipalEntry(**raw)
+            self.principals[principal_key(entry.name)] = entry
+        for raw in snapshot.get("tokens", []):
+            token = TokenEntry(**raw)
+            self.tokens[token.id] = token
+            self.token_by_hash[token.token_hash] = token.id
+        for raw in snapshot.get("grants", []):
+            self.grants[(raw["type"], raw["id"])] = {k: list(v) for k, v in raw["principals"].items()}
+
+
+# -- the operations (check, apply) -----------------------------------------------------------------------------
+
+def _check_create_principal(state: Any, op: dict[str, Any]) -> None:
+    if principal_key(op["name"]) in state.principals or principal_key(op["name"]) == ACCOUNT_USERS:
+        raise AlreadyExistsError(op["kind"].replace("_", " "), op["name"])
+    for member in op.get("members", []):
+        state.principal(member)
+
+
+def _apply_create_principal(state: Any, op: dict[str, Any]) -> None:
+    state.principals[principal_key(op["name"])] = PrincipalEntry(
+        name=op["name"], kind=op["kind"], id=op["id"], display_name=op.get("display_name"),
+        members=list(op.get("members", [])), account_admin=bool(op.get("account_admin")),
+        secret_hash=op.get("secret_hash"), created_at_ms=op["at_ms"])
+
+
+def _check_update_principal(state: Any, op: dict[str, Any]) -> None:
+    entry = state.principal(op["name"])
+    if (op.get("add_members") or op.get("remove_members")) and entry.kind != "group":
+        raise InvalidRequestError(f"{entry.name} is not a group")
+    for member in op.get("add_members", []):
+        state.principal(member)
+        # A cycle would appear if the new member already contains this group (is one of its ancestors).
+        if principal_key(member) == principal_key(entry.name) or principal_key(member) in state.groups_of(entry.name):
+            raise InvalidRequestError(f"adding {member} to {entry.name} would make a cycle of groups")
+
+
+def _apply_update_principal(state: Any, op: dict[str, Any]) -> None:
+    entry = state.principal(op["name"])
+    removed = {principal_key(m) for m in op.get("remove_members", [])}
+    members = [m for m in entry.members if principal_key(m) not in removed]
+    for member in op.get("add_members", []):
+        if principal_key(member) not in {principal_key(m) for m in members}:
+            members.append(member)
+    entry.members = members
+    if "active" in op:
+        entry.active = bool(op["active"])
+    if "secret_hash" in op:
+        entry.secret_hash = op["secret_hash"]
+
+
+def _check_create_token(state: Any, op: dict[str, Any]) -> None:
+    state.principal(op["principal"])
+    if op["token_hash"] in state.token_by_hash:
+        raise AlreadyExistsError("token", op["id"])
+
+
+def _apply_create_token(state: Any, op: dict[str, Any]) -> None:
+    token = TokenEntry(id=op["id"], token_hash=op["token_hash"], principal=op["principal"],
+                       comment=op.get("comment"), created_at_ms=op["at_ms"], expires_at_ms=op.get("expires_at_ms"))
+    state.tokens[token.id] = token
+    state.token_by_hash[token.token_hash] = token.id
+
+
+def _check_revoke_token(state: Any, op: dict[str, Any]) -> None:
+    if op["id"] not in state.tokens:
+        raise NotFoundError("token", op["id"])
+
+
+def _apply_revoke_token(state: Any, op: dict[str, Any]) -> None:
+    state.tokens[op["id"]].revoked = True
+
+
+def _check_update_grants(state: Any, op: dict[str, Any]) -> None:
+    for change in op["changes"]:
+        if principal_key(change["principal"]) != ACCOUNT_USERS:
+            state.principal(change["principal"])
+
+
+def _apply_update_grants(state: Any, op: dict[str, Any]) -> None:
+    key = (op["securable_type"], op["securable_id"])
+    current = {} if op.get("replace") else {k: list(v) for k, v in state.grants.get(key, {}).items()}
+    for change in op["changes"]:
+        who = principal_key(change["principal"])
+        held = [p for p in current.get(who, []) if p not in set(change.get("remove", []))]
+        held += [p for p in change.get("add", []) if p not in held]
+        if held:
+            current[who] = held
+        else:
+            current.pop(who, None)
+    if current:
+        state.grants[key] = current
+    else:
+        state.grants.pop(key, None)
+
+
+ACCESS_RULES = {
+    "create_principal": (_check_create_principal, _apply_create_principal),
+    "update_principal": (_check_update_principal, _apply_update_principal),
+    "create_token": (_check_create_token, _apply_create_token),
+    "revoke_token": (_check_revoke_token, _apply_revoke_token),
+    "update_grants": (_check_update_grants, _apply_update_grants),
+}

@@ -1,0 +1,152 @@
+"""``arco user|group|service-principal|token``: identities and tokens of a warehouse, made by an operator."""
+
+from __future__ import annotations
+
+import click
+
+from arco.auth.principals import BOOTSTRAP_ADMIN
+from arco.catalog.errors import CatalogError
+from arco.catalog.store import CatalogStore
+
+
+def _store(warehouse: str, storage_options: tuple[str, ...]) -> CatalogStore:
+    from arco.cli.main import _parse_options
+    from arco.storage.factory import open_storage
+
+    return CatalogStore(open_storage(warehouse, _parse_options(storage_options)))
+
+
+def _options(fn):  # type: ignore[no-untyped-def]
+    from arco.cli.main import _storage_options_option, _warehouse_option
+
+    return _warehouse_option()(_storage_options_option()(fn))
+
+
+def _run(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+    try:
+        return fn(*args, **kwargs)
+    except CatalogError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+BY = BOOTSTRAP_ADMIN.name
+
+
+@click.group()
+def user() -> None:
+    """Users, named by email."""
+
+
+@user.command("create")
+@_options
+@click.argument("email")
+@click.option("--account-admin", is_flag=True, help="May do everything, like the bootstrap admin.")
+def user_create(warehouse: str, storage_options: tuple[str, ...], email: str, account_admin: bool) -> None:
+    from arco.auth.identity import create_principal
+
+    entry = _run(create_principal, _store(warehouse, storage_options), "user", email, by=BY,
+                 account_admin=account_admin)
+    click.echo(f"created user {entry.name}; give them a token with: arco token create {entry.name}")
+
+
+@user.command("list")
+@_options
+def user_list(warehouse: str, storage_options: tuple[str, ...]) -> None:
+    with _store(warehouse, storage_options).read() as state:
+        for entry in sorted(state.principals.values(), key=lambda p: (p.kind, p.name.casefold())):
+            members = f"\tmembers: {', '.join(entry.members)}" if entry.kind == "group" else ""
+            admin = "\taccount admin" if entry.account_admin else ""
+            click.echo(f"{entry.kind}\t{entry.name}{admin}{members}")
+
+
+@click.group()
+def group() -> None:
+    """Groups of users, service principals and other groups."""
+
+
+@group.command("create")
+@_options
+@click.argument("name")
+@click.option("--member", "members", multiple=True, help="A user, service principal or group (repeatable).")
+def group_create(warehouse: str, storage_options: tuple[str, ...], name: str, members: tuple[str, ...]) -> None:
+    from arco.auth.identity import create_principal
+
+    entry = _run(create_principal, _store(warehouse, storage_options), "group", name, by=BY, members=list(members))
+    click.echo(f"created group {entry.name} with {len(entry.members)} member(s)")
+
+
+@group.command("add-member")
+@_options
+@click.argument("name")
+@click.argument("member")
+def group_add(warehouse: str, storage_options: tuple[str, ...], name: str, member: str) -> None:
+    from arco.auth.identity import update_members
+
+    entry = _run(update_members, _store(warehouse, storage_options), name, by=BY, add=[member])
+    click.echo(f"{entry.name}: {', '.join(entry.members)}")
+
+
+@group.command("remove-member")
+@_options
+@click.argument("name")
+@click.argument("member")
+def group_remove(warehouse: str, storage_options: tuple[str, ...], name: str, member: str) -> None:
+    from arco.auth.identity import update_members
+
+    entry = _run(update_members, _store(warehouse, storage_options), name, by=BY, remove=[member])
+    click.echo(f"{entry.name}: {', '.join(entry.members) or '(no members)'}")
+
+
+@click.command("service-principal")
+@_options
+@click.argument("application_id")
+def service_principal(warehouse: str, storage_options: tuple[str, ...], application_id: str) -> None:
+    """Create a service principal and print its OAuth2 client secret (once)."""
+    from arco.auth.identity import create_service_principal
+
+    entry, secret = _run(create_service_principal, _store(warehouse, storage_options), application_id, by=BY)
+    click.echo(f"client id:     {entry.name}\nclient secret: {secret}\n"
+               f"PyIceberg / Spark: credential={entry.name}:{secret}")
+
+
+@click.group()
+def token() -> None:
+    """Personal access tokens (shown once, stored hashed)."""
+
+
+@token.command("create")
+@_options
+@click.argument("principal")
+@click.option("--lifetime-days", type=click.IntRange(1), default=None, help="Expire after this many days.")
+@click.option("--comment", default=None)
+def token_create(warehouse: str, storage_options: tuple[str, ...], principal: str, lifetime_days: int | None,
+                 comment: str | None) -> None:
+    from arco.auth.identity import create_token
+
+    issued = _run(create_token, _store(warehouse, storage_options), principal, by=BY,
+                  lifetime_s=lifetime_days * 86400 if lifetime_days else None, comment=comment)
+    click.echo(issued.token)
+    click.echo(f"token id {issued.entry.id} for {issued.entry.principal}; revoke with: arco token revoke "
+               f"{issued.entry.id}", err=True)
+
+
+@token.command("list")
+@_options
+def token_list(warehouse: str, storage_options: tuple[str, ...]) -> None:
+    with _store(warehouse, storage_options).read() as state:
+        for entry in sorted(state.tokens.values(), key=lambda t: t.created_at_ms):
+            status = "revoked" if entry.revoked else "active"
+            click.echo(f"{entry.id}\t{entry.principal}\t{status}\t{entry.comment or ''}")
+
+
+@token.command("revoke")
+@_options
+@click.argument("token_id")
+def token_revoke(warehouse: str, storage_options: tuple[str, ...], token_id: str) -> None:
+    from arco.auth.identity import revoke_token
+
+    _run(revoke_token, _store(warehouse, storage_options), token_id, by=BY)
+    click.echo(f"revoked {token_id}; servers refuse it from their next request")
+
+
+COMMANDS = [user, group, service_principal, token]
