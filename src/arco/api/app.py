@@ -31,6 +31,7 @@ from arco.auth.tokens import hash_token
 from arco.iceberg import routes as iceberg_routes
 from arco.unity import routes as unity_routes
 from arco.unity.metastore import ensure_metastore
+from arco.unity.permissions import PermissionsService
 from arco.unity.service import UnityService
 from arco.iceberg.routes import IcebergServices
 from arco.settings import ServerSettings
@@ -109,7 +110,9 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
     ensure_default_catalog(store, owner=BOOTSTRAP_ADMIN.name)
     app.state.services = Services(settings=settings, storage=storage, authenticator=authenticator)
     app.state.iceberg = IcebergServices.build(settings, store, storage)
-    app.state.unity = UnityService(store, app.state.iceberg.tables, ensure_metastore(storage)["metastore_id"])
+    metastore_id = ensure_metastore(storage)["metastore_id"]
+    app.state.unity = UnityService(store, app.state.iceberg.tables, metastore_id)
+    app.state.permissions = PermissionsService(store, metastore_id)
     return app
 
 

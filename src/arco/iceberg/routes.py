@@ -22,9 +22,11 @@ from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.names import check_name, check_namespace
 from arco.catalog.store import CatalogStore
 from arco.iceberg import errors
+from arco.iceberg.authz import IcebergGuard
 from arco.iceberg.config import catalog_config
 from arco.iceberg.idempotency import IdempotencyMarkers, Outcome
 from arco.iceberg.mutations import Caller, Mutations
+from arco.iceberg.transactions import parse_table_changes
 from arco.iceberg.oauth import issue_token
 from arco.iceberg.namespaces import NamespaceService
 from arco.iceberg.paging import parse_page_size
@@ -45,13 +47,21 @@ class IcebergServices:
     tables: TableService
     load_results: LoadResultCache
     mutations: Mutations
+    guard: IcebergGuard
 
     @classmethod
     def build(cls, settings: ServerSettings, store: CatalogStore, storage: StorageBackend) -> IcebergServices:
         namespaces, tables = NamespaceService(store), TableService(store, storage)
         markers = IdempotencyMarkers(storage, settings.idempotency_in_progress_timeout_s)
         return cls(settings, store, storage, namespaces, tables, LoadResultCache(),
-                   Mutations(store, namespaces, tables, markers))
+                   Mutations(store, namespaces, tables, markers), IcebergGuard(store))
+
+
+async def allow(request: Request, check: str, *args: Any) -> None:
+    """Raise 403 unless the caller may do this (:mod:`arco.iceberg.authz`); account admins pass at no cost."""
+    principal = principal_of(request)
+    if not principal.is_account_admin:
+        await blocking(getattr(services(request).guard, check), principal, *args)
 
 
 def caller_of(request: Request) -> Caller:
@@ -125,7 +135,9 @@ async def catalog_of(request: Request) -> CatalogEntry:
         with store.read() as state:
             return state.catalog(name)
 
-    return await blocking(lookup)
+    catalog = await blocking(lookup)
+    await allow(request, "catalog", catalog)
+    return catalog
 
 
 def table_path(request: Request) -> tuple[NamespacePath, str]:
@@ -159,6 +171,7 @@ async def get_config(request: Request) -> Response:
             f"Catalog {warehouse!r} does not exist; set warehouse to an existing catalog name (a new warehouse has "
             "'main'), or create one with `arco catalog create`"
         ) from None
+    await allow(request, "catalog", catalog)
     return JsonResponse(catalog_config(svc.settings, catalog.name))
 
 
@@ -187,6 +200,8 @@ async def list_namespaces(request: Request) -> Response:
     size = parse_page_size(request.query_params.get("pageSize"))
     token = request.query_params.get("pageToken") or None
     items, next_token = await blocking(services(request).namespaces.list, catalog, parent, token, size)
+    if not principal_of(request).is_account_admin:
+        items = await blocking(services(request).guard.visible_namespaces, principal_of(request), catalog, items)
     body: dict[str, Any] = {"namespaces": [list(p) for p in items]}
     if next_token:
         body["next-page-token"] = next_token
@@ -197,6 +212,7 @@ async def list_namespaces(request: Request) -> Response:
 async def create_namespace(request: Request) -> Response:
     catalog = await catalog_of(request)
     body = await json_body(request)
+    await allow(request, "namespace", catalog, check_namespace(body.get("namespace")), "create")
     svc = services(request)
     return render(svc, await blocking(svc.mutations.create_namespace, catalog, body, caller_of(request)))
 
@@ -205,13 +221,17 @@ async def create_namespace(request: Request) -> Response:
 async def load_namespace(request: Request) -> Response:
     catalog = await catalog_of(request)
     path = decode_namespace(request.path_params["namespace"])
-    return JsonResponse(await blocking(services(request).namespaces.load, catalog, path))
+    result = await blocking(services(request).namespaces.load, catalog, path)
+    await allow(request, "namespace", catalog, path, "see")
+    return JsonResponse(result)
 
 
 @iceberg_errors
 async def namespace_exists(request: Request) -> Response:
     catalog = await catalog_of(request)
-    await blocking(services(request).namespaces.exists, catalog, decode_namespace(request.path_params["namespace"]))
+    path = decode_namespace(request.path_params["namespace"])
+    await blocking(services(request).namespaces.exists, catalog, path)
+    await allow(request, "namespace", catalog, path, "see")
     return Response(status_code=204)
 
 
@@ -219,6 +239,7 @@ async def namespace_exists(request: Request) -> Response:
 async def drop_namespace(request: Request) -> Response:
     catalog = await catalog_of(request)
     path = decode_namespace(request.path_params["namespace"])
+    await allow(request, "namespace", catalog, path, "drop")
     svc = services(request)
     return render(svc, await blocking(svc.mutations.drop_namespace, catalog, path, caller_of(request)))
 
@@ -228,6 +249,7 @@ async def update_namespace_properties(request: Request) -> Response:
     catalog = await catalog_of(request)
     path = decode_namespace(request.path_params["namespace"])
     body = await json_body(request)
+    await allow(request, "namespace", catalog, path, "update")
     svc = services(request)
     return render(svc, await blocking(svc.mutations.update_namespace_properties, catalog, path, body,
                                       caller_of(request)))
@@ -243,6 +265,10 @@ async def list_tables(request: Request) -> Response:
     size = parse_page_size(request.query_params.get("pageSize"))
     token = request.query_params.get("pageToken") or None
     items, next_token = await blocking(services(request).tables.list, catalog, namespace, token, size)
+    if not principal_of(request).is_account_admin:
+        await allow(request, "namespace", catalog, namespace, "see")
+        items = await blocking(services(request).guard.visible_tables, principal_of(request), catalog, namespace,
+                               items)
     body: dict[str, Any] = {"identifiers": [{"namespace": list(t.namespace), "name": t.name} for t in items]}
     if next_token:
         body["next-page-token"] = next_token
@@ -254,6 +280,7 @@ async def create_table(request: Request) -> Response:
     catalog = await catalog_of(request)
     namespace = decode_namespace(request.path_params["namespace"])
     body = await json_body(request)
+    await allow(request, "create_table", catalog, namespace)
     tables = services(request).tables
     if body.get("stage-create"):
         def stage() -> dict[str, Any]:
@@ -273,6 +300,7 @@ async def register_table(request: Request) -> Response:
     catalog = await catalog_of(request)
     namespace = decode_namespace(request.path_params["namespace"])
     body = await json_body(request)
+    await allow(request, "create_table", catalog, namespace)
     svc = services(request)
     outcome = await blocking(svc.mutations.register_table, catalog, namespace, body, caller_of(request))
     return render(svc, outcome, with_config=True)
@@ -286,6 +314,7 @@ async def load_table(request: Request) -> Response:
     if snapshots not in ("all", "refs"):
         raise errors.BadRequest(f"snapshots must be 'all' or 'refs', got {snapshots!r}")
     svc = services(request)
+    await allow(request, "table", catalog, namespace, name, "read")
     loaded = await blocking(svc.tables.load, catalog, namespace, name)
     etag = f'"{loaded.pointer.version}-{snapshots}"'
     if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
@@ -300,6 +329,7 @@ async def table_exists(request: Request) -> Response:
     catalog = await catalog_of(request)
     namespace, name = table_path(request)
     await blocking(services(request).tables.entry, catalog, namespace, name)
+    await allow(request, "table", catalog, namespace, name, "read")
     return Response(status_code=204)
 
 
@@ -310,6 +340,11 @@ async def update_table(request: Request) -> Response:
     body = await json_body(request)
     if body.get("identifier") is not None and identifier(body["identifier"]) != (namespace, name):
         raise errors.BadRequest("the identifier in the body does not match the table in the path")
+    creates = any(isinstance(r, dict) and r.get("type") == "assert-create" for r in body.get("requirements") or [])
+    if creates:
+        await allow(request, "create_table", catalog, namespace)
+    else:
+        await allow(request, "table", catalog, namespace, name, "modify")
     svc = services(request)
     return render(svc, await blocking(svc.mutations.commit_table, catalog, namespace, name, body, caller_of(request)))
 
@@ -319,6 +354,7 @@ async def drop_table(request: Request) -> Response:
     catalog = await catalog_of(request)
     namespace, name = table_path(request)
     purge = request.query_params.get("purgeRequested", "false").lower() == "true"
+    await allow(request, "table", catalog, namespace, name, "drop")
     svc = services(request)
     outcome = await blocking(svc.mutations.drop_table, catalog, namespace, name, purge, caller_of(request))
     if purge and outcome.body and outcome.body.get("location"):
@@ -332,6 +368,8 @@ async def rename_table(request: Request) -> Response:
     body = await json_body(request)
     source_ns, source_name = identifier(body.get("source"))
     target_ns, target_name = identifier(body.get("destination"))
+    await allow(request, "table", catalog, source_ns, source_name, "rename")
+    await allow(request, "create_table", catalog, target_ns)
     svc = services(request)
     return render(svc, await blocking(svc.mutations.rename_table, catalog, body, (source_ns, source_name),
                                       (target_ns, target_name), caller_of(request)))
@@ -341,6 +379,8 @@ async def rename_table(request: Request) -> Response:
 async def commit_transaction(request: Request) -> Response:
     catalog = await catalog_of(request)
     body = await json_body(request)
+    for namespace, name, _ in parse_table_changes(body):
+        await allow(request, "table", catalog, namespace, name, "modify")
     svc = services(request)
     return render(svc, await blocking(svc.mutations.commit_transaction, catalog, body, caller_of(request)))
 
@@ -352,6 +392,7 @@ async def report_metrics(request: Request) -> Response:
     body = await json_body(request)
     svc = services(request)
     entry = await blocking(svc.tables.entry, catalog, namespace, name)
+    await allow(request, "table", catalog, namespace, name, "read")
     event = {"kind": "metrics_report", "table_uuid": entry.id, "catalog": catalog.name,
              "namespace": list(namespace), "table": name, "report": body, "source": client_source(request),
              "received_at_ms": int(time.time() * 1000)}
@@ -365,6 +406,7 @@ async def load_credentials(request: Request) -> Response:
     catalog = await catalog_of(request)
     namespace, name = table_path(request)
     await blocking(services(request).tables.entry, catalog, namespace, name)
+    await allow(request, "table", catalog, namespace, name, "read")
     return JsonResponse({"storage-credentials": []})
 
 

@@ -12,6 +12,7 @@ from starlette.routing import Route
 
 from arco.api.requests import BodyError, blocking, principal_of, read_json
 from arco.api.responses import JsonResponse
+from arco.auth.principals import Principal
 from arco.catalog.errors import CatalogError
 from arco.unity.errors import UnityError, from_catalog_error, invalid
 from arco.unity.service import UnityService
@@ -55,8 +56,8 @@ def flag(request: Request, name: str) -> bool:
     return request.query_params.get(name, "false").lower() == "true"
 
 
-def me(request: Request) -> str:
-    return principal_of(request).name
+def me(request: Request) -> Principal:
+    return principal_of(request)
 
 
 # -- the shapes every securable's CRUD handlers share -----------------------------------------------------------
@@ -74,7 +75,8 @@ def creator(method: str) -> Handler:
 def getter(method: str, param: str) -> Handler:
     @unity_errors
     async def get(request: Request) -> Response:
-        return JsonResponse(await blocking(getattr(service(request), method), request.path_params[param]))
+        return JsonResponse(await blocking(getattr(service(request), method), request.path_params[param],
+                                           me(request)))
 
     return get
 
@@ -102,7 +104,8 @@ def deleter(method: str, param: str, *, takes_force: bool) -> Handler:
 @unity_errors
 async def list_catalogs(request: Request) -> Response:
     q = request.query_params
-    items, token = await blocking(service(request).list_catalogs, q.get("max_results"), q.get("page_token") or None)
+    items, token = await blocking(service(request).list_catalogs, q.get("max_results"), q.get("page_token") or None,
+                                  me(request))
     return listed("catalogs", items, token)
 
 
@@ -110,7 +113,7 @@ async def list_catalogs(request: Request) -> Response:
 async def list_schemas(request: Request) -> Response:
     q = request.query_params
     items, token = await blocking(service(request).list_schemas, q.get("catalog_name"), q.get("max_results"),
-                                  q.get("page_token") or None)
+                                  q.get("page_token") or None, me(request))
     return listed("schemas", items, token)
 
 
@@ -118,7 +121,8 @@ async def list_schemas(request: Request) -> Response:
 async def list_tables(request: Request) -> Response:
     q = request.query_params
     items, token = await blocking(service(request).list_tables, q.get("catalog_name"), q.get("schema_name"),
-                                  q.get("max_results"), q.get("page_token") or None, flag(request, "omit_columns"))
+                                  q.get("max_results"), q.get("page_token") or None, me(request),
+                                  flag(request, "omit_columns"))
     return listed("tables", items, token)
 
 
@@ -129,8 +133,24 @@ async def table_summaries(request: Request) -> Response:
         args.update(await body_of(request))
     items, token = await blocking(service(request).table_summaries, args.get("catalog_name"),
                                   args.get("schema_name_pattern"), args.get("table_name_pattern"),
-                                  args.get("max_results"), args.get("page_token") or None)
+                                  args.get("max_results"), args.get("page_token") or None, me(request))
     return listed("tables", items, token)
+
+
+@unity_errors
+async def get_permissions(request: Request) -> Response:
+    p = request.path_params
+    return JsonResponse(await blocking(request.app.state.permissions.get, p["securable_type"], p["full_name"],
+                                       request.query_params.get("principal") or None, me(request)))
+
+
+@unity_errors
+async def update_permissions(request: Request) -> Response:
+    p = request.path_params
+    body = await body_of(request)
+    result = await blocking(request.app.state.permissions.update, p["securable_type"], p["full_name"], body,
+                            me(request), replace=request.method == "PUT")
+    return JsonResponse(result)
 
 
 @unity_errors
@@ -164,4 +184,6 @@ routes = [
     Route("/tables/{full_name}", deleter("delete_table", "full_name", takes_force=False), methods=["DELETE"]),
     Route("/table-summaries", table_summaries, methods=["GET", "POST"]),
     Route("/metastore_summary", metastore_summary, methods=["GET"]),
+    Route("/permissions/{securable_type}/{full_name}", get_permissions, methods=["GET"]),
+    Route("/permissions/{securable_type}/{full_name}", update_permissions, methods=["PATCH", "PUT"]),
 ]

@@ -18,8 +18,11 @@ from arco.catalog.paging import page
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.iceberg.tables import TableService
+from arco.auth import decisions as can
+from arco.auth.principals import Principal
+from arco.auth.subjects import metastore, securable, subject_of
 from arco.unity import infos
-from arco.unity.errors import invalid
+from arco.unity.errors import UnityError, invalid
 
 MAX_RESULTS = 1000
 TABLE_TYPES = {"MANAGED", "EXTERNAL", "VIEW"}
@@ -65,6 +68,14 @@ def _text(body: dict[str, Any], key: str) -> str | None:
     return value
 
 
+def denied(caller: Principal, what: str) -> UnityError:
+    return UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not {what}")
+
+
+def _owner_only(body: dict[str, Any]) -> bool:
+    return {k for k, v in body.items() if v is not None} <= {"owner"}
+
+
 def _new_name(body: dict[str, Any], current: str) -> str | None:
     """A rename asked for by ``new_name`` (2.1) or by a different ``name`` (2.0's partial Info)."""
     if body.get("new_name"):
@@ -86,7 +97,11 @@ class UnityService:
 
     # -- catalogs --------------------------------------------------------------------------------------------
 
-    def create_catalog(self, body: dict[str, Any], principal: str) -> dict[str, Any]:
+    def create_catalog(self, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
+        with self.store.read() as state:
+            if not can.can_create_catalog(subject_of(state, caller), metastore(state, self.metastore_id)):
+                raise denied(caller, "create catalogs (needs CREATE_CATALOG on the metastore)")
+        principal = caller.name
         name = uc_name("catalog", body.get("name"))
         if body.get("provider_name") or body.get("share_name"):
             raise invalid("catalogs of Delta Sharing providers are not supported by this server yet")
@@ -96,21 +111,32 @@ class UnityService:
                                properties=_properties(body.get("properties")))
         return infos.catalog_info(entry, self.metastore_id)
 
-    def list_catalogs(self, max_results: Any, token: str | None) -> tuple[list[dict[str, Any]], str | None]:
+    def list_catalogs(self, max_results: Any, token: str | None,
+                      caller: Principal) -> tuple[list[dict[str, Any]], str | None]:
         with self.store.read() as state:
-            entries = sorted(state.catalogs.values(), key=lambda c: c.name.casefold())
+            who = subject_of(state, caller)
+            entries = sorted((c for c in state.catalogs.values()
+                              if can.can_use_catalog(who, securable(state, "catalog", c))),
+                             key=lambda c: c.name.casefold())
         chunk, next_token = page(entries, lambda c: c.name.casefold(), token, page_size(max_results))
         return [infos.catalog_info(c, self.metastore_id) for c in chunk], next_token
 
-    def get_catalog(self, name: str) -> dict[str, Any]:
+    def get_catalog(self, name: str, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
-            return infos.catalog_info(state.catalog(name), self.metastore_id)
+            entry = state.catalog(name)
+            if not can.can_use_catalog(subject_of(state, caller), securable(state, "catalog", entry)):
+                raise denied(caller, f"use catalog {entry.name} (needs USE_CATALOG)")
+            return infos.catalog_info(entry, self.metastore_id)
 
-    def update_catalog(self, name: str, body: dict[str, Any], principal: str) -> dict[str, Any]:
+    def update_catalog(self, name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
         new_name = _new_name(body, name)
+        principal = caller.name
 
         def build(state: CatalogState) -> dict[str, Any]:
             entry = state.catalog(name)
+            if not can.can_update_catalog(subject_of(state, caller), securable(state, "catalog", entry),
+                                          owner_only=_owner_only(body), renames=bool(new_name)):
+                raise denied(caller, f"update catalog {entry.name} (only its owner may)")
             op: dict[str, Any] = {"op": "update_catalog", "id": entry.id}
             if new_name:
                 op["new_name"] = uc_name("catalog", new_name)
@@ -121,33 +147,47 @@ class UnityService:
         with self.store.read() as state:
             return infos.catalog_info(state.catalogs[op["id"]], self.metastore_id)
 
-    def delete_catalog(self, name: str, force: bool, principal: str) -> None:
-        self.store.execute(lambda state: {"op": "drop_catalog", "id": state.catalog(name).id, "force": force},
-                           principal=principal)
+    def delete_catalog(self, name: str, force: bool, caller: Principal) -> None:
+        def build(state: CatalogState) -> dict[str, Any]:
+            entry = state.catalog(name)
+            if not can.can_delete_catalog(subject_of(state, caller), securable(state, "catalog", entry)):
+                raise denied(caller, f"delete catalog {entry.name} (only its owner may)")
+            return {"op": "drop_catalog", "id": entry.id, "force": force}
+
+        self.store.execute(build, principal=caller.name)
 
     # -- schemas ---------------------------------------------------------------------------------------------
 
-    def create_schema(self, body: dict[str, Any], principal: str) -> dict[str, Any]:
+    def create_schema(self, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
+        principal = caller.name
         name = uc_name("schema", body.get("name"))
         catalog_name = uc_name("catalog", body.get("catalog_name"))
         if body.get("storage_root"):
             raise invalid("storage_root cannot be chosen here: a schema's tables live under its catalog's root")
         props = _properties(body.get("properties"))
         ns_id = str(uuid.uuid4())
-        self.store.execute(lambda state: {
-            "op": "create_namespace", "id": ns_id, "catalog_id": state.catalog(catalog_name).id, "path": [name],
-            "owner": principal, "properties": props, "comment": _text(body, "comment"),
-        }, principal=principal)
+        def build(state: CatalogState) -> dict[str, Any]:
+            catalog = state.catalog(catalog_name)
+            if not can.can_create_schema(subject_of(state, caller), securable(state, "catalog", catalog)):
+                raise denied(caller, f"create schemas in {catalog.name} (needs USE_CATALOG and CREATE_SCHEMA)")
+            return {"op": "create_namespace", "id": ns_id, "catalog_id": catalog.id, "path": [name],
+                    "owner": principal, "properties": props, "comment": _text(body, "comment")}
+
+        self.store.execute(build, principal=principal)
         with self.store.read() as state:
             return infos.schema_info(state.namespaces[ns_id], state, self.metastore_id)
 
-    def list_schemas(self, catalog_name: str | None, max_results: Any,
-                     token: str | None) -> tuple[list[dict[str, Any]], str | None]:
+    def list_schemas(self, catalog_name: str | None, max_results: Any, token: str | None,
+                     caller: Principal) -> tuple[list[dict[str, Any]], str | None]:
         if not catalog_name:
             raise invalid("catalog_name is required")
         with self.store.read() as state:
             catalog = state.catalog(catalog_name)
-            entries = state.child_namespaces(catalog.id, ())
+            who, parent = subject_of(state, caller), securable(state, "catalog", catalog)
+            if not can.can_use_catalog(who, parent):
+                raise denied(caller, f"use catalog {catalog.name} (needs USE_CATALOG)")
+            entries = [n for n in state.child_namespaces(catalog.id, ())
+                       if can.can_see_schema(who, parent, securable(state, "schema", n))]
             chunk, next_token = page(entries, lambda n: n.path[-1].casefold(), token, page_size(max_results))
             return [infos.schema_info(n, state, self.metastore_id) for n in chunk], next_token
 
@@ -155,15 +195,27 @@ class UnityService:
         catalog_name, schema_name = split_full_name(full_name, 2)
         return state.namespace(state.catalog(catalog_name).id, (schema_name,))
 
-    def get_schema(self, full_name: str) -> dict[str, Any]:
+    def get_schema(self, full_name: str, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
-            return infos.schema_info(self._schema(state, full_name), state, self.metastore_id)
+            entry = self._schema(state, full_name)
+            self._check_schema(state, caller, entry, can.can_see_schema, "use schema", "USE_SCHEMA")
+            return infos.schema_info(entry, state, self.metastore_id)
 
-    def update_schema(self, full_name: str, body: dict[str, Any], principal: str) -> dict[str, Any]:
+    def _check_schema(self, state: CatalogState, caller: Principal, entry: NamespaceEntry, rule: Any, what: str,
+                      needs: str, **kwargs: Any) -> None:
+        catalog = state.catalogs[entry.catalog_id]
+        if not rule(subject_of(state, caller), securable(state, "catalog", catalog), securable(state, "schema", entry),
+                    **kwargs):
+            raise denied(caller, f"{what} {catalog.name}.{entry.path[-1]} (needs {needs})")
+
+    def update_schema(self, full_name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
         new_name = _new_name(body, split_full_name(full_name, 2)[1])
+        principal = caller.name
 
         def build(state: CatalogState) -> dict[str, Any]:
             entry = self._schema(state, full_name)
+            self._check_schema(state, caller, entry, can.can_update_schema, "update schema", "ownership",
+                               owner_only=_owner_only(body), renames=bool(new_name))
             op: dict[str, Any] = {"op": "update_namespace", "id": entry.id}
             if new_name:
                 op["new_name"] = uc_name("schema", new_name)
@@ -174,9 +226,13 @@ class UnityService:
         with self.store.read() as state:
             return infos.schema_info(state.namespaces[op["id"]], state, self.metastore_id)
 
-    def delete_schema(self, full_name: str, force: bool, principal: str) -> None:
-        self.store.execute(lambda state: {"op": "drop_namespace", "id": self._schema(state, full_name).id,
-                                          "force": force}, principal=principal)
+    def delete_schema(self, full_name: str, force: bool, caller: Principal) -> None:
+        def build(state: CatalogState) -> dict[str, Any]:
+            entry = self._schema(state, full_name)
+            self._check_schema(state, caller, entry, can.can_delete_schema, "delete schema", "ownership")
+            return {"op": "drop_namespace", "id": entry.id, "force": force}
+
+        self.store.execute(build, principal=caller.name)
 
     # -- tables ----------------------------------------------------------------------------------------------
 
@@ -200,25 +256,40 @@ class UnityService:
         partition_sources = [f.source_id for f in metadata.spec().fields]
         return column_infos(metadata.schema(), partition_sources)
 
-    def get_table(self, full_name: str) -> dict[str, Any]:
+    def _check_table(self, state: CatalogState, caller: Principal, entry: TableEntry, rule: Any, what: str,
+                     needs: str, **kwargs: Any) -> None:
+        catalog = state.catalogs[entry.catalog_id]
+        schema = state.namespace(catalog.id, entry.namespace)
+        if not rule(subject_of(state, caller), securable(state, "catalog", catalog), securable(state, "schema", schema),
+                    securable(state, "table", entry), **kwargs):
+            raise denied(caller, f"{what} {catalog.name}.{'.'.join(entry.namespace)}.{entry.name} (needs {needs})")
+
+    def get_table(self, full_name: str, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
             entry = self._table(state, full_name)
+            self._check_table(state, caller, entry, can.can_read_table, "read table",
+                              "USE_CATALOG, USE_SCHEMA and SELECT")
             return self.table_info(entry, state)
 
     def list_tables(self, catalog_name: str | None, schema_name: str | None, max_results: Any,
-                    token: str | None, omit_columns: bool = False) -> tuple[list[dict[str, Any]], str | None]:
+                    token: str | None, caller: Principal,
+                    omit_columns: bool = False) -> tuple[list[dict[str, Any]], str | None]:
         if not catalog_name or not schema_name:
             raise invalid("catalog_name and schema_name are both required")
         with self.store.read() as state:
             catalog = state.catalog(catalog_name)
-            state.namespace(catalog.id, (schema_name,))
-            entries = state.tables_of(catalog.id, (schema_name,))
+            schema = state.namespace(catalog.id, (schema_name,))
+            who = subject_of(state, caller)
+            parent, container = securable(state, "catalog", catalog), securable(state, "schema", schema)
+            entries = [t for t in state.tables_of(catalog.id, (schema_name,))
+                       if can.can_read_table(who, parent, container, securable(state, "table", t))]
             chunk, next_token = page(entries, lambda t: t.name.casefold(), token, page_size(max_results))
             if omit_columns:
                 return [infos.table_info(t, state, self.metastore_id, None) for t in chunk], next_token
             return [self.table_info(t, state) for t in chunk], next_token
 
-    def create_table(self, body: dict[str, Any], principal: str) -> dict[str, Any]:
+    def create_table(self, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
+        principal = caller.name
         name = uc_name("table", body.get("name"))
         catalog_name = uc_name("catalog", body.get("catalog_name"))
         schema_name = uc_name("schema", body.get("schema_name"))
@@ -246,7 +317,11 @@ class UnityService:
 
         def build(state: CatalogState) -> dict[str, Any]:
             catalog = state.catalog(catalog_name)
-            state.namespace(catalog.id, (schema_name,))
+            schema = state.namespace(catalog.id, (schema_name,))
+            if not can.can_create_table(subject_of(state, caller), securable(state, "catalog", catalog),
+                                        securable(state, "schema", schema)):
+                raise denied(caller, f"create tables in {catalog.name}.{schema_name} "
+                                     "(needs USE_CATALOG, USE_SCHEMA and CREATE_TABLE)")
             where = location
             if table_type == "MANAGED":
                 where = self._managed_location(catalog, schema_name, name, table_id, location)
@@ -267,11 +342,14 @@ class UnityService:
             raise invalid("a managed table's storage_location must be left empty (Arco assigns it)")
         return f"{catalog.storage_root.rstrip('/')}/{slug(schema)}/{slug(name)}-{table_id.replace('-', '')}"
 
-    def update_table(self, full_name: str, body: dict[str, Any], principal: str) -> dict[str, Any]:
+    def update_table(self, full_name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
         new_name = _new_name(body, split_full_name(full_name, 3)[2])
+        principal = caller.name
 
         def build(state: CatalogState) -> dict[str, Any]:
             entry = self._table(state, full_name)
+            self._check_table(state, caller, entry, can.can_update_table, "update table", "ownership",
+                              owner_only=_owner_only(body), renames=bool(new_name))
             op: dict[str, Any] = {"op": "update_table", "id": entry.id}
             _common_updates(op, entry, body)
             if "columns" in body and entry.format != "ICEBERG":
@@ -288,9 +366,11 @@ class UnityService:
         with self.store.read() as state:
             return self.table_info(state.tables[op["id"]], state)
 
-    def delete_table(self, full_name: str, principal: str) -> None:
+    def delete_table(self, full_name: str, caller: Principal) -> None:
+        principal = caller.name
         with self.store.read() as state:
             entry = self._table(state, full_name)
+            self._check_table(state, caller, entry, can.can_delete_table, "delete table", "ownership")
             catalog = state.catalogs[entry.catalog_id]
         if entry.format == "ICEBERG" and entry.kind == "TABLE":
             self.tables.drop(catalog, entry.namespace, entry.name, principal)  # also tombstones its pointer
@@ -299,19 +379,23 @@ class UnityService:
                            principal=principal)
 
     def table_summaries(self, catalog_name: str | None, schema_pattern: str | None, table_pattern: str | None,
-                        max_results: Any, token: str | None) -> tuple[list[dict[str, Any]], str | None]:
+                        max_results: Any, token: str | None,
+                        caller: Principal) -> tuple[list[dict[str, Any]], str | None]:
         if not catalog_name:
             raise invalid("catalog_name is required")
         schema_match = infos.like(schema_pattern)
         table_match = infos.like(table_pattern)
         with self.store.read() as state:
             catalog = state.catalog(catalog_name)
+            who, parent = subject_of(state, caller), securable(state, "catalog", catalog)
             rows = []
             for schema in state.child_namespaces(catalog.id, ()):
                 if not schema_match(schema.path[-1]):
                     continue
+                container = securable(state, "schema", schema)
                 for table in state.tables_of(catalog.id, schema.path):
-                    if table_match(table.name):
+                    if table_match(table.name) and can.can_read_table(who, parent, container,
+                                                                      securable(state, "table", table)):
                         rows.append((f"{catalog.name}.{schema.path[-1]}.{table.name}", infos.table_type(table)))
         rows.sort(key=lambda r: r[0].casefold())
         chunk, next_token = page(rows, lambda r: r[0].casefold(), token, page_size(max_results))

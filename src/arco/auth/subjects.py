@@ -1,0 +1,28 @@
+"""From catalog state to the engine's inputs: the caller as a :class:`Subject`, an entry as a :class:`Securable`."""
+
+from __future__ import annotations
+
+from arco.auth.decisions import Securable, Subject
+from arco.auth.principals import Principal
+from arco.catalog.model import CatalogEntry, NamespaceEntry, TableEntry
+from arco.catalog.state import CatalogState
+
+METASTORE_OWNER = "admin"  # the bootstrap admin owns the metastore; account admins are metastore admins too
+
+SECURABLE_TYPES = {"catalog": CatalogEntry, "schema": NamespaceEntry, "table": TableEntry}
+
+
+def subject_of(state: CatalogState, principal: Principal) -> Subject:
+    groups = state.groups_of(principal.name)
+    owner = METASTORE_OWNER.casefold()
+    return Subject(principal.name, groups,
+                   metastore_admin=principal.is_account_admin or principal.name.casefold() == owner or owner in groups,
+                   account_admin=principal.is_account_admin)
+
+
+def securable(state: CatalogState, securable_type: str, entry: CatalogEntry | NamespaceEntry | TableEntry) -> Securable:
+    return Securable(entry.owner, state.grants_on(securable_type, entry.id))
+
+
+def metastore(state: CatalogState, metastore_id: str) -> Securable:
+    return Securable(METASTORE_OWNER, state.grants_on("metastore", metastore_id))

@@ -1,0 +1,121 @@
+"""The grant model on Iceberg REST: the same decisions (:mod:`arco.auth.decisions`) UC makes, 403 when denied.
+
+Listing and loading need USAGE on the catalog and the namespace plus SELECT (or ownership) on the table; creating
+needs CREATE on the namespace (on the catalog for a top-level namespace); committing needs MODIFY; dropping needs
+ownership. Lists show only what the caller may see. Account admins skip every check without reading state, so
+the bootstrap admin's requests cost nothing extra.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from arco.auth import decisions as can
+from arco.auth.decisions import Securable, Subject
+from arco.auth.principals import Principal
+from arco.auth.subjects import securable, subject_of
+from arco.catalog.model import CatalogEntry, NamespacePath
+from arco.catalog.state import CatalogState
+from arco.catalog.store import CatalogStore
+from arco.iceberg.errors import Forbidden
+
+TableRule = Callable[[Subject, Securable, Securable, Securable], bool]
+
+
+class IcebergGuard:
+    def __init__(self, store: CatalogStore) -> None:
+        self.store = store
+
+    def _deny(self, principal: Principal, what: str) -> Forbidden:
+        return Forbidden(f"Forbidden: {principal.name} may not {what}")
+
+    def catalog(self, principal: Principal, catalog: CatalogEntry) -> None:
+        if principal.is_account_admin:
+            return
+        with self.store.read() as state:
+            entry = state.catalogs.get(catalog.id, catalog)
+            if not can.can_use_catalog(subject_of(state, principal), securable(state, "catalog", entry)):
+                raise self._deny(principal, f"use catalog {catalog.name} (needs USE_CATALOG)")
+
+    def namespace(self, principal: Principal, catalog: CatalogEntry, path: NamespacePath, action: str) -> None:
+        """``action``: see, create (a namespace at ``path``), update, drop."""
+        if principal.is_account_admin:
+            return
+        with self.store.read() as state:
+            who = subject_of(state, principal)
+            parent = securable(state, "catalog", state.catalogs[catalog.id])
+            if action == "create":
+                allowed = (can.can_create_schema(who, parent) if len(path) == 1 else
+                           can.holds(who, securable(state, "schema", state.namespace(catalog.id, path[:-1])),
+                                     "CREATE") and can.can_use_catalog(who, parent))
+            elif not state.has_namespace(catalog.id, path):
+                return  # the service answers (404, or a replayed answer for an Idempotency-Key)
+            else:
+                schema = securable(state, "schema", state.namespace(catalog.id, path))
+                allowed = {"see": lambda: can.can_see_schema(who, parent, schema),
+                           "update": lambda: can.can_update_schema(who, parent, schema, owner_only=False,
+                                                                   renames=False),
+                           "drop": lambda: can.can_delete_schema(who, parent, schema)}[action]()
+            if not allowed:
+                raise self._deny(principal, f"{action} namespace {'.'.join(path)}")
+
+    def create_table(self, principal: Principal, catalog: CatalogEntry, namespace: NamespacePath) -> None:
+        if principal.is_account_admin:
+            return
+        with self.store.read() as state:
+            schema = state.namespace(catalog.id, namespace)
+            if not can.can_create_table(subject_of(state, principal), securable(state, "catalog",
+                                                                               state.catalogs[catalog.id]),
+                                        securable(state, "schema", schema)):
+                raise self._deny(principal, f"create tables in {'.'.join(namespace)} "
+                                            "(needs USE_CATALOG, USE_SCHEMA and CREATE_TABLE)")
+
+    def table(self, principal: Principal, catalog: CatalogEntry, namespace: NamespacePath, name: str,
+              action: str) -> None:
+        """``action``: read (SELECT), modify (MODIFY), drop or rename (ownership)."""
+        if principal.is_account_admin:
+            return
+        rules: dict[str, TableRule] = {
+            "read": can.can_read_table, "modify": can.can_modify_table, "drop": can.can_delete_table,
+            "rename": lambda s, c, n, t: can.can_update_table(s, c, n, t, owner_only=False, renames=True),
+        }
+        with self.store.read() as state:
+            args = self._table_securables(state, catalog, namespace, name)
+            if args is not None and not rules[action](subject_of(state, principal), *args):
+                raise self._deny(principal, f"{action} table {'.'.join((*namespace, name))}")
+
+    @staticmethod
+    def _table_securables(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath,
+                          name: str) -> tuple[Securable, Securable, Securable] | None:
+        if not state.has_namespace(catalog.id, namespace):
+            return None  # the service answers NoSuchTable/NoSuchNamespace itself
+        schema = state.namespace(catalog.id, namespace)
+        table = state.tables_in.get((catalog.id, tuple(p.casefold() for p in namespace)), {}).get(name.casefold())
+        if table is None:
+            return None
+        return (securable(state, "catalog", state.catalogs[catalog.id]), securable(state, "schema", schema),
+                securable(state, "table", state.tables[table]))
+
+    def visible_namespaces(self, principal: Principal, catalog: CatalogEntry,
+                           paths: list[NamespacePath]) -> list[NamespacePath]:
+        if principal.is_account_admin:
+            return paths
+        with self.store.read() as state:
+            who = subject_of(state, principal)
+            parent = securable(state, "catalog", state.catalogs[catalog.id])
+            return [p for p in paths if state.has_namespace(catalog.id, p) and can.can_see_schema(
+                who, parent, securable(state, "schema", state.namespace(catalog.id, p)))]
+
+    def visible_tables(self, principal: Principal, catalog: CatalogEntry, namespace: NamespacePath,
+                       entries: list[Any]) -> list[Any]:
+        if principal.is_account_admin:
+            return entries
+        with self.store.read() as state:
+            who = subject_of(state, principal)
+            visible = []
+            for entry in entries:
+                args = self._table_securables(state, catalog, namespace, entry.name)
+                if args is not None and can.can_read_table(who, *args):
+                    visible.append(entry)
+            return visible

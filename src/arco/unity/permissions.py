@@ -1,0 +1,110 @@
+"""The Permissions API: who holds which privileges on a metastore, catalog, schema or table.
+
+PATCH applies incremental changes (add/remove per principal) as one Tier 1 operation, so two administrators
+granting on one securable at once both land; PUT (2.0's replacePermissions) replaces the whole list.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arco.auth import decisions as can
+from arco.auth.decisions import InvalidPrivilege, Securable, check_privileges
+from arco.auth.principals import Principal
+from arco.auth.subjects import metastore, securable, subject_of
+from arco.catalog.access import ACCOUNT_USERS
+from arco.catalog.state import CatalogState
+from arco.catalog.store import CatalogStore
+from arco.unity.errors import UnityError, invalid
+from arco.unity.service import split_full_name
+
+TYPES = {"metastore", "catalog", "schema", "table"}
+
+
+def normalize_type(raw: str) -> str:
+    kind = raw.lower().replace("-", "_")
+    if kind not in TYPES:
+        raise invalid(f"unknown securable type {raw!r}; one of {sorted(TYPES)}")
+    return kind
+
+
+def resolve(state: CatalogState, kind: str, full_name: str, metastore_id: str) -> tuple[str, Securable]:
+    """The securable's id (the key its grants are stored under) and its owner and grants."""
+    if kind == "metastore":
+        if full_name != metastore_id:
+            raise UnityError(404, "METASTORE_DOES_NOT_EXIST", f"Metastore '{full_name}' does not exist.")
+        return metastore_id, metastore(state, metastore_id)
+    if kind == "catalog":
+        entry: Any = state.catalog(full_name)
+    elif kind == "schema":
+        catalog_name, schema_name = split_full_name(full_name, 2)
+        entry = state.namespace(state.catalog(catalog_name).id, (schema_name,))
+    else:
+        catalog_name, schema_name, name = split_full_name(full_name, 3)
+        entry = state.table(state.catalog(catalog_name).id, (schema_name,), name)
+    return entry.id, securable(state, kind, entry)
+
+
+def assignments(state: CatalogState, grants: dict[str, list[str]], only: str | None) -> dict[str, Any]:
+    rows = []
+    for key, privileges in sorted(grants.items()):
+        if only is not None and key != only.casefold():
+            continue
+        found = state.principals.get(key)
+        rows.append({"principal": found.name if found else key, "privileges": sorted(privileges)})
+    return {"privilege_assignments": rows}
+
+
+class PermissionsService:
+    def __init__(self, store: CatalogStore, metastore_id: str) -> None:
+        self.store = store
+        self.metastore_id = metastore_id
+
+    def get(self, raw_type: str, full_name: str, only: str | None, caller: Principal) -> dict[str, Any]:
+        kind = normalize_type(raw_type)
+        with self.store.read() as state:
+            securable_id, target = resolve(state, kind, full_name, self.metastore_id)
+            if not can.can_read_grants(subject_of(state, caller), target, only):
+                raise UnityError(403, "PERMISSION_DENIED", "Only admin users or the owner of the securable can read "
+                                                           "other users' permissions.")
+            return assignments(state, dict(target.grants), only)
+
+    def update(self, raw_type: str, full_name: str, body: dict[str, Any], caller: Principal, *,
+               replace: bool = False) -> dict[str, Any]:
+        kind = normalize_type(raw_type)
+        changes = self._changes(kind, body, replace)
+        found: dict[str, str] = {}
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            securable_id, target = resolve(state, kind, full_name, self.metastore_id)
+            if not can.can_manage_grants(subject_of(state, caller), target):
+                raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not change permissions on "
+                                                           f"{kind} {full_name}: only its owner or an admin may.")
+            for change in changes:
+                if change["principal"].casefold() != ACCOUNT_USERS and \
+                        change["principal"].casefold() not in state.principals:
+                    raise invalid(f"principal {change['principal']!r} does not exist")
+            found["id"] = securable_id
+            return {"op": "update_grants", "securable_type": kind, "securable_id": securable_id,
+                    "changes": changes, "replace": replace}
+
+        self.store.execute(build, principal=caller.name)
+        with self.store.read() as state:
+            return assignments(state, dict(state.grants_on(kind, found["id"])), None)
+
+    @staticmethod
+    def _changes(kind: str, body: dict[str, Any], replace: bool) -> list[dict[str, Any]]:
+        raw = body.get("privilege_assignments") if replace else body.get("changes")
+        if not isinstance(raw, list):
+            raise invalid("'privilege_assignments' must be a list" if replace else "'changes' must be a list")
+        changes = []
+        for item in raw:
+            if not isinstance(item, dict) or not isinstance(item.get("principal"), str) or not item["principal"]:
+                raise invalid("every change needs a 'principal'")
+            try:
+                add = check_privileges(kind, item.get("privileges" if replace else "add") or [])
+                remove = [] if replace else check_privileges(kind, item.get("remove") or [])
+            except InvalidPrivilege as exc:
+                raise invalid(str(exc)) from None
+            changes.append({"principal": item["principal"], "add": add, "remove": remove})
+        return changes

@@ -1,0 +1,168 @@
+"""Grants protect the same tables on both APIs: owners, grantees and strangers, through UC and Iceberg REST.
+
+Users, groups, tokens and service principals are made with the CLI, as an operator would.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pyarrow as pa
+import pytest
+from databricks.sdk import WorkspaceClient
+from databricks.sdk.service.catalog import PermissionsChange, Privilege
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import ForbiddenError
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField
+from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
+
+pytestmark = pytest.mark.timeout(300)
+SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
+
+
+def arco(warehouse: Path, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "arco.cli.main", *args, "--warehouse", str(warehouse)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    workdir = tmp_path_factory.mktemp("grants")
+    warehouse = workdir / "warehouse"
+    with arco_server(warehouse, workdir, admin_token=ARCO_TOKEN) as server:
+        for user in ("olga@x.com", "ann@x.com", "eve@x.com"):
+            arco(warehouse, "user", "create", user)
+        arco(warehouse, "group", "create", "analysts", "--member", "ann@x.com")
+        tokens = {u: arco(warehouse, "token", "create", u).strip() for u in ("olga@x.com", "ann@x.com", "eve@x.com")}
+        yield {"server": server, "warehouse": warehouse, "tokens": tokens}
+
+
+def uc(world: dict, who: str, method: str, path: str, **kwargs: object) -> httpx.Response:
+    token = ARCO_TOKEN if who == "admin" else world["tokens"][who]
+    return httpx.request(method, f"{world['server'].base_url}/api/2.1/unity-catalog{path}",
+                         headers={"Authorization": f"Bearer {token}"}, timeout=30, **kwargs)  # type: ignore[arg-type]
+
+
+def iceberg(world: dict, who: str, catalog: str = "sec") -> RestCatalog:
+    return RestCatalog(who, uri=world["server"].iceberg_uri, warehouse=catalog, token=world["tokens"][who])
+
+
+def grant(world: dict, who: str, kind: str, name: str, principal: str, *privileges: str,
+          remove: bool = False) -> httpx.Response:
+    change = {"principal": principal, ("remove" if remove else "add"): list(privileges)}
+    return uc(world, who, "PATCH", f"/permissions/{kind}/{name}", json={"changes": [change]})
+
+
+@pytest.fixture(scope="module")
+def owned(world: dict) -> dict:
+    """olga may create catalogs; she creates sec, sec.s and the Iceberg table sec.s.t, and owns them."""
+    metastore_id = uc(world, "admin", "GET", "/metastore_summary").json()["metastore_id"]
+    assert grant(world, "admin", "metastore", metastore_id, "olga@x.com", "CREATE_CATALOG").status_code == 200
+    assert uc(world, "olga@x.com", "POST", "/catalogs", json={"name": "sec"}).json()["owner"] == "olga@x.com"
+    assert uc(world, "olga@x.com", "POST", "/schemas", json={"name": "s", "catalog_name": "sec"}).status_code == 200
+    table = iceberg(world, "olga@x.com").create_table("s.t", SCHEMA)
+    table.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    return {"metastore_id": metastore_id}
+
+
+def test_a_stranger_sees_nothing_and_may_do_nothing(world: dict, owned: dict) -> None:
+    assert "sec" not in [c["name"] for c in uc(world, "eve@x.com", "GET", "/catalogs").json()["catalogs"]]
+    for path in ("/catalogs/sec", "/schemas/sec.s", "/tables/sec.s.t"):
+        denied = uc(world, "eve@x.com", "GET", path)
+        assert denied.status_code == 403 and denied.json()["error_code"] == "PERMISSION_DENIED", path
+    assert uc(world, "eve@x.com", "POST", "/catalogs", json={"name": "mine"}).status_code == 403
+    with pytest.raises(ForbiddenError):
+        iceberg(world, "eve@x.com").load_table("s.t")
+    raw = httpx.get(f"{world['server'].iceberg_uri}/v1/sec/namespaces",
+                    headers={"Authorization": f"Bearer {world['tokens']['eve@x.com']}"})
+    assert raw.status_code == 403 and raw.json()["error"]["type"] == "ForbiddenException"
+    assert uc(world, "eve@x.com", "DELETE", "/catalogs/sec").status_code == 403
+    assert uc(world, "eve@x.com", "GET", "/permissions/table/sec.s.t").status_code == 403
+
+
+def test_a_grantee_reads_but_may_not_write_until_granted_modify(world: dict, owned: dict) -> None:
+    assert grant(world, "olga@x.com", "catalog", "sec", "analysts", "USE_CATALOG").status_code == 200
+    assert grant(world, "olga@x.com", "schema", "sec.s", "analysts", "USE_SCHEMA").status_code == 200
+    assert grant(world, "olga@x.com", "table", "sec.s.t", "ann@x.com", "SELECT").status_code == 200
+    ann = iceberg(world, "ann@x.com")
+    assert sorted(ann.load_table("s.t").scan().to_arrow().column("id").to_pylist()) == [1, 2]
+    assert ("s", "t") in ann.list_tables("s")
+    with pytest.raises(ForbiddenError):
+        ann.load_table("s.t").append(pa.table({"id": pa.array([3], pa.int64())}))
+    with pytest.raises(ForbiddenError):
+        ann.drop_table("s.t")
+    assert uc(world, "ann@x.com", "GET", "/tables/sec.s.t").json()["full_name"] == "sec.s.t"
+    mine = uc(world, "ann@x.com", "GET", "/permissions/table/sec.s.t", params={"principal": "ann@x.com"})
+    assert mine.json() == {"privilege_assignments": [{"principal": "ann@x.com", "privileges": ["SELECT"]}]}
+    assert uc(world, "ann@x.com", "GET", "/permissions/table/sec.s.t").status_code == 403  # others' grants
+
+    assert grant(world, "olga@x.com", "table", "sec.s.t", "ann@x.com", "MODIFY").status_code == 200
+    ann.load_table("s.t").append(pa.table({"id": pa.array([3], pa.int64())}))
+    assert grant(world, "olga@x.com", "table", "sec.s.t", "ann@x.com", "SELECT", "MODIFY",
+                 remove=True).status_code == 200
+    with pytest.raises(ForbiddenError):
+        ann.load_table("s.t")  # revoked: no inheritance from the catalog or schema grants
+
+
+def test_the_databricks_sdk_grants_and_bad_grants(world: dict, owned: dict) -> None:
+    w = WorkspaceClient(host=world["server"].base_url, token=world["tokens"]["olga@x.com"])
+    w.grants.update("schema", "sec.s", changes=[PermissionsChange(principal="eve@x.com", add=[Privilege.USE_SCHEMA])])
+    assignments = {a.principal: a.privileges for a in w.grants.get("schema", "sec.s").privilege_assignments}
+    assert assignments["eve@x.com"] == [Privilege.USE_SCHEMA]
+    assert grant(world, "olga@x.com", "schema", "sec.s", "eve@x.com", "SELECT").status_code == 400  # not on a schema
+    assert grant(world, "olga@x.com", "widget", "sec.s", "eve@x.com", "USAGE").status_code == 400
+    assert grant(world, "olga@x.com", "table", "sec.s.t", "nobody@x.com", "SELECT").status_code == 400
+    assert grant(world, "eve@x.com", "table", "sec.s.t", "eve@x.com", "SELECT").status_code == 403
+
+
+def test_concurrent_grants_on_one_securable_both_land(world: dict, owned: dict) -> None:
+    for n in range(6):
+        arco(world["warehouse"], "user", "create", f"u{n}@x.com")
+    barrier = threading.Barrier(6)
+    results: list[int] = []
+
+    def give(n: int) -> None:
+        barrier.wait()
+        results.append(grant(world, "olga@x.com", "table", "sec.s.t", f"u{n}@x.com", "SELECT").status_code)
+
+    threads = [threading.Thread(target=give, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [200] * 6
+    holders = {a["principal"] for a in uc(world, "olga@x.com", "GET", "/permissions/table/sec.s.t").json()[
+        "privilege_assignments"]}
+    assert {f"u{n}@x.com" for n in range(6)} <= holders
+
+
+def test_a_revoked_token_stops_working_at_once(world: dict, owned: dict) -> None:
+    token = arco(world["warehouse"], "token", "create", "eve@x.com").strip()
+    headers = {"Authorization": f"Bearer {token}"}
+    assert httpx.get(f"{world['server'].base_url}/api/2.1/unity-catalog/catalogs", headers=headers).status_code == 200
+    token_id = next(line.split("\t")[0] for line in arco(world["warehouse"], "token", "list").splitlines()[::-1]
+                    if "eve@x.com" in line and "active" in line)
+    arco(world["warehouse"], "token", "revoke", token_id)
+    after = httpx.get(f"{world['server'].base_url}/api/2.1/unity-catalog/catalogs", headers=headers)
+    assert after.status_code == 401 and after.json()["error_code"] == "UNAUTHENTICATED"
+
+
+def test_a_service_principal_uses_oauth_client_credentials(world: dict, owned: dict) -> None:
+    out = arco(world["warehouse"], "service-principal", "etl-bot")
+    secret = next(line.split()[-1] for line in out.splitlines() if line.startswith("client secret"))
+    assert grant(world, "olga@x.com", "catalog", "sec", "etl-bot", "USE_CATALOG").status_code == 200
+    assert grant(world, "olga@x.com", "schema", "sec.s", "etl-bot", "USE_SCHEMA").status_code == 200
+    assert grant(world, "olga@x.com", "table", "sec.s.t", "etl-bot", "SELECT").status_code == 200
+    bot = RestCatalog("bot", uri=world["server"].iceberg_uri, warehouse="sec", credential=f"etl-bot:{secret}")
+    assert len(bot.load_table("s.t").scan().to_arrow()) >= 2
+    wrong = httpx.post(f"{world['server'].iceberg_uri}/v1/oauth/tokens", data={
+        "grant_type": "client_credentials", "client_id": "etl-bot", "client_secret": "nope"})
+    assert wrong.status_code == 401 and wrong.json()["error"] == "invalid_client"
