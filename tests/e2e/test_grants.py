@@ -166,3 +166,28 @@ def test_a_service_principal_uses_oauth_client_credentials(world: dict, owned: d
     wrong = httpx.post(f"{world['server'].iceberg_uri}/v1/oauth/tokens", data={
         "grant_type": "client_credentials", "client_id": "etl-bot", "client_secret": "nope"})
     assert wrong.status_code == 401 and wrong.json()["error"] == "invalid_client"
+
+
+def test_who_am_i_and_table_credentials(world: dict, owned: dict) -> None:
+    w = WorkspaceClient(host=world["server"].base_url, token=world["tokens"]["ann@x.com"])
+    me = w.current_user.me()
+    assert me.user_name == "ann@x.com" and "analysts" in {g.display for g in me.groups}
+    assert uc(world, "ann@x.com", "GET", "/userinfo/me").json() == {"is_metastore_admin": False}
+    assert uc(world, "admin", "GET", "/userinfo/me").json() == {"is_metastore_admin": True}
+    assert uc(world, "ann@x.com", "GET", "/userinfo/mygroups").json() == {"group_name": ["account users", "analysts"]}
+
+    table_id = uc(world, "olga@x.com", "GET", "/tables/sec.s.t").json()["table_id"]
+    as_owner = httpx.post(f"{world['server'].base_url}/api/2.0/unity-catalog/temporary-table-credentials",
+                          headers={"Authorization": f"Bearer {world['tokens']['olga@x.com']}"},
+                          json={"table_id": table_id, "operation": "READ_WRITE"})
+    assert as_owner.status_code == 200 and as_owner.json()["url"].startswith("file:")
+    assert as_owner.json()["expiration_time"] > 0
+    stranger = uc(world, "eve@x.com", "POST", "/temporary-table-credentials",
+                  json={"table_id": table_id, "operation": "READ"})
+    assert stranger.status_code == 403
+    bad = uc(world, "olga@x.com", "POST", "/temporary-table-credentials", json={"table_id": table_id,
+                                                                                "operation": "DELETE"})
+    assert bad.status_code == 400
+    cloud = uc(world, "admin", "POST", "/temporary-path-credentials",
+               json={"url": "s3://bucket/path", "operation": "PATH_READ"})
+    assert cloud.status_code == 501 and "not configured for this storage" in cloud.json()["message"]

@@ -31,6 +31,7 @@ from arco.auth.tokens import hash_token
 from arco.iceberg import routes as iceberg_routes
 from arco.unity import routes as unity_routes
 from arco.unity.metastore import ensure_metastore
+from arco.unity.whoami import scim_me
 from arco.unity.permissions import PermissionsService
 from arco.unity.service import UnityService
 from arco.iceberg.routes import IcebergServices
@@ -103,6 +104,7 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
             Mount("/api/2.1/unity-catalog", routes=unity_routes.routes),
             Route("/api/2.0/settings/types/default_namespace_ws/names/default",
                   unity_routes.default_namespace_setting, methods=["GET"]),
+            Route("/api/2.0/preview/scim/v2/Me", unity_routes.caller_only(scim_me), methods=["GET"]),
         ],
         middleware=[Middleware(BearerAuthMiddleware, authenticator=authenticator)],
         exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _unexpected_error},

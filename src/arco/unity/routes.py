@@ -15,6 +15,7 @@ from arco.api.responses import JsonResponse
 from arco.auth.principals import Principal
 from arco.catalog.errors import CatalogError
 from arco.unity.errors import UnityError, from_catalog_error, invalid
+from arco.unity import credentials, whoami
 from arco.unity.service import UnityService
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -161,6 +162,25 @@ async def metastore_summary(request: Request) -> Response:
                          "delta_sharing_scope": "INTERNAL"})
 
 
+def posted(fn: Callable[..., Any]) -> Handler:
+    """A handler for a POST whose JSON body and caller go to ``fn(store, body, caller)``."""
+
+    @unity_errors
+    async def handler(request: Request) -> Response:
+        body = await body_of(request)
+        return JsonResponse(await blocking(fn, request.app.state.iceberg.store, body, me(request)))
+
+    return handler
+
+
+def caller_only(fn: Callable[..., Any]) -> Handler:
+    @unity_errors
+    async def handler(request: Request) -> Response:
+        return JsonResponse(await blocking(fn, request.app.state.iceberg.store, me(request)))
+
+    return handler
+
+
 async def default_namespace_setting(request: Request) -> Response:
     """The workspace setting DuckDB's unity_catalog extension reads first: the default catalog."""
     return JsonResponse({"namespace": {"value": "main"}, "setting_name": "default", "etag": "arco"})
@@ -185,5 +205,9 @@ routes = [
     Route("/table-summaries", table_summaries, methods=["GET", "POST"]),
     Route("/metastore_summary", metastore_summary, methods=["GET"]),
     Route("/permissions/{securable_type}/{full_name}", get_permissions, methods=["GET"]),
+    Route("/temporary-table-credentials", posted(credentials.table_credentials), methods=["POST"]),
+    Route("/temporary-path-credentials", posted(credentials.path_credentials), methods=["POST"]),
+    Route("/userinfo/me", caller_only(whoami.my_info), methods=["GET"]),
+    Route("/userinfo/mygroups", caller_only(whoami.my_groups), methods=["GET"]),
     Route("/permissions/{securable_type}/{full_name}", update_permissions, methods=["PATCH", "PUT"]),
 ]
