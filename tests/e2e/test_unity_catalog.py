@@ -205,3 +205,31 @@ def test_the_unitycatalog_client_and_the_20_paths(server: RunningServer) -> None
     assert summary["metastore_id"] == uc(server, "GET", "/catalogs/main").json()["metastore_id"]
     unauthenticated = httpx.get(f"{server.base_url}/api/2.1/unity-catalog/catalogs")
     assert unauthenticated.status_code == 401 and unauthenticated.json()["error_code"] == "UNAUTHENTICATED"
+
+
+@pytest.mark.duckdb
+def test_duckdb_reads_a_delta_table_registered_in_uc(server: RunningServer, tmp_path: Path) -> None:
+    from deltalake import write_deltalake
+    from support.duckdb_ext import extension_file
+
+    import duckdb
+
+    location = tmp_path / "people"
+    write_deltalake(str(location), pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": pa.array(["a", "b", "c"])}))
+    uc(server, "POST", "/schemas", json={"name": "delta", "catalog_name": "main"})
+    created = uc(server, "POST", "/tables", json={
+        "name": "people", "catalog_name": "main", "schema_name": "delta", "table_type": "EXTERNAL",
+        "data_source_format": "DELTA", "storage_location": location.as_uri(), "columns": [
+            {"name": "id", "type_name": "LONG", "type_text": "bigint", "position": 0,
+             "type_json": '{"name":"id","type":"long","nullable":true,"metadata":{}}'},
+            {"name": "name", "type_name": "STRING", "type_text": "string", "position": 1,
+             "type_json": '{"name":"name","type":"string","nullable":true,"metadata":{}}'}]})
+    assert created.status_code == 200, created.text
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    for name in ("httpfs", "delta", "unity_catalog"):
+        con.execute(f"LOAD '{extension_file(name)}'")
+    con.execute(f"CREATE SECRET (TYPE UNITY_CATALOG, TOKEN '{ARCO_TOKEN}', ENDPOINT '{server.base_url}', "
+                "AWS_REGION 'us-east-1')")
+    con.execute("ATTACH 'main' AS uc (TYPE UNITY_CATALOG)")
+    assert con.execute("SELECT id, name FROM uc.delta.people ORDER BY id").fetchall() == [(1, "a"), (2, "b"),
+                                                                                         (3, "c")]
