@@ -233,3 +233,45 @@ def test_duckdb_reads_a_delta_table_registered_in_uc(server: RunningServer, tmp_
     con.execute("ATTACH 'main' AS uc (TYPE UNITY_CATALOG)")
     assert con.execute("SELECT id, name FROM uc.delta.people ORDER BY id").fetchall() == [(1, "a"), (2, "b"),
                                                                                          (3, "c")]
+
+
+def test_storage_credentials_and_external_locations(w: WorkspaceClient, server: RunningServer,
+                                                    tmp_path: Path) -> None:
+    from databricks.sdk.service.catalog import AwsIamRoleRequest
+
+    credential = w.storage_credentials.create(name="lake-role", comment="reader",
+                                              aws_iam_role=AwsIamRoleRequest(role_arn="arn:aws:iam::1:role/r"))
+    assert credential.aws_iam_role.role_arn == "arn:aws:iam::1:role/r" and credential.owner == "admin"
+    secret = uc(server, "POST", "/storage-credentials", json={"name": "az", "azure_service_principal": {
+        "directory_id": "d", "application_id": "a", "client_secret": "s3cr3t"}})
+    assert secret.status_code == 200 and "client_secret" not in secret.json()["azure_service_principal"]
+    assert "s3cr3t" not in uc(server, "GET", "/storage-credentials/az").text
+    for bad in ({"name": "none"}, {"name": "two", "aws_iam_role": {"role_arn": "x"},
+                                   "gcp_service_account_key": {"email": "e", "private_key_id": "i", "private_key": "k"}},
+                {"name": "half", "aws_iam_role": {}}):
+        assert uc(server, "POST", "/storage-credentials", json=bad).status_code == 400, bad
+
+    root = tmp_path / "landing"
+    (root / "2026").mkdir(parents=True)
+    (root / "a.csv").write_text("x\n1\n")
+    location = w.external_locations.create(name="landing", url=root.as_uri(), credential_name="lake-role")
+    assert location.url == root.as_uri() and location.credential_name == "lake-role"
+    for overlapping in (root.as_uri(), (root / "2026").as_uri(), tmp_path.as_uri()):
+        clash = uc(server, "POST", "/external-locations", json={"name": "x", "url": overlapping,
+                                                                 "credential_name": "lake-role"})
+        assert clash.status_code == 400 and "overlaps" in clash.json()["message"], overlapping
+    assert uc(server, "POST", "/external-locations", json={"name": "y", "url": "ftp://host/x",
+                                                           "credential_name": "lake-role"}).status_code == 400
+    assert uc(server, "POST", "/external-locations", json={"name": "z", "url": "s3://b/z",
+                                                           "credential_name": "missing"}).status_code == 404
+    files = uc(server, "GET", "/files", params={"url": root.as_uri()}).json()["files"]
+    assert [(f["name"], f["is_dir"]) for f in files] == [("2026", True), ("a.csv", False)]
+    in_use = uc(server, "DELETE", "/storage-credentials/lake-role")
+    assert in_use.status_code == 400 and "landing" in in_use.json()["message"]
+    renamed = w.external_locations.update("landing", new_name="inbox", comment="renamed")
+    assert (renamed.name, renamed.comment) == ("inbox", "renamed")
+    w.external_locations.delete("inbox")
+    w.storage_credentials.delete("lake-role")
+    assert "lake-role" not in [c.name for c in w.storage_credentials.list()]
+    missing = uc(server, "GET", "/storage-credentials/lake-role")
+    assert missing.status_code == 404 and missing.json()["error_code"] == "STORAGE_CREDENTIAL_DOES_NOT_EXIST"

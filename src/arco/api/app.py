@@ -32,6 +32,7 @@ from arco.iceberg import routes as iceberg_routes
 from arco.unity import routes as unity_routes
 from arco.unity.metastore import ensure_metastore
 from arco.unity.whoami import scim_me
+from arco.unity.named import NamedSecurables
 from arco.unity.permissions import PermissionsService
 from arco.unity.service import UnityService
 from arco.iceberg.routes import IcebergServices
@@ -115,6 +116,7 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
     metastore_id = ensure_metastore(storage)["metastore_id"]
     app.state.unity = UnityService(store, app.state.iceberg.tables, metastore_id)
     app.state.permissions = PermissionsService(store, metastore_id)
+    app.state.named = NamedSecurables(store, metastore_id)
     return app
 
 

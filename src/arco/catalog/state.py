@@ -16,6 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from arco.catalog.access import ACCESS_RULES, AccessState
+from arco.catalog.securables import SECURABLE_RULES, SecurablesState
 from arco.catalog.errors import (
     AlreadyExistsError,
     CatalogNotFound,
@@ -40,12 +41,13 @@ def dotted(path: Iterable[str]) -> str:
     return ".".join(path)
 
 
-class CatalogState(AccessState):
+class CatalogState(AccessState, SecurablesState):
     """Every catalog, namespace and table of one warehouse, indexed for the lookups the APIs make, and who may
     use them (:mod:`arco.catalog.access`)."""
 
     def __init__(self) -> None:
         self._init_access()
+        self._init_securables()
         self.seq = 0  # the last log entry applied
         self.catalogs: dict[str, CatalogEntry] = {}
         self.catalog_by_name: dict[str, str] = {}
@@ -97,6 +99,7 @@ class CatalogState(AccessState):
             "namespaces": [asdict(n) for n in self.namespaces.values()],
             "tables": [asdict(t) for t in self.tables.values()],
             **self.access_snapshot(),
+            **self.securables_snapshot(),
         }
 
     @classmethod
@@ -110,6 +113,7 @@ class CatalogState(AccessState):
         for t in snapshot["tables"]:
             _add_table(state, TableEntry(**{**t, "namespace": tuple(t["namespace"])}))
         state.load_access(snapshot)
+        state.load_securables(snapshot)
         return state
 
 
@@ -377,6 +381,7 @@ RULES: dict[str, Rule] = {
     "rename_table": (_check_rename_table, _apply_rename_table),
     "drop_table": (_check_drop_table, _apply_drop_table),
     **ACCESS_RULES,
+    **SECURABLE_RULES,
 }
 
 

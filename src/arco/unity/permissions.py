@@ -18,7 +18,7 @@ from arco.catalog.store import CatalogStore
 from arco.unity.errors import UnityError, invalid
 from arco.unity.service import split_full_name
 
-TYPES = {"metastore", "catalog", "schema", "table"}
+TYPES = {"metastore", "catalog", "schema", "table", "storage_credential", "external_location"}
 
 
 def normalize_type(raw: str) -> str:
@@ -34,6 +34,9 @@ def resolve(state: CatalogState, kind: str, full_name: str, metastore_id: str) -
         if full_name != metastore_id:
             raise UnityError(404, "METASTORE_DOES_NOT_EXIST", f"Metastore '{full_name}' does not exist.")
         return metastore_id, metastore(state, metastore_id)
+    if kind in ("storage_credential", "external_location"):
+        named = state.securable(kind, full_name)
+        return named.id, Securable(named.owner, state.grants_on(kind, named.id))
     if kind == "catalog":
         entry: Any = state.catalog(full_name)
     elif kind == "schema":

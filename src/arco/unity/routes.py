@@ -16,6 +16,7 @@ from arco.auth.principals import Principal
 from arco.catalog.errors import CatalogError
 from arco.unity.errors import UnityError, from_catalog_error, invalid
 from arco.unity import credentials, whoami
+from arco.unity.named import KINDS, NamedSecurables
 from arco.unity.service import UnityService
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -181,6 +182,52 @@ def caller_only(fn: Callable[..., Any]) -> Handler:
     return handler
 
 
+def named_routes(kind_name: str, path: str, list_key: str) -> list[Route]:
+    """CRUD routes for a named metastore-level securable (:mod:`arco.unity.named`)."""
+    kind = KINDS[kind_name]
+
+    def named(request: Request) -> NamedSecurables:
+        return request.app.state.named
+
+    @unity_errors
+    async def create(request: Request) -> Response:
+        body = await body_of(request)
+        return JsonResponse(await blocking(named(request).create, kind, body, me(request)))
+
+    @unity_errors
+    async def list_all(request: Request) -> Response:
+        q = request.query_params
+        items, token = await blocking(named(request).list, kind, q.get("max_results"), q.get("page_token") or None,
+                                      me(request))
+        return listed(list_key, items, token)
+
+    @unity_errors
+    async def get(request: Request) -> Response:
+        return JsonResponse(await blocking(named(request).get, kind, request.path_params["name"], me(request)))
+
+    @unity_errors
+    async def update(request: Request) -> Response:
+        body = await body_of(request)
+        return JsonResponse(await blocking(named(request).update, kind, request.path_params["name"], body,
+                                           me(request)))
+
+    @unity_errors
+    async def delete(request: Request) -> Response:
+        await blocking(named(request).delete, kind, request.path_params["name"], flag(request, "force"), me(request))
+        return JsonResponse({})
+
+    return [Route(path, create, methods=["POST"]), Route(path, list_all, methods=["GET"]),
+            Route(path + "/{name}", get, methods=["GET"]), Route(path + "/{name}", update, methods=["PATCH"]),
+            Route(path + "/{name}", delete, methods=["DELETE"])]
+
+
+@unity_errors
+async def list_files(request: Request) -> Response:
+    q = request.query_params
+    return JsonResponse(await blocking(request.app.state.named.list_files, q.get("url"), q.get("max_results"),
+                                       me(request)))
+
+
 async def default_namespace_setting(request: Request) -> Response:
     """The workspace setting DuckDB's unity_catalog extension reads first: the default catalog."""
     return JsonResponse({"namespace": {"value": "main"}, "setting_name": "default", "etag": "arco"})
@@ -209,5 +256,8 @@ routes = [
     Route("/temporary-path-credentials", posted(credentials.path_credentials), methods=["POST"]),
     Route("/userinfo/me", caller_only(whoami.my_info), methods=["GET"]),
     Route("/userinfo/mygroups", caller_only(whoami.my_groups), methods=["GET"]),
+    *named_routes("storage_credential", "/storage-credentials", "storage_credentials"),
+    *named_routes("external_location", "/external-locations", "external_locations"),
+    Route("/files", list_files, methods=["GET"]),
     Route("/permissions/{securable_type}/{full_name}", update_permissions, methods=["PATCH", "PUT"]),
 ]

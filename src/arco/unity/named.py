@@ -1,0 +1,251 @@
+"""Storage credentials and external locations (UC 2.0 sections 6.4 and 6.5), and ``listFiles``.
+
+Both are named, metastore-level securables with the same authorization shape: created by metastore admins or
+holders of CREATE_<TYPE> on the metastore, seen by admins, owners and anyone holding a privilege on them, changed
+by their owner (or an admin changing only the owner), deleted by their owner. Secrets in credentials are kept
+(the vending issue will need them) but never shown.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+from arco.auth import decisions as can
+from arco.auth.decisions import Securable
+from arco.auth.principals import Principal
+from arco.auth.subjects import metastore, subject_of
+from arco.catalog.paging import page
+from arco.catalog.securables import SecurableEntry
+from arco.catalog.state import CatalogState
+from arco.catalog.store import CatalogStore
+from arco.unity.errors import UnityError, invalid
+from arco.unity.service import _new_name, _owner_only, denied, page_size, uc_name
+
+CREDENTIAL_KINDS = {
+    "aws_iam_role": ("role_arn",),
+    "azure_service_principal": ("directory_id", "application_id", "client_secret"),
+    "azure_managed_identity": ("access_connector_id",),
+    "gcp_service_account_key": ("email", "private_key_id", "private_key"),
+    "databricks_gcp_service_account": (),
+}
+SECRETS = {"client_secret", "private_key"}
+URL_SCHEMES = {"s3", "s3a", "gs", "abfss", "az", "wasbs", "file"}
+
+
+def _credential_fields(body: dict[str, Any], creating: bool) -> dict[str, Any]:
+    given = [k for k in CREDENTIAL_KINDS if body.get(k) is not None]
+    if creating and len(given) != 1:
+        raise invalid(f"exactly one of {sorted(CREDENTIAL_KINDS)} is required")
+    if len(given) > 1:
+        raise invalid(f"at most one of {sorted(CREDENTIAL_KINDS)} may be given")
+    fields: dict[str, Any] = {}
+    for kind in given:
+        details = body[kind]
+        if not isinstance(details, dict):
+            raise invalid(f"{kind} must be an object")
+        missing = [f for f in CREDENTIAL_KINDS[kind] if not isinstance(details.get(f), str) or not details[f]]
+        if missing:
+            raise invalid(f"{kind} needs {', '.join(missing)}")
+        fields = {"kind": kind, "details": {k: v for k, v in details.items() if isinstance(v, str)}}
+    if body.get("read_only") is not None:
+        fields["read_only"] = bool(body["read_only"])
+    return fields
+
+
+def _render_credential(entry: SecurableEntry) -> dict[str, Any]:
+    kind = entry.fields.get("kind")
+    shown = {k: v for k, v in entry.fields.get("details", {}).items() if k not in SECRETS}
+    out: dict[str, Any] = {"read_only": entry.fields.get("read_only", False)}
+    if kind:
+        out[kind] = shown
+    return out
+
+
+def check_url(raw: Any) -> str:
+    if not isinstance(raw, str) or not raw:
+        raise invalid("url is required")
+    parsed = urlparse(raw)
+    if parsed.scheme not in URL_SCHEMES or (parsed.scheme != "file" and not parsed.netloc):
+        raise invalid(f"url must be a storage URL such as s3://bucket/path, gs://bucket/path, "
+                      f"abfss://container@account.dfs.core.windows.net/path or file:///path; got {raw!r}")
+    return raw.rstrip("/")
+
+
+def _within(child: str, parent: str) -> bool:
+    return child == parent or child.startswith(parent.rstrip("/") + "/")
+
+
+def _location_fields(body: dict[str, Any], creating: bool, state: CatalogState,
+                     renaming_from: str | None) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    if creating or body.get("url") is not None:
+        url = check_url(body.get("url"))
+        for other in state.securables_of("external_location"):
+            if renaming_from is not None and other.name.casefold() == renaming_from.casefold():
+                continue
+            if _within(url, other.fields["url"]) or _within(other.fields["url"], url):
+                raise invalid(f"url {url} overlaps the external location {other.name} ({other.fields['url']})")
+        for table in state.tables.values():
+            if not table.managed and table.location and _within(url, table.location.rstrip("/")):
+                raise invalid(f"url {url} is inside the external table {table.name}'s location {table.location}")
+        fields["url"] = url
+    if creating or body.get("credential_name") is not None:
+        credential = body.get("credential_name")
+        if not isinstance(credential, str) or not credential:
+            raise invalid("credential_name is required")
+        fields["credential_name"] = state.securable("storage_credential", credential).name
+    if body.get("read_only") is not None:
+        fields["read_only"] = bool(body["read_only"])
+    return fields
+
+
+def _render_location(entry: SecurableEntry) -> dict[str, Any]:
+    return {"url": entry.fields["url"], "credential_name": entry.fields["credential_name"],
+            "read_only": entry.fields.get("read_only", False)}
+
+
+def _credential_in_use(state: CatalogState, entry: SecurableEntry) -> str | None:
+    users = [loc.name for loc in state.securables_of("external_location")
+             if loc.fields.get("credential_name", "").casefold() == entry.name.casefold()]
+    return f"external location(s) {', '.join(users)} use it" if users else None
+
+
+def _location_in_use(state: CatalogState, entry: SecurableEntry) -> str | None:
+    tables = [t.name for t in state.tables.values() if not t.managed and t.location
+              and _within(t.location.rstrip("/"), entry.fields["url"])]
+    return f"external table(s) {', '.join(tables)} are inside it" if tables else None
+
+
+@dataclass(frozen=True)
+class Kind:
+    type: str
+    word: str
+    create_privilege: str
+    fields: Callable[[dict[str, Any], bool, CatalogState, str | None], dict[str, Any]]
+    render: Callable[[SecurableEntry], dict[str, Any]]
+    in_use: Callable[[CatalogState, SecurableEntry], str | None]
+
+
+KINDS = {
+    "storage_credential": Kind("storage_credential", "storage credential", "CREATE_STORAGE_CREDENTIAL",
+                               lambda body, creating, state, old: _credential_fields(body, creating),
+                               _render_credential, _credential_in_use),
+    "external_location": Kind("external_location", "external location", "CREATE_EXTERNAL_LOCATION",
+                              _location_fields, _render_location, _location_in_use),
+}
+
+
+class NamedSecurables:
+    def __init__(self, store: CatalogStore, metastore_id: str) -> None:
+        self.store = store
+        self.metastore_id = metastore_id
+
+    def info(self, kind: Kind, entry: SecurableEntry) -> dict[str, Any]:
+        return {"name": entry.name, "comment": entry.comment, "owner": entry.owner, "id": entry.id,
+                "metastore_id": self.metastore_id, "created_at": entry.created_at_ms,
+                "created_by": entry.created_by, "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by,
+                **kind.render(entry)}
+
+    @staticmethod
+    def _securable(state: CatalogState, entry: SecurableEntry) -> Securable:
+        return Securable(entry.owner, state.grants_on(entry.type, entry.id))
+
+    def _may_see(self, state: CatalogState, caller: Principal, entry: SecurableEntry) -> bool:
+        who, target = subject_of(state, caller), self._securable(state, entry)
+        return can.admin(who) or can.owns(who, target) or any(
+            identity in target.grants for identity in who.identities())
+
+    def create(self, kind: Kind, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
+        name = uc_name(kind.word, body.get("name"))
+        entry_id = str(uuid.uuid4())
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            who = subject_of(state, caller)
+            meta = metastore(state, self.metastore_id)
+            if not (can.admin(who) or can.holds(who, meta, kind.create_privilege)):
+                raise denied(caller, f"create a {kind.word} (needs {kind.create_privilege} on the metastore)")
+            return {"op": "create_securable", "id": entry_id, "type": kind.type, "name": name, "owner": caller.name,
+                    "comment": body.get("comment"), "fields": kind.fields(body, True, state, None)}
+
+        self.store.execute(build, principal=caller.name)
+        return self.get(kind, name, caller)
+
+    def list(self, kind: Kind, max_results: Any, token: str | None,
+             caller: Principal) -> tuple[list[dict[str, Any]], str | None]:
+        with self.store.read() as state:
+            visible = [e for e in state.securables_of(kind.type) if self._may_see(state, caller, e)]
+        chunk, next_token = page(visible, lambda e: e.name.casefold(), token, page_size(max_results))
+        return [self.info(kind, e) for e in chunk], next_token
+
+    def get(self, kind: Kind, name: str, caller: Principal) -> dict[str, Any]:
+        with self.store.read() as state:
+            entry = state.securable(kind.type, name)
+            if not self._may_see(state, caller, entry):
+                raise denied(caller, f"see {kind.word} {entry.name}")
+            return self.info(kind, entry)
+
+    def update(self, kind: Kind, name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
+        new_name = _new_name(body, name)
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            entry = state.securable(kind.type, name)
+            who, target = subject_of(state, caller), self._securable(state, entry)
+            if not (who.account_admin or can.owns(who, target) or (can.admin(who) and _owner_only(body))):
+                raise denied(caller, f"update {kind.word} {entry.name} (only its owner may)")
+            op: dict[str, Any] = {"op": "update_securable", "type": kind.type, "name": entry.name,
+                                  "fields": kind.fields(body, False, state, entry.name)}
+            if new_name:
+                op["new_name"] = uc_name(kind.word, new_name)
+            if body.get("owner"):
+                op["owner"] = str(body["owner"])
+            if "comment" in body:
+                op["comment"] = body["comment"]
+            return op
+
+        self.store.execute(build, principal=caller.name)
+        return self.get(kind, uc_name(kind.word, new_name) if new_name else name, caller)
+
+    def delete(self, kind: Kind, name: str, force: bool, caller: Principal) -> None:
+        def build(state: CatalogState) -> dict[str, Any]:
+            entry = state.securable(kind.type, name)
+            who = subject_of(state, caller)
+            if not (who.account_admin or can.owns(who, self._securable(state, entry))):
+                raise denied(caller, f"delete {kind.word} {entry.name} (only its owner may)")
+            reason = kind.in_use(state, entry)
+            if reason and not force:
+                raise invalid(f"{kind.word} {entry.name} is in use: {reason}; pass force=true to delete it anyway")
+            return {"op": "drop_securable", "type": kind.type, "name": entry.name}
+
+        self.store.execute(build, principal=caller.name)
+
+    def list_files(self, url: Any, max_results: Any, caller: Principal) -> dict[str, Any]:
+        """The files under ``url``: for admins, or READ_FILES holders on an external location containing it."""
+        url = check_url(url)
+        with self.store.read() as state:
+            who = subject_of(state, caller)
+            allowed = can.admin(who) or any(
+                _within(url, loc.fields["url"]) and can.holds(who, self._securable(state, loc), "READ_FILES")
+                for loc in state.securables_of("external_location"))
+        if not allowed:
+            raise denied(caller, f"list {url} (needs READ_FILES on an external location containing it)")
+        parsed = urlparse(url)
+        if parsed.scheme != "file":
+            raise UnityError(501, "NOT_IMPLEMENTED", f"listing {parsed.scheme}:// is not configured on this server")
+        limit = page_size(max_results)
+        try:
+            entries = sorted(os.scandir(parsed.path), key=lambda e: e.name)[:limit]
+        except FileNotFoundError:
+            raise UnityError(404, "RESOURCE_DOES_NOT_EXIST", f"{url} does not exist") from None
+        except NotADirectoryError:
+            raise invalid(f"{url} is not a directory") from None
+        files = []
+        for item in entries:
+            stat = item.stat()
+            files.append({"path": f"{url}/{item.name}", "name": item.name, "size": 0 if item.is_dir() else stat.st_size,
+                          "mtime": int(stat.st_mtime * 1000), "is_dir": item.is_dir()})
+        return {"files": files}
