@@ -191,3 +191,20 @@ def test_who_am_i_and_table_credentials(world: dict, owned: dict) -> None:
     cloud = uc(world, "admin", "POST", "/temporary-path-credentials",
                json={"url": "s3://bucket/path", "operation": "PATH_READ"})
     assert cloud.status_code == 501 and "not configured for this storage" in cloud.json()["message"]
+
+
+def test_sharing_securables_belong_to_their_owners(world: dict, owned: dict) -> None:
+    assert uc(world, "admin", "POST", "/shares", json={"name": "adm"}).status_code == 200
+    assert uc(world, "eve@x.com", "GET", "/shares/adm").status_code == 403
+    assert "adm" not in [s["name"] for s in uc(world, "eve@x.com", "GET", "/shares").json().get("shares", [])]
+    assert uc(world, "eve@x.com", "POST", "/shares", json={"name": "mine"}).status_code == 403
+    assert grant(world, "admin", "metastore", owned["metastore_id"], "eve@x.com", "CREATE_SHARE").status_code == 200
+    assert uc(world, "eve@x.com", "POST", "/shares", json={"name": "mine"}).json()["owner"] == "eve@x.com"
+    no_select = uc(world, "eve@x.com", "PATCH", "/shares/mine", json={"updates": [
+        {"action": "ADD", "data_object": {"name": "sec.s.t"}}]})
+    assert no_select.status_code == 403 and "SELECT" in no_select.json()["message"]
+    assert uc(world, "admin", "POST", "/recipients", json={"name": "partner",
+                                                          "authentication_type": "TOKEN"}).status_code == 200
+    not_her_recipient = uc(world, "eve@x.com", "PATCH", "/shares/mine/permissions", json={"changes": [
+        {"principal": "partner", "add": ["SELECT"]}]})
+    assert not_her_recipient.status_code == 403

@@ -275,3 +275,70 @@ def test_storage_credentials_and_external_locations(w: WorkspaceClient, server: 
     assert "lake-role" not in [c.name for c in w.storage_credentials.list()]
     missing = uc(server, "GET", "/storage-credentials/lake-role")
     assert missing.status_code == 404 and missing.json()["error_code"] == "STORAGE_CREDENTIAL_DOES_NOT_EXIST"
+
+
+def test_shares_recipients_and_providers(w: WorkspaceClient, server: RunningServer) -> None:
+    from databricks.sdk.service.catalog import PermissionsChange as Change
+    from databricks.sdk.service.catalog import Privilege
+    from databricks.sdk.service.sharing import (
+        AuthenticationType,
+        SharedDataObject,
+        SharedDataObjectDataObjectType,
+        SharedDataObjectUpdate,
+        SharedDataObjectUpdateAction,
+    )
+
+    py = RestCatalog("py", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    py.create_namespace("shared")
+    py.create_table("shared.sales", Schema(NestedField(1, "id", LongType(), required=False)))
+    share = w.shares.create(name="Quarterly", comment="for partners")
+    assert (share.name, share.owner) == ("quarterly", "admin")
+    updated = w.shares.update("quarterly", updates=[SharedDataObjectUpdate(
+        action=SharedDataObjectUpdateAction.ADD,
+        data_object=SharedDataObject(name="main.shared.sales",
+                                     data_object_type=SharedDataObjectDataObjectType.TABLE))])
+    assert [(o.name, o.shared_as) for o in updated.objects] == [("main.shared.sales", "shared.sales")]
+    again = uc(server, "PATCH", "/shares/quarterly", json={"updates": [
+        {"action": "ADD", "data_object": {"name": "main.shared.sales"}}]})
+    assert again.status_code == 409
+    assert uc(server, "PATCH", "/shares/quarterly", json={"updates": [
+        {"action": "ADD", "data_object": {"name": "main.shared.nope"}}]}).status_code == 404
+
+    recipient = w.recipients.create(name="acme", authentication_type=AuthenticationType.TOKEN,
+                                    comment="partner")
+    activation_url = recipient.tokens[0].activation_url
+    assert activation_url and activation_url.startswith(server.base_url)
+    profile = httpx.get(activation_url).json()  # public: the link is the secret
+    assert profile["bearerToken"] and profile["endpoint"].endswith("/delta-sharing/")
+    assert httpx.get(activation_url).status_code == 404  # once only
+    assert profile["bearerToken"] not in uc(server, "GET", "/recipients/acme").text
+    assert uc(server, "GET", "/recipients/acme").json()["tokens"][0]["activation_url"] == ""
+    assert uc(server, "POST", "/recipients", json={"name": "bad", "authentication_type": "TOKEN",
+                                                   "ip_access_list": {"allowed_ip_addresses": ["300.1.1.1"]}}
+              ).status_code == 400
+
+    w.shares.update_permissions("quarterly", changes=[Change(principal="acme", add=[Privilege.SELECT])])
+    assignments = w.shares.share_permissions("quarterly").privilege_assignments
+    assert [(a.principal, [p.value for p in a.privileges]) for a in assignments] == [("acme", ["SELECT"])]
+    assert uc(server, "GET", "/recipients/acme/share-permissions").json()["permissions_out"][0]["share_name"] == \
+        "quarterly"
+    assert uc(server, "PATCH", "/shares/quarterly/permissions", json={"changes": [
+        {"principal": "acme", "add": ["MODIFY"]}]}).status_code == 400
+    rotated = w.recipients.rotate_token("acme", existing_token_expire_in_seconds=0)
+    assert len(rotated.tokens) == 2 and rotated.tokens[0].expiration_time and rotated.tokens[1].activation_url
+    assert uc(server, "POST", "/recipients/acme/rotate-token",
+              json={"existing_token_expire_in_seconds": -1}).status_code == 400
+
+    provider = uc(server, "POST", "/providers", json={
+        "name": "upstream", "authentication_type": "TOKEN",
+        "recipient_profile_str": '{"shareCredentialsVersion": 1, "endpoint": "http://127.0.0.1:9/ds/", '
+                                 '"bearerToken": "t0ken"}'})
+    assert provider.status_code == 200, provider.text
+    assert provider.json()["recipient_profile"]["endpoint"] == "http://127.0.0.1:9/ds/"
+    assert "t0ken" not in provider.text
+    assert uc(server, "POST", "/providers", json={"name": "broken", "recipient_profile_str": "{}"}).status_code == 400
+    assert uc(server, "GET", "/providers/upstream/shares").status_code == 502  # nobody listens on port 9
+    w.shares.delete("quarterly")
+    w.recipients.delete("acme")
+    w.providers.delete("upstream")
+    assert uc(server, "GET", "/shares/quarterly").json()["error_code"] == "SHARE_DOES_NOT_EXIST"

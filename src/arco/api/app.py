@@ -33,6 +33,7 @@ from arco.unity import routes as unity_routes
 from arco.unity.metastore import ensure_metastore
 from arco.unity.whoami import scim_me
 from arco.unity.named import NamedSecurables
+from arco.unity.sharing import SharingService
 from arco.unity.permissions import PermissionsService
 from arco.unity.service import UnityService
 from arco.iceberg.routes import IcebergServices
@@ -117,6 +118,7 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
     app.state.unity = UnityService(store, app.state.iceberg.tables, metastore_id)
     app.state.permissions = PermissionsService(store, metastore_id)
     app.state.named = NamedSecurables(store, metastore_id)
+    app.state.sharing = SharingService(store, app.state.named)
     return app
 
 

@@ -10,6 +10,9 @@ from arco.auth.authenticator import Authenticator
 
 # Paths anyone may call: health checks, and the discovery document clients probe before they authenticate.
 PUBLIC_PATHS = frozenset({"/health", "/healthz", "/.well-known/databricks-config", "/iceberg/v1/oauth/tokens"})
+# Delta Sharing recipients download their credential with the activation link alone (it is the secret).
+PUBLIC_PREFIXES = ("/api/2.1/unity-catalog/public/data_sharing_activation/",
+                   "/api/2.0/unity-catalog/public/data_sharing_activation/")
 
 
 class BearerAuthMiddleware:
@@ -18,7 +21,7 @@ class BearerAuthMiddleware:
         self.authenticator = authenticator
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS or scope["path"].startswith(PUBLIC_PREFIXES):
             await self.app(scope, receive, send)
             return
         token = _bearer_token(scope)

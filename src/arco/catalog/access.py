@@ -169,6 +169,10 @@ def _apply_revoke_token(state: Any, op: dict[str, Any]) -> None:
 
 
 def _check_update_grants(state: Any, op: dict[str, Any]) -> None:
+    if op.get("grantee_kind") == "recipient":  # share grants go to Delta Sharing recipients, not principals
+        for change in op["changes"]:
+            state.securable("recipient", change["principal"])
+        return
     for change in op["changes"]:
         if principal_key(change["principal"]) != ACCOUNT_USERS:
             state.principal(change["principal"])

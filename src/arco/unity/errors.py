@@ -8,14 +8,17 @@ from arco.catalog import errors as ce
 _NOT_FOUND = {"catalog": "CATALOG_DOES_NOT_EXIST", "namespace": "SCHEMA_DOES_NOT_EXIST",
               "table": "TABLE_DOES_NOT_EXIST", "view": "TABLE_DOES_NOT_EXIST",
               "storage_credential": "STORAGE_CREDENTIAL_DOES_NOT_EXIST",
-              "external_location": "EXTERNAL_LOCATION_DOES_NOT_EXIST", "principal": "PRINCIPAL_DOES_NOT_EXIST"}
+              "external_location": "EXTERNAL_LOCATION_DOES_NOT_EXIST", "principal": "PRINCIPAL_DOES_NOT_EXIST",
+              "share": "SHARE_DOES_NOT_EXIST", "recipient": "RECIPIENT_DOES_NOT_EXIST",
+              "provider": "PROVIDER_DOES_NOT_EXIST"}
 _EXISTS = {"catalog": "CATALOG_ALREADY_EXISTS", "namespace": "SCHEMA_ALREADY_EXISTS",
            "table": "TABLE_ALREADY_EXISTS", "view": "TABLE_ALREADY_EXISTS",
            "storage_credential": "STORAGE_CREDENTIAL_ALREADY_EXISTS",
-           "external_location": "EXTERNAL_LOCATION_ALREADY_EXISTS"}
+           "external_location": "EXTERNAL_LOCATION_ALREADY_EXISTS", "share": "SHARE_ALREADY_EXISTS",
+           "recipient": "RECIPIENT_ALREADY_EXISTS", "provider": "PROVIDER_ALREADY_EXISTS"}
 _KIND_WORDS = {"namespace": "Schema", "catalog": "Catalog", "table": "Table", "view": "View",
                "storage_credential": "Storage credential", "external_location": "External location",
-               "principal": "Principal"}
+               "principal": "Principal", "share": "Share", "recipient": "Recipient", "provider": "Provider"}
 
 
 class UnityError(ApiError):

@@ -37,7 +37,8 @@ SECRETS = {"client_secret", "private_key"}
 URL_SCHEMES = {"s3", "s3a", "gs", "abfss", "az", "wasbs", "file"}
 
 
-def _credential_fields(body: dict[str, Any], creating: bool) -> dict[str, Any]:
+def _credential_fields(body: dict[str, Any], creating: bool, state: CatalogState, old: SecurableEntry | None,
+                       caller: Principal) -> dict[str, Any]:
     given = [k for k in CREDENTIAL_KINDS if body.get(k) is not None]
     if creating and len(given) != 1:
         raise invalid(f"exactly one of {sorted(CREDENTIAL_KINDS)} is required")
@@ -80,8 +81,9 @@ def _within(child: str, parent: str) -> bool:
     return child == parent or child.startswith(parent.rstrip("/") + "/")
 
 
-def _location_fields(body: dict[str, Any], creating: bool, state: CatalogState,
-                     renaming_from: str | None) -> dict[str, Any]:
+def _location_fields(body: dict[str, Any], creating: bool, state: CatalogState, old: SecurableEntry | None,
+                     caller: Principal) -> dict[str, Any]:
+    renaming_from = old.name if old is not None else None
     fields: dict[str, Any] = {}
     if creating or body.get("url") is not None:
         url = check_url(body.get("url"))
@@ -121,23 +123,30 @@ def _location_in_use(state: CatalogState, entry: SecurableEntry) -> str | None:
     return f"external table(s) {', '.join(tables)} are inside it" if tables else None
 
 
+Fields = Callable[[dict[str, Any], bool, CatalogState, SecurableEntry | None, Principal], dict[str, Any]]
+
+
 @dataclass(frozen=True)
 class Kind:
     type: str
     word: str
     create_privilege: str
-    fields: Callable[[dict[str, Any], bool, CatalogState, str | None], dict[str, Any]]
+    fields: Fields  # the stored fields from a create (True) or update (False) body, validated
     render: Callable[[SecurableEntry], dict[str, Any]]
-    in_use: Callable[[CatalogState, SecurableEntry], str | None]
+    in_use: Callable[[CatalogState, SecurableEntry], str | None] = lambda state, entry: None
+    seen_by_grantees: bool = True  # storage credentials and locations: yes; shares, recipients, providers: owners
+    rename_needs_admin: bool = False
 
 
 KINDS = {
     "storage_credential": Kind("storage_credential", "storage credential", "CREATE_STORAGE_CREDENTIAL",
-                               lambda body, creating, state, old: _credential_fields(body, creating),
-                               _render_credential, _credential_in_use),
+                               _credential_fields, _render_credential, _credential_in_use),
     "external_location": Kind("external_location", "external location", "CREATE_EXTERNAL_LOCATION",
                               _location_fields, _render_location, _location_in_use),
 }
+
+
+KINDS_BY_TYPE: dict[str, Kind] = KINDS  # extended by arco.unity.sharing with shares, recipients, providers
 
 
 class NamedSecurables:
@@ -157,7 +166,9 @@ class NamedSecurables:
 
     def _may_see(self, state: CatalogState, caller: Principal, entry: SecurableEntry) -> bool:
         who, target = subject_of(state, caller), self._securable(state, entry)
-        return can.admin(who) or can.owns(who, target) or any(
+        if can.admin(who) or can.owns(who, target):
+            return True
+        return KINDS_BY_TYPE[entry.type].seen_by_grantees and any(
             identity in target.grants for identity in who.identities())
 
     def create(self, kind: Kind, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
@@ -170,7 +181,7 @@ class NamedSecurables:
             if not (can.admin(who) or can.holds(who, meta, kind.create_privilege)):
                 raise denied(caller, f"create a {kind.word} (needs {kind.create_privilege} on the metastore)")
             return {"op": "create_securable", "id": entry_id, "type": kind.type, "name": name, "owner": caller.name,
-                    "comment": body.get("comment"), "fields": kind.fields(body, True, state, None)}
+                    "comment": body.get("comment"), "fields": kind.fields(body, True, state, None, caller)}
 
         self.store.execute(build, principal=caller.name)
         return self.get(kind, name, caller)
@@ -197,8 +208,11 @@ class NamedSecurables:
             who, target = subject_of(state, caller), self._securable(state, entry)
             if not (who.account_admin or can.owns(who, target) or (can.admin(who) and _owner_only(body))):
                 raise denied(caller, f"update {kind.word} {entry.name} (only its owner may)")
+            if new_name and kind.rename_needs_admin and not (who.account_admin or (can.owns(who, target)
+                                                                                   and can.admin(who))):
+                raise denied(caller, f"rename {kind.word} {entry.name} (its owner, being a metastore admin, may)")
             op: dict[str, Any] = {"op": "update_securable", "type": kind.type, "name": entry.name,
-                                  "fields": kind.fields(body, False, state, entry.name)}
+                                  "fields": kind.fields(body, False, state, entry, caller)}
             if new_name:
                 op["new_name"] = uc_name(kind.word, new_name)
             if body.get("owner"):

@@ -16,7 +16,8 @@ from arco.auth.principals import Principal
 from arco.catalog.errors import CatalogError
 from arco.unity.errors import UnityError, from_catalog_error, invalid
 from arco.unity import credentials, whoami
-from arco.unity.named import KINDS, NamedSecurables
+from arco.unity.named import KINDS_BY_TYPE, NamedSecurables
+from arco.unity.sharing import SharingService
 from arco.unity.service import UnityService
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -182,9 +183,9 @@ def caller_only(fn: Callable[..., Any]) -> Handler:
     return handler
 
 
-def named_routes(kind_name: str, path: str, list_key: str) -> list[Route]:
+def named_routes(kind_name: str, path: str, list_key: str, create_handler: Handler | None = None) -> list[Route]:
     """CRUD routes for a named metastore-level securable (:mod:`arco.unity.named`)."""
-    kind = KINDS[kind_name]
+    kind = KINDS_BY_TYPE[kind_name]
 
     def named(request: Request) -> NamedSecurables:
         return request.app.state.named
@@ -216,9 +217,57 @@ def named_routes(kind_name: str, path: str, list_key: str) -> list[Route]:
         await blocking(named(request).delete, kind, request.path_params["name"], flag(request, "force"), me(request))
         return JsonResponse({})
 
-    return [Route(path, create, methods=["POST"]), Route(path, list_all, methods=["GET"]),
+    return [Route(path, create_handler or create, methods=["POST"]), Route(path, list_all, methods=["GET"]),
             Route(path + "/{name}", get, methods=["GET"]), Route(path + "/{name}", update, methods=["PATCH"]),
             Route(path + "/{name}", delete, methods=["DELETE"])]
+
+
+def base_url(request: Request) -> str:
+    return str(request.base_url).rstrip("/")
+
+
+def sharing(request: Request) -> SharingService:
+    return request.app.state.sharing
+
+
+@unity_errors
+async def create_recipient(request: Request) -> Response:
+    body = await body_of(request)
+    return JsonResponse(await blocking(sharing(request).create_recipient, body, me(request), base_url(request)))
+
+
+@unity_errors
+async def share_permissions(request: Request) -> Response:
+    name = request.path_params["name"]
+    if request.method == "GET":
+        return JsonResponse(await blocking(sharing(request).share_permissions, name, me(request)))
+    body = await body_of(request)
+    return JsonResponse(await blocking(sharing(request).update_share_permissions, name, body, me(request)))
+
+
+@unity_errors
+async def recipient_share_permissions(request: Request) -> Response:
+    return JsonResponse(await blocking(sharing(request).recipient_share_permissions, request.path_params["name"],
+                                       me(request)))
+
+
+@unity_errors
+async def rotate_recipient_token(request: Request) -> Response:
+    body = await body_of(request)
+    return JsonResponse(await blocking(sharing(request).rotate_token, request.path_params["name"], body, me(request),
+                                       base_url(request)))
+
+
+@unity_errors
+async def provider_shares(request: Request) -> Response:
+    return JsonResponse(await blocking(sharing(request).provider_shares, request.path_params["name"], me(request)))
+
+
+@unity_errors
+async def activate_recipient(request: Request) -> Response:
+    """Public: the recipient has no token yet; the activation id in the path is the secret."""
+    endpoint = f"{base_url(request)}/delta-sharing/"
+    return JsonResponse(await blocking(sharing(request).activate, request.path_params["activation"], endpoint))
 
 
 @unity_errors
@@ -259,5 +308,13 @@ routes = [
     *named_routes("storage_credential", "/storage-credentials", "storage_credentials"),
     *named_routes("external_location", "/external-locations", "external_locations"),
     Route("/files", list_files, methods=["GET"]),
+    *named_routes("share", "/shares", "shares"),
+    Route("/shares/{name}/permissions", share_permissions, methods=["GET", "PATCH"]),
+    *named_routes("recipient", "/recipients", "recipients", create_handler=create_recipient),
+    Route("/recipients/{name}/share-permissions", recipient_share_permissions, methods=["GET"]),
+    Route("/recipients/{name}/rotate-token", rotate_recipient_token, methods=["POST"]),
+    *named_routes("provider", "/providers", "providers"),
+    Route("/providers/{name}/shares", provider_shares, methods=["GET"]),
+    Route("/public/data_sharing_activation/{activation}", activate_recipient, methods=["GET"]),
     Route("/permissions/{securable_type}/{full_name}", update_permissions, methods=["PATCH", "PUT"]),
 ]

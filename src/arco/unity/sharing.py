@@ -1,0 +1,332 @@
+"""Delta Sharing securables in UC (sections 6.14-6.16): shares, recipients and providers.
+
+Shares hold table objects (added by owners who hold SELECT on each table) and grant SELECT to recipients.
+A TOKEN recipient gets an activation URL; the bearer token is made when the recipient activates it, so only its
+hash is ever stored (the catalog log is immutable and must never hold a usable secret). Rotation ends the old
+token no later than asked and issues a new activation URL.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+import time
+import uuid
+from typing import Any
+
+import orjson
+
+from arco.auth import decisions as can
+from arco.auth.principals import Principal
+from arco.auth.subjects import securable, subject_of
+from arco.auth.tokens import hash_token
+from arco.catalog.securables import SecurableEntry
+from arco.catalog.state import CatalogState
+from arco.catalog.store import CatalogStore
+from arco.unity.errors import UnityError, invalid
+from arco.unity.named import KINDS_BY_TYPE, Kind, NamedSecurables
+from arco.unity.service import denied, split_full_name
+
+RECIPIENT_TOKEN_PREFIX = "arco_share_"
+
+
+# -- shares ----------------------------------------------------------------------------------------------------
+
+def _share_object(raw: Any, state: CatalogState, owner: str, caller: Principal, now_ms: int) -> dict[str, Any]:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        raise invalid("every shared object needs a 'name' (<catalog>.<schema>.<table>)")
+    kind = str(raw.get("data_object_type") or "TABLE").upper()
+    if kind != "TABLE":
+        raise invalid(f"data_object_type {kind!r} is not supported; only TABLE")
+    catalog_name, schema_name, name = split_full_name(raw["name"], 3)
+    table = state.table(state.catalog(catalog_name).id, (schema_name,), name)
+    owner_subject = subject_of(state, Principal(owner))
+    if not can.holds(owner_subject, securable(state, "table", table), "SELECT"):
+        raise UnityError(403, "PERMISSION_DENIED", f"the share's owner {owner} needs SELECT on {raw['name']} "
+                                                   "to share it")
+    shared_as = raw.get("shared_as") or f"{schema_name}.{name}"
+    if not isinstance(shared_as, str) or len(shared_as.split(".")) != 2:
+        raise invalid("shared_as must have the form <schema>.<table>")
+    out = {"name": f"{catalog_name}.{schema_name}.{name}".lower(), "data_object_type": "TABLE",
+           "shared_as": shared_as.lower(), "added_at": now_ms, "added_by": caller.name, "table_id": table.id}
+    for optional in ("comment", "cdf_enabled", "start_version", "partition_specification", "history_data_sharing_status"):
+        if raw.get(optional) is not None:
+            out[optional] = raw[optional]
+    return out
+
+
+def _share_fields(body: dict[str, Any], creating: bool, state: CatalogState, old: SecurableEntry | None,
+                  caller: Principal) -> dict[str, Any]:
+    if creating:
+        return {"objects": []}  # objects are IGN on create: added by updateShare
+    assert old is not None
+    now_ms = int(time.time() * 1000)
+    objects = list(old.fields.get("objects", []))
+    if body.get("objects") is not None:  # 2.0: the list given replaces the share's objects
+        if not isinstance(body["objects"], list):
+            raise invalid("objects must be a list")
+        kept = {o["name"]: o for o in objects}
+        objects = [kept.get(str(o.get("name", "")).lower()) or _share_object(o, state, old.owner, caller, now_ms)
+                   for o in body["objects"]]
+    for update in body.get("updates") or []:  # the current API: ADD / REMOVE / UPDATE actions
+        action = str(update.get("action", "")).upper()
+        target = update.get("data_object") or {}
+        name = str(target.get("name", "")).lower()
+        if action == "ADD":
+            if any(o["name"] == name for o in objects):
+                raise UnityError(409, "RESOURCE_ALREADY_EXISTS", f"{name} is already in the share")
+            objects.append(_share_object(target, state, old.owner, caller, now_ms))
+        elif action == "REMOVE":
+            objects = [o for o in objects if o["name"] != name]
+        elif action == "UPDATE":
+            objects = [(_share_object({**o, **target}, state, old.owner, caller, now_ms) if o["name"] == name else o)
+                       for o in objects]
+        else:
+            raise invalid(f"unknown share update action {action!r}; ADD, REMOVE or UPDATE")
+    names = [o["shared_as"] for o in objects]
+    if len(set(names)) != len(names):
+        raise invalid("shared_as names must be unique within a share")
+    return {"objects": objects}
+
+
+def _render_share(entry: SecurableEntry) -> dict[str, Any]:
+    return {"objects": [{k: v for k, v in o.items() if k != "table_id"} for o in entry.fields.get("objects", [])]}
+
+
+# -- recipients ------------------------------------------------------------------------------------------------
+
+def _ip_list(raw: Any) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    addresses = raw.get("allowed_ip_addresses") if isinstance(raw, dict) else None
+    if not isinstance(addresses, list) or len(addresses) > 100:
+        raise invalid("ip_access_list.allowed_ip_addresses must be a list of at most 100 addresses or CIDR ranges")
+    for address in addresses:
+        try:
+            ipaddress.ip_network(str(address), strict=False)
+        except ValueError:
+            raise invalid(f"{address!r} is not an IP address or CIDR range") from None
+    return {"allowed_ip_addresses": [str(a) for a in addresses]}
+
+
+def new_activation() -> tuple[str, dict[str, Any]]:
+    """A fresh activation id (shown in the URL) and the token record that waits for it (hash only)."""
+    activation = secrets.token_urlsafe(24)
+    now_ms = int(time.time() * 1000)
+    return activation, {"id": uuid.uuid4().hex, "activation_hash": hash_token(activation), "token_hash": None,
+                        "expiration_time": None, "created_at": now_ms, "updated_at": now_ms}
+
+
+def _recipient_fields(body: dict[str, Any], creating: bool, state: CatalogState, old: SecurableEntry | None,
+                      caller: Principal) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    if creating:
+        auth = str(body.get("authentication_type") or "").upper()
+        if auth not in ("TOKEN", "DATABRICKS"):
+            raise invalid("authentication_type is required: TOKEN or DATABRICKS")
+        fields["authentication_type"] = auth
+        if auth == "DATABRICKS":
+            global_id = body.get("data_recipient_global_metastore_id")
+            if not isinstance(global_id, str) or global_id.count(":") != 2:
+                raise invalid("data_recipient_global_metastore_id (<cloud>:<region>:<uuid>) is required for "
+                              "DATABRICKS recipients")
+            fields["data_recipient_global_metastore_id"] = global_id
+        else:
+            fields["tokens"] = [body["__pending_token__"]]
+    if body.get("ip_access_list") is not None:
+        fields["ip_access_list"] = _ip_list(body["ip_access_list"])
+    if body.get("properties_kvpairs") is not None:
+        fields["properties_kvpairs"] = body["properties_kvpairs"]
+    return fields
+
+
+def _render_recipient(entry: SecurableEntry) -> dict[str, Any]:
+    out: dict[str, Any] = {"authentication_type": entry.fields["authentication_type"],
+                           "activated": any(t.get("token_hash") for t in entry.fields.get("tokens", []))}
+    for key in ("ip_access_list", "data_recipient_global_metastore_id", "properties_kvpairs"):
+        if entry.fields.get(key) is not None:
+            out[key] = entry.fields[key]
+    if entry.fields["authentication_type"] == "TOKEN":
+        out["tokens"] = [{"id": t["id"], "expiration_time": t.get("expiration_time"), "created_at": t["created_at"],
+                          "updated_at": t["updated_at"],
+                          "activation_url": "" if t.get("token_hash") else t.get("activation_url", "")}
+                         for t in entry.fields.get("tokens", [])]
+    return out
+
+
+# -- providers -------------------------------------------------------------------------------------------------
+
+def _provider_fields(body: dict[str, Any], creating: bool, state: CatalogState, old: SecurableEntry | None,
+                     caller: Principal) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    if creating:
+        auth = str(body.get("authentication_type") or "TOKEN").upper()
+        if auth not in ("TOKEN", "DATABRICKS"):
+            raise invalid("authentication_type must be TOKEN or DATABRICKS")
+        fields["authentication_type"] = auth
+    raw = body.get("recipient_profile_str")
+    if raw is not None or (creating and fields.get("authentication_type") == "TOKEN"):
+        try:
+            profile = orjson.loads(raw) if isinstance(raw, str) else None
+        except orjson.JSONDecodeError:
+            profile = None
+        if not isinstance(profile, dict) or not profile.get("endpoint") or not profile.get("bearerToken"):
+            raise invalid("recipient_profile_str must be a Delta Sharing profile (JSON with endpoint and "
+                          "bearerToken)")
+        fields["profile"] = {"endpoint": str(profile["endpoint"]), "bearer_token": str(profile["bearerToken"]),
+                             "share_credentials_version": int(profile.get("shareCredentialsVersion", 1))}
+    return fields
+
+
+def _render_provider(entry: SecurableEntry) -> dict[str, Any]:
+    out: dict[str, Any] = {"authentication_type": entry.fields.get("authentication_type", "TOKEN")}
+    profile = entry.fields.get("profile")
+    if profile:  # the bearer token is a secret: never shown
+        out["recipient_profile"] = {"endpoint": profile["endpoint"],
+                                    "share_credentials_version": profile["share_credentials_version"]}
+    return out
+
+
+SHARING_KINDS = {
+    "share": Kind("share", "share", "CREATE_SHARE", _share_fields, _render_share, seen_by_grantees=False,
+                  rename_needs_admin=True),
+    "recipient": Kind("recipient", "recipient", "CREATE_RECIPIENT", _recipient_fields, _render_recipient,
+                      seen_by_grantees=False, rename_needs_admin=True),
+    "provider": Kind("provider", "provider", "CREATE_PROVIDER", _provider_fields, _render_provider,
+                     seen_by_grantees=False, rename_needs_admin=True),
+}
+KINDS_BY_TYPE.update(SHARING_KINDS)
+
+
+class SharingService:
+    """What shares, recipients and providers do beyond CRUD."""
+
+    def __init__(self, store: CatalogStore, named: NamedSecurables) -> None:
+        self.store = store
+        self.named = named
+
+    def create_recipient(self, body: dict[str, Any], caller: Principal, base_url: str) -> dict[str, Any]:
+        activation, token = new_activation()
+        token["activation_url"] = f"{base_url}/api/2.1/unity-catalog/public/data_sharing_activation/{activation}"
+        return self.named.create(SHARING_KINDS["recipient"], {**body, "__pending_token__": token}, caller)
+
+    def _owner_or_admin(self, state: CatalogState, caller: Principal, entry: SecurableEntry) -> bool:
+        who = subject_of(state, caller)
+        return can.admin(who) or can.owns(who, self.named._securable(state, entry))
+
+    def share_permissions(self, name: str, caller: Principal) -> dict[str, Any]:
+        with self.store.read() as state:
+            share = state.securable("share", name)
+            if not self._owner_or_admin(state, caller, share):
+                raise denied(caller, f"read the permissions of share {share.name}")
+            names = {r.name.casefold(): r.name for r in state.securables_of("recipient")}
+            return {"privilege_assignments": [{"principal": names.get(r, r), "privileges": sorted(p)}
+                                              for r, p in sorted(state.grants_on("share", share.id).items())]}
+
+    def update_share_permissions(self, name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
+        changes = body.get("changes")
+        if not isinstance(changes, list):
+            raise invalid("'changes' must be a list")
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            share = state.securable("share", name)
+            if not self._owner_or_admin(state, caller, share):
+                raise denied(caller, f"change the permissions of share {share.name}")
+            checked = []
+            for change in changes:
+                recipient = state.securable("recipient", str(change.get("principal", "")))
+                adding = [str(p).upper() for p in change.get("add") or []]
+                if any(p != "SELECT" for p in adding + [str(p).upper() for p in change.get("remove") or []]):
+                    raise invalid("the only privilege on a share is SELECT")
+                if adding and not (subject_of(state, caller).account_admin or
+                                   can.owns(subject_of(state, caller), self.named._securable(state, recipient))):
+                    raise denied(caller, f"grant to recipient {recipient.name} (only its owner may)")
+                checked.append({"principal": recipient.name.casefold(), "add": adding,
+                                "remove": [str(p).upper() for p in change.get("remove") or []]})
+            return {"op": "update_grants", "securable_type": "share", "securable_id": share.id, "changes": checked,
+                    "grantee_kind": "recipient"}
+
+        self.store.execute(build, principal=caller.name)
+        return self.share_permissions(name, caller)
+
+    def recipient_share_permissions(self, name: str, caller: Principal) -> dict[str, Any]:
+        with self.store.read() as state:
+            recipient = state.securable("recipient", name)
+            if not self._owner_or_admin(state, caller, recipient):
+                raise denied(caller, f"read the share permissions of recipient {recipient.name}")
+            rows = []
+            for share in state.securables_of("share"):
+                held = state.grants_on("share", share.id).get(recipient.name.casefold())
+                if held:
+                    rows.append({"share_name": share.name, "privilege_assignments": [
+                        {"principal": recipient.name, "privileges": sorted(held)}]})
+            return {"permissions_out": rows}
+
+    def rotate_token(self, name: str, body: dict[str, Any], caller: Principal, base_url: str) -> dict[str, Any]:
+        expire_in = body.get("existing_token_expire_in_seconds")
+        if not isinstance(expire_in, int) or isinstance(expire_in, bool) or expire_in < 0:
+            raise invalid("existing_token_expire_in_seconds must be a non-negative integer")
+        activation, token = new_activation()
+        token["activation_url"] = f"{base_url}/api/2.1/unity-catalog/public/data_sharing_activation/{activation}"
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            recipient = state.securable("recipient", name)
+            who = subject_of(state, caller)
+            if not (who.account_admin or can.owns(who, self.named._securable(state, recipient))):
+                raise denied(caller, f"rotate the token of recipient {recipient.name} (only its owner may)")
+            if recipient.fields["authentication_type"] != "TOKEN":
+                raise invalid("only TOKEN recipients have tokens")
+            cutoff = int(time.time() * 1000) + expire_in * 1000
+            tokens = []
+            for old in recipient.fields.get("tokens", []):
+                current = old.get("expiration_time")
+                tokens.append({**old, "expiration_time": cutoff if current is None else min(current, cutoff)})
+            return {"op": "update_securable", "type": "recipient", "name": recipient.name,
+                    "fields": {"tokens": [*tokens, token]}}
+
+        self.store.execute(build, principal=caller.name)
+        return self.named.get(SHARING_KINDS["recipient"], name, caller)
+
+    def activate(self, activation: str, endpoint: str) -> dict[str, Any]:
+        """The recipient's one-time download of its profile: the bearer token is made now and only hashed."""
+        raw_token = RECIPIENT_TOKEN_PREFIX + secrets.token_urlsafe(32)
+        found: dict[str, Any] = {}
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            wanted = hash_token(activation)
+            for recipient in state.securables_of("recipient"):
+                for token in recipient.fields.get("tokens", []):
+                    if token.get("activation_hash") == wanted:
+                        if token.get("token_hash"):
+                            raise UnityError(404, "RESOURCE_DOES_NOT_EXIST", "this activation link was used already")
+                        found["expiration_time"] = token.get("expiration_time")
+                        tokens = [{**t, "token_hash": hash_token(raw_token), "updated_at": int(time.time() * 1000)}
+                                  if t is token else t for t in recipient.fields["tokens"]]
+                        return {"op": "update_securable", "type": "recipient", "name": recipient.name,
+                                "fields": {"tokens": tokens}}
+            raise UnityError(404, "RESOURCE_DOES_NOT_EXIST", "unknown activation link")
+
+        self.store.execute(build, principal="recipient-activation")
+        profile = {"shareCredentialsVersion": 1, "bearerToken": raw_token, "endpoint": endpoint}
+        if found.get("expiration_time"):
+            profile["expirationTime"] = time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                      time.gmtime(found["expiration_time"] / 1000))
+        return profile
+
+    def provider_shares(self, name: str, caller: Principal) -> dict[str, Any]:
+        import httpx
+
+        with self.store.read() as state:
+            provider = state.securable("provider", name)
+            if not self._owner_or_admin(state, caller, provider):
+                raise denied(caller, f"list the shares of provider {provider.name}")
+            profile = provider.fields.get("profile")
+        if not profile:
+            return {"shares": []}
+        try:
+            response = httpx.get(profile["endpoint"].rstrip("/") + "/shares", timeout=30,
+                                 headers={"Authorization": f"Bearer {profile['bearer_token']}"})
+            response.raise_for_status()
+        except httpx.HTTPError as exc:
+            raise UnityError(502, "BAD_GATEWAY", f"the provider's sharing server did not answer: {exc}") from None
+        return {"shares": [{"name": item.get("name")} for item in response.json().get("items", [])]}
