@@ -342,3 +342,40 @@ def test_shares_recipients_and_providers(w: WorkspaceClient, server: RunningServ
     w.recipients.delete("acme")
     w.providers.delete("upstream")
     assert uc(server, "GET", "/shares/quarterly").json()["error_code"] == "SHARE_DOES_NOT_EXIST"
+
+
+def test_metastores_assignments_and_staging_tables(w: WorkspaceClient, server: RunningServer) -> None:
+    [metastore] = list(w.metastores.list())
+    assert w.metastores.get(metastore.metastore_id).metastore_id == metastore.metastore_id
+    assert w.metastores.summary().metastore_id == metastore.metastore_id
+    updated = uc(server, "PATCH", f"/metastores/{metastore.metastore_id}",
+                 json={"name": "lakehouse", "delta_sharing_scope": "INTERNAL_AND_EXTERNAL",
+                       "delta_sharing_recipient_token_lifetime_in_seconds": 3600})
+    assert updated.status_code == 200 and updated.json()["name"] == "lakehouse"
+    assert updated.json()["delta_sharing_scope"] == "INTERNAL_AND_EXTERNAL"
+    assert uc(server, "PATCH", f"/metastores/{metastore.metastore_id}",
+              json={"storage_root": "s3://elsewhere"}).status_code == 400
+    assert uc(server, "POST", "/metastores", json={"name": "second", "storage_root": "s3://x"}).status_code == 400
+    assert uc(server, "GET", "/metastores/not-this-one").status_code == 404
+
+    assert uc(server, "PUT", "/workspaces/42/metastore", json={"metastore_id": metastore.metastore_id,
+                                                               "default_catalog_name": "main"}).status_code == 200
+    assert uc(server, "PUT", "/workspaces/42/metastore", json={"metastore_id": metastore.metastore_id,
+                                                               "default_catalog_name": "nope"}).status_code == 404
+    assert w.metastores.current().metastore_id == metastore.metastore_id
+
+    uc(server, "POST", "/schemas", json={"name": "staged", "catalog_name": "main"})
+    staging = uc(server, "POST", "/staging-tables", json={"name": "ctas", "catalog_name": "main",
+                                                          "schema_name": "staged"}).json()
+    assert staging["staging_location"] and staging["id"]
+    columns = [{"name": "c", "type_name": "INT", "type_text": "int", "type_json": "{}", "position": 0}]
+    promoted = uc(server, "POST", "/tables", json={
+        "name": "ctas", "catalog_name": "main", "schema_name": "staged", "table_type": "MANAGED",
+        "data_source_format": "DELTA", "columns": columns, "storage_location": staging["staging_location"]})
+    assert promoted.status_code == 200, promoted.text
+    assert (promoted.json()["table_id"], promoted.json()["storage_location"]) == (staging["id"],
+                                                                                   staging["staging_location"])
+    elsewhere = uc(server, "POST", "/tables", json={
+        "name": "other", "catalog_name": "main", "schema_name": "staged", "table_type": "MANAGED",
+        "data_source_format": "DELTA", "columns": columns, "storage_location": staging["staging_location"]})
+    assert elsewhere.status_code == 400  # a staging location belongs to the table it was made for

@@ -32,6 +32,7 @@ from arco.iceberg import routes as iceberg_routes
 from arco.unity import routes as unity_routes
 from arco.unity.metastore import ensure_metastore
 from arco.unity.whoami import scim_me
+from arco.unity.metastores import MetastoreService
 from arco.unity.named import NamedSecurables
 from arco.unity.sharing import SharingService
 from arco.unity.permissions import PermissionsService
@@ -114,7 +115,9 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
     ensure_default_catalog(store, owner=BOOTSTRAP_ADMIN.name)
     app.state.services = Services(settings=settings, storage=storage, authenticator=authenticator)
     app.state.iceberg = IcebergServices.build(settings, store, storage)
-    metastore_id = ensure_metastore(storage)["metastore_id"]
+    metastore_record = ensure_metastore(storage)
+    metastore_id = metastore_record["metastore_id"]
+    app.state.metastores = MetastoreService(store, metastore_record, storage.url)
     app.state.unity = UnityService(store, app.state.iceberg.tables, metastore_id)
     app.state.permissions = PermissionsService(store, metastore_id)
     app.state.named = NamedSecurables(store, metastore_id)

@@ -12,9 +12,15 @@ METASTORE_OWNER = "admin"  # the bootstrap admin owns the metastore; account adm
 SECURABLE_TYPES = {"catalog": CatalogEntry, "schema": NamespaceEntry, "table": TableEntry}
 
 
+def metastore_owner(state: CatalogState) -> str:
+    """The metastore's owner: the bootstrap admin unless an account admin handed it on (updateMetastore)."""
+    entries = state.securables_of("metastore")
+    return entries[0].owner if entries else METASTORE_OWNER
+
+
 def subject_of(state: CatalogState, principal: Principal) -> Subject:
     groups = state.groups_of(principal.name)
-    owner = METASTORE_OWNER.casefold()
+    owner = metastore_owner(state).casefold()
     return Subject(principal.name, groups,
                    metastore_admin=principal.is_account_admin or principal.name.casefold() == owner or owner in groups,
                    account_admin=principal.is_account_admin)
@@ -25,4 +31,4 @@ def securable(state: CatalogState, securable_type: str, entry: CatalogEntry | Na
 
 
 def metastore(state: CatalogState, metastore_id: str) -> Securable:
-    return Securable(METASTORE_OWNER, state.grants_on("metastore", metastore_id))
+    return Securable(metastore_owner(state), state.grants_on("metastore", metastore_id))

@@ -16,6 +16,7 @@ from arco.auth.principals import Principal
 from arco.catalog.errors import CatalogError
 from arco.unity.errors import UnityError, from_catalog_error, invalid
 from arco.unity import credentials, whoami
+from arco.unity.metastores import MetastoreService
 from arco.unity.named import KINDS_BY_TYPE, NamedSecurables
 from arco.unity.sharing import SharingService
 from arco.unity.service import UnityService
@@ -156,12 +157,43 @@ async def update_permissions(request: Request) -> Response:
     return JsonResponse(result)
 
 
+def metastores(request: Request) -> MetastoreService:
+    return request.app.state.metastores
+
+
 @unity_errors
 async def metastore_summary(request: Request) -> Response:
-    svc = service(request)
-    return JsonResponse({"metastore_id": svc.metastore_id, "name": "arco", "owner": "admin",
-                         "storage_root": svc.tables.storage.url, "default_data_access_config_id": None,
-                         "delta_sharing_scope": "INTERNAL"})
+    return JsonResponse(await blocking(metastores(request).summary, me(request)))
+
+
+@unity_errors
+async def list_metastores(request: Request) -> Response:
+    if request.method == "POST":
+        metastores(request).refuse()
+    return JsonResponse(await blocking(metastores(request).list, me(request)))
+
+
+@unity_errors
+async def one_metastore(request: Request) -> Response:
+    metastore_id = request.path_params["id"]
+    if request.method == "DELETE":
+        metastores(request).refuse()
+    if request.method == "PATCH":
+        body = await body_of(request)
+        return JsonResponse(await blocking(metastores(request).update, metastore_id, body, me(request)))
+    return JsonResponse(await blocking(metastores(request).get, metastore_id, me(request)))
+
+
+@unity_errors
+async def workspace_assignment(request: Request) -> Response:
+    body = await body_of(request) if request.method != "DELETE" else dict(request.query_params)
+    return JsonResponse(await blocking(metastores(request).assign, request.path_params["workspace_id"], body,
+                                       me(request), method=request.method))
+
+
+@unity_errors
+async def current_assignment(request: Request) -> Response:
+    return JsonResponse(await blocking(metastores(request).current_assignment, me(request)))
 
 
 def posted(fn: Callable[..., Any]) -> Handler:
@@ -299,7 +331,12 @@ routes = [
     Route("/tables/{full_name}", updater("update_table", "full_name"), methods=["PATCH"]),
     Route("/tables/{full_name}", deleter("delete_table", "full_name", takes_force=False), methods=["DELETE"]),
     Route("/table-summaries", table_summaries, methods=["GET", "POST"]),
+    Route("/staging-tables", creator("create_staging_table"), methods=["POST"]),
     Route("/metastore_summary", metastore_summary, methods=["GET"]),
+    Route("/metastores", list_metastores, methods=["GET", "POST"]),
+    Route("/metastores/{id}", one_metastore, methods=["GET", "PATCH", "DELETE"]),
+    Route("/workspaces/{workspace_id}/metastore", workspace_assignment, methods=["PUT", "PATCH", "DELETE"]),
+    Route("/current-metastore-assignment", current_assignment, methods=["GET"]),
     Route("/permissions/{securable_type}/{full_name}", get_permissions, methods=["GET"]),
     Route("/temporary-table-credentials", posted(credentials.table_credentials), methods=["POST"]),
     Route("/temporary-path-credentials", posted(credentials.path_credentials), methods=["POST"]),

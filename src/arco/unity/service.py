@@ -313,7 +313,7 @@ class UnityService:
                 raise invalid("storage_location is required for an EXTERNAL table")
             if table_type == "EXTERNAL" and "://" not in location:  # type: ignore[operator]
                 raise invalid("storage_location must be an absolute URL such as s3://bucket/path or file:///path")
-        table_id = str(uuid.uuid4())
+        ids = {"table": str(uuid.uuid4())}
 
         def build(state: CatalogState) -> dict[str, Any]:
             catalog = state.catalog(catalog_name)
@@ -323,9 +323,12 @@ class UnityService:
                 raise denied(caller, f"create tables in {catalog.name}.{schema_name} "
                                      "(needs USE_CATALOG, USE_SCHEMA and CREATE_TABLE)")
             where = location
-            if table_type == "MANAGED":
-                where = self._managed_location(catalog, schema_name, name, table_id, location)
-            return {"op": "create_table", "id": table_id, "catalog_id": catalog.id, "namespace": [schema_name],
+            if table_type == "MANAGED" and location:  # promoting a staging table: its id and location
+                staged = self._staged(state, catalog, schema_name, name, location)
+                ids["table"], where = staged.name, location
+            elif table_type == "MANAGED":
+                where = self._managed_location(catalog, schema_name, name, ids["table"])
+            return {"op": "create_table", "id": ids["table"], "catalog_id": catalog.id, "namespace": [schema_name],
                     "name": name, "kind": "VIEW" if table_type == "VIEW" else "TABLE", "format": fmt,
                     "location": where or "", "owner": principal, "managed": table_type == "MANAGED",
                     "comment": _text(body, "comment"), "properties": _properties(body.get("properties")),
@@ -334,13 +337,46 @@ class UnityService:
 
         self.store.execute(build, principal=principal)
         with self.store.read() as state:
-            return self.table_info(state.tables[table_id], state)
+            return self.table_info(state.tables[ids["table"]], state)
 
-    def _managed_location(self, catalog: CatalogEntry, schema: str, name: str, table_id: str,
-                          requested: str | None) -> str:
-        if requested:
-            raise invalid("a managed table's storage_location must be left empty (Arco assigns it)")
+    @staticmethod
+    def _managed_location(catalog: CatalogEntry, schema: str, name: str, table_id: str) -> str:
         return f"{catalog.storage_root.rstrip('/')}/{slug(schema)}/{slug(name)}-{table_id.replace('-', '')}"
+
+    @staticmethod
+    def _staged(state: CatalogState, catalog: CatalogEntry, schema: str, name: str, location: str) -> Any:
+        for staged in state.securables_of("staging_table"):
+            f = staged.fields
+            if f["location"] == location and f["catalog_id"] == catalog.id and \
+                    f["schema"].casefold() == schema.casefold() and f["name"].casefold() == name.casefold():
+                return staged
+        raise invalid("a managed table's storage_location must be empty, or the staging_location of a staging "
+                      "table created for the same catalog, schema and name")
+
+    def create_staging_table(self, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
+        """Storage for a managed table whose data is written before the table exists (CTAS); see
+        :meth:`create_table` for the promotion."""
+        name = uc_name("table", body.get("name"))
+        catalog_name = uc_name("catalog", body.get("catalog_name"))
+        schema_name = uc_name("schema", body.get("schema_name"))
+        staging_id = str(uuid.uuid4())
+        found: dict[str, str] = {}
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            catalog = state.catalog(catalog_name)
+            schema = state.namespace(catalog.id, (schema_name,))
+            if not can.can_create_table(subject_of(state, caller), securable(state, "catalog", catalog),
+                                        securable(state, "schema", schema)):
+                raise denied(caller, f"stage tables in {catalog.name}.{schema_name} (needs USE_CATALOG, "
+                                     "USE_SCHEMA and CREATE_TABLE)")
+            found["location"] = self._managed_location(catalog, schema_name, name, staging_id)
+            return {"op": "create_securable", "id": staging_id, "type": "staging_table", "name": staging_id,
+                    "owner": caller.name, "fields": {"catalog_id": catalog.id, "schema": schema_name, "name": name,
+                                                     "location": found["location"]}}
+
+        self.store.execute(build, principal=caller.name)
+        return {"id": staging_id, "name": name, "catalog_name": catalog_name, "schema_name": schema_name,
+                "staging_location": found["location"]}
 
     def update_table(self, full_name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
         new_name = _new_name(body, split_full_name(full_name, 3)[2])
