@@ -379,3 +379,22 @@ def test_metastores_assignments_and_staging_tables(w: WorkspaceClient, server: R
         "name": "other", "catalog_name": "main", "schema_name": "staged", "table_type": "MANAGED",
         "data_source_format": "DELTA", "columns": columns, "storage_location": staging["staging_location"]})
     assert elsewhere.status_code == 400  # a staging location belongs to the table it was made for
+
+
+def test_two_clients_creating_the_same_name_get_one_success(server: RunningServer) -> None:
+    import threading
+
+    for attempt in range(3):
+        barrier = threading.Barrier(4)
+        statuses: list[int] = []
+
+        def create(name: str = f"race{attempt}") -> None:
+            barrier.wait()
+            statuses.append(uc(server, "POST", "/catalogs", json={"name": name}).status_code)
+
+        threads = [threading.Thread(target=create) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(statuses) == [200, 409, 409, 409], statuses
