@@ -208,3 +208,23 @@ def test_sharing_securables_belong_to_their_owners(world: dict, owned: dict) -> 
     not_her_recipient = uc(world, "eve@x.com", "PATCH", "/shares/mine/permissions", json={"changes": [
         {"principal": "partner", "add": ["SELECT"]}]})
     assert not_her_recipient.status_code == 403
+
+
+def test_users_manage_their_own_tokens_over_http(world: dict, owned: dict) -> None:
+    w = WorkspaceClient(host=world["server"].base_url, token=world["tokens"]["ann@x.com"])
+    created = w.tokens.create(comment="notebook", lifetime_seconds=3600)
+    assert created.token_value and created.token_info.comment == "notebook"
+    fresh = WorkspaceClient(host=world["server"].base_url, token=created.token_value)
+    assert fresh.current_user.me().user_name == "ann@x.com"
+    assert created.token_info.token_id in [t.token_id for t in w.tokens.list()]
+    eve = WorkspaceClient(host=world["server"].base_url, token=world["tokens"]["eve@x.com"])
+    assert created.token_info.token_id not in [t.token_id for t in eve.tokens.list()]
+    with pytest.raises(Exception):
+        eve.tokens.delete(created.token_info.token_id)  # not hers
+    w.tokens.delete(created.token_info.token_id)
+    gone = httpx.get(f"{world['server'].base_url}/api/2.1/unity-catalog/catalogs",
+                     headers={"Authorization": f"Bearer {created.token_value}"})
+    assert gone.status_code == 401
+    bad = httpx.post(f"{world['server'].base_url}/api/2.0/token/create", json={"lifetime_seconds": -5},
+                     headers={"Authorization": f"Bearer {world['tokens']['ann@x.com']}"})
+    assert bad.status_code == 400 and bad.json()["error_code"] == "INVALID_PARAMETER_VALUE"

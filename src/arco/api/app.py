@@ -31,6 +31,7 @@ from arco.auth.tokens import hash_token
 from arco.iceberg import routes as iceberg_routes
 from arco.unity import routes as unity_routes
 from arco.unity.metastore import ensure_metastore
+from arco.unity import tokens_api
 from arco.unity.whoami import scim_me
 from arco.unity.metastores import MetastoreService
 from arco.unity.named import NamedSecurables
@@ -108,6 +109,9 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
             Route("/api/2.0/settings/types/default_namespace_ws/names/default",
                   unity_routes.default_namespace_setting, methods=["GET"]),
             Route("/api/2.0/preview/scim/v2/Me", unity_routes.caller_only(scim_me), methods=["GET"]),
+            Route("/api/2.0/token/create", unity_routes.posted(tokens_api.create), methods=["POST"]),
+            Route("/api/2.0/token/list", unity_routes.caller_only(tokens_api.list_mine), methods=["GET"]),
+            Route("/api/2.0/token/delete", unity_routes.posted(tokens_api.delete), methods=["POST"]),
         ],
         middleware=[Middleware(BearerAuthMiddleware, authenticator=authenticator)],
         exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _unexpected_error},
