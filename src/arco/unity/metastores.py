@@ -58,11 +58,15 @@ class MetastoreService:
 
     def list(self, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
+            if not can.admin(subject_of(state, caller)):
+                raise denied(caller, "list metastores (metastore admins only; everyone may read metastore_summary)")
             return {"metastores": [self.info(state)]}
 
     def get(self, metastore_id: str, caller: Principal) -> dict[str, Any]:
         self._check(metastore_id)
         with self.store.read() as state:
+            if not can.admin(subject_of(state, caller)):
+                raise denied(caller, "read the metastore (metastore admins only)")
             return self.info(state)
 
     def summary(self, caller: Principal) -> dict[str, Any]:

@@ -1,0 +1,164 @@
+"""The permission matrix: admin, owner, grantee and stranger against the endpoints of both APIs.
+
+The owner (olga) holds the CREATE_* privileges on the metastore and made every object; the grantee (ann) holds
+USE_CATALOG, USE_SCHEMA, SELECT on the tables, READ_FILES on the external location and a privilege on the
+storage credential; the stranger (eve) holds nothing. Each row says, per role, whether the call is allowed
+(a 2xx), denied (403), or not made (None: it would destroy what the other rows need).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from support.arco_server import ARCO_TOKEN, arco_server
+
+pytestmark = pytest.mark.timeout(300)
+ROLES = ("admin", "olga@x.com", "ann@x.com", "eve@x.com")
+SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}]}
+COLUMNS = [{"name": "id", "type_name": "LONG", "type_text": "bigint", "type_json": "{}", "position": 0}]
+
+
+def cli(warehouse: Path, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "arco.cli.main", *args, "--warehouse", str(warehouse)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    workdir = tmp_path_factory.mktemp("matrix")
+    warehouse = workdir / "warehouse"
+    (workdir / "landing").mkdir()
+    with arco_server(warehouse, workdir, admin_token=ARCO_TOKEN) as server:
+        tokens = {"admin": ARCO_TOKEN}
+        for user in ROLES[1:]:
+            cli(warehouse, "user", "create", user)
+            tokens[user] = cli(warehouse, "token", "create", user).strip()
+
+        def call(who: str, method: str, path: str, **kwargs: object) -> httpx.Response:
+            return httpx.request(method, f"{server.base_url}{path}", timeout=30,
+                                 headers={"Authorization": f"Bearer {tokens[who]}"}, **kwargs)  # type: ignore[arg-type]
+
+        uc = "/api/2.1/unity-catalog"
+        metastore = call("admin", "GET", f"{uc}/metastore_summary").json()["metastore_id"]
+        ok = call("admin", "PATCH", f"{uc}/permissions/metastore/{metastore}", json={"changes": [
+            {"principal": "olga@x.com", "add": ["CREATE_CATALOG", "CREATE_STORAGE_CREDENTIAL",
+                                                "CREATE_EXTERNAL_LOCATION", "CREATE_SHARE", "CREATE_RECIPIENT",
+                                                "CREATE_PROVIDER"]}]})
+        assert ok.status_code == 200, ok.text
+        made = [
+            call("olga@x.com", "POST", f"{uc}/catalogs", json={"name": "cat"}),
+            call("olga@x.com", "POST", f"{uc}/schemas", json={"name": "s", "catalog_name": "cat"}),
+            call("olga@x.com", "POST", f"{uc}/tables", json={
+                "name": "t", "catalog_name": "cat", "schema_name": "s", "table_type": "EXTERNAL",
+                "data_source_format": "DELTA", "columns": COLUMNS, "storage_location": "s3://bucket/t"}),
+            call("olga@x.com", "POST", "/iceberg/v1/cat/namespaces/s/tables", json={"name": "ice", "schema": SCHEMA}),
+            call("olga@x.com", "POST", f"{uc}/storage-credentials", json={
+                "name": "cred", "aws_iam_role": {"role_arn": "arn:aws:iam::1:role/r"}}),
+            call("olga@x.com", "POST", f"{uc}/external-locations", json={
+                "name": "loc", "url": (workdir / "landing").as_uri(), "credential_name": "cred"}),
+            call("olga@x.com", "POST", f"{uc}/shares", json={"name": "sh"}),
+            call("olga@x.com", "POST", f"{uc}/recipients", json={"name": "r", "authentication_type": "TOKEN"}),
+            call("olga@x.com", "POST", f"{uc}/providers", json={
+                "name": "p", "recipient_profile_str": '{"endpoint": "http://127.0.0.1:9/", "bearerToken": "x"}'}),
+        ]
+        assert all(r.status_code == 200 for r in made), [r.text for r in made if r.status_code != 200]
+        for kind, name, privileges in [("catalog", "cat", ["USE_CATALOG"]), ("schema", "cat.s", ["USE_SCHEMA"]),
+                                       ("table", "cat.s.t", ["SELECT"]), ("table", "cat.s.ice", ["SELECT"]),
+                                       ("storage_credential", "cred", ["READ_FILES"]),
+                                       ("external_location", "loc", ["READ_FILES"])]:
+            granted = call("olga@x.com", "PATCH", f"{uc}/permissions/{kind}/{name}", json={"changes": [
+                {"principal": "ann@x.com", "add": privileges}]})
+            assert granted.status_code == 200, granted.text
+        ice_id = call("admin", "GET", f"{uc}/tables/cat.s.ice").json()["table_id"]
+        yield {"call": call, "metastore": metastore, "ice_id": ice_id, "landing": (workdir / "landing").as_uri()}
+
+
+UC = "/api/2.1/unity-catalog"
+A, D = True, False  # allowed, denied
+MATRIX = [
+    # name, method, path, json body, (admin, owner, grantee, stranger)
+    ("get catalog", "GET", f"{UC}/catalogs/cat", None, (A, A, A, D)),
+    ("update catalog comment", "PATCH", f"{UC}/catalogs/cat", {"comment": "c"}, (A, A, D, D)),
+    ("get schema", "GET", f"{UC}/schemas/cat.s", None, (A, A, A, D)),
+    ("update schema comment", "PATCH", f"{UC}/schemas/cat.s", {"comment": "c"}, (A, A, D, D)),
+    ("create schema", "POST", f"{UC}/schemas", {"catalog_name": "cat", "name": "n_{role}"}, (A, A, D, D)),
+    ("get table", "GET", f"{UC}/tables/cat.s.t", None, (A, A, A, D)),
+    ("update table comment", "PATCH", f"{UC}/tables/cat.s.t", {"comment": "c"}, (A, A, D, D)),
+    ("create table", "POST", f"{UC}/tables", {"name": "x_{role}", "catalog_name": "cat", "schema_name": "s",
+                                              "table_type": "MANAGED", "data_source_format": "DELTA",
+                                              "columns": COLUMNS}, (A, A, D, D)),
+    ("delete table", "DELETE", f"{UC}/tables/cat.s.t", None, (None, None, D, D)),
+    ("delete schema", "DELETE", f"{UC}/schemas/cat.s", None, (None, None, D, D)),
+    ("delete catalog", "DELETE", f"{UC}/catalogs/cat", None, (None, None, D, D)),
+    ("create catalog", "POST", f"{UC}/catalogs", {"name": "c_{role}"}, (A, A, D, D)),
+    ("read all grants on a table", "GET", f"{UC}/permissions/table/cat.s.t", None, (A, A, D, D)),
+    ("read own grants on a table", "GET", f"{UC}/permissions/table/cat.s.t?principal={{email}}", None, (A, A, A, A)),
+    ("grant on a table", "PATCH", f"{UC}/permissions/table/cat.s.t",
+     {"changes": [{"principal": "ann@x.com", "add": ["SELECT"]}]}, (A, A, D, D)),
+    ("get storage credential", "GET", f"{UC}/storage-credentials/cred", None, (A, A, A, D)),
+    ("update storage credential", "PATCH", f"{UC}/storage-credentials/cred", {"comment": "c"}, (A, A, D, D)),
+    ("delete storage credential", "DELETE", f"{UC}/storage-credentials/cred", None, (None, None, D, D)),
+    ("get external location", "GET", f"{UC}/external-locations/loc", None, (A, A, A, D)),
+    ("update external location", "PATCH", f"{UC}/external-locations/loc", {"comment": "c"}, (A, A, D, D)),
+    ("delete external location", "DELETE", f"{UC}/external-locations/loc", None, (None, None, D, D)),
+    ("list files", "GET", f"{UC}/files?url={{landing}}", None, (A, A, A, D)),
+    ("get share", "GET", f"{UC}/shares/sh", None, (A, A, D, D)),
+    ("share permissions", "GET", f"{UC}/shares/sh/permissions", None, (A, A, D, D)),
+    ("delete share", "DELETE", f"{UC}/shares/sh", None, (None, None, D, D)),
+    ("get recipient", "GET", f"{UC}/recipients/r", None, (A, A, D, D)),
+    ("recipient share permissions", "GET", f"{UC}/recipients/r/share-permissions", None, (A, A, D, D)),
+    ("rotate recipient token", "POST", f"{UC}/recipients/r/rotate-token",
+     {"existing_token_expire_in_seconds": 3600}, (A, A, D, D)),
+    ("get provider", "GET", f"{UC}/providers/p", None, (A, A, D, D)),
+    ("get metastore", "GET", f"{UC}/metastores/{{metastore}}", None, (A, D, D, D)),
+    ("update metastore", "PATCH", f"{UC}/metastores/{{metastore}}", {"delta_sharing_scope": "INTERNAL"},
+     (A, D, D, D)),
+    ("assign metastore", "PUT", f"{UC}/workspaces/7/metastore", {"metastore_id": "{metastore}",
+                                                                 "default_catalog_name": "main"}, (A, D, D, D)),
+    ("metastore summary", "GET", f"{UC}/metastore_summary", None, (A, A, A, A)),
+    ("read table credentials", "POST", f"{UC}/temporary-table-credentials",
+     {"table_id": "{ice_id}", "operation": "READ"}, (A, A, A, D)),
+    ("write table credentials", "POST", f"{UC}/temporary-table-credentials",
+     {"table_id": "{ice_id}", "operation": "READ_WRITE"}, (A, A, D, D)),
+    ("iceberg list namespaces", "GET", "/iceberg/v1/cat/namespaces", None, (A, A, A, D)),
+    ("iceberg load table", "GET", "/iceberg/v1/cat/namespaces/s/tables/ice", None, (A, A, A, D)),
+    ("iceberg commit", "POST", "/iceberg/v1/cat/namespaces/s/tables/ice",
+     {"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "{role}"}}]}, (A, A, D, D)),
+    ("iceberg create table", "POST", "/iceberg/v1/cat/namespaces/s/tables",
+     {"name": "i_{role}", "schema": SCHEMA}, (A, A, D, D)),
+    ("iceberg drop table", "DELETE", "/iceberg/v1/cat/namespaces/s/tables/ice", None, (None, None, D, D)),
+]
+
+
+def _fill(value: object, **names: str) -> object:
+    if isinstance(value, str):
+        for key, replacement in names.items():
+            value = value.replace("{" + key + "}", replacement)
+        return value
+    if isinstance(value, dict):
+        return {k: _fill(v, **names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, **names) for v in value]
+    return value
+
+
+@pytest.mark.parametrize(("name", "method", "path", "body", "expected"), MATRIX, ids=[row[0] for row in MATRIX])
+def test_permission_matrix(setup: dict, name: str, method: str, path: str, body: object,
+                           expected: tuple[bool | None, ...]) -> None:
+    for role, allowed in zip(ROLES, expected):
+        if allowed is None:
+            continue
+        names = {"role": role.split("@")[0], "email": role, "metastore": setup["metastore"], "ice_id": setup["ice_id"],
+                 "landing": setup["landing"]}
+        response = setup["call"](role, method, _fill(path, **names), json=_fill(body, **names))
+        if allowed:
+            assert 200 <= response.status_code < 300, (role, response.status_code, response.text)
+        else:
+            assert response.status_code == 403, (role, response.status_code, response.text)
