@@ -246,6 +246,9 @@ def test_storage_credentials_and_external_locations(w: WorkspaceClient, server: 
         "directory_id": "d", "application_id": "a", "client_secret": "s3cr3t"}})
     assert secret.status_code == 200 and "client_secret" not in secret.json()["azure_service_principal"]
     assert "s3cr3t" not in uc(server, "GET", "/storage-credentials/az").text
+    oss_view = uc(server, "GET", "/credentials/lake-role").json()  # unitycatalog-oss 2.1 names the same objects
+    assert (oss_view["purpose"], oss_view["aws_iam_role"]["role_arn"]) == ("STORAGE", "arn:aws:iam::1:role/r")
+    assert "lake-role" in [c["name"] for c in uc(server, "GET", "/credentials").json()["credentials"]]
     for bad in ({"name": "none"}, {"name": "two", "aws_iam_role": {"role_arn": "x"},
                                    "gcp_service_account_key": {"email": "e", "private_key_id": "i", "private_key": "k"}},
                 {"name": "half", "aws_iam_role": {}}):

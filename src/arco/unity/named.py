@@ -61,7 +61,9 @@ def _credential_fields(body: dict[str, Any], creating: bool, state: CatalogState
 def _render_credential(entry: SecurableEntry) -> dict[str, Any]:
     kind = entry.fields.get("kind")
     shown = {k: v for k, v in entry.fields.get("details", {}).items() if k not in SECRETS}
-    out: dict[str, Any] = {"read_only": entry.fields.get("read_only", False)}
+    # purpose and full_name: the OSS 2.1 CredentialInfo view of the same object (``/credentials``).
+    out: dict[str, Any] = {"read_only": entry.fields.get("read_only", False), "purpose": "STORAGE",
+                           "full_name": entry.name}
     if kind:
         out[kind] = shown
     return out

@@ -343,6 +343,7 @@ routes = [
     Route("/userinfo/me", caller_only(whoami.my_info), methods=["GET"]),
     Route("/userinfo/mygroups", caller_only(whoami.my_groups), methods=["GET"]),
     *named_routes("storage_credential", "/storage-credentials", "storage_credentials"),
+    *named_routes("storage_credential", "/credentials", "credentials"),  # the OSS 2.1 name of the same objects
     *named_routes("external_location", "/external-locations", "external_locations"),
     Route("/files", list_files, methods=["GET"]),
     *named_routes("share", "/shares", "shares"),
