@@ -69,13 +69,13 @@ def test_gc_removes_exactly_the_eligible_files(spark: SparkSession, server: Runn
     plain_dir = py.load_table("g.plain").metadata.location.removeprefix("file://") + "/metadata/"
     orphan = Path(plain_dir) / "00007-lostrace.metadata.json"
     orphan.write_bytes(Path(py.load_table("g.plain").metadata_location.removeprefix("file://")).read_bytes())
+    [landed_marker] = [m.key for m in storage.list(f"_catalog/iceberg_idempotency/{plain_uuid}/")]  # the keyed commit
+    landed = orjson.loads(storage.get(landed_marker).data)
+    storage.put(landed_marker, orjson.dumps({**landed, "status": "IN_PROGRESS", "started_at_ms": 1}))
     stale_key = str(uuid7())
     stale = marker_key(plain_uuid, hashlib.sha256(stale_key.encode()).hexdigest())
     storage.put(stale, orjson.dumps({"status": "IN_PROGRESS", "idempotency_key": stale_key,
                                      "operation": "updateTable", "request_hash": "x", "started_at_ms": 1}))
-    landed_marker = next(m.key for m in storage.list(f"_catalog/iceberg_idempotency/{plain_uuid}/"))
-    landed = orjson.loads(storage.get(landed_marker).data)
-    storage.put(landed_marker, orjson.dumps({**landed, "status": "IN_PROGRESS", "started_at_ms": 1}))
 
     compact.run_compact(spark, spec, Run("compact"))
     late = py.load_table("g.plain")
