@@ -401,3 +401,20 @@ def test_two_clients_creating_the_same_name_get_one_success(server: RunningServe
         for thread in threads:
             thread.join()
         assert sorted(statuses) == [200, 409, 409, 409], statuses
+
+
+def test_non_ascii_names_in_url_encoded_full_names(server: RunningServer) -> None:
+    """The spec's example: SomeCÄt.SømeSchëma.テーブル, percent-encoded in the path, lower-cased when stored."""
+    from urllib.parse import quote
+
+    assert uc(server, "POST", "/catalogs", json={"name": "SomeCÄt"}).json()["name"] == "somecät"
+    assert uc(server, "POST", "/schemas", json={"name": "SømeSchëma", "catalog_name": "SomeCÄt"}).status_code == 200
+    created = uc(server, "POST", "/tables", json={
+        "name": "テーブル", "catalog_name": "somecät", "schema_name": "sømeschëma", "table_type": "MANAGED",
+        "data_source_format": "DELTA",
+        "columns": [{"name": "Ä", "type_name": "INT", "type_text": "int", "type_json": "{}", "position": 0}]})
+    assert created.status_code == 200, created.text
+    path = "/tables/" + quote("SomeCÄt.SømeSchëma.テーブル", safe=".")
+    assert path == "/tables/SomeC%C3%84t.S%C3%B8meSch%C3%ABma.%E3%83%86%E3%83%BC%E3%83%96%E3%83%AB"
+    found = uc(server, "GET", path).json()
+    assert found["full_name"] == "somecät.sømeschëma.テーブル" and found["columns"][0]["name"] == "Ä"
