@@ -110,6 +110,8 @@ def gc(warehouse: str, storage_options: tuple[str, ...], master: str | None, dry
     with new_progress() as progress:
         chosen = run_gc(spark, spec, run, policy, dry_run=dry_run, progress=progress)
     console = Console()
+    if not chosen:
+        console.print("nothing is eligible for deletion yet (see docs/pipeline.md for the retention rules)")
     for line in describe(chosen):
         console.print(("would delete " if dry_run else "deleted ") + line, markup=False, highlight=False)
     if dry_run:
