@@ -134,6 +134,47 @@ MATRIX = [
     ("iceberg create table", "POST", "/iceberg/v1/cat/namespaces/s/tables",
      {"name": "i_{role}", "schema": SCHEMA}, (A, A, D, D)),
     ("iceberg drop table", "DELETE", "/iceberg/v1/cat/namespaces/s/tables/ice", None, (None, None, D, D)),
+    ("create staging table", "POST", f"{UC}/staging-tables", {"name": "st_{role}", "catalog_name": "cat",
+                                                              "schema_name": "s"}, (A, A, D, D)),
+    ("create storage credential", "POST", f"{UC}/storage-credentials",
+     {"name": "c_{role}", "aws_iam_role": {"role_arn": "arn:aws:iam::1:role/x"}}, (A, A, D, D)),
+    ("create share", "POST", f"{UC}/shares", {"name": "s_{role}"}, (A, A, D, D)),
+    ("create recipient", "POST", f"{UC}/recipients", {"name": "r_{role}", "authentication_type": "TOKEN"},
+     (A, A, D, D)),
+    ("create provider", "POST", f"{UC}/providers", {
+        "name": "p_{role}", "recipient_profile_str": '{"endpoint": "http://127.0.0.1:9/", "bearerToken": "x"}'},
+     (A, A, D, D)),
+    ("share permissions update", "PATCH", f"{UC}/shares/sh/permissions",
+     {"changes": [{"principal": "r", "add": ["SELECT"]}]}, (A, A, D, D)),
+    ("my info", "GET", f"{UC}/userinfo/me", None, (A, A, A, A)),
+    ("my groups", "GET", f"{UC}/userinfo/mygroups", None, (A, A, A, A)),
+    ("current metastore assignment", "GET", f"{UC}/current-metastore-assignment", None, (A, A, A, A)),
+    ("list metastores", "GET", f"{UC}/metastores", None, (A, D, D, D)),
+    ("iceberg config", "GET", "/iceberg/v1/config?warehouse=cat", None, (A, A, A, D)),
+    ("iceberg namespace properties", "POST", "/iceberg/v1/cat/namespaces/s/properties", {"updates": {"k": "v"}},
+     (A, A, D, D)),
+    ("iceberg create namespace", "POST", "/iceberg/v1/cat/namespaces", {"namespace": ["ns_{role}"]}, (A, A, D, D)),
+    ("iceberg table metrics", "POST", "/iceberg/v1/cat/namespaces/s/tables/ice/metrics",
+     {"report-type": "scan-report", "table-name": "ice", "snapshot-id": -1, "filter": True, "schema-id": 0,
+      "projected-field-ids": [], "projected-field-names": [], "metrics": {}}, (A, A, A, D)),
+    ("iceberg rename table", "POST", "/iceberg/v1/cat/tables/rename",
+     {"source": {"namespace": ["s"], "name": "ice"}, "destination": {"namespace": ["s"], "name": "ice2"}},
+     (None, None, D, D)),
+    ("iceberg drop namespace", "DELETE", "/iceberg/v1/cat/namespaces/s", None, (None, None, D, D)),
+]
+
+# List endpoints answer everyone, showing each caller only what it may see: (list path, key, item).
+VISIBILITY = [
+    ("catalogs", f"{UC}/catalogs", "catalogs", "name", "cat", (A, A, A, D)),
+    ("schemas", f"{UC}/schemas?catalog_name=cat", "schemas", "name", "s", (A, A, A, None)),
+    ("tables", f"{UC}/tables?catalog_name=cat&schema_name=s", "tables", "name", "t", (A, A, A, D)),
+    ("table summaries", f"{UC}/table-summaries?catalog_name=cat", "tables", "full_name", "cat.s.t", (A, A, A, D)),
+    ("storage credentials", f"{UC}/storage-credentials", "storage_credentials", "name", "cred", (A, A, A, D)),
+    ("external locations", f"{UC}/external-locations", "external_locations", "name", "loc", (A, A, A, D)),
+    ("shares", f"{UC}/shares", "shares", "name", "sh", (A, A, D, D)),
+    ("recipients", f"{UC}/recipients", "recipients", "name", "r", (A, A, D, D)),
+    ("providers", f"{UC}/providers", "providers", "name", "p", (A, A, D, D)),
+    ("iceberg tables", "/iceberg/v1/cat/namespaces/s/tables", "identifiers", "name", "ice", (A, A, A, None)),
 ]
 
 
@@ -162,3 +203,17 @@ def test_permission_matrix(setup: dict, name: str, method: str, path: str, body:
             assert 200 <= response.status_code < 300, (role, response.status_code, response.text)
         else:
             assert response.status_code == 403, (role, response.status_code, response.text)
+
+
+@pytest.mark.parametrize(("name", "path", "key", "field", "item", "expected"), VISIBILITY,
+                         ids=[row[0] for row in VISIBILITY])
+def test_lists_show_only_what_each_caller_may_see(setup: dict, name: str, path: str, key: str, field: str,
+                                                  item: str, expected: tuple[bool | None, ...]) -> None:
+    for role, visible in zip(ROLES, expected):
+        if visible is None:  # the caller may not even use the parent: the list itself is refused
+            assert setup["call"](role, "GET", path).status_code == 403, role
+            continue
+        response = setup["call"](role, "GET", path)
+        assert response.status_code == 200, (role, response.text)
+        names = [entry.get(field) for entry in response.json().get(key, [])]
+        assert (item in names) == visible, (role, names)

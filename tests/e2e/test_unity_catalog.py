@@ -418,3 +418,39 @@ def test_non_ascii_names_in_url_encoded_full_names(server: RunningServer) -> Non
     assert path == "/tables/SomeC%C3%84t.S%C3%B8meSch%C3%ABma.%E3%83%86%E3%83%BC%E3%83%96%E3%83%AB"
     found = uc(server, "GET", path).json()
     assert found["full_name"] == "somecät.sømeschëma.テーブル" and found["columns"][0]["name"] == "Ä"
+
+
+def test_the_unitycatalog_client_drives_grants_credentials_and_locations(server: RunningServer,
+                                                                        tmp_path: Path) -> None:
+    from unitycatalog.client import (
+        ApiClient, Configuration, CredentialsApi, ExternalLocationsApi, GrantsApi,
+    )
+    from unitycatalog.client.models import (
+        AwsIamRoleRequest, CreateCredentialRequest, CreateExternalLocation, PermissionsChange, SecurableType,
+        UpdatePermissions,
+    )
+
+    async def run() -> tuple[list, list, list]:
+        config = Configuration(host=f"{server.base_url}/api/2.1/unity-catalog")
+        async with ApiClient(config, header_name="Authorization", header_value=f"Bearer {ARCO_TOKEN}") as client:
+            credentials = CredentialsApi(client)
+            await credentials.create_credential(CreateCredentialRequest(
+                name="oss-cred", aws_iam_role=AwsIamRoleRequest(role_arn="arn:aws:iam::2:role/o")))
+            listed = await credentials.list_credentials()
+            locations = ExternalLocationsApi(client)
+            await locations.create_external_location(CreateExternalLocation(
+                name="oss-loc", url=(tmp_path / "oss").as_uri(), credential_name="oss-cred"))
+            grants = GrantsApi(client)
+            await grants.update(SecurableType.CATALOG, "main", UpdatePermissions(changes=[PermissionsChange(
+                principal="account users", add=["USE CATALOG"], remove=[])]))
+            await grants.update(SecurableType.CREDENTIAL, "oss-cred", UpdatePermissions(changes=[PermissionsChange(
+                principal="account users", add=["READ FILES"], remove=[])]))
+            on_catalog = await grants.get(SecurableType.CATALOG, "main")
+            return ([c.name for c in listed.credentials or []],
+                    [a.principal for a in on_catalog.privilege_assignments or []],
+                    [(await locations.get_external_location("oss-loc")).credential_name])
+
+    credentials, grantees, location_credential = asyncio.run(run())
+    assert "oss-cred" in credentials and "account users" in grantees and location_credential == ["oss-cred"]
+    on_credential = uc(server, "GET", "/permissions/storage_credential/oss-cred").json()
+    assert on_credential == {"privilege_assignments": [{"principal": "account users", "privileges": ["READ FILES"]}]}

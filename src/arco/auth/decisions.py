@@ -32,15 +32,21 @@ class InvalidPrivilege(ValueError):
     pass
 
 
+def canonical(privilege: str) -> str:
+    """``USE CATALOG`` (the OSS client's spelling) and ``use_catalog`` are ``USE_CATALOG``."""
+    return str(privilege).strip().upper().replace(" ", "_")
+
+
 def check_privileges(securable_type: str, privileges: Sequence[str]) -> list[str]:
-    """The privileges, upper-cased, if each applies to the securable type; else :class:`InvalidPrivilege`."""
+    """The privileges, upper-cased and spelled as the client spelled them (a client reads back what it wrote),
+    if each applies to the securable type; else :class:`InvalidPrivilege`."""
     allowed = PRIVILEGES.get(securable_type)
     if allowed is None:
         raise InvalidPrivilege(f"unknown securable type {securable_type!r}; one of {sorted(PRIVILEGES)}")
     checked = []
     for privilege in privileges:
-        name = str(privilege).upper()
-        if name not in allowed:
+        name = str(privilege).strip().upper()
+        if canonical(name) not in allowed:
             raise InvalidPrivilege(f"privilege {privilege!r} does not apply to a {securable_type.replace('_', ' ')}; "
                                    f"valid: {sorted(allowed)}")
         checked.append(name)
@@ -78,7 +84,8 @@ def holds(subject: Subject, securable: Securable, privilege: str) -> bool:
     if owns(subject, securable):
         return True
     for identity in subject.identities():
-        for held in securable.grants.get(identity, ()):
+        for spelled in securable.grants.get(identity, ()):
+            held = canonical(spelled)
             if held == privilege or held == "ALL_PRIVILEGES" or ALIASES.get(held) == privilege:
                 return True
     return False

@@ -183,8 +183,9 @@ def _apply_update_grants(state: Any, op: dict[str, Any]) -> None:
     current = {} if op.get("replace") else {k: list(v) for k, v in state.grants.get(key, {}).items()}
     for change in op["changes"]:
         who = principal_key(change["principal"])
-        held = [p for p in current.get(who, []) if p not in set(change.get("remove", []))]
-        held += [p for p in change.get("add", []) if p not in held]
+        removed = {_spelling(p) for p in change.get("remove", [])}
+        held = [p for p in current.get(who, []) if _spelling(p) not in removed]
+        held += [p for p in change.get("add", []) if _spelling(p) not in {_spelling(h) for h in held}]
         if held:
             current[who] = held
         else:
@@ -193,6 +194,11 @@ def _apply_update_grants(state: Any, op: dict[str, Any]) -> None:
         state.grants[key] = current
     else:
         state.grants.pop(key, None)
+
+
+def _spelling(privilege: str) -> str:
+    """One privilege however it is spelled (``USE CATALOG`` / ``USE_CATALOG``)."""
+    return privilege.strip().upper().replace(" ", "_")
 
 
 ACCESS_RULES = {

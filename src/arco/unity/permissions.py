@@ -21,8 +21,12 @@ from arco.unity.service import split_full_name
 TYPES = {"metastore", "catalog", "schema", "table", "storage_credential", "external_location"}
 
 
+ALIASES = {"credential": "storage_credential"}  # the OSS 2.1 name
+
+
 def normalize_type(raw: str) -> str:
     kind = raw.lower().replace("-", "_")
+    kind = ALIASES.get(kind, kind)
     if kind not in TYPES:
         raise invalid(f"unknown securable type {raw!r}; one of {sorted(TYPES)}")
     return kind

@@ -70,3 +70,11 @@ def test_privileges_that_do_not_apply_are_refused(securable_type: str, privilege
 
 def test_privileges_are_upper_cased() -> None:
     assert d.check_privileges("table", ["select", "Modify"]) == ["SELECT", "MODIFY"]
+
+
+def test_the_oss_spelling_with_spaces_is_the_same_privilege() -> None:
+    assert d.check_privileges("catalog", ["USE CATALOG"]) == ["USE CATALOG"]
+    spaced = Securable("owner@x", {"eve@x": ["USE CATALOG"]})
+    assert d.can_use_catalog(STRANGER, spaced)
+    with pytest.raises(d.InvalidPrivilege):
+        d.check_privileges("table", ["USE CATALOG"])
