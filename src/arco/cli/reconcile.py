@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -11,31 +9,17 @@ from rich.table import Table as RichTable
 
 from arco.catalog.model import TableEntry
 from arco.catalog.store import CatalogStore
-from arco.events.reconcile import DEFAULT_MAX_DEPTH, ReconcileCounts, reconcile_catalog_log, reconcile_tables
+from arco.events.reconcile import (
+    DEFAULT_MAX_DEPTH,
+    ReconcileCounts,
+    iceberg_tables,
+    reconcile_catalog_log,
+    reconcile_tables,
+)
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.iceberg.pointer import PointerStore
 from arco.iceberg.transactions import PointerResolver, TxnRecords
 from arco.storage.base import StorageBackend
-
-
-def iceberg_tables(store: CatalogStore, catalog: str | None = None,
-                   table: str | None = None) -> list[tuple[TableEntry, dict[str, Any]]]:
-    """The Iceberg tables to reconcile, with their identifiers, in a stable order."""
-    with store.read() as state:
-        catalog_id = state.catalog(catalog).id if catalog else None
-        chosen = []
-        for entry in state.tables.values():
-            if entry.kind != "TABLE" or entry.format != "ICEBERG":
-                continue
-            if catalog_id is not None and entry.catalog_id != catalog_id:
-                continue
-            dotted = ".".join((*entry.namespace, entry.name))
-            if table is not None and dotted.casefold() != table.casefold():
-                continue
-            identifier = {"catalog": state.catalogs[entry.catalog_id].name, "namespace": list(entry.namespace),
-                          "name": entry.name}
-            chosen.append((entry, identifier))
-    return sorted(chosen, key=lambda item: (item[1]["catalog"], item[1]["namespace"], item[1]["name"]))
 
 
 def run_reconcile(storage: StorageBackend, catalog: str | None, table: str | None, max_depth: int = DEFAULT_MAX_DEPTH,

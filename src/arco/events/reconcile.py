@@ -17,6 +17,7 @@ from typing import Any
 
 from arco.catalog.log import CatalogLog
 from arco.catalog.model import TableEntry
+from arco.catalog.store import CatalogStore
 from arco.events.receipts import (
     catalog_event,
     catalog_receipt_key,
@@ -47,6 +48,27 @@ class ReconcileCounts:
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
         return self
+
+
+def iceberg_tables(store: CatalogStore, catalog: str | None = None,
+                   table: str | None = None) -> list[tuple[TableEntry, dict[str, Any]]]:
+    """The Iceberg tables of the warehouse (or of one catalog, or one ``namespace.table``), with their
+    identifiers, in a stable order: what the reconciler, GC and maintenance walk."""
+    with store.read() as state:
+        catalog_id = state.catalog(catalog).id if catalog else None
+        chosen = []
+        for entry in state.tables.values():
+            if entry.kind != "TABLE" or entry.format != "ICEBERG":
+                continue
+            if catalog_id is not None and entry.catalog_id != catalog_id:
+                continue
+            dotted = ".".join((*entry.namespace, entry.name))
+            if table is not None and dotted.casefold() != table.casefold():
+                continue
+            identifier = {"catalog": state.catalogs[entry.catalog_id].name, "namespace": list(entry.namespace),
+                          "name": entry.name}
+            chosen.append((entry, identifier))
+    return sorted(chosen, key=lambda item: (item[1]["catalog"], item[1]["namespace"], item[1]["name"]))
 
 
 def table_history(files: MetadataFiles, current_location: str) -> list[tuple[str, int]]:

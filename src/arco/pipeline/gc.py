@@ -16,7 +16,7 @@ from typing import Any
 
 from arco.catalog.model import TableEntry
 from arco.catalog.store import CatalogStore
-from arco.cli.reconcile import iceberg_tables
+from arco.events.reconcile import iceberg_tables
 from arco.events.receipts import EVENTS
 from arco.iceberg.commit import landed_location
 from arco.iceberg.idempotency import Marker

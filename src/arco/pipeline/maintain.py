@@ -23,7 +23,7 @@ from typing import Any
 from uuid6 import uuid7
 
 from arco.catalog.store import CatalogStore
-from arco.cli.reconcile import iceberg_tables
+from arco.events.reconcile import iceberg_tables
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.iceberg.pointer import PointerStore
 from arco.pipeline.embedded_server import embedded_server

@@ -12,8 +12,13 @@ from typing import Any
 
 from arco.catalog.model import TableEntry
 from arco.catalog.store import CatalogStore
-from arco.cli.reconcile import iceberg_tables
-from arco.events.reconcile import DEFAULT_MAX_DEPTH, ReconcileCounts, reconcile_catalog_log, reconcile_table
+from arco.events.reconcile import (
+    DEFAULT_MAX_DEPTH,
+    ReconcileCounts,
+    iceberg_tables,
+    reconcile_catalog_log,
+    reconcile_table,
+)
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.iceberg.pointer import PointerStore
 from arco.iceberg.transactions import PointerResolver, TxnRecords
