@@ -5,6 +5,7 @@ from __future__ import annotations
 from arco.auth.decisions import Securable, Subject
 from arco.auth.principals import Principal
 from arco.catalog.model import CatalogEntry, NamespaceEntry, TableEntry
+from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 
 METASTORE_OWNER = "admin"  # the bootstrap admin owns the metastore; account admins are metastore admins too
@@ -26,7 +27,8 @@ def subject_of(state: CatalogState, principal: Principal) -> Subject:
                    account_admin=principal.is_account_admin)
 
 
-def securable(state: CatalogState, securable_type: str, entry: CatalogEntry | NamespaceEntry | TableEntry) -> Securable:
+def securable(state: CatalogState, securable_type: str,
+              entry: CatalogEntry | NamespaceEntry | TableEntry | SecurableEntry) -> Securable:
     return Securable(entry.owner, state.grants_on(securable_type, entry.id))
 
 

@@ -15,6 +15,7 @@ from arco.auth import decisions as can
 from arco.auth.decisions import Securable, Subject
 from arco.auth.principals import Principal
 from arco.auth.subjects import securable, subject_of
+from arco.catalog.errors import NotFoundError
 from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
@@ -88,14 +89,12 @@ class IcebergGuard:
     @staticmethod
     def _table_securables(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath,
                           name: str) -> tuple[Securable, Securable, Securable] | None:
-        if not state.has_namespace(catalog.id, namespace):
+        try:
+            schema, table = state.namespace(catalog.id, namespace), state.table(catalog.id, namespace, name)
+        except NotFoundError:
             return None  # the service answers NoSuchTable/NoSuchNamespace itself
-        schema = state.namespace(catalog.id, namespace)
-        table = state.tables_in.get((catalog.id, tuple(p.casefold() for p in namespace)), {}).get(name.casefold())
-        if table is None:
-            return None
         return (securable(state, "catalog", state.catalogs[catalog.id]), securable(state, "schema", schema),
-                securable(state, "table", state.tables[table]))
+                securable(state, "table", table))
 
     def visible_namespaces(self, principal: Principal, catalog: CatalogEntry,
                            paths: list[NamespacePath]) -> list[NamespacePath]:

@@ -16,15 +16,14 @@ from typing import Any
 from urllib.parse import urlparse
 
 from arco.auth import decisions as can
-from arco.auth.decisions import Securable
 from arco.auth.principals import Principal
-from arco.auth.subjects import metastore, subject_of
+from arco.auth.subjects import metastore, securable, subject_of
 from arco.catalog.paging import page
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.unity.errors import UnityError, invalid
-from arco.unity.service import _new_name, _owner_only, denied, page_size, uc_name
+from arco.unity.service import changes_owner_only, denied, new_name_in, page_size, uc_name
 
 CREDENTIAL_KINDS = {
     "aws_iam_role": ("role_arn",),
@@ -162,12 +161,8 @@ class NamedSecurables:
                 "created_by": entry.created_by, "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by,
                 **kind.render(entry)}
 
-    @staticmethod
-    def _securable(state: CatalogState, entry: SecurableEntry) -> Securable:
-        return Securable(entry.owner, state.grants_on(entry.type, entry.id))
-
     def _may_see(self, state: CatalogState, caller: Principal, entry: SecurableEntry) -> bool:
-        who, target = subject_of(state, caller), self._securable(state, entry)
+        who, target = subject_of(state, caller), securable(state, entry.type, entry)
         if can.admin(who) or can.owns(who, target):
             return True
         return KINDS_BY_TYPE[entry.type].seen_by_grantees and any(
@@ -203,12 +198,12 @@ class NamedSecurables:
             return self.info(kind, entry)
 
     def update(self, kind: Kind, name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
-        new_name = _new_name(body, name)
+        new_name = new_name_in(body, name)
 
         def build(state: CatalogState) -> dict[str, Any]:
             entry = state.securable(kind.type, name)
-            who, target = subject_of(state, caller), self._securable(state, entry)
-            if not (who.account_admin or can.owns(who, target) or (can.admin(who) and _owner_only(body))):
+            who, target = subject_of(state, caller), securable(state, entry.type, entry)
+            if not (who.account_admin or can.owns(who, target) or (can.admin(who) and changes_owner_only(body))):
                 raise denied(caller, f"update {kind.word} {entry.name} (only its owner may)")
             if new_name and kind.rename_needs_admin and not (who.account_admin or (can.owns(who, target)
                                                                                    and can.admin(who))):
@@ -230,7 +225,7 @@ class NamedSecurables:
         def build(state: CatalogState) -> dict[str, Any]:
             entry = state.securable(kind.type, name)
             who = subject_of(state, caller)
-            if not (who.account_admin or can.owns(who, self._securable(state, entry))):
+            if not (who.account_admin or can.owns(who, securable(state, entry.type, entry))):
                 raise denied(caller, f"delete {kind.word} {entry.name} (only its owner may)")
             reason = kind.in_use(state, entry)
             if reason and not force:
@@ -245,7 +240,7 @@ class NamedSecurables:
         with self.store.read() as state:
             who = subject_of(state, caller)
             allowed = can.admin(who) or any(
-                _within(url, loc.fields["url"]) and can.holds(who, self._securable(state, loc), "READ_FILES")
+                _within(url, loc.fields["url"]) and can.holds(who, securable(state, loc.type, loc), "READ_FILES")
                 for loc in state.securables_of("external_location"))
         if not allowed:
             raise denied(caller, f"list {url} (needs READ_FILES on an external location containing it)")

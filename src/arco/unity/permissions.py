@@ -40,7 +40,7 @@ def resolve(state: CatalogState, kind: str, full_name: str, metastore_id: str) -
         return metastore_id, metastore(state, metastore_id)
     if kind in ("storage_credential", "external_location"):
         named = state.securable(kind, full_name)
-        return named.id, Securable(named.owner, state.grants_on(kind, named.id))
+        return named.id, securable(state, kind, named)
     if kind == "catalog":
         entry: Any = state.catalog(full_name)
     elif kind == "schema":

@@ -72,11 +72,11 @@ def denied(caller: Principal, what: str) -> UnityError:
     return UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not {what}")
 
 
-def _owner_only(body: dict[str, Any]) -> bool:
+def changes_owner_only(body: dict[str, Any]) -> bool:
     return {k for k, v in body.items() if v is not None} <= {"owner"}
 
 
-def _new_name(body: dict[str, Any], current: str) -> str | None:
+def new_name_in(body: dict[str, Any], current: str) -> str | None:
     """A rename asked for by ``new_name`` (2.1) or by a different ``name`` (2.0's partial Info)."""
     if body.get("new_name"):
         return str(body["new_name"])
@@ -129,13 +129,13 @@ class UnityService:
             return infos.catalog_info(entry, self.metastore_id)
 
     def update_catalog(self, name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
-        new_name = _new_name(body, name)
+        new_name = new_name_in(body, name)
         principal = caller.name
 
         def build(state: CatalogState) -> dict[str, Any]:
             entry = state.catalog(name)
             if not can.can_update_catalog(subject_of(state, caller), securable(state, "catalog", entry),
-                                          owner_only=_owner_only(body), renames=bool(new_name)):
+                                          owner_only=changes_owner_only(body), renames=bool(new_name)):
                 raise denied(caller, f"update catalog {entry.name} (only its owner may)")
             op: dict[str, Any] = {"op": "update_catalog", "id": entry.id}
             if new_name:
@@ -209,13 +209,13 @@ class UnityService:
             raise denied(caller, f"{what} {catalog.name}.{entry.path[-1]} (needs {needs})")
 
     def update_schema(self, full_name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
-        new_name = _new_name(body, split_full_name(full_name, 2)[1])
+        new_name = new_name_in(body, split_full_name(full_name, 2)[1])
         principal = caller.name
 
         def build(state: CatalogState) -> dict[str, Any]:
             entry = self._schema(state, full_name)
             self._check_schema(state, caller, entry, can.can_update_schema, "update schema", "ownership",
-                               owner_only=_owner_only(body), renames=bool(new_name))
+                               owner_only=changes_owner_only(body), renames=bool(new_name))
             op: dict[str, Any] = {"op": "update_namespace", "id": entry.id}
             if new_name:
                 op["new_name"] = uc_name("schema", new_name)
@@ -379,13 +379,13 @@ class UnityService:
                 "staging_location": found["location"]}
 
     def update_table(self, full_name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
-        new_name = _new_name(body, split_full_name(full_name, 3)[2])
+        new_name = new_name_in(body, split_full_name(full_name, 3)[2])
         principal = caller.name
 
         def build(state: CatalogState) -> dict[str, Any]:
             entry = self._table(state, full_name)
             self._check_table(state, caller, entry, can.can_update_table, "update table", "ownership",
-                              owner_only=_owner_only(body), renames=bool(new_name))
+                              owner_only=changes_owner_only(body), renames=bool(new_name))
             op: dict[str, Any] = {"op": "update_table", "id": entry.id}
             _common_updates(op, entry, body)
             if "columns" in body and entry.format != "ICEBERG":

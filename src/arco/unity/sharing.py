@@ -212,7 +212,7 @@ class SharingService:
 
     def _owner_or_admin(self, state: CatalogState, caller: Principal, entry: SecurableEntry) -> bool:
         who = subject_of(state, caller)
-        return can.admin(who) or can.owns(who, self.named._securable(state, entry))
+        return can.admin(who) or can.owns(who, securable(state, entry.type, entry))
 
     def share_permissions(self, name: str, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
@@ -239,7 +239,7 @@ class SharingService:
                 if any(p != "SELECT" for p in adding + [str(p).upper() for p in change.get("remove") or []]):
                     raise invalid("the only privilege on a share is SELECT")
                 if adding and not (subject_of(state, caller).account_admin or
-                                   can.owns(subject_of(state, caller), self.named._securable(state, recipient))):
+                                   can.owns(subject_of(state, caller), securable(state, recipient.type, recipient))):
                     raise denied(caller, f"grant to recipient {recipient.name} (only its owner may)")
                 checked.append({"principal": recipient.name.casefold(), "add": adding,
                                 "remove": [str(p).upper() for p in change.get("remove") or []]})
@@ -272,7 +272,7 @@ class SharingService:
         def build(state: CatalogState) -> dict[str, Any]:
             recipient = state.securable("recipient", name)
             who = subject_of(state, caller)
-            if not (who.account_admin or can.owns(who, self.named._securable(state, recipient))):
+            if not (who.account_admin or can.owns(who, securable(state, recipient.type, recipient))):
                 raise denied(caller, f"rotate the token of recipient {recipient.name} (only its owner may)")
             if recipient.fields["authentication_type"] != "TOKEN":
                 raise invalid("only TOKEN recipients have tokens")
