@@ -44,7 +44,7 @@ from arco.storage.base import StorageBackend
 
 PROJECTION = "_catalog/core/snapshots"
 RECEIPTS_PER_TASK = 5_000
-SKEW_TOLERANCE_MS = 24 * 3600 * 1000
+DAY_MS = 24 * 3600 * 1000
 SCHEMAS = rows.SCHEMAS_BY_KIND
 
 
@@ -84,6 +84,12 @@ def _receipt_day_ms(key: str) -> int | None:
     return int(day.timestamp() * 1000)
 
 
+def clock_skewed(happened_ms: int, day_ms: int, now_ms: float) -> bool:
+    """More than half a day outside the day its folder names, or more than a day in the future."""
+    outside_its_day = not day_ms - DAY_MS / 2 <= happened_ms <= day_ms + DAY_MS + DAY_MS / 2
+    return outside_its_day or happened_ms > now_ms + DAY_MS
+
+
 def compact_partition(spec: StorageSpec, batch_id: str, live_tables: set[str], index: int,
                       keys: Iterator[str]) -> Iterator[dict[str, Any]]:
     """One Spark task: read receipts, build rows, write one part file per history kind. Returns a summary."""
@@ -113,9 +119,7 @@ def compact_partition(spec: StorageSpec, batch_id: str, live_tables: set[str], i
             bad.append(f"{key}: unreadable ({exc})")
             continue
         day_ms = _receipt_day_ms(key) if kind != "runs" else None
-        if happened_ms is not None and day_ms is not None and (
-                abs(int(happened_ms) - day_ms - SKEW_TOLERANCE_MS / 2) > SKEW_TOLERANCE_MS
-                or int(happened_ms) > now_ms + SKEW_TOLERANCE_MS):
+        if happened_ms is not None and day_ms is not None and clock_skewed(int(happened_ms), day_ms, now_ms):
             skewed += 1  # the clock of whoever wrote it disagrees with its day folder; kept, and reported
         built[kind].append(row)  # type: ignore[index]
     files: dict[str, list[str]] = {}
