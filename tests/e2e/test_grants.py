@@ -5,11 +5,8 @@ Users, groups, tokens and service principals are made with the CLI, as an operat
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pyarrow as pa
@@ -20,17 +17,10 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import ForbiddenError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
-from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
+from support.arco_server import ARCO_TOKEN, arco_server, run_cli
 
 pytestmark = pytest.mark.timeout(300)
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
-
-
-def arco(warehouse: Path, *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "arco.cli.main", *args, "--warehouse", str(warehouse)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +29,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     warehouse = workdir / "warehouse"
     with arco_server(warehouse, workdir, admin_token=ARCO_TOKEN) as server:
         for user in ("olga@x.com", "ann@x.com", "eve@x.com"):
-            arco(warehouse, "user", "create", user)
-        arco(warehouse, "group", "create", "analysts", "--member", "ann@x.com")
-        tokens = {u: arco(warehouse, "token", "create", u).strip() for u in ("olga@x.com", "ann@x.com", "eve@x.com")}
+            run_cli(warehouse, "user", "create", user)
+        run_cli(warehouse, "group", "create", "analysts", "--member", "ann@x.com")
+        tokens = {user: run_cli(warehouse, "token", "create", user).strip()
+                  for user in ("olga@x.com", "ann@x.com", "eve@x.com")}
         yield {"server": server, "warehouse": warehouse, "tokens": tokens}
 
 
@@ -125,7 +116,7 @@ def test_the_databricks_sdk_grants_and_bad_grants(world: dict, owned: dict) -> N
 
 def test_concurrent_grants_on_one_securable_both_land(world: dict, owned: dict) -> None:
     for n in range(6):
-        arco(world["warehouse"], "user", "create", f"u{n}@x.com")
+        run_cli(world["warehouse"], "user", "create", f"u{n}@x.com")
     barrier = threading.Barrier(6)
     results: list[int] = []
 
@@ -145,18 +136,18 @@ def test_concurrent_grants_on_one_securable_both_land(world: dict, owned: dict) 
 
 
 def test_a_revoked_token_stops_working_at_once(world: dict, owned: dict) -> None:
-    token = arco(world["warehouse"], "token", "create", "eve@x.com").strip()
+    token = run_cli(world["warehouse"], "token", "create", "eve@x.com").strip()
     headers = {"Authorization": f"Bearer {token}"}
     assert httpx.get(f"{world['server'].base_url}/api/2.1/unity-catalog/catalogs", headers=headers).status_code == 200
-    token_id = next(line.split("\t")[0] for line in arco(world["warehouse"], "token", "list").splitlines()[::-1]
+    token_id = next(line.split("\t")[0] for line in run_cli(world["warehouse"], "token", "list").splitlines()[::-1]
                     if "eve@x.com" in line and "active" in line)
-    arco(world["warehouse"], "token", "revoke", token_id)
+    run_cli(world["warehouse"], "token", "revoke", token_id)
     after = httpx.get(f"{world['server'].base_url}/api/2.1/unity-catalog/catalogs", headers=headers)
     assert after.status_code == 401 and after.json()["error_code"] == "UNAUTHENTICATED"
 
 
 def test_a_service_principal_uses_oauth_client_credentials(world: dict, owned: dict) -> None:
-    out = arco(world["warehouse"], "service-principal", "etl-bot")
+    out = run_cli(world["warehouse"], "service-principal", "etl-bot")
     secret = next(line.split()[-1] for line in out.splitlines() if line.startswith("client secret"))
     assert grant(world, "olga@x.com", "catalog", "sec", "etl-bot", "USE_CATALOG").status_code == 200
     assert grant(world, "olga@x.com", "schema", "sec.s", "etl-bot", "USE_SCHEMA").status_code == 200

@@ -8,26 +8,16 @@ storage credential; the stranger (eve) holds nothing. Each row says, per role, w
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
-from support.arco_server import ARCO_TOKEN, arco_server
+from support.arco_server import ARCO_TOKEN, arco_server, run_cli
 
 pytestmark = pytest.mark.timeout(300)
 ROLES = ("admin", "olga@x.com", "ann@x.com", "eve@x.com")
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}]}
 COLUMNS = [{"name": "id", "type_name": "LONG", "type_text": "bigint", "type_json": "{}", "position": 0}]
-
-
-def cli(warehouse: Path, *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "arco.cli.main", *args, "--warehouse", str(warehouse)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +28,8 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     with arco_server(warehouse, workdir, admin_token=ARCO_TOKEN) as server:
         tokens = {"admin": ARCO_TOKEN}
         for user in ROLES[1:]:
-            cli(warehouse, "user", "create", user)
-            tokens[user] = cli(warehouse, "token", "create", user).strip()
+            run_cli(warehouse, "user", "create", user)
+            tokens[user] = run_cli(warehouse, "token", "create", user).strip()
 
         def call(who: str, method: str, path: str, **kwargs: object) -> httpx.Response:
             return httpx.request(method, f"{server.base_url}{path}", timeout=30,

@@ -210,9 +210,7 @@ def test_the_unitycatalog_client_and_the_20_paths(server: RunningServer) -> None
 @pytest.mark.duckdb
 def test_duckdb_reads_a_delta_table_registered_in_uc(server: RunningServer, tmp_path: Path) -> None:
     from deltalake import write_deltalake
-    from support.duckdb_ext import extension_file
-
-    import duckdb
+    from support.duckdb_ext import connect_with
 
     location = tmp_path / "people"
     write_deltalake(str(location), pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": pa.array(["a", "b", "c"])}))
@@ -225,9 +223,7 @@ def test_duckdb_reads_a_delta_table_registered_in_uc(server: RunningServer, tmp_
             {"name": "name", "type_name": "STRING", "type_text": "string", "position": 1,
              "type_json": '{"name":"name","type":"string","nullable":true,"metadata":{}}'}]})
     assert created.status_code == 200, created.text
-    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
-    for name in ("httpfs", "delta", "unity_catalog"):
-        con.execute(f"LOAD '{extension_file(name)}'")
+    con = connect_with(("httpfs", "delta", "unity_catalog"))
     con.execute(f"CREATE SECRET (TYPE UNITY_CATALOG, TOKEN '{ARCO_TOKEN}', ENDPOINT '{server.base_url}', "
                 "AWS_REGION 'us-east-1')")
     con.execute("ATTACH 'main' AS uc (TYPE UNITY_CATALOG)")

@@ -79,6 +79,14 @@ def arco_server(warehouse: str | Path, workdir: Path, **options: Any) -> Iterato
         stop(server.process)
 
 
+def run_cli(warehouse: str | Path, *args: str) -> str:
+    """``arco <args> --warehouse <warehouse>`` in a subprocess, as an operator runs it; its stdout."""
+    done = subprocess.run([sys.executable, "-m", "arco.cli.main", *args, "--warehouse", str(warehouse)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def iceberg_client(server: RunningServer, catalog: str = "main") -> httpx.Client:
     """An HTTP client for one catalog's Iceberg routes (``/iceberg/v1/<catalog>``), as the admin."""
     return httpx.Client(base_url=f"{server.iceberg_uri}/v1/{catalog}", timeout=30,

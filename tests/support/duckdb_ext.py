@@ -21,11 +21,16 @@ def extension_file(name: str) -> Path:
     return found[-1]
 
 
-def connect_with_iceberg() -> duckdb.DuckDBPyConnection:
+def connect_with(extensions: tuple[str, ...]) -> duckdb.DuckDBPyConnection:
+    """A connection with these extensions loaded from their wheels, in order; nothing is fetched or autoloaded."""
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
-    for name in EXTENSIONS:
+    for name in extensions:
         con.execute(f"LOAD '{extension_file(name)}'")
     return con
+
+
+def connect_with_iceberg() -> duckdb.DuckDBPyConnection:
+    return connect_with(EXTENSIONS)
 
 
 def attach_arco(con: duckdb.DuckDBPyConnection, iceberg_uri: str, token: str, catalog: str = "main",
