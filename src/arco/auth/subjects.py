@@ -15,8 +15,9 @@ SECURABLE_TYPES = {"catalog": CatalogEntry, "schema": NamespaceEntry, "table": T
 
 def metastore_owner(state: CatalogState) -> str:
     """The metastore's owner: the bootstrap admin unless an account admin handed it on (updateMetastore)."""
-    entries = state.securables_of("metastore")
-    return entries[0].owner if entries else METASTORE_OWNER
+    # Every non-admin authorization asks this: a plain scan, no sorted listing (there is one metastore entry).
+    return next((entry.owner for (kind, _), entry in state.securables.items() if kind == "metastore"),
+                METASTORE_OWNER)
 
 
 def subject_of(state: CatalogState, principal: Principal) -> Subject:
