@@ -1,6 +1,7 @@
 """The Unity Catalog API through its real clients (databricks-sdk, unitycatalog-client), and its view of Iceberg.
 
-Authorization is the bootstrap admin's here; grants, users and the other securables are not served yet.
+Authorization is the bootstrap admin's here; grants and users are tested in test_grants and
+test_permission_matrix, more metastores in test_metastores.
 """
 
 from __future__ import annotations
@@ -354,13 +355,14 @@ def test_metastores_assignments_and_staging_tables(w: WorkspaceClient, server: R
     assert updated.json()["delta_sharing_scope"] == "INTERNAL_AND_EXTERNAL"
     assert uc(server, "PATCH", f"/metastores/{metastore.metastore_id}",
               json={"storage_root": "s3://elsewhere"}).status_code == 400
+    # Outside the warehouse: Arco could not write there (more metastores: tests/e2e/test_metastores.py).
     assert uc(server, "POST", "/metastores", json={"name": "second", "storage_root": "s3://x"}).status_code == 400
     assert uc(server, "GET", "/metastores/not-this-one").status_code == 404
 
     assert uc(server, "PUT", "/workspaces/42/metastore", json={"metastore_id": metastore.metastore_id,
                                                                "default_catalog_name": "main"}).status_code == 200
-    assert uc(server, "PUT", "/workspaces/42/metastore", json={"metastore_id": metastore.metastore_id,
-                                                               "default_catalog_name": "nope"}).status_code == 404
+    assert uc(server, "PUT", "/workspaces/42/metastore", json={"metastore_id": "nope",
+                                                               "default_catalog_name": "main"}).status_code == 404
     assert w.metastores.current().metastore_id == metastore.metastore_id
 
     uc(server, "POST", "/schemas", json={"name": "staged", "catalog_name": "main"})

@@ -30,9 +30,8 @@ from arco.catalog.store import CatalogStore
 from arco.auth.tokens import hash_token
 from arco.iceberg import routes as iceberg_routes
 from arco.unity import routes as unity_routes
-from arco.unity.metastore import ensure_metastore
+from arco.unity.metastore import ensure_primary_metastore
 from arco.unity import tokens_api
-from arco.unity.whoami import scim_me
 from arco.unity.metastores import MetastoreService
 from arco.unity.named import NamedSecurables
 from arco.unity.sharing import SharingService
@@ -108,7 +107,7 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
             Mount("/api/2.1/unity-catalog", routes=unity_routes.routes),
             Route("/api/2.0/settings/types/default_namespace_ws/names/default",
                   unity_routes.default_namespace_setting, methods=["GET"]),
-            Route("/api/2.0/preview/scim/v2/Me", unity_routes.caller_only(scim_me), methods=["GET"]),
+            Route("/api/2.0/preview/scim/v2/Me", unity_routes.scim_me, methods=["GET"]),
             Route("/api/2.0/token/create", unity_routes.posted(tokens_api.create), methods=["POST"]),
             Route("/api/2.0/token/list", unity_routes.caller_only(tokens_api.list_mine), methods=["GET"]),
             Route("/api/2.0/token/delete", unity_routes.posted(tokens_api.delete), methods=["POST"]),
@@ -119,12 +118,11 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
     ensure_default_catalog(store, owner=BOOTSTRAP_ADMIN.name)
     app.state.services = Services(settings=settings, storage=storage, authenticator=authenticator)
     app.state.iceberg = IcebergServices.build(settings, store, storage)
-    metastore_record = ensure_metastore(storage)
-    metastore_id = metastore_record["metastore_id"]
-    app.state.metastores = MetastoreService(store, metastore_record, storage.url)
-    app.state.unity = UnityService(store, app.state.iceberg.tables, metastore_id)
-    app.state.permissions = PermissionsService(store, metastore_id)
-    app.state.named = NamedSecurables(store, metastore_id)
+    ensure_primary_metastore(store)
+    app.state.metastores = MetastoreService(store, storage.url)
+    app.state.unity = UnityService(store, app.state.iceberg.tables)
+    app.state.permissions = PermissionsService(store)
+    app.state.named = NamedSecurables(store)
     app.state.sharing = SharingService(store, app.state.named)
     return app
 

@@ -1,7 +1,16 @@
 """Bearer-token authentication as plain ASGI middleware (no per-request task or body copy, unlike
-Starlette's ``BaseHTTPMiddleware``). The authenticated principal is put in ``scope["arco.principal"]``."""
+Starlette's ``BaseHTTPMiddleware``). The authenticated principal is put in ``scope["arco.principal"]``.
+
+It also says which workspace the request works in (and so which metastore, :mod:`arco.catalog.tenancy`): the
+``X-Databricks-Workspace-Id`` header that the Databricks SDK sends when it is given a ``workspace_id`` (any
+client can send it: PyIceberg's and Spark's ``header.*`` properties), else the workspace the token was made
+for, else workspace 0. A workspace chooses a metastore, not privileges: grants decide what the caller may do
+there. A token made for one workspace works in that one only.
+"""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -30,8 +39,31 @@ class BearerAuthMiddleware:
             reason = "a bearer token is required" if token is None else "the bearer token is not valid"
             await _unauthorized(scope, send, f"Not authorized: {reason}. Send 'Authorization: Bearer <token>'.")
             return
+        asked = _header(scope, WORKSPACE_HEADER)
+        if asked is not None:
+            if not asked.strip().isdigit() or len(asked.strip()) > 18:
+                await _refuse(scope, send, 400, "BadRequestException",
+                              f"{WORKSPACE_HEADER} must be a workspace id (a non-negative integer), got {asked!r}")
+                return
+            workspace = int(asked)
+            if principal.token_workspace is not None and workspace != principal.token_workspace:
+                await _refuse(scope, send, 403, "ForbiddenException",
+                              f"this token was made for workspace {principal.token_workspace}, not {workspace}")
+                return
+            principal = replace(principal, workspace_id=workspace)
         scope["arco.principal"] = principal
         await self.app(scope, receive, send)
+
+
+WORKSPACE_HEADER = "x-databricks-workspace-id"
+
+
+def _header(scope: Scope, wanted: str) -> str | None:
+    key = wanted.encode("latin-1")
+    for name, value in scope["headers"]:
+        if name == key:
+            return value.decode("latin-1")
+    return None
 
 
 def _bearer_token(scope: Scope) -> str | None:
@@ -45,9 +77,13 @@ def _bearer_token(scope: Scope) -> str | None:
 
 
 async def _unauthorized(scope: Scope, send: Send, message: str) -> None:
-    surface = surface_of(scope["path"])
-    body = error_body(surface, 401, "NotAuthorizedException", message)
-    headers = error_headers({"WWW-Authenticate": 'Bearer realm="arco"'})
+    await _refuse(scope, send, 401, "NotAuthorizedException", message, {"WWW-Authenticate": 'Bearer realm="arco"'})
+
+
+async def _refuse(scope: Scope, send: Send, status: int, error_type: str, message: str,
+                  extra_headers: dict[str, str] | None = None) -> None:
+    body = error_body(surface_of(scope["path"]), status, error_type, message)
+    headers = error_headers(extra_headers)
     headers.append((b"content-length", str(len(body)).encode()))
-    await send({"type": "http.response.start", "status": 401, "headers": headers})
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body if scope["method"] != "HEAD" else b""})

@@ -59,13 +59,14 @@ class IssuedToken:
 
 
 def create_token(store: CatalogStore, principal: str, *, by: str, lifetime_s: int | None = None,
-                 comment: str | None = None) -> IssuedToken:
+                 comment: str | None = None, workspace_id: int | None = None) -> IssuedToken:
+    """A new token for ``principal``; with ``workspace_id`` it works in that workspace only."""
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token_id = uuid.uuid4().hex
     expires = int((time.time() + lifetime_s) * 1000) if lifetime_s else None
     store.execute(lambda state: {"op": "create_token", "id": token_id, "token_hash": hash_token(raw),
                                  "principal": state.principal(principal).name, "comment": comment,
-                                 "expires_at_ms": expires}, principal=by)
+                                 "expires_at_ms": expires, "workspace_id": workspace_id}, principal=by)
     with store.read() as state:
         return IssuedToken(raw, state.tokens[token_id])
 
@@ -94,7 +95,8 @@ def principal_for_token(state: CatalogState, raw_token: str, now_ms: int | None 
     if entry is None or not entry.active:
         return None
     kind = "service_principal" if entry.kind == "service_principal" else "user"
-    return Principal(name=entry.name, kind=kind, is_account_admin=entry.account_admin)  # type: ignore[arg-type]
+    return Principal(name=entry.name, kind=kind, is_account_admin=entry.account_admin,  # type: ignore[arg-type]
+                     token_workspace=token.workspace_id, workspace_id=token.workspace_id or 0)
 
 
 def exchange_client_credentials(store: CatalogStore, client_id: str, client_secret: str) -> IssuedToken | None:

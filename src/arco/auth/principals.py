@@ -13,6 +13,10 @@ class Principal:
     name: str  # a user's email, a service principal's application id
     kind: PrincipalKind = "user"
     is_account_admin: bool = False
+    # The workspace this request works in, and so its metastore (arco.catalog.tenancy); set per request.
+    workspace_id: int = 0
+    # A token made for one workspace (a PAT created in it) works in that workspace only; None: any.
+    token_workspace: int | None = None
 
 
 BOOTSTRAP_ADMIN = Principal(name="admin", kind="user", is_account_admin=True)

@@ -7,25 +7,26 @@ from arco.auth.principals import Principal
 from arco.catalog.model import CatalogEntry, NamespaceEntry, TableEntry
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
+from arco.catalog.tenancy import Tenant
 
-METASTORE_OWNER = "admin"  # the bootstrap admin owns the metastore; account admins are metastore admins too
+METASTORE_OWNER = "admin"  # the bootstrap admin owns the primary metastore; account admins are metastore admins too
 
 SECURABLE_TYPES = {"catalog": CatalogEntry, "schema": NamespaceEntry, "table": TableEntry}
 
 
-def metastore_owner(state: CatalogState) -> str:
-    """The metastore's owner: the bootstrap admin unless an account admin handed it on (updateMetastore)."""
-    # Every non-admin authorization asks this: a plain scan, no sorted listing (there is one metastore entry).
-    return next((entry.owner for (kind, _), entry in state.securables.items() if kind == "metastore"),
-                METASTORE_OWNER)
-
-
 def subject_of(state: CatalogState, principal: Principal) -> Subject:
+    """The caller, as a metastore admin or not of the metastore its workspace works in."""
     groups = state.groups_of(principal.name)
-    owner = metastore_owner(state).casefold()
-    return Subject(principal.name, groups,
-                   metastore_admin=principal.is_account_admin or principal.name.casefold() == owner or owner in groups,
-                   account_admin=principal.is_account_admin)
+    tenant = state.tenant_or_none(principal.workspace_id)
+    owner = tenant.owner.casefold() if tenant is not None else None
+    admin = principal.is_account_admin or (owner is not None and (principal.name.casefold() == owner or owner in groups))
+    return Subject(principal.name, groups, metastore_admin=admin, account_admin=principal.is_account_admin)
+
+
+def admins_metastore(state: CatalogState, principal: Principal, tenant: Tenant) -> bool:
+    """Whether ``principal`` is an admin of ``tenant``, whichever workspace it called from."""
+    owner = tenant.owner.casefold()
+    return principal.is_account_admin or principal.name.casefold() == owner or owner in state.groups_of(principal.name)
 
 
 def securable(state: CatalogState, securable_type: str,
@@ -33,5 +34,5 @@ def securable(state: CatalogState, securable_type: str,
     return Securable(entry.owner, state.grants_on(securable_type, entry.id))
 
 
-def metastore(state: CatalogState, metastore_id: str) -> Securable:
-    return Securable(metastore_owner(state), state.grants_on("metastore", metastore_id))
+def metastore(state: CatalogState, tenant: Tenant) -> Securable:
+    return Securable(tenant.owner, state.grants_on("metastore", tenant.id))

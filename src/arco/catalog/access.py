@@ -43,6 +43,7 @@ class TokenEntry:
     created_at_ms: int = 0
     expires_at_ms: int | None = None
     revoked: bool = False
+    workspace_id: int | None = None  # the one workspace the token works in; None: any
 
 
 def principal_key(name: str) -> str:
@@ -154,7 +155,8 @@ def _check_create_token(state: Any, op: dict[str, Any]) -> None:
 
 def _apply_create_token(state: Any, op: dict[str, Any]) -> None:
     token = TokenEntry(id=op["id"], token_hash=op["token_hash"], principal=op["principal"],
-                       comment=op.get("comment"), created_at_ms=op["at_ms"], expires_at_ms=op.get("expires_at_ms"))
+                       comment=op.get("comment"), created_at_ms=op["at_ms"], expires_at_ms=op.get("expires_at_ms"),
+                       workspace_id=op.get("workspace_id"))
     state.tokens[token.id] = token
     state.token_by_hash[token.token_hash] = token.id
 
@@ -171,7 +173,7 @@ def _apply_revoke_token(state: Any, op: dict[str, Any]) -> None:
 def _check_update_grants(state: Any, op: dict[str, Any]) -> None:
     if op.get("grantee_kind") == "recipient":  # share grants go to Delta Sharing recipients, not principals
         for change in op["changes"]:
-            state.securable("recipient", change["principal"])
+            state.securable("recipient", change["principal"], op.get("metastore_id"))
         return
     for change in op["changes"]:
         if principal_key(change["principal"]) != ACCOUNT_USERS:

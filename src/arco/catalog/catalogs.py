@@ -13,13 +13,16 @@ DEFAULT_CATALOG = "main"
 
 
 def create_catalog(store: CatalogStore, name: str, *, owner: str, comment: str | None = None,
-                   properties: dict[str, str] | None = None, storage_root: str | None = None) -> CatalogEntry:
+                   properties: dict[str, str] | None = None, metastore_id: str | None = None,
+                   under: str | None = None) -> CatalogEntry:
+    """A new catalog of a metastore (None: the primary), stored under ``under`` (default: the warehouse root)."""
     check_name("catalog", name)
     catalog_id = str(uuid.uuid4())
-    root = storage_root or store.storage.location_of(f"{slug(name)}_{catalog_id[:8]}")
+    folder = f"{slug(name)}_{catalog_id[:8]}"
+    root = f"{under.rstrip('/')}/{folder}" if under else store.storage.location_of(folder)
     store.execute(lambda state: {
-        "op": "create_catalog", "id": catalog_id, "name": name, "storage_root": root.rstrip("/"), "owner": owner,
-        "comment": comment, "properties": dict(properties or {}),
+        "op": "create_catalog", "id": catalog_id, "name": name, "storage_root": root, "owner": owner,
+        "comment": comment, "properties": dict(properties or {}), "metastore_id": metastore_id,
     }, principal=owner)
     with store.read_cached() as state:
         return state.catalogs[catalog_id]

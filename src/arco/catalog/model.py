@@ -1,4 +1,4 @@
-"""The Tier 1 catalog model: metastore (the warehouse) -> catalog -> schema (= Iceberg namespace) -> table / view.
+"""The Tier 1 catalog model: metastore (a tenant of the warehouse) -> catalog -> schema (= Iceberg namespace) -> table / view.
 
 These are the facts Tier 1 is authoritative for: identity (names to ids), existence, storage location, format,
 ownership, comments and properties. Iceberg table state (schemas, snapshots) lives in Iceberg metadata files
@@ -38,6 +38,7 @@ class CatalogEntry:
     updated_at_ms: int = 0
     created_by: str | None = None
     updated_by: str | None = None
+    metastore_id: str | None = None  # None: the warehouse's primary metastore (catalog names are unique per metastore)
 
 
 @dataclass

@@ -1,6 +1,9 @@
-"""Named metastore-level securables in Tier 1: storage credentials, external locations (and later shares,
-recipients, providers). One entry type and three operations serve them all; what each type's fields mean is the
-API's business (:mod:`arco.unity.named`).
+"""Named securables in Tier 1: storage credentials, external locations, shares, recipients, providers (each
+within one metastore), and the account-level metastores and workspace assignments. One entry type and three
+operations serve them all; what each type's fields mean is the API's business (:mod:`arco.unity.named`).
+
+A name is unique per type within its metastore (``metastore_id``; None is the warehouse's primary metastore, and
+also the scope of account-level entries), compared case-insensitively.
 """
 
 from __future__ import annotations
@@ -23,55 +26,77 @@ class SecurableEntry:
     updated_at_ms: int = 0
     created_by: str | None = None
     updated_by: str | None = None
+    metastore_id: str | None = None  # None: the primary metastore, or account-level (metastores, workspaces)
+
+
+SecurableKey = tuple[str, str, str]  # (type, metastore id or "", name case-folded)
+
+
+def securable_key(securable_type: str, name: str, metastore_id: str | None = None) -> SecurableKey:
+    return securable_type, metastore_id or "", name.casefold()
 
 
 class SecurablesState:
-    securables: dict[tuple[str, str], SecurableEntry]
+    securables: dict[SecurableKey, SecurableEntry]
+    primary_metastore_id: str | None  # the name of the metastore entry marked primary, once there is one
 
     def _init_securables(self) -> None:
         self.securables = {}
+        self.primary_metastore_id = None
 
-    def securable(self, securable_type: str, name: str) -> SecurableEntry:
-        found = self.securables.get((securable_type, name.casefold()))
+    def securable(self, securable_type: str, name: str, metastore_id: str | None = None) -> SecurableEntry:
+        found = self.securables.get(securable_key(securable_type, name, metastore_id))
         if found is None:
             raise NotFoundError(securable_type, name)
         return found
 
-    def securables_of(self, securable_type: str) -> list[SecurableEntry]:
-        return sorted((e for (t, _), e in self.securables.items() if t == securable_type),
+    def securables_of(self, securable_type: str, metastore_id: str | None = None) -> list[SecurableEntry]:
+        scope = metastore_id or ""
+        return sorted((e for (t, m, _), e in self.securables.items() if t == securable_type and m == scope),
                       key=lambda e: e.name.casefold())
+
+    def securables_in_every_metastore(self, securable_type: str) -> list[SecurableEntry]:
+        return sorted((e for (t, _, _), e in self.securables.items() if t == securable_type),
+                      key=lambda e: (e.metastore_id or "", e.name.casefold()))
+
+    def store_securable(self, entry: SecurableEntry) -> None:
+        self.securables[securable_key(entry.type, entry.name, entry.metastore_id)] = entry
+        if entry.type == "metastore" and entry.fields.get("primary"):
+            self.primary_metastore_id = entry.name
 
     def securables_snapshot(self) -> dict[str, Any]:
         return {"securables": [asdict(e) for e in self.securables.values()]}
 
     def load_securables(self, snapshot: dict[str, Any]) -> None:
         for raw in snapshot.get("securables", []):
-            entry = SecurableEntry(**raw)
-            self.securables[(entry.type, entry.name.casefold())] = entry
+            self.store_securable(SecurableEntry(**raw))
+
+
+def _key(op: dict[str, Any], name_field: str = "name") -> SecurableKey:
+    return securable_key(op["type"], op[name_field], op.get("metastore_id"))
 
 
 def _check_create(state: Any, op: dict[str, Any]) -> None:
-    if (op["type"], op["name"].casefold()) in state.securables:
+    if _key(op) in state.securables:
         raise AlreadyExistsError(op["type"], op["name"])
 
 
 def _apply_create(state: Any, op: dict[str, Any]) -> None:
-    state.securables[(op["type"], op["name"].casefold())] = SecurableEntry(
+    state.store_securable(SecurableEntry(
         id=op["id"], type=op["type"], name=op["name"], owner=op["owner"], comment=op.get("comment"),
         fields=dict(op.get("fields", {})), created_at_ms=op["at_ms"], updated_at_ms=op["at_ms"],
-        created_by=op.get("principal"), updated_by=op.get("principal"))
+        created_by=op.get("principal"), updated_by=op.get("principal"), metastore_id=op.get("metastore_id")))
 
 
 def _check_update(state: Any, op: dict[str, Any]) -> None:
-    state.securable(op["type"], op["name"])
+    state.securable(op["type"], op["name"], op.get("metastore_id"))
     new_name = op.get("new_name")
-    if new_name and new_name.casefold() != op["name"].casefold() and \
-            (op["type"], new_name.casefold()) in state.securables:
+    if new_name and new_name.casefold() != op["name"].casefold() and _key(op, "new_name") in state.securables:
         raise AlreadyExistsError(op["type"], new_name)
 
 
 def _apply_update(state: Any, op: dict[str, Any]) -> None:
-    entry = state.securables.pop((op["type"], op["name"].casefold()))
+    entry = state.securables.pop(_key(op))
     if op.get("new_name"):
         entry.name = op["new_name"]
     if "owner" in op:
@@ -82,15 +107,15 @@ def _apply_update(state: Any, op: dict[str, Any]) -> None:
     entry.fields.update(op.get("fields", {}))
     entry.updated_at_ms = op["at_ms"]
     entry.updated_by = op.get("principal")
-    state.securables[(entry.type, entry.name.casefold())] = entry
+    state.store_securable(entry)
 
 
 def _check_drop(state: Any, op: dict[str, Any]) -> None:
-    state.securable(op["type"], op["name"])
+    state.securable(op["type"], op["name"], op.get("metastore_id"))
 
 
 def _apply_drop(state: Any, op: dict[str, Any]) -> None:
-    del state.securables[(op["type"], op["name"].casefold())]
+    del state.securables[_key(op)]
 
 
 SECURABLE_RULES = {

@@ -17,6 +17,7 @@ from typing import Any
 
 from arco.catalog.access import ACCESS_RULES, AccessState
 from arco.catalog.securables import SECURABLE_RULES, SecurablesState
+from arco.catalog.tenancy import TenancyState, apply_drop_metastore, check_drop_metastore
 from arco.catalog.errors import (
     AlreadyExistsError,
     CatalogNotFound,
@@ -41,16 +42,20 @@ def dotted(path: Iterable[str]) -> str:
     return ".".join(path)
 
 
-class CatalogState(AccessState, SecurablesState):
-    """Every catalog, namespace and table of one warehouse, indexed for the lookups the APIs make, and who may
-    use them (:mod:`arco.catalog.access`)."""
+def catalog_key(metastore_id: str | None, name: str) -> tuple[str, str]:
+    return metastore_id or "", name_key(name)
+
+
+class CatalogState(AccessState, SecurablesState, TenancyState):
+    """Every catalog, namespace and table of one warehouse, indexed for the lookups the APIs make, who may use
+    them (:mod:`arco.catalog.access`), and which metastore each belongs to (:mod:`arco.catalog.tenancy`)."""
 
     def __init__(self) -> None:
         self._init_access()
         self._init_securables()
         self.seq = 0  # the last log entry applied
         self.catalogs: dict[str, CatalogEntry] = {}
-        self.catalog_by_name: dict[str, str] = {}
+        self.catalog_by_name: dict[tuple[str, str], str] = {}  # (metastore id or "", name key) -> catalog id
         self.namespaces: dict[str, NamespaceEntry] = {}
         self.namespace_by_path: dict[tuple[str, tuple[str, ...]], str] = {}
         # (catalog id, parent path key) -> {child name key: namespace id}
@@ -61,8 +66,9 @@ class CatalogState(AccessState, SecurablesState):
 
     # -- lookups ---------------------------------------------------------------------------------------------
 
-    def catalog(self, name: str) -> CatalogEntry:
-        catalog_id = self.catalog_by_name.get(name_key(name))
+    def catalog(self, name: str, metastore_id: str | None = None) -> CatalogEntry:
+        """The catalog named ``name`` in a metastore (None: the primary one)."""
+        catalog_id = self.catalog_by_name.get(catalog_key(metastore_id, name))
         if catalog_id is None:
             raise CatalogNotFound(name)
         return self.catalogs[catalog_id]
@@ -122,7 +128,7 @@ class CatalogState(AccessState, SecurablesState):
 
 def _add_catalog(state: CatalogState, entry: CatalogEntry) -> None:
     state.catalogs[entry.id] = entry
-    state.catalog_by_name[name_key(entry.name)] = entry.id
+    state.catalog_by_name[catalog_key(entry.metastore_id, entry.name)] = entry.id
 
 
 def _add_namespace(state: CatalogState, entry: NamespaceEntry) -> None:
@@ -187,7 +193,9 @@ def _catalog_of(state: CatalogState, catalog_id: str) -> CatalogEntry:
 
 
 def _check_create_catalog(state: CatalogState, op: Operation) -> None:
-    if name_key(op["name"]) in state.catalog_by_name:
+    if op.get("metastore_id"):
+        state.securable("metastore", op["metastore_id"])
+    if catalog_key(op.get("metastore_id"), op["name"]) in state.catalog_by_name:
         raise AlreadyExistsError("catalog", op["name"])
     if op["id"] in state.catalogs:
         raise AlreadyExistsError("catalog id", op["id"])
@@ -197,23 +205,24 @@ def _apply_create_catalog(state: CatalogState, op: Operation) -> None:
     _add_catalog(state, CatalogEntry(
         id=op["id"], name=op["name"], storage_root=op["storage_root"], owner=op["owner"], comment=op.get("comment"),
         properties=dict(op.get("properties", {})), created_at_ms=op["at_ms"], updated_at_ms=op["at_ms"],
-        created_by=op.get("principal"), updated_by=op.get("principal"),
+        created_by=op.get("principal"), updated_by=op.get("principal"), metastore_id=op.get("metastore_id"),
     ))
 
 
 def _check_update_catalog(state: CatalogState, op: Operation) -> None:
     entry = _catalog_of(state, op["id"])
     new_name = op.get("new_name")
-    if new_name and name_key(new_name) != name_key(entry.name) and name_key(new_name) in state.catalog_by_name:
+    if new_name and name_key(new_name) != name_key(entry.name) and \
+            catalog_key(entry.metastore_id, new_name) in state.catalog_by_name:
         raise AlreadyExistsError("catalog", new_name)
 
 
 def _apply_update_catalog(state: CatalogState, op: Operation) -> None:
     entry = state.catalogs[op["id"]]
     if op.get("new_name"):
-        del state.catalog_by_name[name_key(entry.name)]
+        del state.catalog_by_name[catalog_key(entry.metastore_id, entry.name)]
         entry.name = op["new_name"]
-        state.catalog_by_name[name_key(entry.name)] = entry.id
+        state.catalog_by_name[catalog_key(entry.metastore_id, entry.name)] = entry.id
     _apply_common_changes(entry, op)
 
 
@@ -224,8 +233,13 @@ def _check_drop_catalog(state: CatalogState, op: Operation) -> None:
 
 
 def _apply_drop_catalog(state: CatalogState, op: Operation) -> None:
-    entry = state.catalogs.pop(op["id"])
-    del state.catalog_by_name[name_key(entry.name)]
+    remove_catalog(state, state.catalogs[op["id"]])
+
+
+def remove_catalog(state: CatalogState, entry: CatalogEntry) -> None:
+    """The catalog and everything in it, gone from the state (a dropped catalog, or a dropped metastore's)."""
+    del state.catalogs[entry.id]
+    del state.catalog_by_name[catalog_key(entry.metastore_id, entry.name)]
     for table in [t for t in state.tables.values() if t.catalog_id == entry.id]:
         _remove_table(state, table)
     for ns in sorted((n for n in state.namespaces.values() if n.catalog_id == entry.id),
@@ -382,6 +396,7 @@ RULES: dict[str, Rule] = {
     "drop_table": (_check_drop_table, _apply_drop_table),
     **ACCESS_RULES,
     **SECURABLE_RULES,
+    "drop_metastore": (check_drop_metastore, lambda state, op: apply_drop_metastore(state, op, remove_catalog)),
 }
 
 

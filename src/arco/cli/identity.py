@@ -119,12 +119,16 @@ def token() -> None:
 @click.argument("principal")
 @click.option("--lifetime-days", type=click.IntRange(1), default=None, help="Expire after this many days.")
 @click.option("--comment", default=None)
+@click.option("--workspace", type=click.IntRange(0), default=None,
+              help="Make the token work in this workspace only (and so in its metastore); default: any workspace, "
+                   "chosen per request with the X-Databricks-Workspace-Id header, else workspace 0.")
 def token_create(warehouse: str, storage_options: tuple[str, ...], principal: str, lifetime_days: int | None,
-                 comment: str | None) -> None:
+                 comment: str | None, workspace: int | None) -> None:
     from arco.auth.identity import create_token
 
     issued = _run(create_token, _store(warehouse, storage_options), principal, by=BY,
-                  lifetime_s=lifetime_days * 86400 if lifetime_days else None, comment=comment)
+                  lifetime_s=lifetime_days * 86400 if lifetime_days else None, comment=comment,
+                  workspace_id=workspace)
     click.echo(issued.token)
     click.echo(f"token id {issued.entry.id} for {issued.entry.principal}; revoke with: arco token revoke "
                f"{issued.entry.id}", err=True)
@@ -136,7 +140,8 @@ def token_list(warehouse: str, storage_options: tuple[str, ...]) -> None:
     with _store(warehouse, storage_options).read() as state:
         for entry in sorted(state.tokens.values(), key=lambda t: t.created_at_ms):
             status = "revoked" if entry.revoked else "active"
-            click.echo(f"{entry.id}\t{entry.principal}\t{status}\t{entry.comment or ''}")
+            where = "any workspace" if entry.workspace_id is None else f"workspace {entry.workspace_id}"
+            click.echo(f"{entry.id}\t{entry.principal}\t{status}\t{where}\t{entry.comment or ''}")
 
 
 @token.command("revoke")

@@ -72,6 +72,7 @@ class CommitStateUnknown(IcebergError):
 def from_catalog_error(exc: Exception) -> IcebergError:
     """The Iceberg error for a catalog-level error (see :mod:`arco.catalog.errors`)."""
     from arco.catalog import errors as ce
+    from arco.catalog.tenancy import MetastoreNotAssigned
 
     if isinstance(exc, ce.NamespaceNotFound):
         return NoSuchNamespace(f"Namespace does not exist: {exc.name}")
@@ -81,6 +82,10 @@ def from_catalog_error(exc: Exception) -> IcebergError:
         return NoSuchView(f"View does not exist: {exc.name}")
     if isinstance(exc, ce.CatalogNotFound):
         return NoSuchWarehouse(f"Catalog (warehouse) does not exist: {exc.name}")
+    if isinstance(exc, MetastoreNotAssigned):
+        return NoSuchWarehouse(f"No metastore is assigned to workspace {exc.workspace_id}, so it has no catalogs; "
+                               "an account admin assigns one with PUT /api/2.1/unity-catalog/workspaces/"
+                               f"{exc.workspace_id}/metastore")
     if isinstance(exc, ce.AlreadyExistsError):
         return AlreadyExists(f"{exc.kind.capitalize()} already exists: {exc.name}")
     if isinstance(exc, ce.NotEmptyError):

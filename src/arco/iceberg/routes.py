@@ -17,7 +17,8 @@ from starlette.routing import Route
 
 from arco.api.requests import BodyError, blocking, client_source, principal_of, read_json
 from arco.api.responses import JsonResponse
-from arco.catalog.errors import CatalogError
+from arco.auth.principals import Principal
+from arco.catalog.errors import CatalogError, CatalogNotFound
 from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.names import check_name, check_namespace
 from arco.catalog.store import CatalogStore
@@ -127,13 +128,18 @@ def identifier(raw: Any) -> tuple[NamespacePath, str]:
     return check_namespace(raw["namespace"]), check_name("table", raw.get("name"))
 
 
+def lookup_catalog(store: CatalogStore, principal: Principal, name: str) -> CatalogEntry:
+    """The catalog ``name`` of the metastore the caller's workspace works in (:mod:`arco.catalog.tenancy`)."""
+    with store.read() as state:
+        return state.catalog(name, state.tenant_of_workspace(principal.workspace_id).scope)
+
+
 async def catalog_of(request: Request) -> CatalogEntry:
     name = request.path_params["prefix"]
     store = services(request).store
 
     def lookup() -> CatalogEntry:
-        with store.read() as state:
-            return state.catalog(name)
+        return lookup_catalog(store, principal_of(request), name)
 
     catalog = await blocking(lookup)
     await allow(request, "catalog", catalog)
@@ -161,12 +167,11 @@ async def get_config(request: Request) -> Response:
     warehouse = request.query_params.get("warehouse") or "main"
 
     def lookup() -> CatalogEntry:
-        with svc.store.read() as state:
-            return state.catalog(warehouse)
+        return lookup_catalog(svc.store, principal_of(request), warehouse)
 
     try:
         catalog = await blocking(lookup)
-    except CatalogError:
+    except CatalogNotFound:
         raise errors.NoSuchWarehouse(
             f"Catalog {warehouse!r} does not exist; set warehouse to an existing catalog name (a new warehouse has "
             "'main'), or create one with `arco catalog create`"

@@ -14,6 +14,7 @@ from arco.auth import decisions as can
 from arco.auth.principals import Principal
 from arco.auth.subjects import securable, subject_of
 from arco.catalog.store import CatalogStore
+from arco.unity.service import tenant_of
 from arco.unity.errors import UnityError, invalid
 
 TABLE_OPERATIONS = {"READ": can.can_read_table, "READ_WRITE": can.can_modify_table}
@@ -36,7 +37,8 @@ def table_credentials(store: CatalogStore, body: dict[str, Any], caller: Princip
     table_id = body.get("table_id")
     with store.read() as state:
         entry = state.tables.get(str(table_id))
-        if entry is None:
+        # A table of another metastore is not there for this caller: its admins are not this one's.
+        if entry is None or state.catalogs[entry.catalog_id].metastore_id != tenant_of(state, caller).scope:
             raise UnityError(404, "TABLE_DOES_NOT_EXIST", f"Table with id '{table_id}' does not exist.")
         catalog = state.catalogs[entry.catalog_id]
         schema = state.namespace(catalog.id, entry.namespace)

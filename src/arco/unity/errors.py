@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from arco.api.errors import ApiError
 from arco.catalog import errors as ce
+from arco.catalog.tenancy import MetastoreNotAssigned
 
 _NOT_FOUND = {"catalog": "CATALOG_DOES_NOT_EXIST", "namespace": "SCHEMA_DOES_NOT_EXIST",
               "table": "TABLE_DOES_NOT_EXIST", "view": "TABLE_DOES_NOT_EXIST",
               "storage_credential": "STORAGE_CREDENTIAL_DOES_NOT_EXIST",
               "external_location": "EXTERNAL_LOCATION_DOES_NOT_EXIST", "principal": "PRINCIPAL_DOES_NOT_EXIST",
               "share": "SHARE_DOES_NOT_EXIST", "recipient": "RECIPIENT_DOES_NOT_EXIST",
-              "provider": "PROVIDER_DOES_NOT_EXIST"}
+              "provider": "PROVIDER_DOES_NOT_EXIST", "metastore": "METASTORE_DOES_NOT_EXIST"}
 _EXISTS = {"catalog": "CATALOG_ALREADY_EXISTS", "namespace": "SCHEMA_ALREADY_EXISTS",
            "table": "TABLE_ALREADY_EXISTS", "view": "TABLE_ALREADY_EXISTS",
            "storage_credential": "STORAGE_CREDENTIAL_ALREADY_EXISTS",
@@ -18,7 +19,8 @@ _EXISTS = {"catalog": "CATALOG_ALREADY_EXISTS", "namespace": "SCHEMA_ALREADY_EXI
            "recipient": "RECIPIENT_ALREADY_EXISTS", "provider": "PROVIDER_ALREADY_EXISTS"}
 _KIND_WORDS = {"namespace": "Schema", "catalog": "Catalog", "table": "Table", "view": "View",
                "storage_credential": "Storage credential", "external_location": "External location",
-               "principal": "Principal", "share": "Share", "recipient": "Recipient", "provider": "Provider"}
+               "principal": "Principal", "share": "Share", "recipient": "Recipient", "provider": "Provider",
+               "metastore": "Metastore"}
 
 
 class UnityError(ApiError):
@@ -35,6 +37,10 @@ def not_found(kind: str, name: str) -> UnityError:
 
 
 def from_catalog_error(exc: ce.CatalogError) -> UnityError:
+    if isinstance(exc, MetastoreNotAssigned):
+        return UnityError(404, "METASTORE_DOES_NOT_EXIST",
+                          f"No metastore is assigned to workspace {exc.workspace_id}. An account admin assigns one "
+                          f"with PUT /api/2.1/unity-catalog/workspaces/{exc.workspace_id}/metastore.")
     if isinstance(exc, ce.NotFoundError):
         return not_found(exc.kind, exc.name)
     if isinstance(exc, ce.AlreadyExistsError):

@@ -23,22 +23,26 @@ def _drop_none(info: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in info.items() if v is not None}
 
 
-def catalog_info(entry: CatalogEntry, metastore_id: str) -> dict[str, Any]:
+def metastore_id_of(catalog: CatalogEntry, state: CatalogState) -> str | None:
+    return catalog.metastore_id or state.primary_metastore_id
+
+
+def catalog_info(entry: CatalogEntry, state: CatalogState) -> dict[str, Any]:
     return _drop_none({
         "name": entry.name, "comment": entry.comment, "properties": dict(entry.properties), "owner": entry.owner,
-        "metastore_id": metastore_id, "id": entry.id, "storage_root": entry.storage_root,
+        "metastore_id": metastore_id_of(entry, state), "id": entry.id, "storage_root": entry.storage_root,
         "storage_location": entry.storage_root, "catalog_type": "MANAGED_CATALOG",
         "created_at": entry.created_at_ms, "created_by": entry.created_by or entry.owner,
         "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by or entry.owner,
     })
 
 
-def schema_info(entry: NamespaceEntry, state: CatalogState, metastore_id: str) -> dict[str, Any]:
+def schema_info(entry: NamespaceEntry, state: CatalogState) -> dict[str, Any]:
     catalog = state.catalogs[entry.catalog_id]
     return _drop_none({
         "name": entry.path[-1], "catalog_name": catalog.name, "comment": entry.comment,
         "properties": dict(entry.properties), "full_name": f"{catalog.name}.{'.'.join(entry.path)}",
-        "owner": entry.owner, "metastore_id": metastore_id, "schema_id": entry.id,
+        "owner": entry.owner, "metastore_id": metastore_id_of(catalog, state), "schema_id": entry.id,
         "created_at": entry.created_at_ms, "created_by": entry.created_by or entry.owner,
         "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by or entry.owner,
     })
@@ -50,8 +54,7 @@ def table_type(entry: TableEntry) -> str:
     return "MANAGED" if entry.managed else "EXTERNAL"
 
 
-def table_info(entry: TableEntry, state: CatalogState, metastore_id: str,
-               columns: list[dict[str, Any]] | None) -> dict[str, Any]:
+def table_info(entry: TableEntry, state: CatalogState, columns: list[dict[str, Any]] | None) -> dict[str, Any]:
     catalog = state.catalogs[entry.catalog_id]
     schema = ".".join(entry.namespace)
     info = _drop_none({
@@ -59,7 +62,7 @@ def table_info(entry: TableEntry, state: CatalogState, metastore_id: str,
         "data_source_format": None if entry.kind == "VIEW" else entry.format,
         "storage_location": entry.location or None, "view_definition": entry.view_definition,
         "comment": entry.comment, "properties": dict(entry.properties), "owner": entry.owner,
-        "full_name": f"{catalog.name}.{schema}.{entry.name}", "metastore_id": metastore_id, "table_id": entry.id,
+        "full_name": f"{catalog.name}.{schema}.{entry.name}", "metastore_id": metastore_id_of(catalog, state), "table_id": entry.id,
         "storage_credential_name": entry.storage_credential_name,
         "created_at": entry.created_at_ms, "created_by": entry.created_by or entry.owner,
         "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by or entry.owner,

@@ -1,8 +1,17 @@
-"""Metastores (UC 2.0 sections 6.1-6.3): one per warehouse, its settings, and workspace assignments.
+"""Metastores (UC 2.0 sections 6.1-6.3): the tenants of a warehouse, their settings, and workspace assignments.
 
-A warehouse is a metastore: creating another one means serving another warehouse, so ``createMetastore`` and
-``deleteMetastore`` are refused with that advice. Its owner (a metastore admin) and Delta Sharing settings live in
-Tier 1, as a named securable whose name is the metastore id.
+The model is :mod:`arco.catalog.tenancy`. Who may do what (the spec contradicts itself between sections 2.1 and
+6.1; this is the reading that keeps a tenant's admins inside their tenant):
+
+    create a metastore                 account admins
+    list                               account admins see all; a metastore admin sees the ones it administers
+    get, update (owner included)       account admins, and the admins of that metastore
+    delete                             the same; the primary metastore cannot be deleted; a metastore that still
+                                       holds catalogs or securables only with force=true
+    assign (PUT), unassign (DELETE)    account admins
+    update an assignment (PATCH)       account admins; without a new metastore_id also the admins of the
+                                       workspace's metastore (Arco's workspace admins)
+    summary, current assignment        anyone, for the workspace the request works in
 """
 
 from __future__ import annotations
@@ -10,139 +19,224 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from arco.auth import decisions as can
 from arco.auth.principals import Principal
-from arco.auth.subjects import METASTORE_OWNER, subject_of
-from arco.catalog.securables import SecurableEntry
+from arco.auth.subjects import METASTORE_OWNER, admins_metastore
+from arco.catalog.errors import NotFoundError
+from arco.catalog.securables import securable_key
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
+from arco.catalog.tenancy import Tenant
 from arco.unity.errors import UnityError, invalid
-from arco.unity.service import denied
+from arco.unity.service import denied, uc_name
 
 SETTINGS = ("delta_sharing_scope", "delta_sharing_recipient_token_lifetime_in_seconds",
             "delta_sharing_organization_name", "storage_root_credential_id", "default_data_access_config_id")
-DEFAULT_WORKSPACE = 0  # clients that never name a workspace get this one
+SUMMARY_FIELDS = ("metastore_id", "name", "owner", "storage_root", "cloud", "region", "global_metastore_id",
+                  "delta_sharing_scope")
+
+
+def _no_such_metastore(metastore_id: str) -> UnityError:
+    return UnityError(404, "METASTORE_DOES_NOT_EXIST", f"Metastore '{metastore_id}' does not exist.")
+
+
+def _within(child: str, parent: str) -> bool:
+    return child == parent or child.startswith(parent.rstrip("/") + "/")
+
+
+def _settings(body: dict[str, Any]) -> dict[str, Any]:
+    scope = body.get("delta_sharing_scope")
+    if scope is not None and scope not in ("INTERNAL", "INTERNAL_AND_EXTERNAL"):
+        raise invalid("delta_sharing_scope must be INTERNAL or INTERNAL_AND_EXTERNAL")
+    if scope == "INTERNAL_AND_EXTERNAL" and body.get("delta_sharing_recipient_token_lifetime_in_seconds") is None:
+        raise invalid("delta_sharing_recipient_token_lifetime_in_seconds is required for INTERNAL_AND_EXTERNAL")
+    lifetime = body.get("delta_sharing_recipient_token_lifetime_in_seconds")
+    if lifetime is not None and (not isinstance(lifetime, int) or isinstance(lifetime, bool) or lifetime < 0):
+        raise invalid("delta_sharing_recipient_token_lifetime_in_seconds must be a non-negative integer")
+    return {k: body[k] for k in SETTINGS if body.get(k) is not None}
+
+
+def _display_name(raw: Any) -> str:
+    if not isinstance(raw, str) or not raw.strip() or len(raw) > 255 or any(ord(c) < 32 for c in raw):
+        raise invalid("name is required: 1-255 printable characters")
+    return raw.strip()
+
+
+def _workspace(raw: str) -> int:
+    try:
+        workspace = int(raw)
+    except ValueError:
+        raise invalid(f"workspace_id must be an integer, got {raw!r}") from None
+    if workspace < 0:
+        raise invalid("workspace_id must not be negative")
+    return workspace
 
 
 class MetastoreService:
-    def __init__(self, store: CatalogStore, record: dict[str, Any], storage_root: str) -> None:
+    def __init__(self, store: CatalogStore, warehouse_root: str) -> None:
         self.store = store
-        self.record = record
-        self.storage_root = storage_root
+        self.warehouse_root = warehouse_root.rstrip("/")
 
-    @property
-    def id(self) -> str:
-        return str(self.record["metastore_id"])
+    # -- views -------------------------------------------------------------------------------------------------
 
-    def _entry(self, state: CatalogState) -> SecurableEntry | None:
-        return state.securables.get(("metastore", self.id.casefold()))
-
-    def info(self, state: CatalogState) -> dict[str, Any]:
-        entry = self._entry(state)
-        fields = entry.fields if entry else {}
+    def info(self, tenant: Tenant) -> dict[str, Any]:
+        entry, fields = tenant.entry, tenant.entry.fields
+        region = fields.get("region", "local")
         return {
-            "metastore_id": self.id, "name": entry.comment or self.record["name"] if entry else self.record["name"],
-            "storage_root": self.storage_root, "owner": entry.owner if entry else METASTORE_OWNER,
+            "metastore_id": tenant.id, "name": entry.comment or "arco",
+            "storage_root": fields.get("storage_root", self.warehouse_root), "owner": entry.owner,
             "delta_sharing_scope": fields.get("delta_sharing_scope", "INTERNAL"),
-            "cloud": "arco", "region": "local", "global_metastore_id": f"arco:local:{self.id}",
-            "created_at": self.record["created_at"], "created_by": METASTORE_OWNER,
-            "updated_at": entry.updated_at_ms if entry else self.record["created_at"],
-            "updated_by": entry.updated_by if entry else METASTORE_OWNER,
+            "cloud": "arco", "region": region, "global_metastore_id": f"arco:{region}:{tenant.id}",
+            "created_at": fields.get("created_at", entry.created_at_ms), "created_by": entry.created_by or METASTORE_OWNER,
+            "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by or METASTORE_OWNER,
             **{k: fields[k] for k in SETTINGS if k in fields and k != "delta_sharing_scope"},
         }
 
-    def _check(self, metastore_id: str) -> None:
-        if metastore_id != self.id:
-            raise UnityError(404, "METASTORE_DOES_NOT_EXIST", f"Metastore '{metastore_id}' does not exist here; "
-                                                              f"this warehouse's metastore is {self.id}")
+    def _tenant(self, state: CatalogState, metastore_id: str) -> Tenant:
+        try:
+            return state.tenant(metastore_id)
+        except NotFoundError:
+            raise _no_such_metastore(metastore_id) from None
+
+    def _administered(self, state: CatalogState, metastore_id: str, caller: Principal, what: str) -> Tenant:
+        tenant = self._tenant(state, metastore_id)
+        if not admins_metastore(state, caller, tenant):
+            raise denied(caller, f"{what} metastore {tenant.id} (account admins and its own admins only)")
+        return tenant
+
+    # -- CRUD --------------------------------------------------------------------------------------------------
+
+    def create(self, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
+        if not caller.is_account_admin:
+            raise denied(caller, "create metastores (account admins only)")
+        name = _display_name(body.get("name"))
+        metastore_id = str(uuid.uuid4())
+        root = self._storage_root(body.get("storage_root"))
+        region = body.get("region")
+        if region is not None and not isinstance(region, str):
+            raise invalid("region must be a string")
+        fields = {**_settings(body), "storage_root": f"{root}/{metastore_id}", "region": region or "local"}
+        self.store.execute(lambda state: {
+            "op": "create_securable", "id": str(uuid.uuid4()), "type": "metastore", "name": metastore_id,
+            "owner": caller.name, "comment": name, "fields": fields}, principal=caller.name)
+        with self.store.read() as state:
+            return self.info(state.tenant(metastore_id))
+
+    def _storage_root(self, raw: Any) -> str:
+        """Where the new metastore's catalogs go; the spec appends the metastore id to it, as this does."""
+        if raw is None or raw == "":
+            return f"{self.warehouse_root}/metastores"
+        if not isinstance(raw, str):
+            raise invalid("storage_root must be a string")
+        root = f"file://{raw}" if raw.startswith("/") else raw
+        root = root.rstrip("/")
+        if not _within(root, self.warehouse_root) or "/../" in f"{root}/" or "/./" in f"{root}/":
+            raise invalid(f"storage_root must be inside this warehouse ({self.warehouse_root}): Arco writes every "
+                          "table through the warehouse's storage; leave it out to use "
+                          f"{self.warehouse_root}/metastores")
+        return root
 
     def list(self, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
-            if not can.admin(subject_of(state, caller)):
+            tenants = [state.tenant(e.name) for e in state.securables_of("metastore")]
+            mine = [t for t in tenants if admins_metastore(state, caller, t)]
+            if not mine:
                 raise denied(caller, "list metastores (metastore admins only; everyone may read metastore_summary)")
-            return {"metastores": [self.info(state)]}
+            return {"metastores": [self.info(t) for t in sorted(mine, key=lambda t: (not t.primary, t.id))]}
 
     def get(self, metastore_id: str, caller: Principal) -> dict[str, Any]:
-        self._check(metastore_id)
         with self.store.read() as state:
-            if not can.admin(subject_of(state, caller)):
-                raise denied(caller, "read the metastore (metastore admins only)")
-            return self.info(state)
+            return self.info(self._administered(state, metastore_id, caller, "read"))
 
     def summary(self, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
-            info = self.info(state)
-        return {k: info[k] for k in ("metastore_id", "name", "owner", "storage_root", "cloud", "region",
-                                     "global_metastore_id", "delta_sharing_scope")}
+            info = self.info(state.tenant_of_workspace(caller.workspace_id))
+        return {k: info[k] for k in SUMMARY_FIELDS}
 
     def update(self, metastore_id: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
-        self._check(metastore_id)
-        if body.get("storage_root") not in (None, self.storage_root):
-            raise invalid("a metastore's storage_root cannot change")
-        scope = body.get("delta_sharing_scope")
-        if scope is not None and scope not in ("INTERNAL", "INTERNAL_AND_EXTERNAL"):
-            raise invalid("delta_sharing_scope must be INTERNAL or INTERNAL_AND_EXTERNAL")
-        if scope == "INTERNAL_AND_EXTERNAL" and body.get("delta_sharing_recipient_token_lifetime_in_seconds") is None:
-            raise invalid("delta_sharing_recipient_token_lifetime_in_seconds is required for INTERNAL_AND_EXTERNAL")
-        fields = {k: body[k] for k in SETTINGS if body.get(k) is not None}
+        fields = _settings(body)
+        name = _display_name(body["name"]) if body.get("name") is not None else None
+        owner = body.get("owner")
+        if owner is not None and (not isinstance(owner, str) or not owner):
+            raise invalid("owner must be a non-empty string")
 
         def build(state: CatalogState) -> dict[str, Any]:
-            if not can.admin(subject_of(state, caller)):
-                raise denied(caller, "update the metastore (metastore admins only)")
-            entry = self._entry(state)
-            if entry is None:
-                return {"op": "create_securable", "id": str(uuid.uuid4()), "type": "metastore", "name": self.id,
-                        "owner": body.get("owner") or METASTORE_OWNER, "comment": body.get("name"), "fields": fields}
-            op: dict[str, Any] = {"op": "update_securable", "type": "metastore", "name": self.id, "fields": fields}
-            if body.get("owner"):
-                op["owner"] = str(body["owner"])
-            if body.get("name"):
-                op["comment"] = str(body["name"])  # the display name; the id stays the securable's name
+            tenant = self._administered(state, metastore_id, caller, "update")
+            if body.get("storage_root") not in (None, tenant.entry.fields.get("storage_root", self.warehouse_root)):
+                raise invalid("a metastore's storage_root cannot change")
+            op: dict[str, Any] = {"op": "update_securable", "type": "metastore", "name": tenant.id, "fields": fields}
+            if owner:
+                op["owner"] = owner
+            if name:
+                op["comment"] = name  # the display name; the id stays the securable's name
             return op
 
         self.store.execute(build, principal=caller.name)
         with self.store.read() as state:
-            return self.info(state)
+            return self.info(state.tenant(metastore_id))
 
-    @staticmethod
-    def refuse(*_: Any) -> dict[str, Any]:
-        raise invalid("a warehouse is one metastore: serve another warehouse (arco serve --warehouse ...) for "
-                      "another metastore")
+    def delete(self, metastore_id: str, force: bool, caller: Principal) -> None:
+        def build(state: CatalogState) -> dict[str, Any]:
+            tenant = self._administered(state, metastore_id, caller, "delete")
+            if tenant.primary:
+                raise invalid(f"metastore {tenant.id} is this warehouse's primary metastore and cannot be deleted")
+            contents = state.metastore_contents(tenant)
+            if contents and not force:
+                shown = ", ".join(contents[:5]) + (f" and {len(contents) - 5} more" if len(contents) > 5 else "")
+                raise UnityError(400, "METASTORE_NOT_EMPTY", f"Metastore {tenant.id} still holds {shown}; delete "
+                                                             "them first, or pass force=true to delete it all")
+            return {"op": "drop_metastore", "metastore_id": tenant.id, "force": force}
+
+        self.store.execute(build, principal=caller.name)
 
     # -- workspace assignments -----------------------------------------------------------------------------------
 
     def assign(self, workspace_id: str, body: dict[str, Any], caller: Principal, *, method: str) -> dict[str, Any]:
-        try:
-            workspace = int(workspace_id)
-        except ValueError:
-            raise invalid("workspace_id must be an integer") from None
-        if method in ("PUT", "DELETE") or body.get("metastore_id") is not None:
-            self._check(str(body.get("metastore_id") or self.id))
+        workspace = _workspace(workspace_id)
+        wanted = body.get("metastore_id")
+        if wanted is not None and (not isinstance(wanted, str) or not wanted):
+            raise invalid("metastore_id must be a metastore id")
+        if method in ("PUT", "DELETE") and not wanted:
+            raise invalid("metastore_id is required")
+        default = body.get("default_catalog_name")
+        if method == "PUT" and default is None:
+            raise invalid("default_catalog_name is required")
+        if default is not None:
+            default = uc_name("catalog", default)
 
         def build(state: CatalogState) -> dict[str, Any]:
-            who = subject_of(state, caller)
-            if not (who.account_admin or (method == "PATCH" and body.get("metastore_id") is None and can.admin(who))):
+            current, current_default = state.assignment(workspace)
+            if method == "PATCH" and not (wanted and wanted != current):
+                tenant = state.tenant_or_none(workspace)
+                if not (caller.is_account_admin or (tenant is not None and admins_metastore(state, caller, tenant))):
+                    raise denied(caller, f"change workspace {workspace}'s default catalog (account admins and the "
+                                         "admins of its metastore only)")
+            elif not caller.is_account_admin:
                 raise denied(caller, "assign metastores to workspaces (account admins only)")
-            entry = self._entry(state)
-            assignments = dict((entry.fields if entry else {}).get("assignments", {}))
+            if wanted:
+                self._tenant(state, wanted)
             if method == "DELETE":
-                assignments.pop(str(workspace), None)
+                if current != wanted:
+                    raise UnityError(404, "METASTORE_ASSIGNMENT_DOES_NOT_EXIST",
+                                     f"workspace {workspace} is not assigned to metastore {wanted}")
+                fields = {"metastore_id": None, "default_catalog_name": current_default}
+            elif method == "PATCH":
+                if current is None and not wanted:
+                    raise UnityError(404, "METASTORE_ASSIGNMENT_DOES_NOT_EXIST",
+                                     f"workspace {workspace} has no metastore; assign one with PUT")
+                fields = {"metastore_id": wanted or current, "default_catalog_name": default or current_default}
             else:
-                default = body.get("default_catalog_name") or assignments.get(str(workspace)) or "main"
-                state.catalog(str(default))
-                assignments[str(workspace)] = str(default)
-            if entry is None:
-                return {"op": "create_securable", "id": str(uuid.uuid4()), "type": "metastore", "name": self.id,
-                        "owner": METASTORE_OWNER, "fields": {"assignments": assignments}}
-            return {"op": "update_securable", "type": "metastore", "name": self.id,
-                    "fields": {"assignments": assignments}}
+                fields = {"metastore_id": wanted, "default_catalog_name": default}
+            if securable_key("workspace", str(workspace)) in state.securables:
+                return {"op": "update_securable", "type": "workspace", "name": str(workspace), "fields": fields}
+            return {"op": "create_securable", "id": str(uuid.uuid4()), "type": "workspace", "name": str(workspace),
+                    "owner": METASTORE_OWNER, "fields": fields}
 
         self.store.execute(build, principal=caller.name)
         return {}
 
-    def current_assignment(self, caller: Principal, workspace_id: int = DEFAULT_WORKSPACE) -> dict[str, Any]:
+    def current_assignment(self, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
-            entry = self._entry(state)
-            assignments = (entry.fields if entry else {}).get("assignments", {})
-        return {"metastore_id": self.id, "workspace_id": workspace_id,
-                "default_catalog_name": assignments.get(str(workspace_id), "main")}
+            tenant = state.tenant_of_workspace(caller.workspace_id)
+            _, default = state.assignment(caller.workspace_id)
+        return {"metastore_id": tenant.id, "workspace_id": caller.workspace_id, "default_catalog_name": default}
+

@@ -23,7 +23,7 @@ from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.unity.errors import UnityError, invalid
-from arco.unity.service import changes_owner_only, denied, new_name_in, page_size, uc_name
+from arco.unity.service import changes_owner_only, denied, new_name_in, page_size, tenant_of, uc_name
 
 CREDENTIAL_KINDS = {
     "aws_iam_role": ("role_arn",),
@@ -84,12 +84,12 @@ def _within(child: str, parent: str) -> bool:
 
 def _location_fields(body: dict[str, Any], creating: bool, state: CatalogState, old: SecurableEntry | None,
                      caller: Principal) -> dict[str, Any]:
-    renaming_from = old.name if old is not None else None
     fields: dict[str, Any] = {}
     if creating or body.get("url") is not None:
         url = check_url(body.get("url"))
-        for other in state.securables_of("external_location"):
-            if renaming_from is not None and other.name.casefold() == renaming_from.casefold():
+        # Overlap is about storage, which every metastore of the warehouse shares: checked across all of them.
+        for other in state.securables_in_every_metastore("external_location"):
+            if old is not None and other.id == old.id:
                 continue
             if _within(url, other.fields["url"]) or _within(other.fields["url"], url):
                 raise invalid(f"url {url} overlaps the external location {other.name} ({other.fields['url']})")
@@ -101,7 +101,8 @@ def _location_fields(body: dict[str, Any], creating: bool, state: CatalogState, 
         credential = body.get("credential_name")
         if not isinstance(credential, str) or not credential:
             raise invalid("credential_name is required")
-        fields["credential_name"] = state.securable("storage_credential", credential).name
+        fields["credential_name"] = state.securable("storage_credential", credential,
+                                                    tenant_of(state, caller).scope).name
     if body.get("read_only") is not None:
         fields["read_only"] = bool(body["read_only"])
     return fields
@@ -113,7 +114,7 @@ def _render_location(entry: SecurableEntry) -> dict[str, Any]:
 
 
 def _credential_in_use(state: CatalogState, entry: SecurableEntry) -> str | None:
-    users = [loc.name for loc in state.securables_of("external_location")
+    users = [loc.name for loc in state.securables_of("external_location", entry.metastore_id)
              if loc.fields.get("credential_name", "").casefold() == entry.name.casefold()]
     return f"external location(s) {', '.join(users)} use it" if users else None
 
@@ -151,13 +152,12 @@ KINDS_BY_TYPE: dict[str, Kind] = KINDS  # extended by arco.unity.sharing with sh
 
 
 class NamedSecurables:
-    def __init__(self, store: CatalogStore, metastore_id: str) -> None:
+    def __init__(self, store: CatalogStore) -> None:
         self.store = store
-        self.metastore_id = metastore_id
 
-    def info(self, kind: Kind, entry: SecurableEntry) -> dict[str, Any]:
+    def info(self, kind: Kind, entry: SecurableEntry, state: CatalogState) -> dict[str, Any]:
         return {"name": entry.name, "comment": entry.comment, "owner": entry.owner, "id": entry.id,
-                "metastore_id": self.metastore_id, "created_at": entry.created_at_ms,
+                "metastore_id": entry.metastore_id or state.primary_metastore_id, "created_at": entry.created_at_ms,
                 "created_by": entry.created_by, "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by,
                 **kind.render(entry)}
 
@@ -173,12 +173,12 @@ class NamedSecurables:
         entry_id = str(uuid.uuid4())
 
         def build(state: CatalogState) -> dict[str, Any]:
-            who = subject_of(state, caller)
-            meta = metastore(state, self.metastore_id)
-            if not (can.admin(who) or can.holds(who, meta, kind.create_privilege)):
+            who, tenant = subject_of(state, caller), tenant_of(state, caller)
+            if not (can.admin(who) or can.holds(who, metastore(state, tenant), kind.create_privilege)):
                 raise denied(caller, f"create a {kind.word} (needs {kind.create_privilege} on the metastore)")
             return {"op": "create_securable", "id": entry_id, "type": kind.type, "name": name, "owner": caller.name,
-                    "comment": body.get("comment"), "fields": kind.fields(body, True, state, None, caller)}
+                    "comment": body.get("comment"), "fields": kind.fields(body, True, state, None, caller),
+                    "metastore_id": tenant.scope}
 
         self.store.execute(build, principal=caller.name)
         return self.get(kind, name, caller)
@@ -186,22 +186,28 @@ class NamedSecurables:
     def list(self, kind: Kind, max_results: Any, token: str | None,
              caller: Principal) -> tuple[list[dict[str, Any]], str | None]:
         with self.store.read() as state:
-            visible = [e for e in state.securables_of(kind.type) if self._may_see(state, caller, e)]
-        chunk, next_token = page(visible, lambda e: e.name.casefold(), token, page_size(max_results))
-        return [self.info(kind, e) for e in chunk], next_token
+            visible = [e for e in state.securables_of(kind.type, tenant_of(state, caller).scope)
+                       if self._may_see(state, caller, e)]
+            chunk, next_token = page(visible, lambda e: e.name.casefold(), token, page_size(max_results))
+            return [self.info(kind, e, state) for e in chunk], next_token
+
+    @staticmethod
+    def entry(state: CatalogState, caller: Principal, securable_type: str, name: str) -> SecurableEntry:
+        """A named securable of the caller's metastore."""
+        return state.securable(securable_type, name, tenant_of(state, caller).scope)
 
     def get(self, kind: Kind, name: str, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
-            entry = state.securable(kind.type, name)
+            entry = self.entry(state, caller, kind.type, name)
             if not self._may_see(state, caller, entry):
                 raise denied(caller, f"see {kind.word} {entry.name}")
-            return self.info(kind, entry)
+            return self.info(kind, entry, state)
 
     def update(self, kind: Kind, name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
         new_name = new_name_in(body, name)
 
         def build(state: CatalogState) -> dict[str, Any]:
-            entry = state.securable(kind.type, name)
+            entry = self.entry(state, caller, kind.type, name)
             who, target = subject_of(state, caller), securable(state, entry.type, entry)
             if not (who.account_admin or can.owns(who, target) or (can.admin(who) and changes_owner_only(body))):
                 raise denied(caller, f"update {kind.word} {entry.name} (only its owner may)")
@@ -209,6 +215,7 @@ class NamedSecurables:
                                                                                    and can.admin(who))):
                 raise denied(caller, f"rename {kind.word} {entry.name} (its owner, being a metastore admin, may)")
             op: dict[str, Any] = {"op": "update_securable", "type": kind.type, "name": entry.name,
+                                  "metastore_id": entry.metastore_id,
                                   "fields": kind.fields(body, False, state, entry, caller)}
             if new_name:
                 op["new_name"] = uc_name(kind.word, new_name)
@@ -223,14 +230,14 @@ class NamedSecurables:
 
     def delete(self, kind: Kind, name: str, force: bool, caller: Principal) -> None:
         def build(state: CatalogState) -> dict[str, Any]:
-            entry = state.securable(kind.type, name)
+            entry = self.entry(state, caller, kind.type, name)
             who = subject_of(state, caller)
             if not (who.account_admin or can.owns(who, securable(state, entry.type, entry))):
                 raise denied(caller, f"delete {kind.word} {entry.name} (only its owner may)")
             reason = kind.in_use(state, entry)
             if reason and not force:
                 raise invalid(f"{kind.word} {entry.name} is in use: {reason}; pass force=true to delete it anyway")
-            return {"op": "drop_securable", "type": kind.type, "name": entry.name}
+            return {"op": "drop_securable", "type": kind.type, "name": entry.name, "metastore_id": entry.metastore_id}
 
         self.store.execute(build, principal=caller.name)
 
@@ -241,7 +248,7 @@ class NamedSecurables:
             who = subject_of(state, caller)
             allowed = can.admin(who) or any(
                 _within(url, loc.fields["url"]) and can.holds(who, securable(state, loc.type, loc), "READ_FILES")
-                for loc in state.securables_of("external_location"))
+                for loc in state.securables_of("external_location", tenant_of(state, caller).scope))
         if not allowed:
             raise denied(caller, f"list {url} (needs READ_FILES on an external location containing it)")
         parsed = urlparse(url)

@@ -16,7 +16,7 @@ from arco.catalog.access import ACCOUNT_USERS
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.unity.errors import UnityError, invalid
-from arco.unity.service import split_full_name
+from arco.unity.service import catalog_in, split_full_name, tenant_of
 
 TYPES = {"metastore", "catalog", "schema", "table", "storage_credential", "external_location"}
 
@@ -32,23 +32,26 @@ def normalize_type(raw: str) -> str:
     return kind
 
 
-def resolve(state: CatalogState, kind: str, full_name: str, metastore_id: str) -> tuple[str, Securable]:
-    """The securable's id (the key its grants are stored under) and its owner and grants."""
+def resolve(state: CatalogState, kind: str, full_name: str, caller: Principal) -> tuple[str, Securable]:
+    """The securable's id (the key its grants are stored under) and its owner and grants, in the caller's
+    metastore."""
+    tenant = tenant_of(state, caller)
     if kind == "metastore":
-        if full_name != metastore_id:
-            raise UnityError(404, "METASTORE_DOES_NOT_EXIST", f"Metastore '{full_name}' does not exist.")
-        return metastore_id, metastore(state, metastore_id)
+        if full_name != tenant.id:
+            raise UnityError(404, "METASTORE_DOES_NOT_EXIST", f"Metastore '{full_name}' is not the metastore of "
+                                                              f"workspace {caller.workspace_id} ({tenant.id}).")
+        return tenant.id, metastore(state, tenant)
     if kind in ("storage_credential", "external_location"):
-        named = state.securable(kind, full_name)
+        named = state.securable(kind, full_name, tenant.scope)
         return named.id, securable(state, kind, named)
     if kind == "catalog":
-        entry: Any = state.catalog(full_name)
+        entry: Any = catalog_in(state, caller, full_name)
     elif kind == "schema":
         catalog_name, schema_name = split_full_name(full_name, 2)
-        entry = state.namespace(state.catalog(catalog_name).id, (schema_name,))
+        entry = state.namespace(catalog_in(state, caller, catalog_name).id, (schema_name,))
     else:
         catalog_name, schema_name, name = split_full_name(full_name, 3)
-        entry = state.table(state.catalog(catalog_name).id, (schema_name,), name)
+        entry = state.table(catalog_in(state, caller, catalog_name).id, (schema_name,), name)
     return entry.id, securable(state, kind, entry)
 
 
@@ -63,14 +66,13 @@ def assignments(state: CatalogState, grants: dict[str, list[str]], only: str | N
 
 
 class PermissionsService:
-    def __init__(self, store: CatalogStore, metastore_id: str) -> None:
+    def __init__(self, store: CatalogStore) -> None:
         self.store = store
-        self.metastore_id = metastore_id
 
     def get(self, raw_type: str, full_name: str, only: str | None, caller: Principal) -> dict[str, Any]:
         kind = normalize_type(raw_type)
         with self.store.read() as state:
-            securable_id, target = resolve(state, kind, full_name, self.metastore_id)
+            securable_id, target = resolve(state, kind, full_name, caller)
             if not can.can_read_grants(subject_of(state, caller), target, only):
                 raise UnityError(403, "PERMISSION_DENIED", "Only admin users or the owner of the securable can read "
                                                            "other users' permissions.")
@@ -83,7 +85,7 @@ class PermissionsService:
         found: dict[str, str] = {}
 
         def build(state: CatalogState) -> dict[str, Any]:
-            securable_id, target = resolve(state, kind, full_name, self.metastore_id)
+            securable_id, target = resolve(state, kind, full_name, caller)
             if not can.can_manage_grants(subject_of(state, caller), target):
                 raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not change permissions on "
                                                            f"{kind} {full_name}: only its owner or an admin may.")

@@ -169,7 +169,8 @@ async def metastore_summary(request: Request) -> Response:
 @unity_errors
 async def list_metastores(request: Request) -> Response:
     if request.method == "POST":
-        metastores(request).refuse()
+        body = await body_of(request)
+        return JsonResponse(await blocking(metastores(request).create, body, me(request)))
     return JsonResponse(await blocking(metastores(request).list, me(request)))
 
 
@@ -177,7 +178,8 @@ async def list_metastores(request: Request) -> Response:
 async def one_metastore(request: Request) -> Response:
     metastore_id = request.path_params["id"]
     if request.method == "DELETE":
-        metastores(request).refuse()
+        await blocking(metastores(request).delete, metastore_id, flag(request, "force"), me(request))
+        return JsonResponse({})
     if request.method == "PATCH":
         body = await body_of(request)
         return JsonResponse(await blocking(metastores(request).update, metastore_id, body, me(request)))
@@ -186,7 +188,9 @@ async def one_metastore(request: Request) -> Response:
 
 @unity_errors
 async def workspace_assignment(request: Request) -> Response:
-    body = await body_of(request) if request.method != "DELETE" else dict(request.query_params)
+    body: dict[str, Any] = dict(request.query_params)  # DELETE: the SDK sends metastore_id in the query
+    if request.method != "DELETE" or request.headers.get("content-length", "0") != "0":
+        body.update(await body_of(request))  # the spec's DELETE carries a MetastoreAssignment body
     return JsonResponse(await blocking(metastores(request).assign, request.path_params["workspace_id"], body,
                                        me(request), method=request.method))
 
@@ -213,6 +217,14 @@ def caller_only(fn: Callable[..., Any]) -> Handler:
         return JsonResponse(await blocking(fn, request.app.state.iceberg.store, me(request)))
 
     return handler
+
+
+@unity_errors
+async def scim_me(request: Request) -> Response:
+    """SCIM ``Me``; the ``X-Databricks-Org-Id`` header is how the Databricks SDK learns its workspace id."""
+    caller = me(request)
+    body = await blocking(whoami.scim_me, request.app.state.iceberg.store, caller)
+    return JsonResponse(body, headers={"X-Databricks-Org-Id": str(caller.workspace_id)})
 
 
 def named_routes(kind_name: str, path: str, list_key: str, create_handler: Handler | None = None) -> list[Route]:
@@ -309,9 +321,12 @@ async def list_files(request: Request) -> Response:
                                        me(request)))
 
 
+@unity_errors
 async def default_namespace_setting(request: Request) -> Response:
-    """The workspace setting DuckDB's unity_catalog extension reads first: the default catalog."""
-    return JsonResponse({"namespace": {"value": "main"}, "setting_name": "default", "etag": "arco"})
+    """The workspace setting DuckDB's unity_catalog extension reads first: the workspace's default catalog."""
+    assignment = await blocking(metastores(request).current_assignment, me(request))
+    return JsonResponse({"namespace": {"value": assignment["default_catalog_name"]}, "setting_name": "default",
+                         "etag": "arco"})
 
 
 routes = [

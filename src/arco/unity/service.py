@@ -17,6 +17,7 @@ from arco.catalog.names import check_name, slug
 from arco.catalog.paging import page
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
+from arco.catalog.tenancy import Tenant
 from arco.iceberg.tables import TableService
 from arco.auth import decisions as can
 from arco.auth.principals import Principal
@@ -68,6 +69,16 @@ def _text(body: dict[str, Any], key: str) -> str | None:
     return value
 
 
+def tenant_of(state: CatalogState, caller: Principal) -> Tenant:
+    """The metastore the caller's workspace works in (404 METASTORE_DOES_NOT_EXIST when it has none)."""
+    return state.tenant_of_workspace(caller.workspace_id)
+
+
+def catalog_in(state: CatalogState, caller: Principal, name: str) -> CatalogEntry:
+    """A catalog of the caller's metastore: names are unique per metastore."""
+    return state.catalog(name, tenant_of(state, caller).scope)
+
+
 def denied(caller: Principal, what: str) -> UnityError:
     return UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not {what}")
 
@@ -90,16 +101,16 @@ def _replacing(current: dict[str, str], new: dict[str, str]) -> dict[str, Any]:
 
 
 class UnityService:
-    def __init__(self, store: CatalogStore, tables: TableService, metastore_id: str) -> None:
+    def __init__(self, store: CatalogStore, tables: TableService) -> None:
         self.store = store
         self.tables = tables
-        self.metastore_id = metastore_id
 
     # -- catalogs --------------------------------------------------------------------------------------------
 
     def create_catalog(self, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
-            if not can.can_create_catalog(subject_of(state, caller), metastore(state, self.metastore_id)):
+            tenant = tenant_of(state, caller)
+            if not can.can_create_catalog(subject_of(state, caller), metastore(state, tenant)):
                 raise denied(caller, "create catalogs (needs CREATE_CATALOG on the metastore)")
         principal = caller.name
         name = uc_name("catalog", body.get("name"))
@@ -108,32 +119,34 @@ class UnityService:
         if body.get("storage_root"):
             raise invalid("storage_root cannot be chosen here: Arco places each catalog under the warehouse")
         entry = create_catalog(self.store, name, owner=principal, comment=_text(body, "comment"),
-                               properties=_properties(body.get("properties")))
-        return infos.catalog_info(entry, self.metastore_id)
+                               properties=_properties(body.get("properties")), metastore_id=tenant.scope,
+                               under=tenant.entry.fields.get("storage_root") if tenant.scope else None)
+        with self.store.read() as state:
+            return infos.catalog_info(state.catalogs[entry.id], state)
 
     def list_catalogs(self, max_results: Any, token: str | None,
                       caller: Principal) -> tuple[list[dict[str, Any]], str | None]:
         with self.store.read() as state:
-            who = subject_of(state, caller)
-            entries = sorted((c for c in state.catalogs.values()
-                              if can.can_use_catalog(who, securable(state, "catalog", c))),
+            who, scope = subject_of(state, caller), tenant_of(state, caller).scope
+            entries = sorted((c for c in state.catalogs.values() if c.metastore_id == scope
+                              and can.can_use_catalog(who, securable(state, "catalog", c))),
                              key=lambda c: c.name.casefold())
-        chunk, next_token = page(entries, lambda c: c.name.casefold(), token, page_size(max_results))
-        return [infos.catalog_info(c, self.metastore_id) for c in chunk], next_token
+            chunk, next_token = page(entries, lambda c: c.name.casefold(), token, page_size(max_results))
+            return [infos.catalog_info(c, state) for c in chunk], next_token
 
     def get_catalog(self, name: str, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
-            entry = state.catalog(name)
+            entry = catalog_in(state, caller, name)
             if not can.can_use_catalog(subject_of(state, caller), securable(state, "catalog", entry)):
                 raise denied(caller, f"use catalog {entry.name} (needs USE_CATALOG)")
-            return infos.catalog_info(entry, self.metastore_id)
+            return infos.catalog_info(entry, state)
 
     def update_catalog(self, name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
         new_name = new_name_in(body, name)
         principal = caller.name
 
         def build(state: CatalogState) -> dict[str, Any]:
-            entry = state.catalog(name)
+            entry = catalog_in(state, caller, name)
             if not can.can_update_catalog(subject_of(state, caller), securable(state, "catalog", entry),
                                           owner_only=changes_owner_only(body), renames=bool(new_name)):
                 raise denied(caller, f"update catalog {entry.name} (only its owner may)")
@@ -145,11 +158,11 @@ class UnityService:
 
         op = self.store.execute(build, principal=principal)
         with self.store.read() as state:
-            return infos.catalog_info(state.catalogs[op["id"]], self.metastore_id)
+            return infos.catalog_info(state.catalogs[op["id"]], state)
 
     def delete_catalog(self, name: str, force: bool, caller: Principal) -> None:
         def build(state: CatalogState) -> dict[str, Any]:
-            entry = state.catalog(name)
+            entry = catalog_in(state, caller, name)
             if not can.can_delete_catalog(subject_of(state, caller), securable(state, "catalog", entry)):
                 raise denied(caller, f"delete catalog {entry.name} (only its owner may)")
             return {"op": "drop_catalog", "id": entry.id, "force": force}
@@ -167,7 +180,7 @@ class UnityService:
         props = _properties(body.get("properties"))
         ns_id = str(uuid.uuid4())
         def build(state: CatalogState) -> dict[str, Any]:
-            catalog = state.catalog(catalog_name)
+            catalog = catalog_in(state, caller, catalog_name)
             if not can.can_create_schema(subject_of(state, caller), securable(state, "catalog", catalog)):
                 raise denied(caller, f"create schemas in {catalog.name} (needs USE_CATALOG and CREATE_SCHEMA)")
             return {"op": "create_namespace", "id": ns_id, "catalog_id": catalog.id, "path": [name],
@@ -175,31 +188,31 @@ class UnityService:
 
         self.store.execute(build, principal=principal)
         with self.store.read() as state:
-            return infos.schema_info(state.namespaces[ns_id], state, self.metastore_id)
+            return infos.schema_info(state.namespaces[ns_id], state)
 
     def list_schemas(self, catalog_name: str | None, max_results: Any, token: str | None,
                      caller: Principal) -> tuple[list[dict[str, Any]], str | None]:
         if not catalog_name:
             raise invalid("catalog_name is required")
         with self.store.read() as state:
-            catalog = state.catalog(catalog_name)
+            catalog = catalog_in(state, caller, catalog_name)
             who, parent = subject_of(state, caller), securable(state, "catalog", catalog)
             if not can.can_use_catalog(who, parent):
                 raise denied(caller, f"use catalog {catalog.name} (needs USE_CATALOG)")
             entries = [n for n in state.child_namespaces(catalog.id, ())
                        if can.can_see_schema(who, parent, securable(state, "schema", n))]
             chunk, next_token = page(entries, lambda n: n.path[-1].casefold(), token, page_size(max_results))
-            return [infos.schema_info(n, state, self.metastore_id) for n in chunk], next_token
+            return [infos.schema_info(n, state) for n in chunk], next_token
 
-    def _schema(self, state: CatalogState, full_name: str) -> NamespaceEntry:
+    def _schema(self, state: CatalogState, caller: Principal, full_name: str) -> NamespaceEntry:
         catalog_name, schema_name = split_full_name(full_name, 2)
-        return state.namespace(state.catalog(catalog_name).id, (schema_name,))
+        return state.namespace(catalog_in(state, caller, catalog_name).id, (schema_name,))
 
     def get_schema(self, full_name: str, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
-            entry = self._schema(state, full_name)
+            entry = self._schema(state, caller, full_name)
             self._check_schema(state, caller, entry, can.can_see_schema, "use schema", "USE_SCHEMA")
-            return infos.schema_info(entry, state, self.metastore_id)
+            return infos.schema_info(entry, state)
 
     def _check_schema(self, state: CatalogState, caller: Principal, entry: NamespaceEntry, rule: Any, what: str,
                       needs: str, **kwargs: Any) -> None:
@@ -213,7 +226,7 @@ class UnityService:
         principal = caller.name
 
         def build(state: CatalogState) -> dict[str, Any]:
-            entry = self._schema(state, full_name)
+            entry = self._schema(state, caller, full_name)
             self._check_schema(state, caller, entry, can.can_update_schema, "update schema", "ownership",
                                owner_only=changes_owner_only(body), renames=bool(new_name))
             op: dict[str, Any] = {"op": "update_namespace", "id": entry.id}
@@ -224,11 +237,11 @@ class UnityService:
 
         op = self.store.execute(build, principal=principal)
         with self.store.read() as state:
-            return infos.schema_info(state.namespaces[op["id"]], state, self.metastore_id)
+            return infos.schema_info(state.namespaces[op["id"]], state)
 
     def delete_schema(self, full_name: str, force: bool, caller: Principal) -> None:
         def build(state: CatalogState) -> dict[str, Any]:
-            entry = self._schema(state, full_name)
+            entry = self._schema(state, caller, full_name)
             self._check_schema(state, caller, entry, can.can_delete_schema, "delete schema", "ownership")
             return {"op": "drop_namespace", "id": entry.id, "force": force}
 
@@ -236,15 +249,15 @@ class UnityService:
 
     # -- tables ----------------------------------------------------------------------------------------------
 
-    def _table(self, state: CatalogState, full_name: str) -> TableEntry:
+    def _table(self, state: CatalogState, caller: Principal, full_name: str) -> TableEntry:
         catalog_name, schema_name, name = split_full_name(full_name, 3)
-        return state.table(state.catalog(catalog_name).id, (schema_name,), name)
+        return state.table(catalog_in(state, caller, catalog_name).id, (schema_name,), name)
 
     def table_info(self, entry: TableEntry, state: CatalogState) -> dict[str, Any]:
         columns = entry.columns
         if entry.format == "ICEBERG":
             columns = self._iceberg_columns(entry)
-        return infos.table_info(entry, state, self.metastore_id, columns)
+        return infos.table_info(entry, state, columns)
 
     def _iceberg_columns(self, entry: TableEntry) -> list[dict[str, Any]]:
         from arco.unity.columns import column_infos
@@ -266,7 +279,7 @@ class UnityService:
 
     def get_table(self, full_name: str, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
-            entry = self._table(state, full_name)
+            entry = self._table(state, caller, full_name)
             self._check_table(state, caller, entry, can.can_read_table, "read table",
                               "USE_CATALOG, USE_SCHEMA and SELECT")
             return self.table_info(entry, state)
@@ -277,7 +290,7 @@ class UnityService:
         if not catalog_name or not schema_name:
             raise invalid("catalog_name and schema_name are both required")
         with self.store.read() as state:
-            catalog = state.catalog(catalog_name)
+            catalog = catalog_in(state, caller, catalog_name)
             schema = state.namespace(catalog.id, (schema_name,))
             who = subject_of(state, caller)
             parent, container = securable(state, "catalog", catalog), securable(state, "schema", schema)
@@ -285,7 +298,7 @@ class UnityService:
                        if can.can_read_table(who, parent, container, securable(state, "table", t))]
             chunk, next_token = page(entries, lambda t: t.name.casefold(), token, page_size(max_results))
             if omit_columns:
-                return [infos.table_info(t, state, self.metastore_id, None) for t in chunk], next_token
+                return [infos.table_info(t, state, None) for t in chunk], next_token
             return [self.table_info(t, state) for t in chunk], next_token
 
     def create_table(self, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
@@ -316,7 +329,7 @@ class UnityService:
         ids = {"table": str(uuid.uuid4())}
 
         def build(state: CatalogState) -> dict[str, Any]:
-            catalog = state.catalog(catalog_name)
+            catalog = catalog_in(state, caller, catalog_name)
             schema = state.namespace(catalog.id, (schema_name,))
             if not can.can_create_table(subject_of(state, caller), securable(state, "catalog", catalog),
                                         securable(state, "schema", schema)):
@@ -363,7 +376,7 @@ class UnityService:
         found: dict[str, str] = {}
 
         def build(state: CatalogState) -> dict[str, Any]:
-            catalog = state.catalog(catalog_name)
+            catalog = catalog_in(state, caller, catalog_name)
             schema = state.namespace(catalog.id, (schema_name,))
             if not can.can_create_table(subject_of(state, caller), securable(state, "catalog", catalog),
                                         securable(state, "schema", schema)):
@@ -383,7 +396,7 @@ class UnityService:
         principal = caller.name
 
         def build(state: CatalogState) -> dict[str, Any]:
-            entry = self._table(state, full_name)
+            entry = self._table(state, caller, full_name)
             self._check_table(state, caller, entry, can.can_update_table, "update table", "ownership",
                               owner_only=changes_owner_only(body), renames=bool(new_name))
             op: dict[str, Any] = {"op": "update_table", "id": entry.id}
@@ -405,7 +418,7 @@ class UnityService:
     def delete_table(self, full_name: str, caller: Principal) -> None:
         principal = caller.name
         with self.store.read() as state:
-            entry = self._table(state, full_name)
+            entry = self._table(state, caller, full_name)
             self._check_table(state, caller, entry, can.can_delete_table, "delete table", "ownership")
             catalog = state.catalogs[entry.catalog_id]
         if entry.format == "ICEBERG" and entry.kind == "TABLE":
@@ -422,7 +435,7 @@ class UnityService:
         schema_match = infos.like(schema_pattern)
         table_match = infos.like(table_pattern)
         with self.store.read() as state:
-            catalog = state.catalog(catalog_name)
+            catalog = catalog_in(state, caller, catalog_name)
             who, parent = subject_of(state, caller), securable(state, "catalog", catalog)
             rows = []
             for schema in state.child_namespaces(catalog.id, ()):

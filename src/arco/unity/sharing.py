@@ -25,7 +25,7 @@ from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.unity.errors import UnityError, invalid
 from arco.unity.named import KINDS_BY_TYPE, Kind, NamedSecurables
-from arco.unity.service import denied, split_full_name
+from arco.unity.service import catalog_in, denied, split_full_name
 
 RECIPIENT_TOKEN_PREFIX = "arco_share_"
 
@@ -39,8 +39,8 @@ def _share_object(raw: Any, state: CatalogState, owner: str, caller: Principal, 
     if kind != "TABLE":
         raise invalid(f"data_object_type {kind!r} is not supported; only TABLE")
     catalog_name, schema_name, name = split_full_name(raw["name"], 3)
-    table = state.table(state.catalog(catalog_name).id, (schema_name,), name)
-    owner_subject = subject_of(state, Principal(owner))
+    table = state.table(catalog_in(state, caller, catalog_name).id, (schema_name,), name)
+    owner_subject = subject_of(state, Principal(owner, workspace_id=caller.workspace_id))
     if not can.holds(owner_subject, securable(state, "table", table), "SELECT"):
         raise UnityError(403, "PERMISSION_DENIED", f"the share's owner {owner} needs SELECT on {raw['name']} "
                                                    "to share it")
@@ -216,10 +216,10 @@ class SharingService:
 
     def share_permissions(self, name: str, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
-            share = state.securable("share", name)
+            share = self.named.entry(state, caller, "share", name)
             if not self._owner_or_admin(state, caller, share):
                 raise denied(caller, f"read the permissions of share {share.name}")
-            names = {r.name.casefold(): r.name for r in state.securables_of("recipient")}
+            names = {r.name.casefold(): r.name for r in state.securables_of("recipient", share.metastore_id)}
             return {"privilege_assignments": [{"principal": names.get(r, r), "privileges": sorted(p)}
                                               for r, p in sorted(state.grants_on("share", share.id).items())]}
 
@@ -229,12 +229,12 @@ class SharingService:
             raise invalid("'changes' must be a list")
 
         def build(state: CatalogState) -> dict[str, Any]:
-            share = state.securable("share", name)
+            share = self.named.entry(state, caller, "share", name)
             if not self._owner_or_admin(state, caller, share):
                 raise denied(caller, f"change the permissions of share {share.name}")
             checked = []
             for change in changes:
-                recipient = state.securable("recipient", str(change.get("principal", "")))
+                recipient = self.named.entry(state, caller, "recipient", str(change.get("principal", "")))
                 adding = [str(p).upper() for p in change.get("add") or []]
                 if any(p != "SELECT" for p in adding + [str(p).upper() for p in change.get("remove") or []]):
                     raise invalid("the only privilege on a share is SELECT")
@@ -244,18 +244,18 @@ class SharingService:
                 checked.append({"principal": recipient.name.casefold(), "add": adding,
                                 "remove": [str(p).upper() for p in change.get("remove") or []]})
             return {"op": "update_grants", "securable_type": "share", "securable_id": share.id, "changes": checked,
-                    "grantee_kind": "recipient"}
+                    "grantee_kind": "recipient", "metastore_id": share.metastore_id}
 
         self.store.execute(build, principal=caller.name)
         return self.share_permissions(name, caller)
 
     def recipient_share_permissions(self, name: str, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
-            recipient = state.securable("recipient", name)
+            recipient = self.named.entry(state, caller, "recipient", name)
             if not self._owner_or_admin(state, caller, recipient):
                 raise denied(caller, f"read the share permissions of recipient {recipient.name}")
             rows = []
-            for share in state.securables_of("share"):
+            for share in state.securables_of("share", recipient.metastore_id):
                 held = state.grants_on("share", share.id).get(recipient.name.casefold())
                 if held:
                     rows.append({"share_name": share.name, "privilege_assignments": [
@@ -270,7 +270,7 @@ class SharingService:
         token["activation_url"] = f"{base_url}/api/2.1/unity-catalog/public/data_sharing_activation/{activation}"
 
         def build(state: CatalogState) -> dict[str, Any]:
-            recipient = state.securable("recipient", name)
+            recipient = self.named.entry(state, caller, "recipient", name)
             who = subject_of(state, caller)
             if not (who.account_admin or can.owns(who, securable(state, recipient.type, recipient))):
                 raise denied(caller, f"rotate the token of recipient {recipient.name} (only its owner may)")
@@ -282,7 +282,7 @@ class SharingService:
                 current = old.get("expiration_time")
                 tokens.append({**old, "expiration_time": cutoff if current is None else min(current, cutoff)})
             return {"op": "update_securable", "type": "recipient", "name": recipient.name,
-                    "fields": {"tokens": [*tokens, token]}}
+                    "metastore_id": recipient.metastore_id, "fields": {"tokens": [*tokens, token]}}
 
         self.store.execute(build, principal=caller.name)
         return self.named.get(SHARING_KINDS["recipient"], name, caller)
@@ -294,7 +294,7 @@ class SharingService:
 
         def build(state: CatalogState) -> dict[str, Any]:
             wanted = hash_token(activation)
-            for recipient in state.securables_of("recipient"):
+            for recipient in state.securables_in_every_metastore("recipient"):
                 for token in recipient.fields.get("tokens", []):
                     if token.get("activation_hash") == wanted:
                         if token.get("token_hash"):
@@ -303,7 +303,7 @@ class SharingService:
                         tokens = [{**t, "token_hash": hash_token(raw_token), "updated_at": int(time.time() * 1000)}
                                   if t is token else t for t in recipient.fields["tokens"]]
                         return {"op": "update_securable", "type": "recipient", "name": recipient.name,
-                                "fields": {"tokens": tokens}}
+                                "metastore_id": recipient.metastore_id, "fields": {"tokens": tokens}}
             raise UnityError(404, "RESOURCE_DOES_NOT_EXIST", "unknown activation link")
 
         self.store.execute(build, principal="recipient-activation")
@@ -317,7 +317,7 @@ class SharingService:
         import httpx
 
         with self.store.read() as state:
-            provider = state.securable("provider", name)
+            provider = self.named.entry(state, caller, "provider", name)
             if not self._owner_or_admin(state, caller, provider):
                 raise denied(caller, f"list the shares of provider {provider.name}")
             profile = provider.fields.get("profile")

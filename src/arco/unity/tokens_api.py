@@ -36,7 +36,9 @@ def create(store: CatalogStore, body: dict[str, Any], caller: Principal) -> dict
     if comment is not None and not isinstance(comment, str):
         raise invalid("comment must be a string")
     _known(store, caller)
-    issued = create_token(store, caller.name, by=caller.name, lifetime_s=lifetime, comment=comment)
+    # As in Databricks, a token made in a workspace is that workspace's.
+    issued = create_token(store, caller.name, by=caller.name, lifetime_s=lifetime, comment=comment,
+                          workspace_id=caller.workspace_id)
     return {"token_value": issued.token, "token_info": _info(issued.entry)}
 
 

@@ -13,13 +13,8 @@ from arco.catalog.errors import (
     NotEmptyError,
     TableNotFound,
 )
-from arco.catalog.state import CatalogState, Operation
-
-
-def commit(state: CatalogState, op: Operation) -> None:
-    op = {"at_ms": 1000 + state.seq, "principal": "admin", **op}
-    rules.check(state, op)
-    rules.apply(state, op, state.seq + 1)
+from arco.catalog.state import CatalogState
+from support.tier1 import commit
 
 
 @pytest.fixture
