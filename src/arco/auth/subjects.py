@@ -18,15 +18,20 @@ def subject_of(state: CatalogState, principal: Principal) -> Subject:
     """The caller, as a metastore admin or not of the metastore its workspace works in."""
     groups = state.groups_of(principal.name)
     tenant = state.tenant_or_none(principal.workspace_id)
-    owner = tenant.owner.casefold() if tenant is not None else None
-    admin = principal.is_account_admin or (owner is not None and (principal.name.casefold() == owner or owner in groups))
-    return Subject(principal.name, groups, metastore_admin=admin, account_admin=principal.is_account_admin)
+    admin = tenant is not None and _administers(principal, groups, tenant)
+    return Subject(principal.name, groups, metastore_admin=admin or principal.is_account_admin,
+                   account_admin=principal.is_account_admin)
 
 
 def admins_metastore(state: CatalogState, principal: Principal, tenant: Tenant) -> bool:
     """Whether ``principal`` is an admin of ``tenant``, whichever workspace it called from."""
+    return principal.is_account_admin or _administers(principal, state.groups_of(principal.name), tenant)
+
+
+def _administers(principal: Principal, groups: frozenset[str], tenant: Tenant) -> bool:
+    """A metastore's admins: its owner, or the members of the group that owns it."""
     owner = tenant.owner.casefold()
-    return principal.is_account_admin or principal.name.casefold() == owner or owner in state.groups_of(principal.name)
+    return principal.name.casefold() == owner or owner in groups
 
 
 def securable(state: CatalogState, securable_type: str,

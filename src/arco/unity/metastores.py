@@ -27,6 +27,7 @@ from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.catalog.tenancy import Tenant
 from arco.unity.errors import UnityError, invalid
+from arco.unity.named import within
 from arco.unity.service import denied, uc_name
 
 SETTINGS = ("delta_sharing_scope", "delta_sharing_recipient_token_lifetime_in_seconds",
@@ -37,10 +38,6 @@ SUMMARY_FIELDS = ("metastore_id", "name", "owner", "storage_root", "cloud", "reg
 
 def _no_such_metastore(metastore_id: str) -> UnityError:
     return UnityError(404, "METASTORE_DOES_NOT_EXIST", f"Metastore '{metastore_id}' does not exist.")
-
-
-def _within(child: str, parent: str) -> bool:
-    return child == parent or child.startswith(parent.rstrip("/") + "/")
 
 
 def _settings(body: dict[str, Any]) -> dict[str, Any]:
@@ -129,7 +126,7 @@ class MetastoreService:
             raise invalid("storage_root must be a string")
         root = f"file://{raw}" if raw.startswith("/") else raw
         root = root.rstrip("/")
-        if not _within(root, self.warehouse_root) or "/../" in f"{root}/" or "/./" in f"{root}/":
+        if not within(root, self.warehouse_root) or "/../" in f"{root}/" or "/./" in f"{root}/":
             raise invalid(f"storage_root must be inside this warehouse ({self.warehouse_root}): Arco writes every "
                           "table through the warehouse's storage; leave it out to use "
                           f"{self.warehouse_root}/metastores")

@@ -78,7 +78,8 @@ def check_url(raw: Any) -> str:
     return raw.rstrip("/")
 
 
-def _within(child: str, parent: str) -> bool:
+def within(child: str, parent: str) -> bool:
+    """Whether storage URL ``child`` is ``parent`` or lies under it."""
     return child == parent or child.startswith(parent.rstrip("/") + "/")
 
 
@@ -91,10 +92,10 @@ def _location_fields(body: dict[str, Any], creating: bool, state: CatalogState, 
         for other in state.securables_in_every_metastore("external_location"):
             if old is not None and other.id == old.id:
                 continue
-            if _within(url, other.fields["url"]) or _within(other.fields["url"], url):
+            if within(url, other.fields["url"]) or within(other.fields["url"], url):
                 raise invalid(f"url {url} overlaps the external location {other.name} ({other.fields['url']})")
         for table in state.tables.values():
-            if not table.managed and table.location and _within(url, table.location.rstrip("/")):
+            if not table.managed and table.location and within(url, table.location.rstrip("/")):
                 raise invalid(f"url {url} is inside the external table {table.name}'s location {table.location}")
         fields["url"] = url
     if creating or body.get("credential_name") is not None:
@@ -121,7 +122,7 @@ def _credential_in_use(state: CatalogState, entry: SecurableEntry) -> str | None
 
 def _location_in_use(state: CatalogState, entry: SecurableEntry) -> str | None:
     tables = [t.name for t in state.tables.values() if not t.managed and t.location
-              and _within(t.location.rstrip("/"), entry.fields["url"])]
+              and within(t.location.rstrip("/"), entry.fields["url"])]
     return f"external table(s) {', '.join(tables)} are inside it" if tables else None
 
 
@@ -247,7 +248,7 @@ class NamedSecurables:
         with self.store.read() as state:
             who = subject_of(state, caller)
             allowed = can.admin(who) or any(
-                _within(url, loc.fields["url"]) and can.holds(who, securable(state, loc.type, loc), "READ_FILES")
+                within(url, loc.fields["url"]) and can.holds(who, securable(state, loc.type, loc), "READ_FILES")
                 for loc in state.securables_of("external_location", tenant_of(state, caller).scope))
         if not allowed:
             raise denied(caller, f"list {url} (needs READ_FILES on an external location containing it)")
