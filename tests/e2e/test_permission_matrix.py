@@ -45,14 +45,16 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         made = [
             call("olga@x.com", "POST", f"{uc}/catalogs", json={"name": "cat"}),
             call("olga@x.com", "POST", f"{uc}/schemas", json={"name": "s", "catalog_name": "cat"}),
-            call("olga@x.com", "POST", f"{uc}/tables", json={
-                "name": "t", "catalog_name": "cat", "schema_name": "s", "table_type": "EXTERNAL",
-                "data_source_format": "DELTA", "columns": COLUMNS, "storage_location": "s3://bucket/t"}),
             call("olga@x.com", "POST", "/iceberg/v1/cat/namespaces/s/tables", json={"name": "ice", "schema": SCHEMA}),
             call("olga@x.com", "POST", f"{uc}/storage-credentials", json={
                 "name": "cred", "aws_iam_role": {"role_arn": "arn:aws:iam::1:role/r"}}),
             call("olga@x.com", "POST", f"{uc}/external-locations", json={
                 "name": "loc", "url": (workdir / "landing").as_uri(), "credential_name": "cred"}),
+            # External tables live inside an external location on which their creator may create them.
+            call("olga@x.com", "POST", f"{uc}/tables", json={
+                "name": "t", "catalog_name": "cat", "schema_name": "s", "table_type": "EXTERNAL",
+                "data_source_format": "DELTA", "columns": COLUMNS,
+                "storage_location": (workdir / "landing" / "t").as_uri()}),
             call("olga@x.com", "POST", f"{uc}/shares", json={"name": "sh"}),
             call("olga@x.com", "POST", f"{uc}/recipients", json={"name": "r", "authentication_type": "TOKEN"}),
             call("olga@x.com", "POST", f"{uc}/providers", json={

@@ -38,6 +38,18 @@ def w(server: RunningServer) -> WorkspaceClient:
     return WorkspaceClient(host=server.base_url, token=ARCO_TOKEN)
 
 
+@pytest.fixture(scope="module")
+def external(server: RunningServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder inside an external location: where external tables may live (storage governance)."""
+    root = tmp_path_factory.mktemp("external")
+    assert uc(server, "POST", "/storage-credentials", json={
+        "name": "e2e-cred", "aws_iam_role": {"role_arn": "arn:aws:iam::1:role/e2e"}}).status_code == 200
+    made = uc(server, "POST", "/external-locations", json={"name": "e2e-external", "url": root.as_uri(),
+                                                           "credential_name": "e2e-cred"})
+    assert made.status_code == 200, made.text
+    return root
+
+
 def uc(server: RunningServer, method: str, path: str, **kwargs: object) -> httpx.Response:
     return httpx.request(method, f"{server.base_url}/api/2.1/unity-catalog{path}",
                          headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, timeout=30, **kwargs)  # type: ignore[arg-type]
@@ -67,7 +79,8 @@ def test_catalogs_and_schemas_with_the_databricks_sdk(w: WorkspaceClient) -> Non
         w.schemas.get("treasury.ledger")
 
 
-def test_tables_views_and_summaries(w: WorkspaceClient, server: RunningServer, tmp_path: Path) -> None:
+def test_tables_views_and_summaries(w: WorkspaceClient, server: RunningServer, external: Path) -> None:
+    tmp_path = external
     w.catalogs.create(name="lake")
     w.schemas.create(name="raw", catalog_name="lake")
     columns = [ColumnInfo(name="id", type_name=ColumnTypeName.LONG, type_text="bigint", position=0,
@@ -209,7 +222,8 @@ def test_the_unitycatalog_client_and_the_20_paths(server: RunningServer) -> None
 
 
 @pytest.mark.duckdb
-def test_duckdb_reads_a_delta_table_registered_in_uc(server: RunningServer, tmp_path: Path) -> None:
+def test_duckdb_reads_a_delta_table_registered_in_uc(server: RunningServer, external: Path) -> None:
+    tmp_path = external
     from deltalake import write_deltalake
     from support.duckdb_ext import connect_with
 

@@ -50,7 +50,8 @@ class CatalogState(AccessState, SecurablesState, TenancyState):
     """Every catalog, namespace and table of one warehouse, indexed for the lookups the APIs make, who may use
     them (:mod:`arco.catalog.access`), and which metastore each belongs to (:mod:`arco.catalog.tenancy`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, warehouse_url: str = "memory://state") -> None:
+        self.warehouse_url = warehouse_url  # the storage root of the warehouse this state describes
         self._init_access()
         self._init_securables()
         self.seq = 0  # the last log entry applied
@@ -109,8 +110,8 @@ class CatalogState(AccessState, SecurablesState, TenancyState):
         }
 
     @classmethod
-    def from_snapshot(cls, snapshot: dict[str, Any]) -> CatalogState:
-        state = cls()
+    def from_snapshot(cls, snapshot: dict[str, Any], warehouse_url: str = "memory://state") -> CatalogState:
+        state = cls(warehouse_url)
         state.seq = int(snapshot["seq"])
         for c in snapshot["catalogs"]:
             _add_catalog(state, CatalogEntry(**c))

@@ -38,7 +38,7 @@ class CatalogStore:
     def __init__(self, storage: StorageBackend) -> None:
         self.storage = storage
         self.log = CatalogLog(storage)
-        self._state = CatalogState()
+        self._state = CatalogState(storage.url)
         self._snapshot_seq = 0
         self._manifest_checked = False
         self._apply_lock = threading.RLock()  # guards the state; held while applying and while reading it
@@ -75,7 +75,7 @@ class CatalogStore:
                 manifest = self.log.read_manifest()
                 self._manifest_checked = True
                 if manifest.snapshot_seq > self._state.seq:
-                    self._state = CatalogState.from_snapshot(self.log.read_snapshot(manifest.snapshot_seq))
+                    self._state = CatalogState.from_snapshot(self.log.read_snapshot(manifest.snapshot_seq), self.storage.url)
                 self._snapshot_seq = max(self._snapshot_seq, manifest.snapshot_seq)
             while True:
                 entry = self.log.read_entry(self._state.seq + 1)

@@ -27,6 +27,8 @@ from typing import Any
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import AssertCreate
 
+from arco.auth.principals import Principal
+from arco.catalog import locations
 from arco.catalog.errors import AlreadyExistsError
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.names import check_name
@@ -59,11 +61,13 @@ def parse_commit(body: Any) -> tuple[list[Any], list[Any]]:
 
 
 def commit_table(tables: TableService, catalog: CatalogEntry, namespace: NamespacePath, name: str, body: Any,
-                 principal: str, source: dict[str, Any], tag: str | None = None) -> CommitResult:
+                 principal: str, source: dict[str, Any], tag: str | None = None,
+                 who: Principal | None = None) -> CommitResult:
     """Commit one table; ``tag`` (an Idempotency-Key hash) goes into the new metadata file's name."""
     requirements, updates = parse_commit(body)
     if any(isinstance(r, AssertCreate) for r in requirements):
-        return _create_by_commit(tables, catalog, namespace, name, requirements, updates, principal, source, tag)
+        return _create_by_commit(tables, catalog, namespace, name, requirements, updates, principal, source, tag,
+                                 who)
     entry = tables.entry(catalog, namespace, name)
     identity = identifier_of(catalog, namespace, name)
     for _ in range(MAX_COMMIT_ATTEMPTS):
@@ -140,12 +144,12 @@ def file_suffix(tag: str | None) -> str:
 
 
 def commit_transaction(tables: TableService, catalog: CatalogEntry, body: Any, principal: str,
-                       source: dict[str, Any], tag: str | None = None) -> None:
+                       source: dict[str, Any], tag: str | None = None, who: Principal | None = None) -> None:
     """All table changes or none; see :mod:`arco.iceberg.transactions` for how."""
     changes = parse_table_changes(body)
     if len(changes) == 1:
         namespace, name, change = changes[0]
-        commit_table(tables, catalog, namespace, name, change, principal, source, tag)
+        commit_table(tables, catalog, namespace, name, change, principal, source, tag, who)
         return
     parsed = [(namespace, name, *parse_commit(change)) for namespace, name, change in changes]
     if any(isinstance(r, AssertCreate) for _, _, requirements, _ in parsed for r in requirements):
@@ -167,7 +171,7 @@ def commit_transaction(tables: TableService, catalog: CatalogEntry, body: Any, p
 
 def _create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: NamespacePath, name: str,
                       requirements: list[Any], updates: list[Any], principal: str,
-                      source: dict[str, Any], tag: str | None) -> CommitResult:
+                      source: dict[str, Any], tag: str | None, who: Principal | None) -> CommitResult:
     """The second half of a staged create (Spark CTAS/RTAS, DuckDB CREATE TABLE): ``assert-create`` + updates."""
     check_name("table", name)
     try:
@@ -176,13 +180,17 @@ def _create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: Na
         raise CommitFailed(f"Requirement failed: table already exists: {'.'.join((*namespace, name))}") from None
     commit_rules.check_requirements(requirements, None)
     new = commit_rules.apply_updates(None, updates, None)
-    expected_prefix = tables.new_location(catalog, namespace, name, str(new.table_uuid))
-    commit_rules.check_guardrails(updates, allowed_location=expected_prefix)
-    if new.location.rstrip("/") != expected_prefix:
-        raise BadRequest("the staged table's location must be the one Arco assigned when it was staged")
+    # A staged table lives where it was staged: the prefix Arco allocated to its uuid, or a location the caller
+    # may use inside an external location (CREATE TABLE ... LOCATION); decided by the same rule as a create.
+    with tables.store.read() as state:
+        tables.placement(state, catalog, namespace, name, str(new.table_uuid), new.location, who)
+    commit_rules.check_guardrails(updates, allowed_location=new.location)
+    locations.check_write_paths(new.properties, new.location)
     location = metadata_file_location(new.location, 0, file_suffix(tag))
     try:
-        tables.register_new(catalog, namespace, name, new, location, principal, source, tag=tag)
+        tables.register_new(catalog, namespace, name, new, location, principal, source, tag=tag,
+                            place=lambda state: tables.placement(state, catalog, namespace, name,
+                                                                 str(new.table_uuid), new.location, who))
     except (AlreadyExists, AlreadyExistsError) as exc:
         raise CommitFailed(f"Requirement failed: {exc}") from None
     return CommitResult(location, new)

@@ -16,6 +16,7 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata, TableMetadataV1
 from pyiceberg.table.update import (
+    AddSnapshotUpdate,
     SetLocationUpdate,
     SetPropertiesUpdate,
     RemovePropertiesUpdate,
@@ -24,7 +25,9 @@ from pyiceberg.table.update import (
     update_table_metadata,
 )
 
+from arco.catalog import locations
 from arco.iceberg.errors import BadRequest, CommitFailed
+from arco.storage.urls import BadLocation, normalize, within
 
 RESERVED_PROPERTY_PREFIX = "arco."
 
@@ -97,18 +100,34 @@ def check_reserved_properties(keys: Sequence[str]) -> None:
 
 
 def check_guardrails(updates: Sequence[TableUpdate], allowed_location: str | None) -> None:
-    """Seed section 1.3: Arco owns table locations and the ``arco.*`` properties.
+    """Seed section 1.3: Arco owns table locations and the ``arco.*`` properties; and every path a table tells
+    engines to write to stays inside the table's own prefix (:mod:`arco.catalog.locations`).
 
     ``allowed_location`` is the location the table has (or was assigned when staged); setting it to itself is not a
-    move, and clients creating a table send exactly that.
+    move (clients creating or replacing a table send exactly that), whatever its spelling.
     """
     for update in updates:
-        if isinstance(update, SetLocationUpdate) and update.location.rstrip("/") != (allowed_location or "").rstrip("/"):
-            raise BadRequest("set-location is not allowed: Arco owns table locations")
+        if isinstance(update, SetLocationUpdate) and not _same_place(update.location, allowed_location):
+            raise BadRequest("set-location is not allowed: Arco owns table locations (create a new table to move "
+                             "data, or register it from an external location)")
         if isinstance(update, SetPropertiesUpdate):
             check_reserved_properties(list(update.updates))
+            if allowed_location:
+                locations.check_write_paths(update.updates, allowed_location)
         if isinstance(update, RemovePropertiesUpdate):
             check_reserved_properties(update.removals)
+        if isinstance(update, AddSnapshotUpdate) and allowed_location and update.snapshot.manifest_list and \
+                not within(locations.canonical(update.snapshot.manifest_list, "manifest-list"),
+                           locations.canonical(allowed_location)):
+            # A snapshot pointing into another table would let snapshot expiry delete that table's files.
+            raise BadRequest("add-snapshot: the manifest list must lie inside the table's location")
+
+
+def _same_place(a: str, b: str | None) -> bool:
+    try:
+        return b is not None and normalize(a) == normalize(b)
+    except BadLocation:
+        return False
 
 
 def check_requirements(requirements: Sequence[TableRequirement], base: TableMetadata | None) -> None:

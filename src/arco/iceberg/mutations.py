@@ -17,6 +17,7 @@ from typing import Any
 
 from pyiceberg.table.update import AssertCreate
 
+from arco.auth.principals import Principal
 from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.store import CatalogStore
 from arco.iceberg import commit
@@ -33,6 +34,7 @@ class Caller:
     principal: str
     source: dict[str, Any]
     key: str | None = None
+    who: Principal | None = None  # the caller's identity, for decisions about locations it names
 
 
 class Mutations:
@@ -109,7 +111,7 @@ class Mutations:
         keyed = self._catalog_keyed(caller, catalog, operation, _dotted(namespace), body)
 
         def work(tag: str | None) -> Outcome:
-            location, _ = service(catalog, namespace, body, caller.principal, caller.source, tag)
+            location, _ = service(catalog, namespace, body, caller.principal, caller.source, tag, who=caller.who)
             return Outcome(200, metadata_location=location)
 
         return run_once(keyed, work, self._table_created())
@@ -118,7 +120,7 @@ class Mutations:
                      caller: Caller) -> Outcome:
         def work(tag: str | None) -> Outcome:
             result = commit.commit_table(self.tables, catalog, namespace, name, body, caller.principal,
-                                         caller.source, tag)
+                                         caller.source, tag, caller.who)
             return Outcome(200, metadata_location=result.metadata_location)
 
         if caller.key is None:
@@ -142,7 +144,7 @@ class Mutations:
 
     def commit_transaction(self, catalog: CatalogEntry, body: dict[str, Any], caller: Caller) -> Outcome:
         def work(tag: str | None) -> Outcome:
-            commit.commit_transaction(self.tables, catalog, body, caller.principal, caller.source, tag)
+            commit.commit_transaction(self.tables, catalog, body, caller.principal, caller.source, tag, caller.who)
             return Outcome(204)
 
         if caller.key is None:
@@ -160,11 +162,12 @@ class Mutations:
 
         def work(tag: str | None) -> Outcome:
             entry = self.tables.drop(catalog, namespace, name, caller.principal, caller.source, tag)
-            return Outcome(204, {"location": entry.location})
+            return Outcome(204, {"id": entry.id, "catalog_id": entry.catalog_id, "location": entry.location,
+                                 "managed": entry.managed})
 
         def finish_drop(op: dict[str, Any]) -> Outcome:
             self.tables.tombstone(op["id"])  # the crash may have come between the Tier 1 drop and the tombstone
-            return Outcome(204, {"location": op.get("location")})
+            return Outcome(204, {k: op.get(k) for k in ("id", "catalog_id", "location", "managed")})
 
         return run_once(keyed, work, self._tier1_recovery(finish_drop))
 

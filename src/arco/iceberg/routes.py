@@ -32,7 +32,7 @@ from arco.iceberg.oauth import issue_token
 from arco.iceberg.namespaces import NamespaceService
 from arco.iceberg.paging import parse_page_size
 from arco.iceberg.responses import LoadResultCache, metadata_json
-from arco.iceberg.tables import TableService
+from arco.iceberg.tables import DroppedTable, TableService
 from arco.settings import ServerSettings
 from arco.storage.base import StorageBackend
 
@@ -66,7 +66,8 @@ async def allow(request: Request, check: str, *args: Any) -> None:
 
 
 def caller_of(request: Request) -> Caller:
-    return Caller(principal_of(request).name, client_source(request), request.headers.get("idempotency-key"))
+    principal = principal_of(request)
+    return Caller(principal.name, client_source(request), request.headers.get("idempotency-key"), principal)
 
 
 def render(svc: IcebergServices, outcome: Outcome, *, with_config: bool = False) -> Response:
@@ -291,7 +292,8 @@ async def create_table(request: Request) -> Response:
         def stage() -> dict[str, Any]:
             name = check_name("table", body.get("name"))
             tables.entry_absent(catalog, namespace, name)
-            metadata = tables.build_create_metadata(catalog, namespace, body, str(uuid.uuid4()))
+            metadata, _ = tables.build_create_metadata(catalog, namespace, body, str(uuid.uuid4()),
+                                                       principal_of(request))
             return {"metadata": metadata_json(metadata), "config": {}}
 
         return JsonResponse(await blocking(stage))
@@ -362,8 +364,8 @@ async def drop_table(request: Request) -> Response:
     await allow(request, "table", catalog, namespace, name, "drop")
     svc = services(request)
     outcome = await blocking(svc.mutations.drop_table, catalog, namespace, name, purge, caller_of(request))
-    if purge and outcome.body and outcome.body.get("location"):
-        svc.tables.purge_later(outcome.body["location"])
+    if purge and outcome.body and outcome.body.get("id"):
+        svc.tables.purge_later(DroppedTable.from_op(outcome.body))
     return Response(status_code=204)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,18 +27,31 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata, new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
 
+from arco.auth.principals import Principal
+from arco.auth.subjects import subject_of
+from arco.catalog import locations
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
-from arco.catalog.names import check_name, slug
+from arco.catalog.names import check_name
 from arco.catalog.state import CatalogState, dotted, refuse_taken_name
 from arco.catalog.store import CatalogStore
 from arco.events.receipts import write_iceberg_receipt
 from arco.iceberg.commit_rules import check_reserved_properties, with_row_lineage
 from arco.iceberg.errors import AlreadyExists, BadRequest, NoSuchTable
-from arco.iceberg.metadata_files import MetadataFiles, MetadataLocationError
+from arco.iceberg.metadata_files import MetadataFiles
 from arco.iceberg.paging import page
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
 from arco.iceberg.transactions import PointerResolver, TxnRecords
-from arco.storage.base import StorageBackend
+from arco.storage.base import StorageBackend, StorageError
+from arco.storage.urls import within
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a new table lives, and whether Arco allocated it (managed: purge may delete it) or the caller chose it
+    inside an external location (external: purge never deletes its files)."""
+
+    location: str
+    managed: bool
 
 
 @dataclass(frozen=True)
@@ -110,46 +124,89 @@ class TableService:
     # -- creating --------------------------------------------------------------------------------------------
 
     def new_location(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, table_uuid: str) -> str:
-        parts = [slug(level) for level in namespace] + [f"{slug(name)}-{table_uuid.replace('-', '')}"]
-        return "/".join([catalog.storage_root.rstrip("/"), *parts])
+        return locations.allocate_table_location(catalog, namespace, name, table_uuid)
+
+    def placement(self, state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, name: str,
+                  table_uuid: str, requested: str | None, who: Principal | None) -> Placement:
+        """Where a new table goes: the prefix Arco allocates, or a location the caller asked for, if the storage
+        governance rules (:mod:`arco.catalog.locations`) let this caller use it. Called before any byte is
+        written, and again inside the Tier 1 operation that creates the entry (so a race cannot slip through)."""
+        allocated = self.new_location(catalog, namespace, name, table_uuid)
+        if requested in (None, "") or locations.canonical(requested) == locations.canonical(allocated):
+            return Placement(allocated, True)
+        if who is None:
+            raise BadRequest("'location' cannot be chosen here: Arco assigns table locations under the catalog's root")
+        url = locations.check_external_table_location(
+            state, subject_of(state, who), requested, self.storage.url, catalog.metastore_id,
+            must_be_writable=True, inside_warehouse=True)
+        self.check_plain_spelling(requested, url)
+        return Placement(url, False)
+
+    def check_plain_spelling(self, raw: str, url: str) -> None:
+        """Files are written where the client's spelling points, decisions are made on the canonical form: the two
+        must name the same objects (``file:/x`` and ``file:///x/`` do; ``%6d`` and ``m`` do not)."""
+        try:
+            same = self.files.key_of(raw.rstrip("/")) == self.files.key_of(url)
+        except StorageError:
+            same = False
+        if not same:
+            raise BadRequest(f"write the location {raw!r} plainly, as {url}: escapes, '.' segments and doubled "
+                             "slashes are not accepted in locations")
 
     def build_create_metadata(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any],
-                              table_uuid: str) -> TableMetadata:
+                              table_uuid: str, who: Principal | None = None) -> tuple[TableMetadata, Placement]:
         """The first metadata of a table from a CreateTableRequest (field ids reassigned, as the spec asks)."""
         name = check_name("table", body.get("name"))
-        if body.get("location") not in (None, ""):
-            raise BadRequest("'location' cannot be chosen: Arco assigns table locations under the catalog's root")
+        requested = body.get("location")
+        if requested is not None and not isinstance(requested, str):
+            raise BadRequest("'location' must be a string")
         properties = body.get("properties") or {}
         if not isinstance(properties, dict) or not all(isinstance(v, str) for v in properties.values()):
             raise BadRequest("'properties' must be an object of string values")
         check_reserved_properties(list(properties))
+        with self.store.read() as state:
+            place = self.placement(state, catalog, namespace, name, table_uuid, requested, who)
+        # The client's spelling is kept in the metadata (engines compare it with what they sent); Tier 1 keeps
+        # the canonical form that every governance decision uses.
+        location = requested if requested and not place.managed else place.location
+        locations.check_write_paths(properties, location)
         try:
             schema = Schema.model_validate(body.get("schema"))
             spec = PartitionSpec.model_validate(body["partition-spec"]) if body.get("partition-spec") \
                 else UNPARTITIONED_PARTITION_SPEC
             order = SortOrder.model_validate(body["write-order"]) if body.get("write-order") else UNSORTED_SORT_ORDER
-            return with_row_lineage(new_table_metadata(
-                schema, spec, order, self.new_location(catalog, namespace, name, table_uuid),
-                properties=dict(properties), table_uuid=uuid.UUID(table_uuid),
+            metadata = with_row_lineage(new_table_metadata(
+                schema, spec, order, location.rstrip("/"), properties=dict(properties),
+                table_uuid=uuid.UUID(table_uuid),
             ))
         except (ValidationError, ValueError, TypeError, KeyError) as exc:
             raise BadRequest(f"invalid table definition: {exc}") from None
+        return metadata, place
 
     def create(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any], principal: str,
-               source: dict[str, Any], tag: str | None = None) -> tuple[str, TableMetadata]:
+               source: dict[str, Any], tag: str | None = None,
+               who: Principal | None = None) -> tuple[str, TableMetadata]:
         table_uuid = str(uuid.uuid4())
         name = check_name("table", body.get("name"))
         self.entry_absent(catalog, namespace, name)
-        metadata = self.build_create_metadata(catalog, namespace, body, table_uuid)
+        metadata, _ = self.build_create_metadata(catalog, namespace, body, table_uuid, who)
         location = metadata_file_location(metadata.location, 0, uuid.uuid4().hex)
-        self.register_new(catalog, namespace, name, metadata, location, principal, source, tag=tag)
+        self.register_new(catalog, namespace, name, metadata, location, principal, source, tag=tag,
+                          place=self._placer(catalog, namespace, name, metadata, who))
         return location, metadata
 
+    def _placer(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, metadata: TableMetadata,
+                who: Principal | None) -> Placer:
+        """The placement decision again, against the state the Tier 1 operation is checked on."""
+        return lambda state: self.placement(state, catalog, namespace, name, str(metadata.table_uuid),
+                                            metadata.location, who)
+
     def register_new(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, metadata: TableMetadata,
-                     location: str, principal: str, source: dict[str, Any], write_metadata: bool = True,
-                     tag: str | None = None) -> None:
+                     location: str, principal: str, source: dict[str, Any], *, place: Placer,
+                     write_metadata: bool = True, tag: str | None = None) -> None:
         """Write the metadata file (unless it exists already), the pointer, then the Tier 1 entry (tagged with
-        ``tag``, the commit point), with the table's first receipts around them."""
+        ``tag``, the commit point), with the table's first receipts around them. ``place`` decides, inside the
+        Tier 1 operation, where the table lives and whether Arco manages its storage."""
         table_uuid = str(metadata.table_uuid)
         if write_metadata:
             self.files.write(location, metadata)
@@ -163,29 +220,71 @@ class TableService:
             existing = self.pointers.load(table_uuid)
             if existing is None or not existing.pointer.dropped or not self.pointers.swap(existing.version, pointer).ok:
                 raise AlreadyExists(f"a table with uuid {table_uuid} already exists")
-        self.store.execute(lambda state: {
-            "op": "create_table", "id": table_uuid, "catalog_id": catalog.id, "namespace": list(namespace),
-            "name": name, "kind": "TABLE", "format": "ICEBERG", "location": metadata.location, "owner": principal,
-            "managed": True, "properties": {}, "metadata_location": location,
-        }, principal=principal, request=tag, source=source)
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            placement = place(state)
+            return {"op": "create_table", "id": table_uuid, "catalog_id": catalog.id, "namespace": list(namespace),
+                    "name": name, "kind": "TABLE", "format": "ICEBERG", "location": placement.location,
+                    "owner": principal, "managed": placement.managed, "properties": {},
+                    "metadata_location": location}
+
+        self.store.execute(build, principal=principal, request=tag, source=source)
         write_iceberg_receipt(self.storage, "committed", **receipt)
 
     def register(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any], principal: str,
-                 source: dict[str, Any], tag: str | None = None) -> tuple[str, TableMetadata]:
+                 source: dict[str, Any], tag: str | None = None,
+                 who: Principal | None = None) -> tuple[str, TableMetadata]:
         name = check_name("table", body.get("name"))
         location = body.get("metadata-location")
         if not isinstance(location, str) or not location:
             raise BadRequest("'metadata-location' is required")
         self.entry_absent(catalog, namespace, name)
+        with self.store.read() as state:
+            self._check_registrable(state, catalog, location, who)
         try:
             metadata = self.files.read(location)
-        except MetadataLocationError as exc:
-            raise BadRequest(str(exc)) from None
-        except Exception as exc:  # noqa: BLE001 - any unreadable file is the caller's problem to fix
-            raise BadRequest(f"cannot read table metadata at {location}: {exc}") from None
+        except Exception:  # noqa: BLE001 - the file's contents are never quoted back: it may be anyone's
+            raise BadRequest(f"{location} is not a readable Iceberg table metadata file") from None
+        if not within(locations.canonical(location), locations.canonical(metadata.location)):
+            raise BadRequest("the metadata file must lie inside the location its metadata names")
+        with self.store.read() as state:
+            self._registered_placement(state, catalog, metadata, who)  # before the pointer is written
         self.register_new(catalog, namespace, name, metadata, location, principal, source, write_metadata=False,
-                          tag=tag)
+                          tag=tag, place=lambda state: self._registered_placement(state, catalog, metadata, who))
         return location, metadata
+
+    def _check_registrable(self, state: CatalogState, catalog: CatalogEntry, location: str,
+                           who: Principal | None) -> None:
+        """Before a byte of it is read: a metadata file may be registered from inside an external location the
+        caller may create tables in, or from the folder Arco allocated to a table of this catalog that was
+        dropped without purge (registering it again)."""
+        url = locations.canonical(location, "metadata-location")
+        if not url.endswith(".metadata.json"):
+            raise BadRequest("metadata-location must name an Iceberg metadata file (*.metadata.json)")
+        self.check_plain_spelling(location, url)
+        folder = url.rsplit("/", 1)[0]
+        table_folder = folder.rsplit("/", 1)[0] if folder.endswith("/metadata") else folder
+        table_id = _uuid_of_folder(table_folder)
+        if table_id and locations.check_reregistration(state, table_folder, catalog, table_id):
+            return
+        if who is None:
+            raise BadRequest("metadata-location is not registrable here")
+        locations.check_external_table_location(state, subject_of(state, who), table_folder, self.storage.url,
+                                                catalog.metastore_id, must_be_writable=False, inside_warehouse=True)
+
+    def _registered_placement(self, state: CatalogState, catalog: CatalogEntry, metadata: TableMetadata,
+                              who: Principal | None) -> Placement:
+        self.check_plain_spelling(metadata.location, locations.canonical(metadata.location))
+        again = locations.check_reregistration(state, metadata.location, catalog, str(metadata.table_uuid))
+        if again:
+            return Placement(again, True)
+        if who is None:
+            raise BadRequest("the table's location is not registrable here")
+        url = locations.check_external_table_location(
+            state, subject_of(state, who), metadata.location, self.storage.url, catalog.metastore_id,
+            must_be_writable=True, inside_warehouse=True)
+        locations.check_write_paths(metadata.properties, url)
+        return Placement(url, False)
 
     # -- dropping and renaming -------------------------------------------------------------------------------
 
@@ -197,26 +296,37 @@ class TableService:
             state.namespace(catalog.id, namespace)
             entry = _iceberg_table(state, catalog, namespace, name)
             dropped["entry"] = entry
-            return {"op": "drop_table", "id": entry.id, "location": entry.location}
+            return {"op": "drop_table", "id": entry.id, "location": entry.location, "managed": entry.managed,
+                    "catalog_id": entry.catalog_id}
 
         self.store.execute(build, principal=principal, request=tag, source=source)
         self.tombstone(dropped["entry"].id)
         return dropped["entry"]
 
-    def purge_later(self, location: str) -> threading.Thread:
+    def purge_later(self, dropped: DroppedTable) -> threading.Thread:
         """Delete a dropped table's files in the background: a big table must not hold the request open.
 
         A purge cut short (the process ends) leaves files under a location no table refers to any more, which
         garbage collection finds by the tombstoned pointer.
         """
-        thread = threading.Thread(target=self.purge, args=(location,), name="purge-table", daemon=True)
+        thread = threading.Thread(target=self.purge, args=(dropped,), name="purge-table", daemon=True)
         thread.start()
         return thread
 
-    def purge(self, location: str) -> int:
-        prefix = self.files.key_of(location.rstrip("/") + "/")
+    def purge(self, dropped: DroppedTable) -> int:
+        """Delete the files under a dropped table's prefix, if the governance rules say it is the table's alone
+        (:func:`arco.catalog.locations.purge_prefix`); an external table's files are never deleted."""
+        with self.store.read() as state:
+            if dropped.id in state.tables:
+                return 0  # registered again since: its files are in use
+            entry = TableEntry(id=dropped.id, catalog_id=dropped.catalog_id, namespace=(), name=dropped.id,
+                               kind="TABLE", format="ICEBERG", location=dropped.location, owner="",
+                               managed=dropped.managed)
+            prefix = locations.purge_prefix(state, entry, state.catalogs.get(dropped.catalog_id), self.storage.url)
+        if prefix is None:
+            return 0
         deleted = 0
-        for meta in list(self.storage.list(prefix)):
+        for meta in list(self.storage.list(self.files.key_of(prefix + "/"))):
             self.storage.delete(meta.key)
             deleted += 1
         return deleted
@@ -241,6 +351,32 @@ class TableService:
             return {"op": "rename_table", "id": entry.id, "namespace": list(target), "name": new_name}
 
         self.store.execute(build, principal=principal, request=tag, source=source)
+
+
+@dataclass(frozen=True)
+class DroppedTable:
+    """What a purge needs to know of a table after its entry is gone (kept in the drop's operation and outcome)."""
+
+    id: str
+    catalog_id: str
+    location: str
+    managed: bool
+
+    @classmethod
+    def from_op(cls, op: dict[str, Any]) -> DroppedTable:
+        # Drops logged before ownership was recorded carry no "managed": their files are not deleted.
+        return cls(op["id"], op.get("catalog_id", ""), op.get("location") or "", bool(op.get("managed", False)))
+
+
+Placer = Callable[[CatalogState], Placement]
+
+
+def _uuid_of_folder(folder: str) -> str | None:
+    """The table uuid at the end of an allocated folder's name (``<name>-<32 hex>``), if it has one."""
+    tail = folder.rsplit("-", 1)[-1]
+    if len(tail) != 32 or any(c not in "0123456789abcdef" for c in tail):
+        return None
+    return str(uuid.UUID(tail))
 
 
 def _iceberg_table(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> TableEntry:

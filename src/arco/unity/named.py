@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 from arco.auth import decisions as can
 from arco.auth.principals import Principal
 from arco.auth.subjects import metastore, securable, subject_of
+from arco.catalog import locations
 from arco.catalog.paging import page
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
@@ -87,15 +88,13 @@ def _location_fields(body: dict[str, Any], creating: bool, state: CatalogState, 
                      caller: Principal) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     if creating or body.get("url") is not None:
-        url = check_url(body.get("url"))
+        check_url(body.get("url"))
         # Overlap is about storage, which every metastore of the warehouse shares: checked across all of them.
-        for other in state.securables_in_every_metastore("external_location"):
-            if old is not None and other.id == old.id:
-                continue
-            if within(url, other.fields["url"]) or within(other.fields["url"], url):
-                raise invalid(f"url {url} overlaps the external location {other.name} ({other.fields['url']})")
+        url = locations.check_external_location_url(state, body.get("url"), state.warehouse_url,
+                                                    exclude_id=old.id if old is not None else None)
         for table in state.tables.values():
-            if not table.managed and table.location and within(url, table.location.rstrip("/")):
+            if not table.managed and table.location and within(url, locations.canonical(table.location)) \
+                    and url != locations.canonical(table.location):
                 raise invalid(f"url {url} is inside the external table {table.name}'s location {table.location}")
         fields["url"] = url
     if creating or body.get("credential_name") is not None:

@@ -13,7 +13,8 @@ from typing import Any
 
 from arco.catalog.catalogs import create_catalog
 from arco.catalog.model import CatalogEntry, NamespaceEntry, TableEntry
-from arco.catalog.names import check_name, slug
+from arco.catalog import locations
+from arco.catalog.names import check_name
 from arco.catalog.paging import page
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
@@ -324,8 +325,6 @@ class UnityService:
                 raise invalid(f"data_source_format must be one of {sorted(UC_FORMATS)}, got {fmt!r}")
             if table_type == "EXTERNAL" and not location:
                 raise invalid("storage_location is required for an EXTERNAL table")
-            if table_type == "EXTERNAL" and "://" not in location:  # type: ignore[operator]
-                raise invalid("storage_location must be an absolute URL such as s3://bucket/path or file:///path")
         ids = {"table": str(uuid.uuid4())}
 
         def build(state: CatalogState) -> dict[str, Any]:
@@ -341,6 +340,12 @@ class UnityService:
                 ids["table"], where = staged.name, location
             elif table_type == "MANAGED":
                 where = self._managed_location(catalog, schema_name, name, ids["table"])
+            elif table_type == "EXTERNAL":
+                # Storage governance (arco.catalog.locations): inside an external location the caller may create
+                # tables in, clear of every other table, managed storage and Arco's own files.
+                where = locations.check_external_table_location(
+                    state, subject_of(state, caller), location, self.tables.storage.url, catalog.metastore_id,
+                    must_be_writable=False, inside_warehouse=False)
             return {"op": "create_table", "id": ids["table"], "catalog_id": catalog.id, "namespace": [schema_name],
                     "name": name, "kind": "VIEW" if table_type == "VIEW" else "TABLE", "format": fmt,
                     "location": where or "", "owner": principal, "managed": table_type == "MANAGED",
@@ -354,7 +359,7 @@ class UnityService:
 
     @staticmethod
     def _managed_location(catalog: CatalogEntry, schema: str, name: str, table_id: str) -> str:
-        return f"{catalog.storage_root.rstrip('/')}/{slug(schema)}/{slug(name)}-{table_id.replace('-', '')}"
+        return locations.allocate_table_location(catalog, (schema,), name, table_id)
 
     @staticmethod
     def _staged(state: CatalogState, catalog: CatalogEntry, schema: str, name: str, location: str) -> Any:

@@ -1,0 +1,232 @@
+"""Who owns which storage prefix, and which locations a caller may name (pure: Tier 1 state in, a decision out).
+
+Every prefix of a warehouse belongs to at most one owner:
+
+* Arco itself: ``_catalog`` (the log, identities, tokens, markers, receipts) and the local backend's ``.arco-*``;
+* a catalog's managed root (and a metastore's storage root), under which Arco allocates managed tables;
+* a managed table: the prefix Arco allocated to its uuid (:func:`allocate_table_location`);
+* an external table: a prefix inside a UC external location, named by a caller holding CREATE_EXTERNAL_TABLE on
+  that location (:func:`check_external_table_location`).
+
+Owners never overlap, locations are compared only in their canonical form (:mod:`arco.storage.urls`), and purge
+deletes a prefix only if Arco allocated it to that very table and nothing else lives inside it or around it
+(:func:`purge_prefix`). Both APIs (Iceberg REST and Unity Catalog) decide through this module and nothing else.
+
+Scanning every table is linear in the catalog's size; it happens only on the rare paths (a client-chosen
+location, register, purge, a new external location), never on loads or commits.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from arco.auth import decisions as can
+from arco.auth.decisions import Subject
+from arco.catalog.errors import InvalidRequestError
+from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
+from arco.catalog.names import slug
+from arco.catalog.securables import SecurableEntry
+from arco.catalog.state import CatalogState
+from arco.storage.urls import BadLocation, normalize, overlaps, within
+
+ARCO_FOLDERS = ("_catalog",)
+TABLE_FOLDER = re.compile(r"-[0-9a-f]{32}$")
+# Table properties that tell engines where to write; each must stay inside the table's own location.
+WRITE_PATH_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
+                         "write.folder-storage.path")
+
+
+class LocationRefused(InvalidRequestError):
+    """A location the caller may not use; ``rule`` names the rule that failed (for tests and logs)."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A prefix someone owns: ``what`` is how an error names the owner."""
+
+    url: str
+    what: str
+    table_id: str | None = None
+
+
+def canonical(raw: object, what: str = "location") -> str:
+    try:
+        return normalize(raw)
+    except BadLocation as exc:
+        raise LocationRefused("malformed", f"{what}: {exc}") from None
+
+
+# -- allocation ------------------------------------------------------------------------------------------------
+
+
+def namespace_folder(level: str) -> str:
+    """A namespace level's folder. A slug that looks like a table's folder gets a trailing ``_``, so no table's
+    allocated prefix can ever lie inside another's (a namespace named ``t-<uuid hex>`` would otherwise do it)."""
+    folder = slug(level)
+    return folder + "_" if TABLE_FOLDER.search(folder) else folder
+
+
+def table_folder(name: str, table_id: str) -> str:
+    return f"{slug(name)}-{table_id.replace('-', '')}"
+
+
+def allocate_table_location(catalog: CatalogEntry, namespace: NamespacePath, name: str, table_id: str) -> str:
+    """The unique prefix of a new managed table (or volume): ``<catalog root>/<namespace folders>/<name>-<uuid>``."""
+    parts = [namespace_folder(level) for level in namespace] + [table_folder(name, table_id)]
+    return "/".join([catalog.storage_root.rstrip("/"), *parts])
+
+
+def is_allocated(location: str, catalog: CatalogEntry, table_id: str) -> bool:
+    """Whether ``location`` has the shape Arco gives table ``table_id`` under ``catalog``'s root (it survives
+    renames: the folder keeps the name the table was created with)."""
+    try:
+        url, root = normalize(location), normalize(catalog.storage_root)
+    except BadLocation:
+        return False
+    return url != root and within(url, root) and url.endswith("-" + table_id.replace("-", ""))
+
+
+# -- who owns what ---------------------------------------------------------------------------------------------
+
+
+def arco_claims(warehouse_url: str) -> list[Claim]:
+    root = normalize(warehouse_url)
+    return [Claim(f"{root}/{folder}", "Arco's own catalog files") for folder in ARCO_FOLDERS]
+
+
+def managed_root_claims(state: CatalogState) -> Iterator[Claim]:
+    for catalog in state.catalogs.values():
+        yield Claim(normalize(catalog.storage_root), f"the managed storage of catalog {catalog.name}")
+    for entry in state.securables_in_every_metastore("metastore"):
+        root = entry.fields.get("storage_root")
+        if root and not entry.fields.get("primary"):  # the primary metastore's root is the warehouse itself
+            yield Claim(normalize(root), f"the managed storage of metastore {entry.fields.get('name', entry.name)}")
+
+
+def table_claims(state: CatalogState, exclude_id: str | None = None) -> Iterator[Claim]:
+    for table in state.tables.values():
+        if table.id != exclude_id and table.location:
+            try:
+                yield Claim(normalize(table.location), f"table {table.name}", table.id)
+            except BadLocation:
+                continue  # a legacy entry with an unreadable location claims nothing it can be compared with
+
+
+def _first_overlap(url: str, claims: Iterable[Claim]) -> Claim | None:
+    return next((c for c in claims if overlaps(url, c.url)), None)
+
+
+# -- decisions -------------------------------------------------------------------------------------------------
+
+
+def check_external_location_url(state: CatalogState, raw: object, warehouse_url: str,
+                                exclude_id: str | None = None) -> str:
+    """A new (or moved) UC external location: canonical, and clear of Arco's files, managed roots, the warehouse
+    root itself, other external locations and external tables it would swallow."""
+    url = canonical(raw, "url")
+    root = normalize(warehouse_url)
+    if within(root, url):
+        raise LocationRefused("warehouse-root", f"url {url} contains the whole warehouse {root}; choose a folder "
+                                                "outside the catalogs' managed storage")
+    clash = _first_overlap(url, [*arco_claims(warehouse_url), *managed_root_claims(state)])
+    if clash is not None:
+        raise LocationRefused("managed", f"url {url} overlaps {clash.what} ({clash.url}); external locations "
+                                         "must lie outside storage that Arco manages")
+    for other in state.securables_in_every_metastore("external_location"):
+        if other.id != exclude_id and overlaps(url, canonical(other.fields["url"])):
+            raise LocationRefused("overlap", f"url {url} overlaps the external location {other.name} "
+                                             f"({other.fields['url']})")
+    return url
+
+
+def check_external_table_location(state: CatalogState, who: Subject, raw: object, warehouse_url: str,
+                                  metastore_id: str | None, *, must_be_writable: bool,
+                                  inside_warehouse: bool) -> str:
+    """A location a client asks for a new external table (Iceberg create/register with a location, UC EXTERNAL):
+    its canonical form, if it lies inside an external location of the caller's metastore on which the caller
+    holds CREATE_EXTERNAL_TABLE (or owns it, or is a metastore admin), and overlaps no other owner."""
+    url = canonical(raw)
+    root = normalize(warehouse_url)
+    if within(root, url):
+        raise LocationRefused("warehouse-root", f"location {url} contains the whole warehouse")
+    clash = _first_overlap(url, [*arco_claims(warehouse_url), *managed_root_claims(state), *table_claims(state)])
+    if clash is not None:
+        raise LocationRefused("taken", f"location {url} overlaps {clash.what} ({clash.url}); every table needs a "
+                                       "prefix of its own: choose a new folder inside an external location")
+    container = containing_external_location(state, url, metastore_id)
+    if container is None:
+        raise LocationRefused("no-external-location", f"location {url} is in no external location; ask a "
+                                                      "metastore admin to create one that contains it, or omit "
+                                                      "the location to let Arco place the table")
+    if not can_create_external_table(who, state, container):
+        raise LocationRefused("privilege", f"{who.name} may not create external tables in external location "
+                                           f"{container.name} (needs CREATE_EXTERNAL_TABLE on it)")
+    if must_be_writable and container.fields.get("read_only"):
+        raise LocationRefused("read-only", f"external location {container.name} is read-only, and Arco writes "
+                                           "this table's metadata files")
+    if inside_warehouse and not within(url, root):
+        raise LocationRefused("outside-warehouse", f"location {url} is outside this server's warehouse {root}; "
+                                                   "Arco writes Iceberg metadata only inside it: create the "
+                                                   "external location under the warehouse")
+    return url
+
+
+def containing_external_location(state: CatalogState, url: str, metastore_id: str | None) -> SecurableEntry | None:
+    for entry in state.securables_of("external_location", metastore_id):
+        try:
+            if within(url, normalize(entry.fields["url"])):
+                return entry
+        except BadLocation:
+            continue
+    return None
+
+
+def can_create_external_table(who: Subject, state: CatalogState, location: SecurableEntry) -> bool:
+    target = can.Securable(location.owner, state.grants_on("external_location", location.id))
+    # CREATE_TABLE is the 2.0 spelling of CREATE_EXTERNAL_TABLE on an external location.
+    return can.admin(who) or can.holds(who, target, "CREATE_EXTERNAL_TABLE") or can.holds(who, target, "CREATE_TABLE")
+
+
+def check_reregistration(state: CatalogState, location: str, catalog: CatalogEntry, table_id: str) -> str | None:
+    """The canonical location if it is the prefix Arco allocated to ``table_id`` under ``catalog`` and no live
+    table holds it (a table dropped without purge, registered again); else None."""
+    try:
+        url = normalize(location)
+    except BadLocation:
+        return None
+    if not is_allocated(url, catalog, table_id) or table_id in state.tables:
+        return None
+    return None if _first_overlap(url, table_claims(state)) is not None else url
+
+
+def check_write_paths(properties: Mapping[str, str], table_location: str) -> None:
+    """``write.data.path`` and its kin must point inside the table's own location."""
+    own = normalize(table_location)
+    for key in WRITE_PATH_PROPERTIES:
+        if key in properties:
+            url = canonical(properties[key], key)
+            if not within(url, own):
+                raise LocationRefused("write-path", f"{key} must lie inside the table's location {own}; "
+                                                    f"got {url}")
+
+
+def purge_prefix(state: CatalogState, table: TableEntry, catalog: CatalogEntry | None,
+                 warehouse_url: str) -> str | None:
+    """The prefix a purge of (already dropped) ``table`` may delete: its allocated location, if Arco allocated it
+    to this table and no live table, managed root or Arco folder shares, contains or lies inside it. None: delete
+    nothing (an external table, or a location that is not the table's alone)."""
+    if not table.managed or catalog is None or not is_allocated(table.location, catalog, table.id):
+        return None
+    url = normalize(table.location)
+    others = [*arco_claims(warehouse_url), *table_claims(state, exclude_id=table.id)]
+    if _first_overlap(url, others) is not None:
+        return None
+    if any(within(claim.url, url) for claim in managed_root_claims(state)):
+        return None
+    return url

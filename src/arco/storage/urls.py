@@ -1,0 +1,101 @@
+"""Storage URLs as clients send them, made canonical before any decision about them (pure, no I/O).
+
+Every location a client names (a table's location, an external location's URL, a ``write.data.path``) goes
+through :func:`normalize` once, so that two spellings of one place compare equal and no spelling reaches a
+place its text does not seem to name. Canonical forms:
+
+| given | canonical |
+| --- | --- |
+| ``/abs/path``, ``file:/abs/path``, ``file:///abs/path``, ``file://localhost/abs/path`` | ``file:///abs/path`` |
+| ``s3a://B/k``, ``s3n://B/k``, ``S3://b/k/`` | ``s3://b/k`` |
+| ``gs://b/k`` | ``gs://b/k`` |
+| ``wasbs://c@a.blob.core.windows.net/k``, ``abfs://c@a.dfs.core.windows.net/k`` | ``abfss://c@a.dfs.core.windows.net/k`` |
+| ``az://c/k`` (the warehouse's own account) | ``az://c/k`` |
+| ``memory://name/k`` (the in-memory backend of unit tests) | ``memory://name/k`` |
+
+Percent-escapes are decoded once (``%2F`` is a slash, ``%2E%2E`` is ``..``); empty segments and ``.`` are
+dropped and the trailing slash removed. A ``..`` segment, a backslash, a control character, a ``%`` left
+after decoding, a query or a fragment is refused rather than interpreted: a location is a plain prefix, and a
+spelling that only makes sense after resolution is either a mistake or an attack.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import unquote, urlsplit
+
+MAX_URL_CHARS = 4096
+SCHEME_ALIASES = {"s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gs", "az": "az", "abfs": "abfss", "abfss": "abfss",
+                  "wasb": "abfss", "wasbs": "abfss", "file": "file", "memory": "memory"}
+
+
+class BadLocation(ValueError):
+    """A storage URL that is malformed or hostile; the message says what to send instead."""
+
+
+def normalize(raw: object) -> str:
+    """The canonical form of a storage URL (see the module docstring), or :class:`BadLocation`."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise BadLocation("a location must be a non-empty storage URL such as s3://bucket/path or file:///path")
+    if len(raw) > MAX_URL_CHARS:
+        raise BadLocation(f"a location may be at most {MAX_URL_CHARS} characters long")
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in raw):
+        raise BadLocation("a location must not contain control characters")
+    if "\\" in raw:
+        raise BadLocation("a location must not contain backslashes; use '/' between path segments")
+    if raw.startswith("/"):
+        raw = "file://" + raw
+    if "://" not in raw and not raw.lower().startswith("file:"):
+        raise BadLocation(f"{raw!r} is not an absolute storage URL: use s3://bucket/path, gs://bucket/path, "
+                          "abfss://container@account.dfs.core.windows.net/path or file:///absolute/path")
+    parts = urlsplit(raw)
+    scheme = SCHEME_ALIASES.get(parts.scheme.lower())
+    if scheme is None:
+        raise BadLocation(f"unsupported storage scheme {parts.scheme!r}; supported: "
+                          f"{', '.join(sorted(set(SCHEME_ALIASES)))}")
+    if parts.query or parts.fragment or raw.endswith("?") or "#" in raw:
+        raise BadLocation("a location must not have a query string or fragment")
+    path = _canonical_path(parts.path)
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise BadLocation(f"file: locations must be local (file:///path), not on host {parts.netloc!r}")
+        return "file://" + (path or "/")
+    authority = _authority(scheme, parts.netloc)
+    return f"{scheme}://{authority}{path}"
+
+
+def _canonical_path(raw_path: str) -> str:
+    decoded = unquote(raw_path, errors="strict")
+    if "%" in decoded:
+        raise BadLocation("a location must not be percent-encoded twice (a '%' remains after decoding)")
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in decoded) or "\\" in decoded:
+        raise BadLocation("a location must not contain control characters or backslashes, encoded or not")
+    segments = [s for s in decoded.split("/") if s not in ("", ".")]
+    if ".." in segments:
+        raise BadLocation("a location must not contain '..' segments; name the directory itself")
+    return "".join("/" + s for s in segments)
+
+
+def _authority(scheme: str, netloc: str) -> str:
+    if not netloc or "%" in netloc or "/" in netloc:
+        raise BadLocation(f"a {scheme}:// location needs a bucket or container name after '{scheme}://'")
+    if scheme in ("s3", "gs", "az", "memory"):
+        if "@" in netloc or ":" in netloc:
+            raise BadLocation(f"a {scheme}:// location names a bucket, not a user or port: {netloc!r}")
+        return netloc.lower()
+    container, at, host = netloc.partition("@")
+    if not at or not container or not host:
+        raise BadLocation("an abfss:// location has the form abfss://container@account.dfs.core.windows.net/path")
+    account, dot, domain = host.lower().partition(".")
+    if dot and domain.startswith("blob."):
+        domain = "dfs." + domain[len("blob."):]  # one account, two endpoints: the same storage
+    return f"{container.lower()}@{account}{dot}{domain}"
+
+
+def within(child: str, parent: str) -> bool:
+    """Whether canonical URL ``child`` is ``parent`` or lies under it (``.../t1`` does not lie under ``.../t``)."""
+    return child == parent or child.startswith(parent.rstrip("/") + "/")
+
+
+def overlaps(a: str, b: str) -> bool:
+    """Whether one canonical URL lies under the other (or they are the same place)."""
+    return within(a, b) or within(b, a)

@@ -1,0 +1,294 @@
+"""Storage governance on a real server: every attack on another table's bytes that a CREATE_TABLE holder could
+make is refused, and what external locations allow works with PyIceberg and the UC API.
+
+mallory holds USE_CATALOG, USE_SCHEMA and CREATE_TABLE on her own schema (main.mal) and nothing else. ann also
+holds CREATE_EXTERNAL_TABLE on the external location "landing". The victim is the admin's table main.prod.orders.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import BadRequestError
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField
+from support.arco_server import ARCO_TOKEN, arco_server, run_cli
+
+pytestmark = pytest.mark.timeout(300)
+SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
+ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64())})
+COLUMNS = [{"name": "id", "type_name": "LONG", "type_text": "bigint", "position": 0,
+            "type_json": '{"name":"id","type":"long","nullable":true,"metadata":{}}'}]
+ICEBERG_SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "required": False,
+                                                                 "type": "long"}]}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    workdir = tmp_path_factory.mktemp("governance")
+    warehouse = workdir / "warehouse"
+    with arco_server(warehouse, workdir, admin_token=ARCO_TOKEN) as server:
+        for user in ("mallory@x.com", "ann@x.com"):
+            run_cli(warehouse, "user", "create", user)
+        tokens = {user: run_cli(warehouse, "token", "create", user).strip()
+                  for user in ("mallory@x.com", "ann@x.com")}
+        tokens["admin"] = ARCO_TOKEN
+        world = {"server": server, "warehouse": warehouse.resolve(), "tokens": tokens}
+        admin = iceberg(world, "admin")
+        admin.create_namespace("prod")
+        victim = admin.create_table("prod.orders", SCHEMA)
+        victim.append(ROWS)
+        world["victim"] = victim
+        for user, schema in (("mallory@x.com", "mal"), ("ann@x.com", "annex")):
+            admin.create_namespace(schema)
+            grant(world, "catalog", "main", user, "USE_CATALOG")
+            grant(world, "schema", f"main.{schema}", user, "USE_SCHEMA", "CREATE_TABLE")
+        landing = world["warehouse"] / "landing"
+        landing.mkdir()
+        assert uc(world, "admin", "POST", "/storage-credentials", json={
+            "name": "cred", "aws_iam_role": {"role_arn": "arn:aws:iam::1:role/r"}}).status_code == 200
+        made = uc(world, "admin", "POST", "/external-locations", json={"name": "landing", "url": landing.as_uri(),
+                                                                       "credential_name": "cred"})
+        assert made.status_code == 200, made.text
+        grant(world, "external_location", "landing", "ann@x.com", "CREATE_EXTERNAL_TABLE")
+        world["landing"] = landing
+        yield world
+
+
+def iceberg(world: dict, who: str) -> RestCatalog:
+    return RestCatalog(who, uri=world["server"].iceberg_uri, warehouse="main", token=world["tokens"][who])
+
+
+def uc(world: dict, who: str, method: str, path: str, **kwargs: object) -> httpx.Response:
+    return httpx.request(method, f"{world['server'].base_url}/api/2.1/unity-catalog{path}", timeout=30,
+                         headers={"Authorization": f"Bearer {world['tokens'][who]}"}, **kwargs)  # type: ignore[arg-type]
+
+
+def rest(world: dict, who: str, method: str, path: str, **kwargs: object) -> httpx.Response:
+    return httpx.request(method, f"{world['server'].iceberg_uri}/v1/main{path}", timeout=30,
+                         headers={"Authorization": f"Bearer {world['tokens'][who]}"}, **kwargs)  # type: ignore[arg-type]
+
+
+def grant(world: dict, kind: str, name: str, principal: str, *privileges: str) -> None:
+    done = uc(world, "admin", "PATCH", f"/permissions/{kind}/{name}",
+              json={"changes": [{"principal": principal, "add": list(privileges)}]})
+    assert done.status_code == 200, done.text
+
+
+def victim_files(world: dict) -> list[Path]:
+    location = Path(world["victim"].metadata.location.removeprefix("file://"))
+    return sorted(p for p in location.rglob("*") if p.is_file())
+
+
+def forged_metadata(world: dict, where: Path, location: str) -> Path:
+    """The victim's metadata JSON with a new table-uuid and the attacker's chosen location, saved at ``where``."""
+    victim_meta = json.loads(Path(world["victim"].metadata_location.removeprefix("file://")).read_text())
+    victim_meta.update({"table-uuid": str(uuid.uuid4()), "location": location})
+    where.parent.mkdir(parents=True, exist_ok=True)
+    where.write_text(json.dumps(victim_meta))
+    return where
+
+
+def assert_refused(response: httpx.Response, *words: str) -> None:
+    assert response.status_code == 400, response.text
+    message = response.json()["error"]["message"] if "error" in response.json() else response.json()["message"]
+    for word in words:
+        assert word in message, message
+
+
+# -- attack 1: register a forged metadata file whose location is another table's, then purge it -----------
+
+
+@pytest.mark.parametrize("target", ["victim", "warehouse root", "catalog files"])
+def test_register_of_forged_metadata_pointing_at_other_data_is_refused(world: dict, target: str) -> None:
+    before = victim_files(world)
+    location = {"victim": world["victim"].metadata.location, "warehouse root": world["warehouse"].as_uri(),
+                "catalog files": (world["warehouse"] / "_catalog").as_uri()}[target]
+    for folder in ("main/mal/forged", "landing/forged"):  # in her own schema's storage, or in an external location
+        forged = forged_metadata(world, world["warehouse"] / folder / "metadata" / "v1.metadata.json", location)
+        answer = rest(world, "mallory@x.com", "POST", "/namespaces/mal/register",
+                      json={"name": "stolen", "metadata-location": forged.as_uri()})
+        assert_refused(answer)
+        purge = rest(world, "mallory@x.com", "DELETE", "/namespaces/mal/tables/stolen",
+                     params={"purgeRequested": "true"})
+        assert purge.status_code == 404
+    time.sleep(0.3)  # a purge runs in the background: give a wrongly started one time to do damage
+    assert victim_files(world) == before
+    assert (world["warehouse"] / "_catalog").is_dir()
+    assert iceberg(world, "admin").load_table("prod.orders").scan().to_arrow().num_rows == 3
+
+
+def test_register_never_reads_or_quotes_files_it_may_not_register(world: dict) -> None:
+    secret_file = next(p for p in (world["warehouse"] / "_catalog").rglob("*") if p.is_file())
+    content = secret_file.read_text(errors="replace")[:40]
+    for target in (secret_file.as_uri(), world["victim"].metadata_location, "/etc/passwd",
+                   f"{world['warehouse'].as_uri()}/main/mal/../../_catalog/x.metadata.json"):
+        answer = rest(world, "mallory@x.com", "POST", "/namespaces/mal/register",
+                      json={"name": "peek", "metadata-location": target})
+        assert_refused(answer)
+        assert content not in answer.text and "format-version" not in answer.text
+
+
+# -- attack 2: UC external tables over someone else's storage --------------------------------------------
+
+
+@pytest.mark.parametrize("location_of", [
+    lambda w: w["victim"].metadata.location, lambda w: "file:///etc", lambda w: w["warehouse"].as_uri(),
+    lambda w: f"{w['warehouse'].as_uri()}/landing/../main/prod", lambda w: (w["warehouse"] / "_catalog").as_uri(),
+    lambda w: f"{w['warehouse'].as_uri()}/main",
+], ids=["victim", "etc", "warehouse-root", "dotdot", "catalog-files", "managed-root"])
+def test_uc_external_table_over_foreign_storage_is_refused(world: dict, location_of) -> None:  # type: ignore[no-untyped-def]
+    for who in ("mallory@x.com", "ann@x.com", "admin"):
+        answer = uc(world, who, "POST", "/tables", json={
+            "name": "grab", "catalog_name": "main", "schema_name": "annex" if who != "mallory@x.com" else "mal",
+            "table_type": "EXTERNAL", "data_source_format": "DELTA", "columns": COLUMNS, "storage_location": location_of(world)})
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error_code"] == "INVALID_PARAMETER_VALUE"
+        assert "location" in answer.json()["message"], answer.json()["message"]
+
+
+def test_uc_external_table_inside_a_granted_external_location(world: dict) -> None:
+    location = (world["landing"] / "delta_t").as_uri()
+    denied = uc(world, "mallory@x.com", "POST", "/tables", json={
+        "name": "d", "catalog_name": "main", "schema_name": "mal", "table_type": "EXTERNAL",
+        "data_source_format": "DELTA", "columns": COLUMNS, "storage_location": location})
+    assert denied.status_code == 400 and "CREATE_EXTERNAL_TABLE" in denied.json()["message"]
+    made = uc(world, "ann@x.com", "POST", "/tables", json={
+        "name": "d", "catalog_name": "main", "schema_name": "annex", "table_type": "EXTERNAL",
+        "data_source_format": "DELTA", "columns": COLUMNS, "storage_location": location})
+    assert made.status_code == 200, made.text
+    assert made.json()["storage_location"] == location
+    creds = uc(world, "mallory@x.com", "POST", "/temporary-table-credentials",
+               json={"table_id": made.json()["table_id"], "operation": "READ"})
+    assert creds.status_code == 403
+
+
+# -- attack 3: write paths into another table --------------------------------------------------------------
+
+
+def test_write_paths_into_another_table_are_refused(world: dict) -> None:
+    own = iceberg(world, "mallory@x.com").create_table("mal.mine", SCHEMA)
+    elsewhere = world["victim"].metadata.location + "/data"
+    for key in ("write.data.path", "write.metadata.path", "write.object-storage.path"):
+        answer = rest(world, "mallory@x.com", "POST", "/namespaces/mal/tables/mine", json={
+            "requirements": [], "updates": [{"action": "set-properties", "updates": {key: elsewhere}}]})
+        assert_refused(answer, key)
+        created = rest(world, "mallory@x.com", "POST", "/namespaces/mal/tables", json={
+            "name": f"w{key.split('.')[1]}", "schema": ICEBERG_SCHEMA, "properties": {key: elsewhere}})
+        assert_refused(created, key)
+    inside = own.metadata.location + "/custom-data"
+    ok = rest(world, "mallory@x.com", "POST", "/namespaces/mal/tables/mine", json={
+        "requirements": [], "updates": [{"action": "set-properties", "updates": {"write.data.path": inside}}]})
+    assert ok.status_code == 200, ok.text
+
+
+def test_a_snapshot_pointing_into_another_table_is_refused(world: dict) -> None:
+    iceberg(world, "mallory@x.com").create_table("mal.snap", SCHEMA)
+    victim_list = world["victim"].current_snapshot().manifest_list
+    answer = rest(world, "mallory@x.com", "POST", "/namespaces/mal/tables/snap", json={
+        "requirements": [], "updates": [{"action": "add-snapshot", "snapshot": {
+            "snapshot-id": 42, "sequence-number": 1, "timestamp-ms": 1, "manifest-list": victim_list,
+            "summary": {"operation": "append"}, "schema-id": 0}}]})
+    assert_refused(answer, "manifest list")
+
+
+# -- locations: create, stage, set-location -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("location, rule", [
+    ("relative/dir", "absolute"), ("file:///etc/arco", "no external location"), ("ftp://h/x", "scheme"),
+    ("WAREHOUSE", "whole warehouse"), ("WAREHOUSE/_catalog/t", "Arco's own"), ("WAREHOUSE/main/prod", "overlaps"),
+    ("WAREHOUSE/landing/a/../../main", "'..'"), ("WAREHOUSE/landing/a%2F..%2F..%2Fmain", "'..'"),
+])
+def test_hostile_requested_locations_are_refused_with_the_rule(world: dict, location: str, rule: str) -> None:
+    location = location.replace("WAREHOUSE", world["warehouse"].as_uri())
+    answer = rest(world, "ann@x.com", "POST", "/namespaces/annex/tables",
+                  json={"name": "h", "schema": ICEBERG_SCHEMA, "location": location})
+    assert_refused(answer, rule)
+    assert answer.json()["error"]["type"] == "BadRequestException"
+
+
+def test_a_table_in_an_external_location_is_external_and_purge_keeps_its_files(world: dict) -> None:
+    location = (world["landing"] / "events").as_uri()
+    with pytest.raises(BadRequestError, match="CREATE_EXTERNAL_TABLE"):
+        iceberg(world, "mallory@x.com").create_table("mal.events", SCHEMA, location=location)
+    table = iceberg(world, "ann@x.com").create_table("annex.events", SCHEMA, location=location)
+    table.append(ROWS)
+    assert table.metadata.location == location
+    info = uc(world, "ann@x.com", "GET", "/tables/main.annex.events").json()
+    assert info["table_type"] == "EXTERNAL" and info["storage_location"] == location
+    files = sorted(p for p in (world["landing"] / "events").rglob("*") if p.is_file())
+    assert any(p.suffix == ".parquet" for p in files)
+    assert rest(world, "ann@x.com", "DELETE", "/namespaces/annex/tables/events",
+                params={"purgeRequested": "true"}).status_code == 204
+    time.sleep(0.3)
+    assert sorted(p for p in (world["landing"] / "events").rglob("*") if p.is_file()) == files
+
+
+def test_a_staged_create_with_a_location_follows_the_same_rule(world: dict) -> None:
+    location = (world["landing"] / "ctas").as_uri()
+    with pytest.raises(BadRequestError):
+        iceberg(world, "mallory@x.com").create_table_transaction("mal.ctas", SCHEMA, location=location)
+    txn = iceberg(world, "ann@x.com").create_table_transaction("annex.ctas", SCHEMA, location=location)
+    txn.commit_transaction()
+    assert iceberg(world, "ann@x.com").load_table("annex.ctas").metadata.location == location
+
+
+def test_purge_of_a_managed_table_deletes_its_files_and_only_them(world: dict) -> None:
+    before = victim_files(world)
+    table = iceberg(world, "mallory@x.com").create_table("mal.scratch", SCHEMA)
+    table.append(ROWS)
+    folder = Path(table.metadata.location.removeprefix("file://"))
+    assert any(folder.rglob("*.parquet"))
+    assert rest(world, "mallory@x.com", "DELETE", "/namespaces/mal/tables/scratch",
+                params={"purgeRequested": "true"}).status_code == 204
+    deadline = time.monotonic() + 10
+    while any(p.is_file() for p in folder.rglob("*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(p.is_file() for p in folder.rglob("*"))
+    assert victim_files(world) == before
+
+
+def test_a_dropped_managed_table_is_registered_again_in_place_and_stays_purgeable(world: dict) -> None:
+    catalog = iceberg(world, "mallory@x.com")
+    table = catalog.create_table("mal.again", SCHEMA)
+    table.append(ROWS)
+    catalog.drop_table("mal.again")
+    registered = catalog.register_table("mal.again2", table.metadata_location)
+    assert registered.scan().to_arrow().num_rows == 3
+    info = uc(world, "admin", "GET", "/tables/main.mal.again2").json()
+    assert info["table_type"] == "MANAGED"
+    # Someone else's dropped table cannot be taken over from another catalog's files or another table's folder.
+    copy = world["warehouse"] / "main" / "mal" / "copy.metadata.json"
+    shutil.copy(Path(table.metadata_location.removeprefix("file://")), copy)
+    assert_refused(rest(world, "mallory@x.com", "POST", "/namespaces/mal/register",
+                        json={"name": "c", "metadata-location": copy.as_uri()}))
+
+
+def test_set_location_to_the_current_location_is_a_no_op(world: dict) -> None:
+    table = iceberg(world, "mallory@x.com").create_table("mal.loc", SCHEMA)
+    for spelling in (table.metadata.location, table.metadata.location + "/",
+                     table.metadata.location.replace("file:///", "file:/")):
+        same = rest(world, "mallory@x.com", "POST", "/namespaces/mal/tables/loc", json={
+            "requirements": [], "updates": [{"action": "set-location", "location": spelling}]})
+        assert same.status_code == 200, same.text
+    moved = rest(world, "mallory@x.com", "POST", "/namespaces/mal/tables/loc", json={
+        "requirements": [], "updates": [{"action": "set-location", "location": table.metadata.location + "2"}]})
+    assert_refused(moved, "set-location")
+
+
+def test_external_locations_cannot_cover_managed_storage_or_the_warehouse(world: dict) -> None:
+    wh = world["warehouse"].as_uri()
+    for url in (wh, f"{wh}/main", f"{wh}/main/prod", f"{wh}/_catalog", "file:///", f"{wh}/landing/inner"):
+        answer = uc(world, "admin", "POST", "/external-locations", json={"name": "bad", "url": url,
+                                                                         "credential_name": "cred"})
+        assert answer.status_code == 400, (url, answer.text)

@@ -1,0 +1,192 @@
+"""Storage ownership as a decision table (arco.catalog.locations): which location a caller may name for a new
+table or external location, what a purge may delete, where write paths may point. Pure: state in, decision out."""
+
+from __future__ import annotations
+
+import pytest
+from support.tier1 import commit
+
+from arco.auth.decisions import Subject
+from arco.catalog import locations
+from arco.catalog.locations import LocationRefused
+from arco.catalog.model import TableEntry
+from arco.catalog.state import CatalogState
+
+WH = "file:///srv/wh"
+MAIN_ROOT = f"{WH}/main"
+LANDING = f"{WH}/landing"  # an external location inside the warehouse, outside every managed root
+ANN = Subject("ann@x")  # holds CREATE_EXTERNAL_TABLE on "landing"
+BOB = Subject("bob@x")  # holds nothing on it
+ADMIN = Subject("admin", metastore_admin=True)
+VICTIM_ID = "11111111-2222-3333-4444-555555555555"
+
+
+@pytest.fixture
+def state() -> CatalogState:
+    s = CatalogState(WH)
+    for user in ("ann@x", "bob@x"):
+        commit(s, {"op": "create_principal", "kind": "user", "name": user, "id": user})
+    commit(s, {"op": "create_catalog", "id": "c1", "name": "main", "storage_root": MAIN_ROOT, "owner": "admin"})
+    commit(s, {"op": "create_namespace", "id": "n1", "catalog_id": "c1", "path": ["db"], "owner": "admin"})
+    victim = locations.allocate_table_location(s.catalogs["c1"], ("db",), "victim", VICTIM_ID)
+    commit(s, {"op": "create_table", "id": VICTIM_ID, "catalog_id": "c1", "namespace": ["db"], "name": "victim",
+               "location": victim, "owner": "admin", "managed": True})
+    commit(s, {"op": "create_securable", "id": "loc1", "type": "external_location", "name": "landing",
+               "owner": "admin", "fields": {"url": LANDING, "credential_name": "cred"}})
+    commit(s, {"op": "create_securable", "id": "loc2", "type": "external_location", "name": "archive",
+               "owner": "admin", "fields": {"url": f"{WH}/archive", "credential_name": "cred", "read_only": True}})
+    commit(s, {"op": "create_table", "id": "ext-1", "catalog_id": "c1", "namespace": ["db"], "name": "ext",
+               "location": f"{LANDING}/ext", "owner": "ann@x", "managed": False})
+    commit(s, {"op": "update_grants", "securable_type": "external_location", "securable_id": "loc1",
+               "changes": [{"principal": "ann@x", "add": ["CREATE_EXTERNAL_TABLE"], "remove": []}]})
+    return s
+
+
+def victim_location(state: CatalogState) -> str:
+    return state.tables[VICTIM_ID].location
+
+
+def decide(state: CatalogState, who: Subject, raw: object, *, writable: bool = True,
+           inside_warehouse: bool = True) -> str:
+    try:
+        return locations.check_external_table_location(state, who, raw, WH, None, must_be_writable=writable,
+                                                       inside_warehouse=inside_warehouse)
+    except LocationRefused as refused:
+        return f"refused:{refused.rule}"
+
+
+@pytest.mark.parametrize("who, raw, expected", [
+    (ANN, f"{LANDING}/orders", f"{LANDING}/orders"),                 # inside a location ann may use
+    (ANN, "file:/srv/wh/landing/orders/", f"{LANDING}/orders"),     # Hadoop's spelling, trailing slash
+    (ADMIN, f"{LANDING}/orders", f"{LANDING}/orders"),               # metastore admins need no grant
+    (BOB, f"{LANDING}/orders", "refused:privilege"),                 # no CREATE_EXTERNAL_TABLE
+    (ANN, f"{WH}/elsewhere/t", "refused:no-external-location"),      # in the warehouse, in no location
+    (ANN, "file:///etc", "refused:no-external-location"),
+    (ANN, WH, "refused:warehouse-root"),
+    (ANN, "file:///srv", "refused:warehouse-root"),                  # contains the warehouse
+    (ANN, f"{WH}/_catalog", "refused:taken"),                        # Arco's own files
+    (ANN, f"{WH}/_catalog/principals", "refused:taken"),
+    (ANN, MAIN_ROOT, "refused:taken"),                               # a managed root
+    (ANN, f"{MAIN_ROOT}/db", "refused:taken"),
+    (ANN, f"{LANDING}/ext", "refused:taken"),                        # another external table
+    (ANN, f"{LANDING}/ext/sub", "refused:taken"),                    # inside it
+    (ANN, LANDING, "refused:taken"),                                 # around it
+    (ANN, f"{LANDING}/ext2", f"{LANDING}/ext2"),                     # a sibling with a shared name prefix
+    (ANN, f"{LANDING}/a/../ext", "refused:malformed"),               # '..' is never resolved
+    (ANN, f"{LANDING}/a%2F..%2F..%2Fmain", "refused:malformed"),
+    (ANN, "relative/dir", "refused:malformed"),
+    (ANN, f"{WH}/archive/t", "refused:privilege"),                   # ann holds nothing on archive
+    (ADMIN, f"{WH}/archive/t", "refused:read-only"),                 # Arco must write Iceberg metadata
+])
+def test_who_may_name_which_location_for_an_external_iceberg_table(state: CatalogState, who: Subject, raw: str,
+                                                                   expected: str) -> None:
+    assert decide(state, who, raw) == expected
+
+
+def test_a_managed_tables_prefix_is_never_an_external_location(state: CatalogState) -> None:
+    assert decide(state, ADMIN, victim_location(state)) == "refused:taken"
+    assert decide(state, ADMIN, victim_location(state) + "/data") == "refused:taken"
+
+
+def test_uc_external_tables_may_live_outside_the_warehouse_but_not_in_read_only_locations_for_iceberg(
+        state: CatalogState) -> None:
+    commit(state, {"op": "create_securable", "id": "loc3", "type": "external_location", "name": "lake",
+                   "owner": "ann@x", "fields": {"url": "s3://lake/raw", "credential_name": "cred"}})
+    assert decide(state, ANN, "s3://lake/raw/t", inside_warehouse=False) == "s3://lake/raw/t"
+    assert decide(state, ANN, "s3://lake/raw/t") == "refused:outside-warehouse"  # Iceberg: Arco writes there
+    assert decide(state, ADMIN, f"{WH}/archive/t", writable=False) == f"{WH}/archive/t"
+
+
+@pytest.mark.parametrize("raw, expected", [
+    (f"{WH}/ext2", f"{WH}/ext2"),
+    (WH, "refused:warehouse-root"),
+    ("file:///", "refused:warehouse-root"),
+    (f"{WH}/_catalog", "refused:managed"),
+    (MAIN_ROOT, "refused:managed"),
+    (f"{MAIN_ROOT}/db/x", "refused:managed"),
+    (f"{LANDING}/inner", "refused:overlap"),
+    (f"{WH}/landing2", f"{WH}/landing2"),
+    ("s3://Bucket/Data/", "s3://bucket/Data"),
+    ("s3://bucket/a/../b", "refused:malformed"),
+])
+def test_where_an_external_location_may_be(state: CatalogState, raw: str, expected: str) -> None:
+    try:
+        assert locations.check_external_location_url(state, raw, WH) == expected
+    except LocationRefused as refused:
+        assert f"refused:{refused.rule}" == expected
+
+
+def test_an_external_location_may_move_over_itself(state: CatalogState) -> None:
+    assert locations.check_external_location_url(state, f"{LANDING}/", WH, exclude_id="loc1") == LANDING
+
+
+def _dropped(state: CatalogState, table_id: str) -> TableEntry:
+    entry = state.tables[table_id]
+    commit(state, {"op": "drop_table", "id": table_id})
+    return entry
+
+
+def test_purge_deletes_the_allocated_prefix_of_a_managed_table(state: CatalogState) -> None:
+    entry = _dropped(state, VICTIM_ID)
+    assert locations.purge_prefix(state, entry, state.catalogs["c1"], WH) == entry.location
+
+
+def test_purge_deletes_nothing_of_an_external_table(state: CatalogState) -> None:
+    entry = _dropped(state, "ext-1")
+    assert locations.purge_prefix(state, entry, state.catalogs["c1"], WH) is None
+
+
+@pytest.mark.parametrize("location", [
+    WH, f"{WH}/_catalog", MAIN_ROOT, f"{MAIN_ROOT}/db", "file:///etc", f"{LANDING}/ext",
+    f"{MAIN_ROOT}/db/victim-{VICTIM_ID.replace('-', '')}",  # another table's allocation, not this one's
+])
+def test_purge_refuses_any_location_not_allocated_to_that_table(state: CatalogState, location: str) -> None:
+    # A "managed" entry carrying a location it was not allocated (as register used to allow).
+    rogue = TableEntry(id="99999999-0000-0000-0000-000000000000", catalog_id="c1", namespace=("db",), name="rogue",
+                       kind="TABLE", format="ICEBERG", location=location, owner="bob@x", managed=True)
+    assert locations.purge_prefix(state, rogue, state.catalogs["c1"], WH) is None
+
+
+def test_purge_refuses_a_prefix_that_another_live_table_lies_inside(state: CatalogState) -> None:
+    entry = state.tables[VICTIM_ID]
+    commit(state, {"op": "create_table", "id": "inner-1", "catalog_id": "c1", "namespace": ["db"], "name": "inner",
+                   "location": entry.location + "/nested", "owner": "bob@x", "managed": False})
+    commit(state, {"op": "drop_table", "id": VICTIM_ID})
+    assert locations.purge_prefix(state, entry, state.catalogs["c1"], WH) is None
+
+
+def test_allocation_cannot_nest_one_table_inside_another(state: CatalogState) -> None:
+    victim_folder = victim_location(state).rsplit("/", 1)[1]
+    # A namespace named like the victim's folder gets a folder of its own.
+    nested = locations.allocate_table_location(state.catalogs["c1"], ("db", victim_folder), "x",
+                                               "22222222-0000-0000-0000-000000000000")
+    assert not locations.overlaps(nested, victim_location(state))
+
+
+def test_reregistration_is_for_the_dropped_tables_own_folder(state: CatalogState) -> None:
+    location = victim_location(state)
+    assert locations.check_reregistration(state, location, state.catalogs["c1"], VICTIM_ID) is None  # still live
+    commit(state, {"op": "drop_table", "id": VICTIM_ID})
+    assert locations.check_reregistration(state, location, state.catalogs["c1"], VICTIM_ID) == location
+    other_id = "33333333-0000-0000-0000-000000000000"
+    assert locations.check_reregistration(state, location, state.catalogs["c1"], other_id) is None
+    assert locations.check_reregistration(state, MAIN_ROOT, state.catalogs["c1"], VICTIM_ID) is None
+
+
+@pytest.mark.parametrize("properties, refused", [
+    ({"write.data.path": f"{MAIN_ROOT}/db/t/data"}, False),
+    ({"write.data.path": "file:/srv/wh/main/db/t/data/"}, False),
+    ({"write.metadata.path": f"{MAIN_ROOT}/db/t/meta"}, False),
+    ({"write.data.path": f"{MAIN_ROOT}/db/other"}, True),
+    ({"write.metadata.path": f"{WH}/_catalog"}, True),
+    ({"write.object-storage.path": "s3://elsewhere/x"}, True),
+    ({"write.folder-storage.path": f"{MAIN_ROOT}/db/t/../other"}, True),
+    ({"write.data.path": f"{MAIN_ROOT}/db/t10"}, True),
+    ({"owner": "me", "write.format.default": "parquet"}, False),
+])
+def test_write_paths_stay_inside_the_table(properties: dict[str, str], refused: bool) -> None:
+    if refused:
+        with pytest.raises(LocationRefused):
+            locations.check_write_paths(properties, f"{MAIN_ROOT}/db/t")
+    else:
+        locations.check_write_paths(properties, f"{MAIN_ROOT}/db/t")

@@ -1,0 +1,52 @@
+"""Storage URL normalisation: every spelling of one place compares equal, and hostile spellings are refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from arco.storage.urls import BadLocation, normalize, overlaps, within
+
+
+@pytest.mark.parametrize("given, canonical", [
+    ("/data/wh/t", "file:///data/wh/t"),
+    ("file:/data/wh/t", "file:///data/wh/t"),
+    ("file:///data/wh/t/", "file:///data/wh/t"),
+    ("file://localhost/data//wh/./t", "file:///data/wh/t"),
+    ("file:///data/%77h/t", "file:///data/wh/t"),  # an escaped letter is the letter
+    ("S3A://Bucket/Prefix/", "s3://bucket/Prefix"),
+    ("s3n://bucket/a//b", "s3://bucket/a/b"),
+    ("gs://b/k/", "gs://b/k"),
+    ("wasbs://Data@Acct.blob.core.windows.net/p", "abfss://data@acct.dfs.core.windows.net/p"),
+    ("abfs://c@a.dfs.core.windows.net/p/", "abfss://c@a.dfs.core.windows.net/p"),
+    ("az://c/p", "az://c/p"),
+    ("file:///", "file:///"),
+    ("s3://b/naïve/表", "s3://b/naïve/表"),
+])
+def test_spellings_of_one_place_are_one_canonical_url(given: str, canonical: str) -> None:
+    assert normalize(given) == canonical
+
+
+@pytest.mark.parametrize("hostile", [
+    "", "   ", None, 42, "relative/path", "warehouse", "../etc", "/data/wh/../../etc",
+    "s3://b/a%2F..%2Fother", "s3://b/a/%2e%2e/x", "s3://b/%252e%252e/x",  # '..' encoded once, then twice
+    "file:///data/wh/t\x00", "file:///data/wh/t%00", "s3://b/k\n", "file:///c:\\windows",
+    "http://example.com/x", "ftp://h/x", "s3://", "s3:///key", "s3://user@bucket/k", "s3://bucket:9000/k",
+    "file://otherhost/etc", "s3://b/k?versionId=1", "s3://b/k#frag", "abfss://acct.dfs.core.windows.net/p",
+    "s3://b/" + "x" * 5000,
+])
+def test_hostile_or_malformed_locations_are_refused(hostile: object) -> None:
+    with pytest.raises(BadLocation):
+        normalize(hostile)
+
+
+@pytest.mark.parametrize("child, parent, inside", [
+    ("s3://b/wh/t", "s3://b/wh/t", True),
+    ("s3://b/wh/t/data/f.parquet", "s3://b/wh/t", True),
+    ("s3://b/wh/t10", "s3://b/wh/t1", False),  # a sibling sharing a name prefix is not inside
+    ("s3://b/wh", "s3://b/wh/t", False),
+    ("s3://c/wh/t", "s3://b/wh/t", False),
+    ("file:///x", "file:///", True),
+])
+def test_within_respects_segment_boundaries(child: str, parent: str, inside: bool) -> None:
+    assert within(child, parent) is inside
+    assert overlaps(child, parent) is (inside or within(parent, child))
