@@ -3,6 +3,7 @@
 #   ./run.sh serve [arco serve options]   set up what is missing, then serve ./warehouse on 127.0.0.1:8181
 #   ./run.sh test [pytest options]        set up everything the tests need (emulators included), then run them all
 #   ./run.sh setup                        only set up (.venv with the locked dependencies, `arco` in .venv/bin)
+#   ./run.sh check-install                check that what `setup` installs is enough to serve and run the pipeline
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -71,11 +72,15 @@ case "$cmd" in
   serve)
     setup_runtime
     exec "$VENV/bin/arco" serve "$@" ;;
+  check-install)
+    setup_runtime
+    ensure_java
+    exec "$PY" scripts/check_install.py "$@" ;;
   test)
     setup_tests
     export SPARK_LOCAL_IP=127.0.0.1
     exec "$PY" -m pytest "$@" ;;
   *)
-    sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
     exit 2 ;;
 esac

@@ -17,6 +17,13 @@ def seaweedfs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[emula
 
 
 @pytest.fixture(scope="session")
+def seaweedfs_sts_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[emulators.StsS3Server]:
+    """A second SeaweedFS, with STS roles for credential vending (its own process, so the plain one is untouched)."""
+    with emulators.seaweedfs_sts(tmp_path_factory.mktemp("seaweedfs-sts")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def moto_s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[emulators.S3Server]:
     with emulators.moto_server(tmp_path_factory.mktemp("moto")) as server:
         yield server

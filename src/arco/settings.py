@@ -10,6 +10,10 @@ import orjson
 
 SETTINGS_ENV = "ARCO_SERVER_SETTINGS"
 DEFAULT_WAREHOUSE = "warehouse"  # relative to the working directory, like a project-local database file
+# AWS STS AssumeRole accepts 900-43200 seconds, and SeaweedFS's STS enforces the same bounds.
+VENDING_MIN_LIFETIME_S = 900
+VENDING_MAX_LIFETIME_S = 43200
+VENDING_AZURE_SAS_SCOPES = ("directory", "container")
 
 
 @dataclass(frozen=True)
@@ -23,8 +27,20 @@ class ServerSettings:
     idempotency_in_progress_timeout_s: int = 600
     max_body_bytes: int = 16 * 1024 * 1024
     access_log: bool = False
+    # Credential vending (arco.vending): short-lived storage credentials scoped to one table's prefix.
+    vending_s3_role_arn: str | None = None        # the IAM role STS AssumeRole takes on for S3 tables
+    vending_sts_endpoint: str | None = None       # default: the s3.endpoint storage option, else AWS STS
+    vending_lifetime_s: int = 3600                # S3 sessions and Azure SAS tokens; AWS STS allows 900-43200
+    vending_azure_sas_scope: str = "directory"    # "directory" (sr=d, needs ADLS Gen2) or "container" (sr=c)
+    vending_gcs_credentials_file: str | None = None  # service-account key to downscope; default: ADC
 
     def __post_init__(self) -> None:
+        if not VENDING_MIN_LIFETIME_S <= self.vending_lifetime_s <= VENDING_MAX_LIFETIME_S:
+            raise ValueError(f"the vending lifetime must be {VENDING_MIN_LIFETIME_S}-{VENDING_MAX_LIFETIME_S} "
+                             f"seconds (STS AssumeRole's limits), not {self.vending_lifetime_s}")
+        if self.vending_azure_sas_scope not in VENDING_AZURE_SAS_SCOPES:
+            raise ValueError(f"the Azure SAS scope must be one of {VENDING_AZURE_SAS_SCOPES}, "
+                             f"not {self.vending_azure_sas_scope!r}")
         if self.idempotency_in_progress_timeout_s > self.idempotency_key_lifetime_s:
             raise ValueError(
                 "the idempotency in-progress timeout must not exceed the idempotency key lifetime "

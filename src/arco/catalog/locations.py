@@ -230,3 +230,26 @@ def purge_prefix(state: CatalogState, table: TableEntry, catalog: CatalogEntry |
     if any(within(claim.url, url) for claim in managed_root_claims(state)):
         return None
     return url
+
+
+def tables_sharing_storage(tables: Iterable[TableEntry]) -> set[str]:
+    """Ids of tables whose location overlaps another table's (possible only in warehouses written before these
+    rules): batch jobs leave their files alone, since no table alone owns them. Sorted by path segments, every
+    table's descendants follow it directly, so one pass with a stack of ancestors finds every overlap."""
+    keyed = []
+    for table in tables:
+        try:
+            keyed.append((normalize(table.location).split("/"), table.id))
+        except BadLocation:
+            continue
+    keyed.sort()
+    shared: set[str] = set()
+    ancestors: list[tuple[list[str], str]] = []
+    for segments, table_id in keyed:
+        while ancestors and ancestors[-1][0] != segments[:len(ancestors[-1][0])]:
+            ancestors.pop()
+        if ancestors:
+            shared.add(table_id)
+            shared.update(ancestor_id for _, ancestor_id in ancestors)
+        ancestors.append((segments, table_id))
+    return shared

@@ -7,7 +7,13 @@ import sys
 
 import click
 
-from arco.settings import DEFAULT_WAREHOUSE, ServerSettings
+from arco.settings import (
+    DEFAULT_WAREHOUSE,
+    VENDING_AZURE_SAS_SCOPES,
+    VENDING_MAX_LIFETIME_S,
+    VENDING_MIN_LIFETIME_S,
+    ServerSettings,
+)
 
 WAREHOUSE_HELP = (
     "Where the catalog lives: a directory (created if missing), or s3://bucket/prefix, gs://bucket/prefix, "
@@ -63,8 +69,25 @@ def cli() -> None:
 @click.option("--max-body-bytes", default=16 * 1024 * 1024, show_default=True, type=click.IntRange(1024),
               help="Largest request body accepted; larger ones get 413.")
 @click.option("--access-log/--no-access-log", default=False, show_default=True)
+@click.option("--vending-s3-role-arn", envvar="ARCO_VENDING_S3_ROLE_ARN", show_envvar=True, default=None,
+              help="IAM role that STS AssumeRole takes on to vend S3 credentials scoped to one table.")
+@click.option("--vending-sts-endpoint", envvar="ARCO_VENDING_STS_ENDPOINT", show_envvar=True, default=None,
+              help="STS endpoint for vending [default: the s3.endpoint storage option, else AWS STS].")
+@click.option("--vending-lifetime", "vending_lifetime_s", envvar="ARCO_VENDING_LIFETIME", show_envvar=True,
+              default=3600, show_default=True, type=click.IntRange(VENDING_MIN_LIFETIME_S, VENDING_MAX_LIFETIME_S),
+              help="Seconds a vended S3 or Azure credential lives (STS AssumeRole allows 900-43200).")
+@click.option("--vending-azure-sas-scope", envvar="ARCO_VENDING_AZURE_SAS_SCOPE", show_envvar=True,
+              default="directory", show_default=True, type=click.Choice(VENDING_AZURE_SAS_SCOPES),
+              help="Azure SAS per table directory (ADLS Gen2 accounts) or per container (covers the whole "
+                   "container; for flat-namespace accounts).")
+@click.option("--vending-gcs-credentials-file", envvar="ARCO_VENDING_GCS_CREDENTIALS_FILE", show_envvar=True,
+              default=None, type=click.Path(dir_okay=False),
+              help="Service-account key whose tokens are downscoped per table [default: Application Default "
+                   "Credentials].")
 def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int, workers: int,
-          in_progress_timeout: int, max_body_bytes: int, access_log: bool) -> None:
+          in_progress_timeout: int, max_body_bytes: int, access_log: bool, vending_s3_role_arn: str | None,
+          vending_sts_endpoint: str | None, vending_lifetime_s: int, vending_azure_sas_scope: str,
+          vending_gcs_credentials_file: str | None) -> None:
     """Serve the Iceberg REST (and other) APIs for a warehouse."""
     import uvicorn
 
@@ -80,7 +103,10 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
         warehouse=warehouse, storage_options=_parse_options(storage_options), host=host, port=port,
         workers=workers, idempotency_in_progress_timeout_s=in_progress_timeout,
         idempotency_key_lifetime_s=max(3600, in_progress_timeout), max_body_bytes=max_body_bytes,
-        access_log=access_log,
+        access_log=access_log, vending_s3_role_arn=vending_s3_role_arn or None,
+        vending_sts_endpoint=vending_sts_endpoint or None, vending_lifetime_s=vending_lifetime_s,
+        vending_azure_sas_scope=vending_azure_sas_scope,
+        vending_gcs_credentials_file=vending_gcs_credentials_file or None,
     )
     try:
         storage = open_storage(settings.warehouse, settings.storage_options)

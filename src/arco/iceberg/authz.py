@@ -86,6 +86,14 @@ class IcebergGuard:
             if args is not None and not rules[action](subject_of(state, principal), *args):
                 raise self._deny(principal, f"{action} table {'.'.join((*namespace, name))}")
 
+    def may_write(self, principal: Principal, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> bool:
+        """Whether storage access for this table may be read-write (MODIFY), not only read (SELECT)."""
+        if principal.is_account_admin:
+            return True
+        with self.store.read() as state:
+            args = self._table_securables(state, catalog, namespace, name)
+            return args is not None and can.can_modify_table(subject_of(state, principal), *args)
+
     @staticmethod
     def _table_securables(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath,
                           name: str) -> tuple[Securable, Securable, Securable] | None:

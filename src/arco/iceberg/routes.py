@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import wraps
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import orjson
 from starlette.requests import Request
@@ -23,6 +23,7 @@ from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.names import check_name, check_namespace
 from arco.catalog.store import CatalogStore
 from arco.iceberg import errors
+from arco.iceberg.access import StorageAccess, TableAccess, TableRoute, delegation_modes
 from arco.iceberg.authz import IcebergGuard
 from arco.iceberg.config import catalog_config
 from arco.iceberg.idempotency import IdempotencyMarkers, Outcome
@@ -35,6 +36,7 @@ from arco.iceberg.responses import LoadResultCache, metadata_json
 from arco.iceberg.tables import DroppedTable, TableService
 from arco.settings import ServerSettings
 from arco.storage.base import StorageBackend
+from arco.vending.model import Access
 
 NAMESPACE_SEPARATOR = "\x1f"
 
@@ -49,13 +51,15 @@ class IcebergServices:
     load_results: LoadResultCache
     mutations: Mutations
     guard: IcebergGuard
+    access: StorageAccess
 
     @classmethod
     def build(cls, settings: ServerSettings, store: CatalogStore, storage: StorageBackend) -> IcebergServices:
         namespaces, tables = NamespaceService(store), TableService(store, storage)
         markers = IdempotencyMarkers(storage, settings.idempotency_in_progress_timeout_s)
         return cls(settings, store, storage, namespaces, tables, LoadResultCache(),
-                   Mutations(store, namespaces, tables, markers), IcebergGuard(store))
+                   Mutations(store, namespaces, tables, markers), IcebergGuard(store),
+                   StorageAccess(settings, settings.storage_options))
 
 
 async def allow(request: Request, check: str, *args: Any) -> None:
@@ -70,17 +74,36 @@ def caller_of(request: Request) -> Caller:
     return Caller(principal.name, client_source(request), request.headers.get("idempotency-key"), principal)
 
 
-def render(svc: IcebergServices, outcome: Outcome, *, with_config: bool = False) -> Response:
-    """A mutation's answer; a table result is rebuilt from its (immutable) metadata file."""
+def render(svc: IcebergServices, outcome: Outcome, *, access: Callable[[str], TableAccess] | None = None) -> Response:
+    """A mutation's answer; a table result is rebuilt from its (immutable) metadata file, with the storage access
+    ``access`` gives for the table's location (a created or registered table: its owner's, read-write)."""
     if outcome.status == 204:
         return Response(status_code=204)
     if outcome.metadata_location is None:
         return JsonResponse({k: v for k, v in (outcome.body or {}).items() if v is not None}, status_code=outcome.status)
     metadata = svc.tables.files.read(outcome.metadata_location)
     body: dict[str, Any] = {"metadata-location": outcome.metadata_location, "metadata": metadata_json(metadata)}
-    if with_config:
-        body["config"] = {}
+    if access is not None:
+        granted = access(metadata.location) if outcome.status == 200 else TableAccess()
+        body["config"] = granted.config
+        if granted.credentials:
+            body["storage-credentials"] = granted.credentials
     return JsonResponse(body, status_code=outcome.status)
+
+
+def owner_access(request: Request, catalog: CatalogEntry, namespace: NamespacePath,
+                 name: str) -> Callable[[str], TableAccess]:
+    """Storage access for a table the caller just made (and so owns): read-write."""
+    modes = delegation_modes(request.headers.get("x-iceberg-access-delegation"))
+    route = table_route(request, catalog, namespace, name)
+    return lambda location: services(request).access.for_table(location, Access.READ_WRITE,
+                                                               principal_of(request).name, modes, route)
+
+
+def table_route(request: Request, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> TableRoute:
+    base = str(request.base_url).rstrip("/") + "/iceberg"
+    encoded = quote(NAMESPACE_SEPARATOR.join(namespace), safe="")
+    return TableRoute(base, f"v1/{quote(catalog.name, safe='')}/namespaces/{encoded}/tables/{quote(name, safe='')}")
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -287,19 +310,24 @@ async def create_table(request: Request) -> Response:
     namespace = decode_namespace(request.path_params["namespace"])
     body = await json_body(request)
     await allow(request, "create_table", catalog, namespace)
+    name = check_name("table", body.get("name"))
+    access = owner_access(request, catalog, namespace, name)
     tables = services(request).tables
     if body.get("stage-create"):
         def stage() -> dict[str, Any]:
-            name = check_name("table", body.get("name"))
             tables.entry_absent(catalog, namespace, name)
             metadata, _ = tables.build_create_metadata(catalog, namespace, body, str(uuid.uuid4()),
                                                        principal_of(request))
-            return {"metadata": metadata_json(metadata), "config": {}}
+            granted = access(metadata.location)  # a CTAS writes data files before the table exists
+            staged: dict[str, Any] = {"metadata": metadata_json(metadata), "config": granted.config}
+            if granted.credentials:
+                staged["storage-credentials"] = granted.credentials
+            return staged
 
         return JsonResponse(await blocking(stage))
     svc = services(request)
     outcome = await blocking(svc.mutations.create_table, catalog, namespace, body, caller_of(request))
-    return render(svc, outcome, with_config=True)
+    return await blocking(render, svc, outcome, access=access)
 
 
 @iceberg_errors
@@ -308,9 +336,10 @@ async def register_table(request: Request) -> Response:
     namespace = decode_namespace(request.path_params["namespace"])
     body = await json_body(request)
     await allow(request, "create_table", catalog, namespace)
+    access = owner_access(request, catalog, namespace, check_name("table", body.get("name")))
     svc = services(request)
     outcome = await blocking(svc.mutations.register_table, catalog, namespace, body, caller_of(request))
-    return render(svc, outcome, with_config=True)
+    return await blocking(render, svc, outcome, access=access)
 
 
 @iceberg_errors
@@ -320,15 +349,42 @@ async def load_table(request: Request) -> Response:
     snapshots = request.query_params.get("snapshots") or "all"
     if snapshots not in ("all", "refs"):
         raise errors.BadRequest(f"snapshots must be 'all' or 'refs', got {snapshots!r}")
+    modes = delegation_modes(request.headers.get("x-iceberg-access-delegation"))
     svc = services(request)
     await allow(request, "table", catalog, namespace, name, "read")
     loaded = await blocking(svc.tables.load, catalog, namespace, name)
-    etag = f'"{loaded.pointer.version}-{snapshots}"'
+    granted = TableAccess()
+    if modes:
+        granted = await blocking(_granted, request, catalog, namespace, name, loaded.metadata.location, modes)
+    etag = f'"{loaded.pointer.version}-{snapshots}{granted.etag_part()}"'
     if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
         return Response(status_code=304, headers={"ETag": etag})
     location = loaded.pointer.pointer.current_metadata_location
     body = svc.load_results.get(location, loaded.metadata, snapshots)
+    if granted.config or granted.credentials:
+        body = with_access(body, granted)
     return Response(body, media_type="application/json", headers={"ETag": etag})
+
+
+def _granted(request: Request, catalog: CatalogEntry, namespace: NamespacePath, name: str, location: str,
+             modes: frozenset[str]) -> TableAccess:
+    """Storage access at the caller's privilege: read-write with MODIFY, else read-only (SELECT was checked)."""
+    return services(request).access.for_table(location, caller_access(request, catalog, namespace, name),
+                                              principal_of(request).name, modes,
+                                              table_route(request, catalog, namespace, name))
+
+
+def caller_access(request: Request, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> Access:
+    """Read-write storage access with MODIFY on the table, else read-only (SELECT, checked before)."""
+    write = services(request).guard.may_write(principal_of(request), catalog, namespace, name)
+    return Access.READ_WRITE if write else Access.READ
+
+
+def with_access(body: bytes, granted: TableAccess) -> bytes:
+    """A cached LoadTableResult (which ends with an empty ``config``) with this caller's storage access in it."""
+    extra = {"config": granted.config, **({"storage-credentials": granted.credentials} if granted.credentials
+                                         else {})}
+    return body[:body.rindex(b'"config":')] + orjson.dumps(extra)[1:]
 
 
 @iceberg_errors
@@ -410,11 +466,36 @@ async def report_metrics(request: Request) -> Response:
 
 @iceberg_errors
 async def load_credentials(request: Request) -> Response:
+    """Vended credentials for one table (and the refresh endpoint of long jobs): 501 if this storage cannot vend."""
     catalog = await catalog_of(request)
     namespace, name = table_path(request)
-    await blocking(services(request).tables.entry, catalog, namespace, name)
+    svc = services(request)
     await allow(request, "table", catalog, namespace, name, "read")
-    return JsonResponse({"storage-credentials": []})
+    loaded = await blocking(svc.tables.load, catalog, namespace, name)
+
+    def vend() -> TableAccess:
+        return svc.access.vended(loaded.metadata.location, caller_access(request, catalog, namespace, name),
+                                 principal_of(request).name, table_route(request, catalog, namespace, name))
+
+    return JsonResponse({"storage-credentials": (await blocking(vend)).credentials})
+
+
+@iceberg_errors
+async def sign_request(request: Request) -> Response:
+    """S3 remote signing for one table: reads with SELECT, writes with MODIFY, only inside the table's prefix."""
+    catalog = await catalog_of(request)
+    namespace, name = table_path(request)
+    body = await json_body(request)
+    svc = services(request)
+    await allow(request, "table", catalog, namespace, name, "read")
+    loaded = await blocking(svc.tables.load, catalog, namespace, name)
+
+    def sign() -> dict[str, Any]:
+        write = caller_access(request, catalog, namespace, name) is Access.READ_WRITE
+        return svc.access.sign(loaded.metadata.location, body, write)
+
+    # Iceberg Java caches a signature only when told it is private; each request is signed afresh.
+    return JsonResponse(await blocking(sign), headers={"Cache-Control": "no-cache"})
 
 
 PREFIX = "/v1/{prefix}"
@@ -440,6 +521,7 @@ routes = [
     Route(TABLE, drop_table, methods=["DELETE"]),
     Route(TABLE + "/metrics", report_metrics, methods=["POST"]),
     Route(TABLE + "/credentials", load_credentials, methods=["GET"]),
+    Route(TABLE + "/sign", sign_request, methods=["POST"]),
     Route(PREFIX + "/tables/rename", rename_table, methods=["POST"]),
     Route(PREFIX + "/transactions/commit", commit_transaction, methods=["POST"]),
 ]

@@ -15,6 +15,7 @@ from dataclasses import asdict
 from typing import Any
 
 from arco.catalog.model import TableEntry
+from arco.catalog.locations import tables_sharing_storage
 from arco.catalog.store import CatalogStore
 from arco.events.reconcile import iceberg_tables
 from arco.events.receipts import EVENTS
@@ -150,7 +151,11 @@ def run_gc(spark: Any, spec: StorageSpec, run: Run, policy: GcPolicy, *, dry_run
 
     now = time.time() if now is None else now
     storage = spec.open()
-    tables = [asdict(entry) for entry, _ in iceberg_tables(CatalogStore(storage))]
+    entries = [entry for entry, _ in iceberg_tables(CatalogStore(storage))]
+    shared = tables_sharing_storage(entries)
+    for _ in shared:
+        run.count("skipped: tables whose location overlaps another table's")
+    tables = [asdict(entry) for entry in entries if entry.id not in shared]
     chosen: list[Deletion] = []
     if tables:
         known = spark.sparkContext.broadcast(known_commit_keys(storage))

@@ -1,8 +1,10 @@
-"""Temporary table and path credentials: the endpoints and their authorization.
+"""Temporary table and path credentials (UC ``temporary-table-credentials`` / ``temporary-path-credentials``).
 
-A local-directory warehouse needs no credentials: the answer names the location and carries none. For object
-storage, vending short-lived scoped credentials is not built yet, and the answer says so (501) instead of handing
-out the server's own keys.
+The same scoped, short-lived credentials Iceberg REST vends (:mod:`arco.vending`): read-only for READ /
+PATH_READ, read-write for READ_WRITE / PATH_READ_WRITE / PATH_CREATE_TABLE. An external table's or path's
+credential is minted with the role of the storage credential behind its external location; a managed table's with
+the server's. A local directory needs no credential: the answer names the location and carries none. Storage that
+cannot mint says 501 and names the setting, never an empty success.
 """
 
 from __future__ import annotations
@@ -13,27 +15,30 @@ from typing import Any
 from arco.auth import decisions as can
 from arco.auth.principals import Principal
 from arco.auth.subjects import securable, subject_of
+from arco.catalog import locations
+from arco.catalog.securables import SecurableEntry
+from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
-from arco.unity.service import tenant_of
 from arco.unity.errors import UnityError, invalid
+from arco.unity.service import tenant_of
+from arco.vending.locations import InvalidLocation
+from arco.vending.model import Access, VendingFailed, VendingUnavailable
+from arco.vending.vendor import CredentialVendor
 
-TABLE_OPERATIONS = {"READ": can.can_read_table, "READ_WRITE": can.can_modify_table}
-PATH_OPERATIONS = {"PATH_READ", "PATH_READ_WRITE", "PATH_CREATE_TABLE"}
-LIFETIME_MS = 3600 * 1000
+LOCAL_LIFETIME_MS = 3600 * 1000
+TABLE_OPERATIONS = {"READ": (can.can_read_table, Access.READ), "READ_WRITE": (can.can_modify_table, Access.READ_WRITE)}
+# operation -> (privileges on the external location, any of which allows it; access vended)
+PATH_OPERATIONS = {"PATH_READ": (("READ_FILES",), Access.READ),
+                   "PATH_READ_WRITE": (("WRITE_FILES",), Access.READ_WRITE),
+                   "PATH_CREATE_TABLE": (("CREATE_EXTERNAL_TABLE", "CREATE_TABLE"), Access.READ_WRITE)}
 
 
-def _answer(location: str) -> dict[str, Any]:
-    if location.startswith("file:") or location.startswith("/"):
-        return {"expiration_time": int(time.time() * 1000) + LIFETIME_MS, "url": location}
-    raise UnityError(501, "NOT_IMPLEMENTED", f"credential vending is not configured for this storage ({location}): "
-                                             "give readers their own storage credentials for now")
-
-
-def table_credentials(store: CatalogStore, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
+def table_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[str, Any],
+                      caller: Principal) -> dict[str, Any]:
     operation = str(body.get("operation") or "").upper()
-    rule = TABLE_OPERATIONS.get(operation)
-    if rule is None:
+    if operation not in TABLE_OPERATIONS:
         raise invalid(f"operation must be one of {sorted(TABLE_OPERATIONS)}")
+    rule, access = TABLE_OPERATIONS[operation]
     table_id = body.get("table_id")
     with store.read() as state:
         entry = state.tables.get(str(table_id))
@@ -46,18 +51,68 @@ def table_credentials(store: CatalogStore, body: dict[str, Any], caller: Princip
                     securable(state, "schema", schema), securable(state, "table", entry)):
             raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not {operation} table "
                                                        f"{catalog.name}.{'.'.join(entry.namespace)}.{entry.name}")
-    return _answer(entry.location)
+        if entry.kind == "VIEW" or not entry.location:
+            raise invalid(f"{entry.name} has no storage of its own: a view's data is read through its tables")
+        role = None if entry.managed else _role_of(state, locations.containing_external_location(
+            state, locations.canonical(entry.location), catalog.metastore_id))
+    return _vend(vendor, entry.location, access, caller, role)
 
 
-def path_credentials(store: CatalogStore, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
+def path_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[str, Any],
+                     caller: Principal) -> dict[str, Any]:
+    """A path inside an external location, for a caller holding the operation's privilege on that location. Paths
+    of tables are refused: a table's bytes are reached through the table's own grants."""
     operation = str(body.get("operation") or "").upper()
     if operation not in PATH_OPERATIONS:
         raise invalid(f"operation must be one of {sorted(PATH_OPERATIONS)}")
-    url = body.get("url")
-    if not isinstance(url, str) or "://" not in url:
-        raise invalid("url must be an absolute storage URL")
+    privileges, access = PATH_OPERATIONS[operation]
+    url = locations.canonical(body.get("url"), "url")
     with store.read() as state:
-        if not can.admin(subject_of(state, caller)):
-            raise UnityError(403, "PERMISSION_DENIED", "path credentials need an external location grant, and "
-                                                       "external locations are not served yet: ask an admin")
-    return _answer(url)
+        tenant = tenant_of(state, caller)
+        container = locations.containing_external_location(state, url, tenant.scope)
+        if container is None:
+            raise UnityError(403, "PERMISSION_DENIED", f"{url} is in no external location; path credentials are "
+                                                       "for paths inside one")
+        who = subject_of(state, caller)
+        target = securable(state, "external_location", container)
+        if not (can.admin(who) or any(can.holds(who, target, p) for p in privileges)):
+            raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not {operation} {url} (needs "
+                                                       f"{' or '.join(privileges)} on external location "
+                                                       f"{container.name})")
+        if access is Access.READ_WRITE and container.fields.get("read_only"):
+            raise UnityError(403, "PERMISSION_DENIED", f"external location {container.name} is read-only")
+        table = next((c for c in locations.table_claims(state) if locations.overlaps(url, c.url)), None)
+        if table is not None and operation != "PATH_READ":
+            raise UnityError(403, "PERMISSION_DENIED", f"{url} overlaps {table.what}: use temporary table "
+                                                       "credentials, which follow the table's grants")
+        role = _role_of(state, container)
+    return _vend(vendor, url, access, caller, role)
+
+
+def _role_of(state: CatalogState, location: SecurableEntry | None) -> str | None:
+    """The IAM role of the storage credential behind an external location, if it is an AWS role."""
+    if location is None:
+        return None
+    try:
+        credential = state.securable("storage_credential", location.fields.get("credential_name", ""),
+                                     location.metastore_id)
+    except Exception:  # noqa: BLE001 - a location whose credential is gone vends with the server's role
+        return None
+    return (credential.fields.get("details") or {}).get("role_arn") if credential.fields.get("kind") == \
+        "aws_iam_role" else None
+
+
+def _vend(vendor: CredentialVendor, location: str, access: Access, caller: Principal,
+          role: str | None) -> dict[str, Any]:
+    try:
+        credential = vendor.vend(location, access, caller.name, role_arn=role)
+    except VendingUnavailable as exc:
+        raise UnityError(501, "NOT_IMPLEMENTED", f"credential vending is not configured for {location}: {exc}") \
+            from None
+    except VendingFailed as exc:
+        raise UnityError(503, "TEMPORARILY_UNAVAILABLE", f"the storage's token service failed: {exc}") from None
+    except InvalidLocation as exc:
+        raise invalid(f"cannot scope credentials to {location}: {exc}") from None
+    if credential is None:  # a local directory: nothing to vend
+        return {"expiration_time": int(time.time() * 1000) + LOCAL_LIFETIME_MS, "url": location}
+    return credential.unity()

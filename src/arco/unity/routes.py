@@ -211,6 +211,18 @@ def posted(fn: Callable[..., Any]) -> Handler:
     return handler
 
 
+def vending(fn: Callable[..., Any]) -> Handler:
+    """A handler for a POST whose JSON body and caller go to ``fn(store, vendor, body, caller)``."""
+
+    @unity_errors
+    async def handler(request: Request) -> Response:
+        body = await body_of(request)
+        iceberg = request.app.state.iceberg
+        return JsonResponse(await blocking(fn, iceberg.store, iceberg.access.vendor, body, me(request)))
+
+    return handler
+
+
 def caller_only(fn: Callable[..., Any]) -> Handler:
     @unity_errors
     async def handler(request: Request) -> Response:
@@ -353,8 +365,8 @@ routes = [
     Route("/workspaces/{workspace_id}/metastore", workspace_assignment, methods=["PUT", "PATCH", "DELETE"]),
     Route("/current-metastore-assignment", current_assignment, methods=["GET"]),
     Route("/permissions/{securable_type}/{full_name}", get_permissions, methods=["GET"]),
-    Route("/temporary-table-credentials", posted(credentials.table_credentials), methods=["POST"]),
-    Route("/temporary-path-credentials", posted(credentials.path_credentials), methods=["POST"]),
+    Route("/temporary-table-credentials", vending(credentials.table_credentials), methods=["POST"]),
+    Route("/temporary-path-credentials", vending(credentials.path_credentials), methods=["POST"]),
     Route("/userinfo/me", caller_only(whoami.my_info), methods=["GET"]),
     Route("/userinfo/mygroups", caller_only(whoami.my_groups), methods=["GET"]),
     *named_routes("storage_credential", "/storage-credentials", "storage_credentials"),

@@ -190,3 +190,15 @@ def test_write_paths_stay_inside_the_table(properties: dict[str, str], refused: 
             locations.check_write_paths(properties, f"{MAIN_ROOT}/db/t")
     else:
         locations.check_write_paths(properties, f"{MAIN_ROOT}/db/t")
+
+
+def _table(table_id: str, location: str) -> TableEntry:
+    return TableEntry(id=table_id, catalog_id="c1", namespace=("db",), name=table_id, kind="TABLE", format="ICEBERG",
+                      location=location, owner="admin")
+
+
+def test_tables_sharing_storage_are_found_in_one_pass() -> None:
+    tables = [_table("a", "s3://b/wh/t"), _table("b", "s3://b/wh/t-2"), _table("c", "s3://b/wh/t/inner"),
+              _table("d", "s3://b/wh/u"), _table("e", "s3://b/wh/u/"), _table("f", "s3://b/wh/v/x"),
+              _table("g", "s3://b/wh/v/y"), _table("h", "file:///srv/t"), _table("i", "s3://b/wh/t/inner/deep")]
+    assert locations.tables_sharing_storage(tables) == {"a", "c", "i", "d", "e"}

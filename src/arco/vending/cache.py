@@ -1,0 +1,51 @@
+"""A per-process cache of vended credentials, so that every loadTable does not cost an STS round trip.
+
+An entry is handed out again only while at least a quarter of its lifetime (and at least a minute) is left: a
+client that receives it still has time to use it before it must come back for a new one.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+
+from arco.vending.model import VendedCredential
+
+MIN_REMAINING_MS = 60_000
+MAX_ENTRIES = 10_000
+
+
+def still_fresh(credential: VendedCredential, minted_at_ms: int, now_ms: int) -> bool:
+    """Whether a cached credential may be handed out again at ``now_ms``."""
+    lifetime = credential.expires_at_ms - minted_at_ms
+    return credential.expires_at_ms - now_ms >= max(MIN_REMAINING_MS, lifetime // 4)
+
+
+class CredentialCache:
+    def __init__(self, clock: Callable[[], float] = time.time, max_entries: int = MAX_ENTRIES) -> None:
+        self._clock = clock
+        self._max_entries = max_entries
+        self._entries: OrderedDict[Hashable, tuple[VendedCredential, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    def get_or_mint(self, key: Hashable, mint: Callable[[], VendedCredential]) -> VendedCredential:
+        now = self.now_ms()
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None and still_fresh(hit[0], hit[1], now):
+                self._entries.move_to_end(key)
+                return hit[0]
+        # Minted outside the lock: a slow STS call must not hold up every other table. Two concurrent misses
+        # for one key both mint; both credentials are valid, the later one is kept.
+        credential = mint()
+        with self._lock:
+            self._entries[key] = (credential, now)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._max_entries:
+                self._entries.popitem(last=False)
+        return credential

@@ -1,0 +1,213 @@
+"""Engines with no S3 keys of their own, on an S3 warehouse in SeaweedFS: PyIceberg and DuckDB through vended
+credentials, PyIceberg through remote signing, boto3 holding what a grantee was vended, Polars through UC
+temporary credentials. SeaweedFS enforces the session policies, so every 403 here is the storage's own."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import httpx
+import pyarrow as pa
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField
+from support import emulators
+from support.arco_server import ARCO_TOKEN, RunningServer, arco_server, run_cli
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.emulator]
+SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
+ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64())})
+KEYLESS_ENV = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": ""}
+
+
+@pytest.fixture(scope="module")
+def world(seaweedfs_sts_server: emulators.StsS3Server, tmp_path_factory: pytest.TempPathFactory,
+          ) -> Iterator[dict]:
+    s3 = seaweedfs_sts_server
+    bucket = f"arco-e2e-{uuid.uuid4().hex[:10]}"
+    admin_s3 = s3_client(s3.endpoint_url, s3.access_key_id, s3.secret_access_key)
+    admin_s3.create_bucket(Bucket=bucket)
+    workdir = tmp_path_factory.mktemp("vended")
+    warehouse = f"s3://{bucket}/wh"
+    options = [f"--storage-option={k}={v}" for k, v in s3.options().items()]
+    with arco_server(warehouse, workdir, admin_token=ARCO_TOKEN,
+                     extra_args=(*options, "--vending-s3-role-arn", s3.role_arn)) as server:
+        cli = ("--storage-option", f"s3.endpoint={s3.endpoint_url}", "--storage-option",
+               f"s3.access-key-id={s3.access_key_id}", "--storage-option",
+               f"s3.secret-access-key={s3.secret_access_key}")
+        run_cli(warehouse, "user", "create", "ann@x.com", *cli)
+        token = run_cli(warehouse, "token", "create", "ann@x.com", *cli).strip()
+        yield {"server": server, "s3": s3, "bucket": bucket, "admin_s3": admin_s3, "ann": token}
+
+
+def s3_client(endpoint: str, key: str, secret: str, session: str | None = None):  # type: ignore[no-untyped-def]
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id=key,
+                        aws_secret_access_key=secret, aws_session_token=session,
+                        config=Config(s3={"addressing_style": "path"}, retries={"total_max_attempts": 1}))
+
+
+def catalog(server: RunningServer, token: str = ARCO_TOKEN, delegation: str = "vended-credentials") -> RestCatalog:
+    """A PyIceberg catalog with no storage keys: only what the server hands out."""
+    return RestCatalog("arco", uri=server.iceberg_uri, warehouse="main", token=token,
+                       **{"header.X-Iceberg-Access-Delegation": delegation})
+
+
+def load(world: dict, table: str, token: str = ARCO_TOKEN, delegation: str = "vended-credentials") -> httpx.Response:
+    namespace, name = table.split(".")
+    return httpx.get(f"{world['server'].iceberg_uri}/v1/main/namespaces/{namespace}/tables/{name}", timeout=30,
+                     headers={"Authorization": f"Bearer {token}", "X-Iceberg-Access-Delegation": delegation})
+
+
+def vended_client(world: dict, response: httpx.Response):  # type: ignore[no-untyped-def]
+    assert response.status_code == 200, response.text
+    (credential,) = response.json()["storage-credentials"]
+    config = credential["config"]
+    return s3_client(config["s3.endpoint"], config["s3.access-key-id"], config["s3.secret-access-key"],
+                     config["s3.session-token"]), credential["prefix"]
+
+
+def key_of(world: dict, url: str) -> str:
+    return url.removeprefix(f"s3://{world['bucket']}/")
+
+
+@pytest.fixture(autouse=True)
+def no_ambient_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in KEYLESS_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_pyiceberg_creates_appends_reads_and_deletes_with_vended_credentials_only(world: dict) -> None:
+    cat = catalog(world["server"])
+    cat.create_namespace("v")
+    table = cat.create_table("v.events", SCHEMA)
+    table.append(ROWS)
+    assert sorted(cat.load_table("v.events").scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
+    table = cat.load_table("v.events")
+    table.delete("id = 2")
+    assert sorted(cat.load_table("v.events").scan().to_arrow().column("id").to_pylist()) == [1, 3]
+    answer = load(world, "v.events").json()
+    assert answer["config"]["client.refresh-credentials-endpoint"].endswith("/namespaces/v/tables/events/credentials")
+    assert answer["storage-credentials"][0]["prefix"].startswith(answer["metadata"]["location"])
+    assert int(answer["config"]["s3.session-token-expires-at-ms"]) > 0
+
+
+def test_a_select_only_grantee_is_vended_read_only_credentials(world: dict) -> None:
+    cat = catalog(world["server"])
+    cat.create_namespace("ro")
+    cat.create_table("ro.t", SCHEMA).append(ROWS)
+    for kind, name, privileges in (("catalog", "main", ["USE_CATALOG"]), ("schema", "main.ro", ["USE_SCHEMA"]),
+                                   ("table", "main.ro.t", ["SELECT"])):
+        granted = httpx.patch(f"{world['server'].base_url}/api/2.1/unity-catalog/permissions/{kind}/{name}",
+                              headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, timeout=30,
+                              json={"changes": [{"principal": "ann@x.com", "add": privileges}]})
+        assert granted.status_code == 200, granted.text
+    rows = catalog(world["server"], world["ann"]).load_table("ro.t").scan().to_arrow()
+    assert rows.num_rows == 3  # reading works with the read-only credential
+    client, prefix = vended_client(world, load(world, "ro.t", world["ann"]))
+    key = key_of(world, prefix) + "data/intruder.parquet"
+    with pytest.raises(ClientError) as refused:
+        client.put_object(Bucket=world["bucket"], Key=key, Body=b"x")
+    assert refused.value.response["Error"]["Code"] == "AccessDenied"
+    with pytest.raises(ClientError):
+        client.delete_object(Bucket=world["bucket"], Key=key_of(world, prefix) + "metadata/x")
+    refused_creds = httpx.get(f"{world['server'].iceberg_uri}/v1/main/namespaces/v/tables/events/credentials",
+                              headers={"Authorization": f"Bearer {world['ann']}"}, timeout=30)
+    assert refused_creds.status_code == 403  # no SELECT on v.events: no credential for it
+
+
+def test_a_credential_for_one_table_cannot_reach_another(world: dict) -> None:
+    cat = catalog(world["server"])
+    cat.create_namespace("iso")
+    for name in ("a", "ab"):
+        cat.create_table(f"iso.{name}", SCHEMA).append(ROWS)
+    client, prefix_a = vended_client(world, load(world, "iso.a"))
+    other = cat.load_table("iso.ab").metadata.location
+    listed = client.list_objects_v2(Bucket=world["bucket"], Prefix=key_of(world, prefix_a))
+    assert listed["KeyCount"] > 0
+    for call in (lambda: client.list_objects_v2(Bucket=world["bucket"], Prefix=key_of(world, other) + "/"),
+                 lambda: client.put_object(Bucket=world["bucket"], Key=key_of(world, other) + "/data/x", Body=b"x"),
+                 lambda: client.get_object(Bucket=world["bucket"], Key="wh/_catalog/log/00000000000000000001.json"),
+                 lambda: client.list_objects_v2(Bucket=world["bucket"], Prefix="")):
+        with pytest.raises(ClientError) as refused:
+            call()
+        assert refused.value.response["Error"]["Code"] == "AccessDenied"
+
+
+def test_pyiceberg_reads_and_writes_through_remote_signing(world: dict) -> None:
+    cat = catalog(world["server"], delegation="remote-signing")
+    cat.create_namespace("sig")
+    table = cat.create_table("sig.t", SCHEMA)
+    table.append(ROWS)
+    assert cat.load_table("sig.t").scan().to_arrow().num_rows == 3
+    config = load(world, "sig.t", delegation="remote-signing").json()["config"]
+    assert config["s3.remote-signing-enabled"] == "true"
+    assert config["s3.signer.endpoint"].endswith("/namespaces/sig/tables/t/sign")
+    other = cat.create_table("sig.other", SCHEMA).metadata.location
+    refused = httpx.post(f"{world['server'].iceberg_uri}/{config['s3.signer.endpoint']}", timeout=30,
+                         headers={"Authorization": f"Bearer {ARCO_TOKEN}"},
+                         json={"method": "GET", "region": "us-east-1", "headers": {},
+                               "uri": f"{world['s3'].endpoint_url}/{world['bucket']}/{key_of(world, other)}/x"})
+    assert refused.status_code == 403 and "outside the table's prefix" in refused.json()["error"]["message"]
+
+
+def test_bad_delegation_requests(world: dict) -> None:
+    catalog(world["server"]).create_namespace("bad")
+    catalog(world["server"]).create_table("bad.t", SCHEMA)
+    unsupported = load(world, "bad.t", delegation="vended-credentials,carrier-pigeon")
+    assert unsupported.status_code == 400
+    assert "vended-credentials, remote-signing" in unsupported.json()["error"]["message"]
+    malformed = httpx.post(f"{world['server'].iceberg_uri}/v1/main/namespaces/bad/tables/t/sign", timeout=30,
+                           headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, json={"method": "GET"})
+    assert malformed.status_code == 400
+
+
+@pytest.mark.duckdb
+def test_duckdb_reads_and_writes_with_vended_credentials(world: dict) -> None:
+    from support.duckdb_ext import connect_with
+
+    catalog(world["server"]).create_namespace("duck")
+    con = connect_with(("httpfs", "avro", "iceberg"))
+    con.execute(f"CREATE SECRET arco (TYPE iceberg, TOKEN '{ARCO_TOKEN}')")
+    con.execute(f"ATTACH 'main' AS arco (TYPE iceberg, SECRET arco, ENDPOINT '{world['server'].iceberg_uri}', "
+                "ACCESS_DELEGATION_MODE 'vended_credentials')")
+    con.execute("CREATE TABLE arco.duck.t (id BIGINT)")
+    con.execute("INSERT INTO arco.duck.t VALUES (1), (2)")
+    assert con.execute("SELECT sum(id) FROM arco.duck.t").fetchone() == (3,)
+    assert catalog(world["server"]).load_table("duck.t").scan().to_arrow().num_rows == 2
+
+
+def test_polars_reads_an_external_delta_table_through_uc_temporary_credentials(world: dict, tmp_path: Path) -> None:
+    import polars as pl
+    from deltalake import write_deltalake
+
+    s3, bucket = world["s3"], world["bucket"]
+    root = f"s3://{bucket}/external"
+    write_deltalake(f"{root}/people", pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a", "b"]}),
+                    storage_options={"AWS_ENDPOINT_URL": s3.endpoint_url, "AWS_ACCESS_KEY_ID": s3.access_key_id,
+                                     "AWS_SECRET_ACCESS_KEY": s3.secret_access_key, "AWS_REGION": "us-east-1",
+                                     "AWS_ALLOW_HTTP": "true", "AWS_S3_ALLOW_UNSAFE_RENAME": "true"})
+    uc = f"{world['server'].base_url}/api/2.1/unity-catalog"
+    headers = {"Authorization": f"Bearer {ARCO_TOKEN}"}
+    for path, body in (("/storage-credentials", {"name": "lake", "aws_iam_role": {"role_arn": s3.role_arn}}),
+                       ("/external-locations", {"name": "external", "url": root, "credential_name": "lake"}),
+                       ("/schemas", {"name": "pl", "catalog_name": "main"}),
+                       ("/tables", {"name": "people", "catalog_name": "main", "schema_name": "pl",
+                                    "table_type": "EXTERNAL", "data_source_format": "DELTA",
+                                    "storage_location": f"{root}/people", "columns": [
+                                        {"name": "id", "type_name": "LONG", "type_text": "bigint", "position": 0,
+                                         "type_json": '{"name":"id","type":"long","nullable":true,"metadata":{}}'},
+                                        {"name": "name", "type_name": "STRING", "type_text": "string",
+                                         "position": 1, "type_json": '{"name":"name","type":"string",'
+                                                                     '"nullable":true,"metadata":{}}'}]})):
+        made = httpx.post(uc + path, headers=headers, json=body, timeout=30)
+        assert made.status_code == 200, made.text
+    frame = pl.Catalog(world["server"].base_url, bearer_token=ARCO_TOKEN, require_https=False).scan_table(
+        "main", "pl", "people", storage_options={"aws_endpoint_url": s3.endpoint_url, "aws_allow_http": "true",
+                                                 "aws_region": "us-east-1"}).collect()
+    assert sorted(frame["id"].to_list()) == [1, 2]
