@@ -59,11 +59,17 @@ def _is_precondition(exc: HttpResponseError) -> bool:
 class AzureBackend(PrefixedKeys, StorageBackend):
     capabilities = Capabilities(conditional_put=True, conditional_delete=True)
 
-    def __init__(self, container: str, prefix: str, options: dict[str, str] | None = None) -> None:
+    def __init__(self, container: str, prefix: str, options: dict[str, str] | None = None,
+                 authority: str | None = None) -> None:
+        """``authority`` is the warehouse URL up to the path (``az://c``, ``abfs://c``,
+        ``abfss://c@account.dfs.core.windows.net``): table locations are spelled as the operator spelled the
+        warehouse, because engines read different spellings (PyIceberg's Arrow FileIO ``abfs://container/...``,
+        Iceberg Java ``abfss://container@account...``)."""
         if not container:
             raise StorageError("an Azure warehouse URL needs a container: az://container/prefix")
         self.prefix = prefix.strip("/")
-        self.url = f"az://{container}/{self.prefix}" if self.prefix else f"az://{container}"
+        root = (authority or f"az://{container}").rstrip("/")
+        self.url = f"{root}/{self.prefix}" if self.prefix else root
         options = options or {}
         self._container: ContainerClient = _service(options).get_container_client(container)
         self._conditional: ContainerClient = _service(options, retries=0).get_container_client(container)

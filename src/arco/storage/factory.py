@@ -68,7 +68,7 @@ def open_storage(url: str | Path, options: dict[str, str] | None = None) -> Stor
         container, _, account_host = parts.netloc.partition("@")
         if account_host and "adls.account-name" not in opts:
             opts["adls.account-name"] = account_host.split(".")[0]
-        return AzureBackend(container, prefix, opts)
+        return AzureBackend(container, prefix, opts, authority=f"{scheme}://{parts.netloc}")
     raise StorageError(
         f"unsupported warehouse URL {str(url)!r}: use a directory path, file://, s3://, gs://, az:// or abfss://"
     )

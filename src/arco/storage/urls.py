@@ -10,7 +10,7 @@ place its text does not seem to name. Canonical forms:
 | ``s3a://B/k``, ``s3n://B/k``, ``S3://b/k/`` | ``s3://b/k`` |
 | ``gs://b/k`` | ``gs://b/k`` |
 | ``wasbs://c@a.blob.core.windows.net/k``, ``abfs://c@a.dfs.core.windows.net/k`` | ``abfss://c@a.dfs.core.windows.net/k`` |
-| ``az://c/k`` (the warehouse's own account) | ``az://c/k`` |
+| ``az://c/k``, ``abfs://c/k``, ``wasbs://c/k`` (the warehouse's own account) | ``az://c/k`` |
 | ``memory://name/k`` (the in-memory backend of unit tests) | ``memory://name/k`` |
 
 Percent-escapes are decoded once (``%2F`` is a slash, ``%2E%2E`` is ``..``); empty segments and ``.`` are
@@ -21,9 +21,11 @@ spelling that only makes sense after resolution is either a mistake or an attack
 
 from __future__ import annotations
 
+import re
 from urllib.parse import unquote, urlsplit
 
 MAX_URL_CHARS = 4096
+_AZURE_CONTAINER = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{1,62}")
 SCHEME_ALIASES = {"s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gs", "az": "az", "abfs": "abfss", "abfss": "abfss",
                   "wasb": "abfss", "wasbs": "abfss", "file": "file", "memory": "memory"}
 
@@ -60,6 +62,8 @@ def normalize(raw: object) -> str:
             raise BadLocation(f"file: locations must be local (file:///path), not on host {parts.netloc!r}")
         return "file://" + (path or "/")
     authority = _authority(scheme, parts.netloc)
+    if scheme == "abfss" and "@" not in authority:
+        scheme = "az"
     return f"{scheme}://{authority}{path}"
 
 
@@ -83,6 +87,8 @@ def _authority(scheme: str, netloc: str) -> str:
             raise BadLocation(f"a {scheme}:// location names a bucket, not a user or port: {netloc!r}")
         return netloc.lower()
     container, at, host = netloc.partition("@")
+    if not at and _AZURE_CONTAINER.fullmatch(container):
+        return container.lower()  # abfs://container/path: the warehouse's own account, as az://container/path
     if not at or not container or not host:
         raise BadLocation("an abfss:// location has the form abfss://container@account.dfs.core.windows.net/path")
     account, dot, domain = host.lower().partition(".")

@@ -19,6 +19,7 @@ from arco.storage.urls import BadLocation, normalize, overlaps, within
     ("wasbs://Data@Acct.blob.core.windows.net/p", "abfss://data@acct.dfs.core.windows.net/p"),
     ("abfs://c@a.dfs.core.windows.net/p/", "abfss://c@a.dfs.core.windows.net/p"),
     ("az://c/p", "az://c/p"),
+    ("abfs://Data/p/", "az://data/p"),  # no account: the warehouse's own, as az:// spells it
     ("file:///", "file:///"),
     ("s3://b/naïve/表", "s3://b/naïve/表"),
 ])
