@@ -166,9 +166,10 @@ def test_iceberg_tables_appear_in_uc_and_changes_show_both_ways(server: RunningS
                     NestedField(5, "addr", StructType(NestedField(6, "city", StringType(), required=False)),
                                 required=False))
     spec = PartitionSpec(PartitionField(source_id=1, field_id=1000, transform=IdentityTransform(), name="id"))
-    table = py.create_table("shop.orders", schema, partition_spec=spec)
+    table = py.create_table("shop.orders", schema, partition_spec=spec, properties={"team": "shop"})
 
     assert w.tables.get("main.shop.orders").table_type == TableType.MANAGED
+    assert w.tables.get("main.shop.orders").properties["team"] == "shop"  # the Iceberg table's own properties
     raw = uc(server, "GET", "/tables/main.shop.orders").json()
     assert raw["data_source_format"] == "ICEBERG" and raw["storage_location"] == table.metadata.location
     by_name = {c["name"]: c for c in raw["columns"]}
@@ -270,6 +271,10 @@ def test_storage_credentials_and_external_locations(w: WorkspaceClient, server: 
     (root / "a.csv").write_text("x\n1\n")
     location = w.external_locations.create(name="landing", url=root.as_uri(), credential_name="lake-role")
     assert location.url == root.as_uri() and location.credential_name == "lake-role"
+    assert location.credential_id == credential.id  # linked by id too, as the spec has it
+    assert credential.aws_iam_role.external_id == credential.id
+    raw_credential = uc(server, "GET", "/storage-credentials/lake-role").json()
+    assert None not in raw_credential.values()  # fields the spec types as strings are omitted, never null
     for overlapping in (root.as_uri(), (root / "2026").as_uri(), tmp_path.as_uri()):
         clash = uc(server, "POST", "/external-locations", json={"name": "x", "url": overlapping,
                                                                  "credential_name": "lake-role"})

@@ -183,11 +183,15 @@ def _check_update_grants(state: Any, op: dict[str, Any]) -> None:
 def _apply_update_grants(state: Any, op: dict[str, Any]) -> None:
     key = (op["securable_type"], op["securable_id"])
     current = {} if op.get("replace") else {k: list(v) for k, v in state.grants.get(key, {}).items()}
+    kind = op["securable_type"]
     for change in op["changes"]:
         who = principal_key(change["principal"])
-        removed = {_spelling(p) for p in change.get("remove", [])}
-        held = [p for p in current.get(who, []) if _spelling(p) not in removed]
-        held += [p for p in change.get("add", []) if _spelling(p) not in {_spelling(h) for h in held}]
+        removed = {meaning(kind, p) for p in change.get("remove", [])}
+        added = {meaning(kind, p): p for p in change.get("add", [])}
+        # One privilege per meaning: a new spelling of a held privilege replaces the old one (a client reads back
+        # what it wrote last), and removing any spelling removes the privilege.
+        held = [p for p in current.get(who, []) if meaning(kind, p) not in removed and meaning(kind, p) not in added]
+        held += list(added.values())
         if held:
             current[who] = held
         else:
@@ -198,9 +202,21 @@ def _apply_update_grants(state: Any, op: dict[str, Any]) -> None:
         state.grants.pop(key, None)
 
 
-def _spelling(privilege: str) -> str:
-    """One privilege however it is spelled (``USE CATALOG`` / ``USE_CATALOG``)."""
-    return privilege.strip().upper().replace(" ", "_")
+# The 2.0 names of privileges whose current name depends on the securable they are granted on.
+_MEANINGS = {
+    "metastore": {"CREATE": "CREATE_CATALOG"},
+    "catalog": {"USAGE": "USE_CATALOG", "CREATE": "CREATE_SCHEMA"},
+    "schema": {"USAGE": "USE_SCHEMA", "CREATE": "CREATE_TABLE"},
+    "external_location": {"CREATE_TABLE": "CREATE_EXTERNAL_TABLE"},
+    "storage_credential": {"CREATE_TABLE": "CREATE_EXTERNAL_TABLE"},
+}
+
+
+def meaning(securable_type: str, privilege: str) -> str:
+    """One privilege however it is spelled: ``USE CATALOG``, ``use_catalog`` and (on a catalog) ``USAGE`` are
+    ``USE_CATALOG``."""
+    spelled = privilege.strip().upper().replace(" ", "_")
+    return _MEANINGS.get(securable_type, {}).get(spelled, spelled)
 
 
 ACCESS_RULES = {

@@ -54,15 +54,16 @@ def table_type(entry: TableEntry) -> str:
     return "MANAGED" if entry.managed else "EXTERNAL"
 
 
-def table_info(entry: TableEntry, state: CatalogState, columns: list[dict[str, Any]] | None) -> dict[str, Any]:
+def table_info(entry: TableEntry, state: CatalogState, columns: list[dict[str, Any]] | None,
+               properties: dict[str, str] | None = None) -> dict[str, Any]:
     catalog = state.catalogs[entry.catalog_id]
     schema = ".".join(entry.namespace)
     info = _drop_none({
         "name": entry.name, "catalog_name": catalog.name, "schema_name": schema, "table_type": table_type(entry),
         "data_source_format": None if entry.kind == "VIEW" else entry.format,
         "storage_location": entry.location or None, "view_definition": entry.view_definition,
-        "comment": entry.comment, "properties": dict(entry.properties), "owner": entry.owner,
-        "full_name": f"{catalog.name}.{schema}.{entry.name}", "metastore_id": metastore_id_of(catalog, state), "table_id": entry.id,
+        "comment": entry.comment, "properties": dict(entry.properties if properties is None else properties),
+        "owner": entry.owner, "full_name": f"{catalog.name}.{schema}.{entry.name}", "metastore_id": metastore_id_of(catalog, state), "table_id": entry.id,
         "storage_credential_name": entry.storage_credential_name,
         "created_at": entry.created_at_ms, "created_by": entry.created_by or entry.owner,
         "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by or entry.owner,

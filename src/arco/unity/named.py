@@ -64,6 +64,9 @@ def _render_credential(entry: SecurableEntry) -> dict[str, Any]:
     # purpose and full_name: the OSS 2.1 CredentialInfo view of the same object (``/credentials``).
     out: dict[str, Any] = {"read_only": entry.fields.get("read_only", False), "purpose": "STORAGE",
                            "full_name": entry.name}
+    if kind == "aws_iam_role":
+        # The external id a role's trust policy names: stable per credential, as Databricks hands it out.
+        shown = {**shown, "external_id": entry.id}
     if kind:
         out[kind] = shown
     return out
@@ -101,16 +104,19 @@ def _location_fields(body: dict[str, Any], creating: bool, state: CatalogState, 
         credential = body.get("credential_name")
         if not isinstance(credential, str) or not credential:
             raise invalid("credential_name is required")
-        fields["credential_name"] = state.securable("storage_credential", credential,
-                                                    tenant_of(state, caller).scope).name
+        found = state.securable("storage_credential", credential, tenant_of(state, caller).scope)
+        fields["credential_name"], fields["credential_id"] = found.name, found.id
     if body.get("read_only") is not None:
         fields["read_only"] = bool(body["read_only"])
     return fields
 
 
 def _render_location(entry: SecurableEntry) -> dict[str, Any]:
-    return {"url": entry.fields["url"], "credential_name": entry.fields["credential_name"],
-            "read_only": entry.fields.get("read_only", False)}
+    shown = {"url": entry.fields["url"], "credential_name": entry.fields["credential_name"],
+             "read_only": entry.fields.get("read_only", False)}
+    if entry.fields.get("credential_id"):
+        shown["credential_id"] = entry.fields["credential_id"]
+    return shown
 
 
 def _credential_in_use(state: CatalogState, entry: SecurableEntry) -> str | None:
@@ -156,10 +162,11 @@ class NamedSecurables:
         self.store = store
 
     def info(self, kind: Kind, entry: SecurableEntry, state: CatalogState) -> dict[str, Any]:
-        return {"name": entry.name, "comment": entry.comment, "owner": entry.owner, "id": entry.id,
+        info = {"name": entry.name, "comment": entry.comment, "owner": entry.owner, "id": entry.id,
                 "metastore_id": entry.metastore_id or state.primary_metastore_id, "created_at": entry.created_at_ms,
                 "created_by": entry.created_by, "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by,
                 **kind.render(entry)}
+        return {k: v for k, v in info.items() if v is not None}  # the spec types these as strings: omit, never null
 
     def _may_see(self, state: CatalogState, caller: Principal, entry: SecurableEntry) -> bool:
         who, target = subject_of(state, caller), securable(state, entry.type, entry)

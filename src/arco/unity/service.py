@@ -255,20 +255,22 @@ class UnityService:
         return state.table(catalog_in(state, caller, catalog_name).id, (schema_name,), name)
 
     def table_info(self, entry: TableEntry, state: CatalogState) -> dict[str, Any]:
-        columns = entry.columns
-        if entry.format == "ICEBERG":
-            columns = self._iceberg_columns(entry)
-        return infos.table_info(entry, state, columns)
+        if entry.format != "ICEBERG":
+            return infos.table_info(entry, state, entry.columns)
+        columns, properties = self._iceberg_view(entry)
+        # An Iceberg table's properties live in its metadata; Tier 1's (set through UC) are kept beside them.
+        return infos.table_info(entry, state, columns, {**properties, **entry.properties})
 
-    def _iceberg_columns(self, entry: TableEntry) -> list[dict[str, Any]]:
+    def _iceberg_view(self, entry: TableEntry) -> tuple[list[dict[str, Any]], dict[str, str]]:
+        """Columns and properties of an Iceberg table's current metadata."""
         from arco.unity.columns import column_infos
 
         pointer = self.tables.resolver.for_read(entry.id)
         if pointer is None or pointer.pointer.dropped:
-            return []
+            return [], {}
         metadata = self.tables.files.read(pointer.pointer.current_metadata_location)
         partition_sources = [f.source_id for f in metadata.spec().fields]
-        return column_infos(metadata.schema(), partition_sources)
+        return column_infos(metadata.schema(), partition_sources), dict(metadata.properties)
 
     def _check_table(self, state: CatalogState, caller: Principal, entry: TableEntry, rule: Any, what: str,
                      needs: str, **kwargs: Any) -> None:

@@ -64,3 +64,18 @@ def test_access_survives_a_snapshot(state: CatalogState) -> None:
     again = CatalogState.from_snapshot(state.to_snapshot())
     assert again.grants_on("table", "t") == {"outer": ["SELECT"]}
     assert again.groups_of("ann@x") == state.groups_of("ann@x")
+
+
+def test_one_privilege_per_meaning_whatever_the_spelling(state: CatalogState) -> None:
+    on_catalog = {"op": "update_grants", "securable_type": "catalog", "securable_id": "c"}
+    apply(state, {**on_catalog, "changes": [{"principal": "ann@x", "add": ["USAGE", "CREATE"], "remove": []}]})
+    apply(state, {**on_catalog, "changes": [{"principal": "ann@x", "add": ["USE CATALOG"], "remove": []}]})
+    assert state.grants_on("catalog", "c") == {"ann@x": ["CREATE", "USE CATALOG"]}  # replaced, not added beside
+    apply(state, {**on_catalog, "changes": [{"principal": "ann@x", "add": [], "remove": ["create_schema"]}]})
+    assert state.grants_on("catalog", "c") == {"ann@x": ["USE CATALOG"]}
+    on_schema = {"op": "update_grants", "securable_type": "schema", "securable_id": "s"}
+    apply(state, {**on_schema, "changes": [{"principal": "ann@x", "add": ["USAGE", "USE_SCHEMA", "CREATE"],
+                                            "remove": []}]})
+    assert state.grants_on("schema", "s") == {"ann@x": ["USE_SCHEMA", "CREATE"]}
+    apply(state, {**on_schema, "changes": [{"principal": "ann@x", "add": [], "remove": ["USAGE", "CREATE_TABLE"]}]})
+    assert state.grants_on("schema", "s") == {}
