@@ -97,7 +97,7 @@ def reconcile(warehouse: str, storage_options: tuple[str, ...], master: str | No
               help="The servers' --idempotency-in-progress-timeout in seconds.")
 def gc(warehouse: str, storage_options: tuple[str, ...], master: str | None, dry_run: bool, key_lifetime: int,
        in_progress_timeout: int) -> None:
-    """Delete expired markers, receipts, transaction records and orphan metadata (seed section 9.2 defaults)."""
+    """Delete expired markers, receipts, transaction records and orphan metadata (defaults: docs/pipeline.md, "gc")."""
     from arco.pipeline.gc import describe, run_gc
     from arco.pipeline.gc_rules import GcPolicy
     from arco.pipeline.runs import Run, print_summary

@@ -4,182 +4,44 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from functools import wraps
 from typing import Any
-from urllib.parse import quote, unquote
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from arco.api.requests import BodyError, blocking, client_source, principal_of, read_json
+from arco.api.requests import blocking, client_source, principal_of
 from arco.api.responses import JsonResponse
-from arco.auth.principals import Principal
-from arco.catalog.errors import CatalogError, CatalogNotFound
-from arco.catalog.model import CatalogEntry, NamespacePath
+from arco.catalog.errors import CatalogNotFound
+from arco.catalog.model import CatalogEntry
 from arco.catalog.names import check_name, check_namespace
-from arco.catalog.store import CatalogStore
 from arco.iceberg import errors
-from arco.iceberg.access import StorageAccess, TableAccess, TableRoute, delegation_modes
-from arco.iceberg.authz import IcebergGuard
+from arco.iceberg.access import TableAccess, delegation_modes
 from arco.iceberg.config import catalog_config
-from arco.iceberg.idempotency import IdempotencyMarkers, Outcome
-from arco.iceberg.mutations import Caller, Mutations
-from arco.iceberg.transactions import parse_table_changes
+from arco.iceberg.http import (
+    IcebergServices,
+    allow,
+    caller_of,
+    catalog_of,
+    decode_namespace,
+    iceberg_errors,
+    identifier,
+    json_body,
+    keep_encoded_slashes,
+    lookup_catalog,
+    render,
+    services,
+    table_path,
+)
 from arco.iceberg.oauth import issue_token
-from arco.iceberg.namespaces import NamespaceService
 from arco.iceberg.paging import parse_page_size
-from arco.iceberg.responses import LoadResultCache, metadata_json
-from arco.iceberg.tables import DroppedTable, TableService
-from arco.settings import ServerSettings
-from arco.storage.base import StorageBackend
-from arco.vending.model import Access
+from arco.iceberg.responses import metadata_json
+from arco.iceberg.storage_routes import granted_access, load_credentials, owner_access, sign_request, with_access
+from arco.iceberg.tables import DroppedTable
+from arco.iceberg.transactions import parse_table_changes
 
-NAMESPACE_SEPARATOR = "\x1f"
-
-
-@dataclass
-class IcebergServices:
-    settings: ServerSettings
-    store: CatalogStore
-    storage: StorageBackend
-    namespaces: NamespaceService
-    tables: TableService
-    load_results: LoadResultCache
-    mutations: Mutations
-    guard: IcebergGuard
-    access: StorageAccess
-
-    @classmethod
-    def build(cls, settings: ServerSettings, store: CatalogStore, storage: StorageBackend) -> IcebergServices:
-        namespaces, tables = NamespaceService(store), TableService(store, storage)
-        markers = IdempotencyMarkers(storage, settings.idempotency_in_progress_timeout_s)
-        return cls(settings, store, storage, namespaces, tables, LoadResultCache(),
-                   Mutations(store, namespaces, tables, markers), IcebergGuard(store),
-                   StorageAccess(settings, settings.storage_options))
-
-
-async def allow(request: Request, check: str, *args: Any) -> None:
-    """Raise 403 unless the caller may do this (:mod:`arco.iceberg.authz`); account admins pass at no cost."""
-    principal = principal_of(request)
-    if not principal.is_account_admin:
-        await blocking(getattr(services(request).guard, check), principal, *args)
-
-
-def caller_of(request: Request) -> Caller:
-    principal = principal_of(request)
-    return Caller(principal.name, client_source(request), request.headers.get("idempotency-key"), principal)
-
-
-def render(svc: IcebergServices, outcome: Outcome, *, access: Callable[[str], TableAccess] | None = None) -> Response:
-    """A mutation's answer; a table result is rebuilt from its (immutable) metadata file, with the storage access
-    ``access`` gives for the table's location (a created or registered table: its owner's, read-write)."""
-    if outcome.status == 204:
-        return Response(status_code=204)
-    if outcome.metadata_location is None:
-        return JsonResponse({k: v for k, v in (outcome.body or {}).items() if v is not None}, status_code=outcome.status)
-    metadata = svc.tables.files.read(outcome.metadata_location)
-    body: dict[str, Any] = {"metadata-location": outcome.metadata_location, "metadata": metadata_json(metadata)}
-    if access is not None:
-        granted = access(metadata.location) if outcome.status == 200 else TableAccess()
-        body["config"] = granted.config
-        if granted.credentials:
-            body["storage-credentials"] = granted.credentials
-    return JsonResponse(body, status_code=outcome.status)
-
-
-def owner_access(request: Request, catalog: CatalogEntry, namespace: NamespacePath,
-                 name: str) -> Callable[[str], TableAccess]:
-    """Storage access for a table the caller just made (and so owns): read-write."""
-    modes = delegation_modes(request.headers.get("x-iceberg-access-delegation"))
-    route = table_route(request, catalog, namespace, name)
-    return lambda location: services(request).access.for_table(location, Access.READ_WRITE,
-                                                               principal_of(request).name, modes, route)
-
-
-def table_route(request: Request, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> TableRoute:
-    base = str(request.base_url).rstrip("/") + "/iceberg"
-    encoded = quote(NAMESPACE_SEPARATOR.join(namespace), safe="")
-    return TableRoute(base, f"v1/{quote(catalog.name, safe='')}/namespaces/{encoded}/tables/{quote(name, safe='')}")
-
-
-Handler = Callable[[Request], Awaitable[Response]]
-
-
-def iceberg_errors(handler: Handler) -> Handler:
-    """Turn every error a handler meets into the Iceberg error shape and status."""
-
-    @wraps(handler)
-    async def wrapped(request: Request) -> Response:
-        try:
-            return await handler(request)
-        except errors.IcebergError as exc:
-            return error_response(exc)
-        except CatalogError as exc:
-            return error_response(errors.from_catalog_error(exc))
-        except BodyError as exc:
-            return error_response(errors.PayloadTooLarge(exc.message) if exc.status == 413
-                                  else errors.BadRequest(exc.message))
-
-    return wrapped
-
-
-def error_response(exc: errors.IcebergError) -> Response:
-    body = orjson.dumps({"error": {"message": exc.message, "type": exc.error_type, "code": exc.status}})
-    return Response(body, status_code=exc.status, media_type="application/json", headers=exc.headers)
-
-
-def services(request: Request) -> IcebergServices:
-    return request.app.state.iceberg
-
-
-def decode_namespace(raw: str) -> NamespacePath:
-    return check_namespace([_unescape(level) for level in raw.split(NAMESPACE_SEPARATOR)])
-
-
-def _unescape(segment: str) -> str:
-    """Path segments keep an encoded slash as ``%2F`` (see :func:`keep_encoded_slashes`); restore it here, so
-    a name with a slash is refused by the name rules instead of being routed somewhere else."""
-    return segment.replace("%2F", "/")
-
-
-def identifier(raw: Any) -> tuple[NamespacePath, str]:
-    if not isinstance(raw, dict) or not isinstance(raw.get("namespace"), list):
-        raise errors.BadRequest("a table identifier must be an object with 'namespace' (a list) and 'name'")
-    return check_namespace(raw["namespace"]), check_name("table", raw.get("name"))
-
-
-def lookup_catalog(store: CatalogStore, principal: Principal, name: str) -> CatalogEntry:
-    """The catalog ``name`` of the metastore the caller's workspace works in (:mod:`arco.catalog.tenancy`)."""
-    with store.read() as state:
-        return state.catalog(name, state.tenant_of_workspace(principal.workspace_id).scope)
-
-
-async def catalog_of(request: Request) -> CatalogEntry:
-    name = request.path_params["prefix"]
-    store = services(request).store
-
-    def lookup() -> CatalogEntry:
-        return lookup_catalog(store, principal_of(request), name)
-
-    catalog = await blocking(lookup)
-    await allow(request, "catalog", catalog)
-    return catalog
-
-
-def table_path(request: Request) -> tuple[NamespacePath, str]:
-    return decode_namespace(request.path_params["namespace"]), check_name("table", _unescape(request.path_params["table"]))
-
-
-async def json_body(request: Request) -> Any:
-    body = await read_json(request, services(request).settings.max_body_bytes,
-                           unique_keys="idempotency-key" in request.headers)
-    if not isinstance(body, dict):
-        raise errors.BadRequest("the request body must be a JSON object")
-    return body
+__all__ = ["IcebergServices", "keep_encoded_slashes", "routes"]
 
 
 # -- config ----------------------------------------------------------------------------------------------------
@@ -202,20 +64,6 @@ async def get_config(request: Request) -> Response:
         ) from None
     await allow(request, "catalog", catalog)
     return JsonResponse(catalog_config(svc.settings, catalog.name))
-
-
-def keep_encoded_slashes(app: Any) -> Any:
-    """ASGI wrapper: route on the raw path, decoding every escape except ``%2F`` inside a segment."""
-
-    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
-        raw = scope.get("raw_path")
-        if scope["type"] == "http" and raw and b"%2f" in raw.lower():
-            path = raw.decode("latin-1").split("?", 1)[0]
-            segments = [unquote(s.replace("%2f", "%252F").replace("%2F", "%252F")) for s in path.split("/")]
-            scope = {**scope, "path": "/".join(segments)}
-        await app(scope, receive, send)
-
-    return wrapped
 
 
 # -- namespaces ------------------------------------------------------------------------------------------------
@@ -355,7 +203,7 @@ async def load_table(request: Request) -> Response:
     loaded = await blocking(svc.tables.load, catalog, namespace, name)
     granted = TableAccess()
     if modes:
-        granted = await blocking(_granted, request, catalog, namespace, name, loaded.metadata.location, modes)
+        granted = await blocking(granted_access, request, catalog, namespace, name, loaded.metadata.location, modes)
     etag = f'"{loaded.pointer.version}-{snapshots}{granted.etag_part()}"'
     if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
         return Response(status_code=304, headers={"ETag": etag})
@@ -364,27 +212,6 @@ async def load_table(request: Request) -> Response:
     if granted.config or granted.credentials:
         body = with_access(body, granted)
     return Response(body, media_type="application/json", headers={"ETag": etag})
-
-
-def _granted(request: Request, catalog: CatalogEntry, namespace: NamespacePath, name: str, location: str,
-             modes: frozenset[str]) -> TableAccess:
-    """Storage access at the caller's privilege: read-write with MODIFY, else read-only (SELECT was checked)."""
-    return services(request).access.for_table(location, caller_access(request, catalog, namespace, name),
-                                              principal_of(request).name, modes,
-                                              table_route(request, catalog, namespace, name))
-
-
-def caller_access(request: Request, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> Access:
-    """Read-write storage access with MODIFY on the table, else read-only (SELECT, checked before)."""
-    write = services(request).guard.may_write(principal_of(request), catalog, namespace, name)
-    return Access.READ_WRITE if write else Access.READ
-
-
-def with_access(body: bytes, granted: TableAccess) -> bytes:
-    """A cached LoadTableResult (which ends with an empty ``config``) with this caller's storage access in it."""
-    extra = {"config": granted.config, **({"storage-credentials": granted.credentials} if granted.credentials
-                                         else {})}
-    return body[:body.rindex(b'"config":')] + orjson.dumps(extra)[1:]
 
 
 @iceberg_errors
@@ -462,40 +289,6 @@ async def report_metrics(request: Request) -> Response:
     day = time.strftime("%Y-%m-%d", time.gmtime())
     await blocking(svc.storage.put, f"_catalog/events/{day}/metrics/{uuid.uuid4().hex}.json", orjson.dumps(event))
     return Response(status_code=204)
-
-
-@iceberg_errors
-async def load_credentials(request: Request) -> Response:
-    """Vended credentials for one table (and the refresh endpoint of long jobs): 501 if this storage cannot vend."""
-    catalog = await catalog_of(request)
-    namespace, name = table_path(request)
-    svc = services(request)
-    await allow(request, "table", catalog, namespace, name, "read")
-    loaded = await blocking(svc.tables.load, catalog, namespace, name)
-
-    def vend() -> TableAccess:
-        return svc.access.vended(loaded.metadata.location, caller_access(request, catalog, namespace, name),
-                                 principal_of(request).name, table_route(request, catalog, namespace, name))
-
-    return JsonResponse({"storage-credentials": (await blocking(vend)).credentials})
-
-
-@iceberg_errors
-async def sign_request(request: Request) -> Response:
-    """S3 remote signing for one table: reads with SELECT, writes with MODIFY, only inside the table's prefix."""
-    catalog = await catalog_of(request)
-    namespace, name = table_path(request)
-    body = await json_body(request)
-    svc = services(request)
-    await allow(request, "table", catalog, namespace, name, "read")
-    loaded = await blocking(svc.tables.load, catalog, namespace, name)
-
-    def sign() -> dict[str, Any]:
-        write = caller_access(request, catalog, namespace, name) is Access.READ_WRITE
-        return svc.access.sign(loaded.metadata.location, body, write)
-
-    # Iceberg Java caches a signature only when told it is private; each request is signed afresh.
-    return JsonResponse(await blocking(sign), headers={"Cache-Control": "no-cache"})
 
 
 PREFIX = "/v1/{prefix}"

@@ -9,7 +9,7 @@ place its text does not seem to name. Canonical forms:
 | ``/abs/path``, ``file:/abs/path``, ``file:///abs/path``, ``file://localhost/abs/path`` | ``file:///abs/path`` |
 | ``s3a://B/k``, ``s3n://B/k``, ``S3://b/k/`` | ``s3://b/k`` |
 | ``gs://b/k`` | ``gs://b/k`` |
-| ``wasbs://c@a.blob.core.windows.net/k``, ``abfs://c@a.dfs.core.windows.net/k`` | ``abfss://c@a.dfs.core.windows.net/k`` |
+| ``wasbs://c@a.blob.core.windows.net/k``, ``abfs://c@a.dfs...`` | ``abfss://c@a.dfs.core.windows.net/k`` |
 | ``az://c/k``, ``abfs://c/k``, ``wasbs://c/k`` (the warehouse's own account) | ``az://c/k`` |
 | ``memory://name/k`` (the in-memory backend of unit tests) | ``memory://name/k`` |
 

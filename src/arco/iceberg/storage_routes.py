@@ -1,0 +1,88 @@
+"""Iceberg REST handlers for storage access: vended credentials and S3 remote signing (see arco.iceberg.access)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from arco.api.requests import blocking, principal_of
+from arco.api.responses import JsonResponse
+from arco.catalog.model import CatalogEntry, NamespacePath
+from arco.iceberg.access import TableAccess, TableRoute, delegation_modes
+from arco.iceberg.http import NAMESPACE_SEPARATOR, allow, catalog_of, iceberg_errors, json_body, services, table_path
+from arco.vending.model import Access
+
+
+def owner_access(request: Request, catalog: CatalogEntry, namespace: NamespacePath,
+                 name: str) -> Callable[[str], TableAccess]:
+    """Storage access for a table the caller just made (and so owns): read-write."""
+    modes = delegation_modes(request.headers.get("x-iceberg-access-delegation"))
+    route = table_route(request, catalog, namespace, name)
+    return lambda location: services(request).access.for_table(location, Access.READ_WRITE,
+                                                               principal_of(request).name, modes, route)
+
+
+def table_route(request: Request, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> TableRoute:
+    base = str(request.base_url).rstrip("/") + "/iceberg"
+    encoded = quote(NAMESPACE_SEPARATOR.join(namespace), safe="")
+    return TableRoute(base, f"v1/{quote(catalog.name, safe='')}/namespaces/{encoded}/tables/{quote(name, safe='')}")
+
+
+def granted_access(request: Request, catalog: CatalogEntry, namespace: NamespacePath, name: str, location: str,
+             modes: frozenset[str]) -> TableAccess:
+    """Storage access at the caller's privilege: read-write with MODIFY, else read-only (SELECT was checked)."""
+    return services(request).access.for_table(location, caller_access(request, catalog, namespace, name),
+                                              principal_of(request).name, modes,
+                                              table_route(request, catalog, namespace, name))
+
+
+def caller_access(request: Request, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> Access:
+    """Read-write storage access with MODIFY on the table, else read-only (SELECT, checked before)."""
+    write = services(request).guard.may_write(principal_of(request), catalog, namespace, name)
+    return Access.READ_WRITE if write else Access.READ
+
+
+def with_access(body: bytes, granted: TableAccess) -> bytes:
+    """A cached LoadTableResult (which ends with an empty ``config``) with this caller's storage access in it."""
+    extra = {"config": granted.config, **({"storage-credentials": granted.credentials} if granted.credentials
+                                         else {})}
+    return body[:body.rindex(b'"config":')] + orjson.dumps(extra)[1:]
+
+
+@iceberg_errors
+async def load_credentials(request: Request) -> Response:
+    """Vended credentials for one table (and the refresh endpoint of long jobs): 501 if this storage cannot vend."""
+    catalog = await catalog_of(request)
+    namespace, name = table_path(request)
+    svc = services(request)
+    await allow(request, "table", catalog, namespace, name, "read")
+    loaded = await blocking(svc.tables.load, catalog, namespace, name)
+
+    def vend() -> TableAccess:
+        return svc.access.vended(loaded.metadata.location, caller_access(request, catalog, namespace, name),
+                                 principal_of(request).name, table_route(request, catalog, namespace, name))
+
+    return JsonResponse({"storage-credentials": (await blocking(vend)).credentials})
+
+
+@iceberg_errors
+async def sign_request(request: Request) -> Response:
+    """S3 remote signing for one table: reads with SELECT, writes with MODIFY, only inside the table's prefix."""
+    catalog = await catalog_of(request)
+    namespace, name = table_path(request)
+    body = await json_body(request)
+    svc = services(request)
+    await allow(request, "table", catalog, namespace, name, "read")
+    loaded = await blocking(svc.tables.load, catalog, namespace, name)
+
+    def sign() -> dict[str, Any]:
+        write = caller_access(request, catalog, namespace, name) is Access.READ_WRITE
+        return svc.access.sign(loaded.metadata.location, body, write)
+
+    # Iceberg Java caches a signature only when told it is private; each request is signed afresh.
+    return JsonResponse(await blocking(sign), headers={"Cache-Control": "no-cache"})
