@@ -20,6 +20,15 @@ SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "
 COLUMNS = [{"name": "id", "type_name": "LONG", "type_text": "bigint", "type_json": "{}", "position": 0}]
 
 
+def function_info(name: str) -> dict:
+    return {"name": name, "catalog_name": "cat", "schema_name": "s", "data_type": "INT", "full_data_type": "int",
+            "input_params": {"parameters": [{"name": "x", "type_text": "int", "type_name": "INT",
+                                             "type_json": "{}", "position": 0}]},
+            "routine_body": "SQL", "routine_definition": "x + 1", "parameter_style": "S", "is_deterministic": True,
+            "sql_data_access": "CONTAINS_SQL", "is_null_call": False, "security_type": "DEFINER",
+            "specific_name": name}
+
+
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     workdir = tmp_path_factory.mktemp("matrix")
@@ -56,6 +65,10 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
                 "data_source_format": "DELTA", "columns": COLUMNS,
                 "storage_location": (workdir / "landing" / "t").as_uri()}),
             call("olga@x.com", "POST", f"{uc}/shares", json={"name": "sh"}),
+            call("olga@x.com", "POST", f"{uc}/volumes", json={"name": "vol", "catalog_name": "cat", "schema_name": "s",
+                                                             "volume_type": "MANAGED"}),
+            call("olga@x.com", "POST", f"{uc}/functions", json={"function_info": function_info("fn")}),
+            call("olga@x.com", "POST", f"{uc}/models", json={"name": "m", "catalog_name": "cat", "schema_name": "s"}),
             call("olga@x.com", "POST", f"{uc}/recipients", json={"name": "r", "authentication_type": "TOKEN"}),
             call("olga@x.com", "POST", f"{uc}/providers", json={
                 "name": "p", "recipient_profile_str": '{"endpoint": "http://127.0.0.1:9/", "bearerToken": "x"}'}),
@@ -64,7 +77,9 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         for kind, name, privileges in [("catalog", "cat", ["USE_CATALOG"]), ("schema", "cat.s", ["USE_SCHEMA"]),
                                        ("table", "cat.s.t", ["SELECT"]), ("table", "cat.s.ice", ["SELECT"]),
                                        ("storage_credential", "cred", ["READ_FILES"]),
-                                       ("external_location", "loc", ["READ_FILES"])]:
+                                       ("external_location", "loc", ["READ_FILES"]),
+                                       ("volume", "cat.s.vol", ["READ_VOLUME"]), ("function", "cat.s.fn", ["EXECUTE"]),
+                                       ("registered_model", "cat.s.m", ["EXECUTE"])]:
             granted = call("olga@x.com", "PATCH", f"{uc}/permissions/{kind}/{name}", json={"changes": [
                 {"principal": "ann@x.com", "add": privileges}]})
             assert granted.status_code == 200, granted.text
@@ -153,6 +168,34 @@ MATRIX = [
      {"source": {"namespace": ["s"], "name": "ice"}, "destination": {"namespace": ["s"], "name": "ice2"}},
      (None, None, D, D)),
     ("iceberg drop namespace", "DELETE", "/iceberg/v1/cat/namespaces/s", None, (None, None, D, D)),
+    ("get volume", "GET", f"{UC}/volumes/cat.s.vol", None, (A, A, A, D)),
+    ("update volume comment", "PATCH", f"{UC}/volumes/cat.s.vol", {"comment": "c"}, (A, A, D, D)),
+    ("create managed volume", "POST", f"{UC}/volumes", {"name": "v_{role}", "catalog_name": "cat",
+                                                        "schema_name": "s", "volume_type": "MANAGED"}, (A, A, D, D)),
+    ("create external volume", "POST", f"{UC}/volumes", {"name": "ev_{role}", "catalog_name": "cat",
+                                                         "schema_name": "s", "volume_type": "EXTERNAL",
+                                                         "storage_location": "{landing}/ev_{role}"}, (A, A, D, D)),
+    ("delete volume", "DELETE", f"{UC}/volumes/cat.s.vol", None, (None, None, D, D)),
+    ("read grants on a volume", "GET", f"{UC}/permissions/volume/cat.s.vol", None, (A, A, D, D)),
+    ("grant on a volume", "PATCH", f"{UC}/permissions/volume/cat.s.vol",
+     {"changes": [{"principal": "ann@x.com", "add": ["READ_VOLUME"]}]}, (A, A, D, D)),
+    ("get function", "GET", f"{UC}/functions/cat.s.fn", None, (A, A, A, D)),
+    ("create function", "POST", f"{UC}/functions", {"function_info": function_info("f_{role}")}, (A, A, D, D)),
+    ("delete function", "DELETE", f"{UC}/functions/cat.s.fn", None, (None, None, D, D)),
+    ("get registered model", "GET", f"{UC}/models/cat.s.m", None, (A, A, A, D)),
+    ("update registered model", "PATCH", f"{UC}/models/cat.s.m", {"comment": "c"}, (A, A, D, D)),
+    ("create registered model", "POST", f"{UC}/models", {"name": "m_{role}", "catalog_name": "cat",
+                                                         "schema_name": "s"}, (A, A, D, D)),
+    ("create model version", "POST", f"{UC}/models/versions", {"model_name": "m", "catalog_name": "cat",
+                                                               "schema_name": "s", "source": "runs:/1"}, (A, A, D, D)),
+    ("list model versions", "GET", f"{UC}/models/cat.s.m/versions", None, (A, A, A, D)),
+    ("delete registered model", "DELETE", f"{UC}/models/cat.s.m?force=true", None, (None, None, D, D)),
+    ("grant on a registered model", "PATCH", f"{UC}/permissions/registered_model/cat.s.m",
+     {"changes": [{"principal": "ann@x.com", "add": ["EXECUTE"]}]}, (A, A, D, D)),
+    ("everyone's effective permissions", "GET", f"{UC}/effective-permissions/table/cat.s.t", None, (A, A, D, D)),
+    ("own effective permissions", "GET", f"{UC}/effective-permissions/table/cat.s.t?principal={{email}}", None,
+     (A, A, A, A)),
+    ("table exists", "GET", f"{UC}/tables/cat.s.t/exists", None, (A, A, A, D)),
 ]
 
 # List endpoints answer everyone, showing each caller only what it may see: (list path, key, item).
@@ -167,6 +210,11 @@ VISIBILITY = [
     ("recipients", f"{UC}/recipients", "recipients", "name", "r", (A, A, D, D)),
     ("providers", f"{UC}/providers", "providers", "name", "p", (A, A, D, D)),
     ("iceberg tables", "/iceberg/v1/cat/namespaces/s/tables", "identifiers", "name", "ice", (A, A, A, None)),
+    ("volumes", f"{UC}/volumes?catalog_name=cat&schema_name=s", "volumes", "name", "vol", (A, A, A, None)),
+    ("functions", f"{UC}/functions?catalog_name=cat&schema_name=s", "functions", "name", "fn", (A, A, A, None)),
+    ("registered models", f"{UC}/models?catalog_name=cat&schema_name=s", "registered_models", "name", "m",
+     (A, A, A, None)),
+    ("all registered models", f"{UC}/models", "registered_models", "full_name", "cat.s.m", (A, A, A, D)),
 ]
 
 

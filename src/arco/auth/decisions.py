@@ -17,12 +17,16 @@ PRIVILEGES: dict[str, frozenset[str]] = {
                             "CREATE_SHARE", "CREATE_RECIPIENT", "CREATE_PROVIDER", "USE_PROVIDER", "USE_RECIPIENT",
                             "USE_SHARE", "CREATE"}),
     "catalog": frozenset({"USAGE", "USE_CATALOG", "CREATE", "CREATE_SCHEMA", "ALL_PRIVILEGES"}),
-    "schema": frozenset({"USAGE", "USE_SCHEMA", "CREATE", "CREATE_TABLE", "MODIFY", "ALL_PRIVILEGES"}),
+    "schema": frozenset({"USAGE", "USE_SCHEMA", "CREATE", "CREATE_TABLE", "MODIFY", "CREATE_VOLUME",
+                         "CREATE_FUNCTION", "CREATE_MODEL", "ALL_PRIVILEGES"}),
     "table": frozenset({"SELECT", "MODIFY", "ALL_PRIVILEGES"}),
+    "volume": frozenset({"READ_VOLUME", "WRITE_VOLUME", "ALL_PRIVILEGES"}),
+    "function": frozenset({"EXECUTE", "ALL_PRIVILEGES"}),
+    "registered_model": frozenset({"EXECUTE", "APPLY_TAG", "ALL_PRIVILEGES"}),
     "storage_credential": frozenset({"READ_FILES", "WRITE_FILES", "CREATE_TABLE", "CREATE_EXTERNAL_TABLE",
                                      "ALL_PRIVILEGES"}),
     "external_location": frozenset({"READ_FILES", "WRITE_FILES", "CREATE_TABLE", "CREATE_EXTERNAL_TABLE",
-                                    "ALL_PRIVILEGES"}),
+                                    "CREATE_EXTERNAL_VOLUME", "ALL_PRIVILEGES"}),
 }
 ALIASES = {"USE_CATALOG": "USAGE", "USE_SCHEMA": "USAGE", "CREATE_SCHEMA": "CREATE", "CREATE_TABLE": "CREATE",
            "CREATE_EXTERNAL_TABLE": "CREATE_TABLE"}
@@ -178,6 +182,51 @@ def can_delete_table(s: Subject, catalog: Securable, schema: Securable, table: S
     return _parents(s, catalog, schema) and owns(s, table)
 
 
+# -- volumes, functions, registered models (schema-level objects; same parent rules as tables) ------------------
+# Creating one needs CREATE_VOLUME / CREATE_FUNCTION / CREATE_MODEL on the schema (no alias: the legacy CREATE and
+# CREATE_TABLE do not stand in for them), besides USE_CATALOG and USE_SCHEMA.
+
+def can_create_in_schema(s: Subject, catalog: Securable, schema: Securable, privilege: str) -> bool:
+    return s.account_admin or (_parents(s, catalog, schema) and holds(s, schema, privilege))
+
+
+def can_use_object(s: Subject, catalog: Securable, schema: Securable, obj: Securable, privilege: str) -> bool:
+    """getVolume (READ_VOLUME), getFunction (EXECUTE), getRegisteredModel (EXECUTE), and what lists show: a
+    metastore admin, the catalog's owner, or USE_CATALOG + USE_SCHEMA and ``privilege`` (owners hold it)."""
+    return admin(s) or owns(s, catalog) or (_parents(s, catalog, schema) and holds(s, obj, privilege))
+
+
+def can_update_object(s: Subject, catalog: Securable, schema: Securable, obj: Securable, *, owner_only: bool,
+                      renames: bool, create_privilege: str) -> bool:
+    """The object's owner (with USE on the parents); an admin may only change the owner; a rename also needs the
+    schema's CREATE_<type> privilege, as renaming a table needs CREATE_TABLE."""
+    if s.account_admin:
+        return True
+    if not _parents(s, catalog, schema):
+        return False
+    allowed = owns(s, obj) or (admin(s) and owner_only)
+    return allowed and (not renames or holds(s, schema, create_privilege))
+
+
+def can_delete_object(s: Subject, catalog: Securable, schema: Securable, obj: Securable) -> bool:
+    """As for tables: the catalog's owner, the schema's owner (with USE_CATALOG), or the object's owner (with
+    USE_CATALOG and USE_SCHEMA); and metastore admins."""
+    return admin(s) or can_delete_table(s, catalog, schema, obj)
+
+
+def can_list_in_schema(s: Subject, catalog: Securable, schema: Securable) -> bool:
+    """Listing volumes / functions / models: admins, the catalog's owner, or USE_CATALOG + USE_SCHEMA."""
+    return admin(s) or owns(s, catalog) or _parents(s, catalog, schema)
+
+
+def can_see_table_exists(s: Subject, catalog: Securable, schema: Securable, table: Securable | None) -> bool:
+    """tables/{name}/exists: a metastore admin, the catalog's owner, the schema's owner with USE_CATALOG, or
+    USE_CATALOG + USE_SCHEMA and (when the table exists) ownership of or SELECT on it. Arco has no BROWSE."""
+    if admin(s) or owns(s, catalog) or (holds(s, catalog, "USAGE") and owns(s, schema)):
+        return True
+    return _parents(s, catalog, schema) and (table is None or holds(s, table, "SELECT"))
+
+
 # -- permissions -----------------------------------------------------------------------------------------------
 
 def can_manage_grants(s: Subject, securable: Securable) -> bool:
@@ -188,3 +237,11 @@ def can_read_grants(s: Subject, securable: Securable, of_principal: str | None) 
     if can_manage_grants(s, securable):
         return True
     return of_principal is not None and of_principal.casefold() == s.name.casefold()
+
+
+def can_read_effective_grants(s: Subject, securable: Securable, of_principal: str | None) -> bool:
+    """Effective permissions: admins and owners see everyone's; anyone sees their own and those of the groups they
+    are in (what they themselves hold)."""
+    if can_manage_grants(s, securable):
+        return True
+    return of_principal is not None and of_principal.casefold() in s.identities()

@@ -6,7 +6,13 @@ Every prefix of a warehouse belongs to at most one owner:
 * a catalog's managed root (and a metastore's storage root), under which Arco allocates managed tables;
 * a managed table: the prefix Arco allocated to its uuid (:func:`allocate_table_location`);
 * an external table: a prefix inside a UC external location, named by a caller holding CREATE_EXTERNAL_TABLE on
-  that location (:func:`check_external_table_location`).
+  that location (:func:`check_external_table_location`);
+* a volume: managed, the prefix Arco allocated to its id (the same shape as a table's); external, a prefix inside
+  an external location on which its creator holds CREATE_EXTERNAL_VOLUME (:func:`check_external_volume_location`);
+* a registered model: the prefix Arco allocated to its id (its versions' files live under it).
+
+Tables, volumes and models claim storage alike (:func:`table_claims` yields them all), so no table overlaps a
+volume and the other way round, and purge of either deletes nothing another one lives in or around.
 
 Owners never overlap, locations are compared only in their canonical form (:mod:`arco.storage.urls`), and purge
 deletes a prefix only if Arco allocated it to that very table and nothing else lives inside it or around it
@@ -109,13 +115,30 @@ def managed_root_claims(state: CatalogState) -> Iterator[Claim]:
             yield Claim(normalize(root), f"the managed storage of metastore {entry.fields.get('name', entry.name)}")
 
 
+CLAIMING_SECURABLES = ("volume", "registered_model")  # schema-level objects with storage (arco.catalog.schema_objects)
+
+
 def table_claims(state: CatalogState, exclude_id: str | None = None) -> Iterator[Claim]:
+    """Every prefix a table, volume or registered model holds (all but ``exclude_id``'s)."""
     for table in state.tables.values():
         if table.id != exclude_id and table.location:
             try:
                 yield Claim(normalize(table.location), f"table {table.name}", table.id)
             except BadLocation:
                 continue  # a legacy entry with an unreadable location claims nothing it can be compared with
+    yield from storage_object_claims(state, exclude_id)
+
+
+def storage_object_claims(state: CatalogState, exclude_id: str | None = None) -> Iterator[Claim]:
+    for kind in CLAIMING_SECURABLES:
+        for entry in state.securables_in_every_metastore(kind):
+            location = entry.fields.get("storage_location")
+            if entry.id != exclude_id and location:
+                try:
+                    yield Claim(normalize(location), f"{kind.replace('_', ' ')} {entry.fields.get('name', '')}",
+                                entry.id)
+                except BadLocation:
+                    continue
 
 
 def _first_overlap(url: str, claims: Iterable[Claim]) -> Claim | None:
@@ -142,31 +165,37 @@ def check_external_location_url(state: CatalogState, raw: object, warehouse_url:
         if other.id != exclude_id and overlaps(url, canonical(other.fields["url"])):
             raise LocationRefused("overlap", f"url {url} overlaps the external location {other.name} "
                                              f"({other.fields['url']})")
+    for claim in storage_object_claims(state):  # an external location inside one external volume would own it
+        if within(url, claim.url) and url != claim.url:
+            raise LocationRefused("inside-volume", f"url {url} is inside {claim.what}'s location {claim.url}")
     return url
 
 
 def check_external_table_location(state: CatalogState, who: Subject, raw: object, warehouse_url: str,
                                   metastore_id: str | None, *, must_be_writable: bool,
-                                  inside_warehouse: bool) -> str:
+                                  inside_warehouse: bool, kind: str = "table") -> str:
     """A location a client asks for a new external table (Iceberg create/register with a location, UC EXTERNAL):
     its canonical form, if it lies inside an external location of the caller's metastore on which the caller
-    holds CREATE_EXTERNAL_TABLE (or owns it, or is a metastore admin), and overlaps no other owner."""
+    holds CREATE_EXTERNAL_TABLE (or owns it, or is a metastore admin), and overlaps no other owner.
+    ``kind="volume"``: the same for an external volume, with CREATE_EXTERNAL_VOLUME."""
     url = canonical(raw)
     root = normalize(warehouse_url)
     if within(root, url):
         raise LocationRefused("warehouse-root", f"location {url} contains the whole warehouse")
     clash = _first_overlap(url, [*arco_claims(warehouse_url), *managed_root_claims(state), *table_claims(state)])
     if clash is not None:
-        raise LocationRefused("taken", f"location {url} overlaps {clash.what} ({clash.url}); every table needs a "
-                                       "prefix of its own: choose a new folder inside an external location")
+        raise LocationRefused("taken", f"location {url} overlaps {clash.what} ({clash.url}); every {kind} needs "
+                                       "a prefix of its own: choose a new folder inside an external location")
     container = containing_external_location(state, url, metastore_id)
     if container is None:
         raise LocationRefused("no-external-location", f"location {url} is in no external location; ask a "
                                                       "metastore admin to create one that contains it, or omit "
-                                                      "the location to let Arco place the table")
-    if not can_create_external_table(who, state, container):
-        raise LocationRefused("privilege", f"{who.name} may not create external tables in external location "
-                                           f"{container.name} (needs CREATE_EXTERNAL_TABLE on it)")
+                                                      f"the location to let Arco place the {kind}")
+    allowed = can_create_external_volume(who, state, container) if kind == "volume" else \
+        can_create_external_table(who, state, container)
+    if not allowed:
+        raise LocationRefused("privilege", f"{who.name} may not create external {kind}s in external location "
+                                           f"{container.name} (needs CREATE_EXTERNAL_{kind.upper()} on it)")
     if must_be_writable and container.fields.get("read_only"):
         raise LocationRefused("read-only", f"external location {container.name} is read-only, and Arco writes "
                                            "this table's metadata files")
@@ -191,6 +220,20 @@ def can_create_external_table(who: Subject, state: CatalogState, location: Secur
     target = can.Securable(location.owner, state.grants_on("external_location", location.id))
     # CREATE_TABLE is the 2.0 spelling of CREATE_EXTERNAL_TABLE on an external location.
     return can.admin(who) or can.holds(who, target, "CREATE_EXTERNAL_TABLE") or can.holds(who, target, "CREATE_TABLE")
+
+
+def check_external_volume_location(state: CatalogState, who: Subject, raw: object, warehouse_url: str,
+                                   metastore_id: str | None) -> str:
+    """An EXTERNAL volume's ``storage_location``: inside an external location on which the caller holds
+    CREATE_EXTERNAL_VOLUME (or owns it, or is a metastore admin), clear of every table, volume, model, managed
+    root, the warehouse root and ``_catalog``."""
+    return check_external_table_location(state, who, raw, warehouse_url, metastore_id, must_be_writable=False,
+                                         inside_warehouse=False, kind="volume")
+
+
+def can_create_external_volume(who: Subject, state: CatalogState, location: SecurableEntry) -> bool:
+    target = can.Securable(location.owner, state.grants_on("external_location", location.id))
+    return can.admin(who) or can.holds(who, target, "CREATE_EXTERNAL_VOLUME")
 
 
 def check_reregistration(state: CatalogState, location: str, catalog: CatalogEntry, table_id: str) -> str | None:
@@ -219,12 +262,19 @@ def check_write_paths(properties: Mapping[str, str], table_location: str) -> Non
 def purge_prefix(state: CatalogState, table: TableEntry, catalog: CatalogEntry | None,
                  warehouse_url: str) -> str | None:
     """The prefix a purge of (already dropped) ``table`` may delete: its allocated location, if Arco allocated it
-    to this table and no live table, managed root or Arco folder shares, contains or lies inside it. None: delete
-    nothing (an external table, or a location that is not the table's alone)."""
-    if not table.managed or catalog is None or not is_allocated(table.location, catalog, table.id):
+    to this table and no live table, volume, model, managed root or Arco folder shares, contains or lies inside
+    it. None: delete nothing (an external table, or a location that is not the table's alone)."""
+    return owned_prefix(state, table.id, table.location, table.managed, catalog, warehouse_url)
+
+
+def owned_prefix(state: CatalogState, owner_id: str, location: str, managed: bool, catalog: CatalogEntry | None,
+                 warehouse_url: str) -> str | None:
+    """:func:`purge_prefix` for any storage owner (a dropped table, volume or registered model): ``location`` if
+    it is managed, allocated by Arco to ``owner_id`` under ``catalog``'s root, and no one else's."""
+    if not managed or catalog is None or not is_allocated(location, catalog, owner_id):
         return None
-    url = normalize(table.location)
-    others = [*arco_claims(warehouse_url), *table_claims(state, exclude_id=table.id)]
+    url = normalize(location)
+    others = [*arco_claims(warehouse_url), *table_claims(state, exclude_id=owner_id)]
     if _first_overlap(url, others) is not None:
         return None
     if any(within(claim.url, url) for claim in managed_root_claims(state)):
@@ -253,3 +303,24 @@ def tables_sharing_storage(tables: Iterable[TableEntry]) -> set[str]:
             shared.update(ancestor_id for _, ancestor_id in ancestors)
         ancestors.append((segments, table_id))
     return shared
+
+
+# -- registered models -----------------------------------------------------------------------------------------
+
+
+def model_version_location(model_location: str, version: int) -> str:
+    """Where a model version's files go: ``<model's allocated prefix>/versions/<n>``."""
+    return f"{model_location.rstrip('/')}/versions/{int(version)}"
+
+
+def model_version_purge_prefix(state: CatalogState, model: SecurableEntry, version: int,
+                               catalog: CatalogEntry | None) -> str | None:
+    """The prefix a deleted version's files may be deleted from: inside its model's allocated prefix (a model
+    Arco placed itself), where nothing else (table, volume, another model) lives. None: delete nothing."""
+    location = model.fields.get("storage_location")
+    if not location or catalog is None or not is_allocated(location, catalog, model.id):
+        return None
+    url = normalize(model_version_location(location, version))
+    if _first_overlap(url, table_claims(state, exclude_id=model.id)) is not None:
+        return None
+    return url

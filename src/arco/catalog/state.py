@@ -16,6 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from arco.catalog.access import ACCESS_RULES, AccessState
+from arco.catalog.schema_objects import SCHEMA_OBJECT_RULES, objects_in_schema, remove_schema_objects
 from arco.catalog.securables import SECURABLE_RULES, SecurablesState
 from arco.catalog.tenancy import TenancyState, apply_drop_metastore, check_drop_metastore
 from arco.catalog.errors import (
@@ -245,6 +246,7 @@ def remove_catalog(state: CatalogState, entry: CatalogEntry) -> None:
         _remove_table(state, table)
     for ns in sorted((n for n in state.namespaces.values() if n.catalog_id == entry.id),
                      key=lambda n: -len(n.path)):
+        remove_schema_objects(state, ns.id)
         _remove_namespace(state, ns)
 
 
@@ -305,12 +307,17 @@ def _check_drop_namespace(state: CatalogState, op: Operation) -> None:
         raise NotEmptyError("namespace", dotted(entry.path), "namespaces")
     if state.tables_in.get(where) and not op.get("force"):
         raise NotEmptyError("namespace", dotted(entry.path), "tables or views")
+    held = objects_in_schema(state, entry.id)
+    if held and not op.get("force"):
+        raise NotEmptyError("namespace", dotted(entry.path),
+                            ", ".join(sorted({e.type.replace("_", " ") + "s" for e in held})))
 
 
 def _apply_drop_namespace(state: CatalogState, op: Operation) -> None:
     entry = state.namespaces[op["id"]]
     for table_id in list(state.tables_in.get((entry.catalog_id, path_key(entry.path)), {}).values()):
         _remove_table(state, state.tables[table_id])
+    remove_schema_objects(state, entry.id)
     _remove_namespace(state, entry)
 
 
@@ -397,6 +404,7 @@ RULES: dict[str, Rule] = {
     "drop_table": (_check_drop_table, _apply_drop_table),
     **ACCESS_RULES,
     **SECURABLE_RULES,
+    **SCHEMA_OBJECT_RULES,
     "drop_metastore": (check_drop_metastore, lambda state, op: apply_drop_metastore(state, op, remove_catalog)),
 }
 

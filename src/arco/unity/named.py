@@ -126,9 +126,15 @@ def _credential_in_use(state: CatalogState, entry: SecurableEntry) -> str | None
 
 
 def _location_in_use(state: CatalogState, entry: SecurableEntry) -> str | None:
+    url = locations.canonical(entry.fields["url"])
     tables = [t.name for t in state.tables.values() if not t.managed and t.location
-              and within(t.location.rstrip("/"), entry.fields["url"])]
-    return f"external table(s) {', '.join(tables)} are inside it" if tables else None
+              and within(locations.canonical(t.location), url)]
+    volumes = [v.name.rsplit(".", 1)[-1] for v in state.securables_in_every_metastore("volume")
+               if v.fields.get("volume_type") == "EXTERNAL" and v.fields.get("storage_location")
+               and within(locations.canonical(v.fields["storage_location"]), url)]
+    users = [f"external table(s) {', '.join(tables)}"] * bool(tables) + \
+        [f"external volume(s) {', '.join(volumes)}"] * bool(volumes)
+    return f"{' and '.join(users)} are inside it" if users else None
 
 
 Fields = Callable[[dict[str, Any], bool, CatalogState, SecurableEntry | None, Principal], dict[str, Any]]

@@ -15,7 +15,11 @@ from arco.api.responses import JsonResponse
 from arco.auth.principals import Principal
 from arco.catalog.errors import CatalogError
 from arco.unity.errors import UnityError, from_catalog_error, invalid
-from arco.unity import credentials, whoami
+from arco.unity import credentials, objects, whoami
+from arco.unity.effective import EffectivePermissions, object_type
+from arco.unity.functions import FunctionService
+from arco.unity.models import ModelService
+from arco.unity.volumes import VolumeService
 from arco.unity.metastores import MetastoreService
 from arco.unity.named import KINDS_BY_TYPE, NamedSecurables
 from arco.unity.sharing import SharingService
@@ -341,7 +345,139 @@ async def default_namespace_setting(request: Request) -> Response:
                          "etag": "arco"})
 
 
+# -- volumes, functions, registered models, effective permissions, table existence -----------------------------
+
+
+def _cached(request: Request, attribute: str, make: Callable[[UnityService], Any]) -> Any:
+    found = getattr(request.app.state, attribute, None)
+    if found is None:
+        found = make(service(request))
+        setattr(request.app.state, attribute, found)
+    return found
+
+
+def volumes(request: Request) -> VolumeService:
+    return _cached(request, "uc_volumes", lambda unity: VolumeService(unity.store, unity.tables))
+
+
+def functions(request: Request) -> FunctionService:
+    return _cached(request, "uc_functions", lambda unity: FunctionService(unity.store))
+
+
+def models(request: Request) -> ModelService:
+    return _cached(request, "uc_models", lambda unity: ModelService(unity.store, unity.tables))
+
+
+def effective(request: Request) -> EffectivePermissions:
+    return _cached(request, "uc_effective", lambda unity: EffectivePermissions(unity.store))
+
+
+def object_routes(path: str, list_key: str, get_service: Callable[[Request], Any], *, methods: tuple[str, ...],
+                  takes_force: bool = False) -> list[Route]:
+    """create (POST path), list (GET path?catalog_name&schema_name), and get / update / delete by full name."""
+
+    @unity_errors
+    async def create(request: Request) -> Response:
+        body = await body_of(request)
+        return JsonResponse(await blocking(get_service(request).create, body, me(request)))
+
+    @unity_errors
+    async def list_all(request: Request) -> Response:
+        q = request.query_params
+        items, token = await blocking(get_service(request).list, q.get("catalog_name"), q.get("schema_name"),
+                                      q.get("max_results"), q.get("page_token") or None, me(request))
+        return listed(list_key, items, token)
+
+    @unity_errors
+    async def one(request: Request) -> Response:
+        name, svc = request.path_params["full_name"], get_service(request)
+        if request.method == "PATCH":
+            body = await body_of(request)
+            return JsonResponse(await blocking(svc.update, name, body, me(request)))
+        if request.method == "DELETE":
+            args = (flag(request, "force"),) if takes_force else ()
+            await blocking(svc.delete, name, *args, me(request))
+            return JsonResponse({})
+        return JsonResponse(await blocking(svc.get, name, me(request)))
+
+    return [Route(path, create, methods=["POST"]), Route(path, list_all, methods=["GET"]),
+            Route(path + "/{full_name}", one, methods=list(methods))]
+
+
+@unity_errors
+async def create_model_version(request: Request) -> Response:
+    body = await body_of(request)
+    return JsonResponse(await blocking(models(request).create_version, body, me(request)))
+
+
+@unity_errors
+async def list_model_versions(request: Request) -> Response:
+    q = request.query_params
+    items, token = await blocking(models(request).list_versions, request.path_params["full_name"],
+                                  q.get("max_results"), q.get("page_token") or None, me(request))
+    return listed("model_versions", items, token)
+
+
+@unity_errors
+async def model_version(request: Request) -> Response:
+    name, version, svc = request.path_params["full_name"], request.path_params["version"], models(request)
+    if request.method == "PATCH":
+        body = await body_of(request)
+        return JsonResponse(await blocking(svc.update_version, name, version, body, me(request)))
+    if request.method == "DELETE":
+        await blocking(svc.delete_version, name, version, me(request))
+        return JsonResponse({})
+    return JsonResponse(await blocking(svc.get_version, name, version, me(request)))
+
+
+@unity_errors
+async def finalize_model_version(request: Request) -> Response:
+    body = await body_of(request)
+    p = request.path_params
+    return JsonResponse(await blocking(models(request).finalize_version, p["full_name"], p["version"], body,
+                                       me(request)))
+
+
+@unity_errors
+async def effective_permissions(request: Request) -> Response:
+    p, q = request.path_params, request.query_params
+    return JsonResponse(await blocking(effective(request).get, p["securable_type"], p["full_name"],
+                                       q.get("principal") or None, q.get("max_results"), q.get("page_token") or None,
+                                       me(request)))
+
+
+@unity_errors
+async def object_permissions(request: Request) -> Response:
+    """The Permissions API, with volumes, functions and registered models (:mod:`arco.unity.effective`) besides
+    the types :mod:`arco.unity.permissions` serves (handed on to it)."""
+    p = request.path_params
+    if object_type(p["securable_type"]) is None:
+        return await (get_permissions if request.method == "GET" else update_permissions)(request)
+    if request.method == "GET":
+        return JsonResponse(await blocking(effective(request).get_grants, p["securable_type"], p["full_name"],
+                                           request.query_params.get("principal") or None, me(request)))
+    body = await body_of(request)
+    return JsonResponse(await blocking(effective(request).update_grants, p["securable_type"], p["full_name"], body,
+                                       me(request), replace=request.method == "PUT"))
+
+
+@unity_errors
+async def table_exists(request: Request) -> Response:
+    return JsonResponse(await blocking(objects.table_exists, service(request).store, request.path_params["full_name"],
+                                       me(request)))
+
+
 routes = [
+    Route("/permissions/{securable_type}/{full_name}", object_permissions, methods=["GET", "PATCH", "PUT"]),
+    Route("/effective-permissions/{securable_type}/{full_name}", effective_permissions, methods=["GET"]),
+    Route("/tables/{full_name}/exists", table_exists, methods=["GET"]),
+    *object_routes("/volumes", "volumes", volumes, methods=("GET", "PATCH", "DELETE")),
+    *object_routes("/functions", "functions", functions, methods=("GET", "PATCH", "DELETE")),
+    Route("/models/versions", create_model_version, methods=["POST"]),
+    *object_routes("/models", "registered_models", models, methods=("GET", "PATCH", "DELETE"), takes_force=True),
+    Route("/models/{full_name}/versions", list_model_versions, methods=["GET"]),
+    Route("/models/{full_name}/versions/{version}", model_version, methods=["GET", "PATCH", "DELETE"]),
+    Route("/models/{full_name}/versions/{version}/finalize", finalize_model_version, methods=["PATCH"]),
     Route("/catalogs", creator("create_catalog"), methods=["POST"]),
     Route("/catalogs", list_catalogs, methods=["GET"]),
     Route("/catalogs/{name}", getter("get_catalog", "name"), methods=["GET"]),

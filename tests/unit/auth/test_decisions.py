@@ -78,3 +78,42 @@ def test_the_oss_spelling_with_spaces_is_the_same_privilege() -> None:
     assert d.can_use_catalog(STRANGER, spaced)
     with pytest.raises(d.InvalidPrivilege):
         d.check_privileges("table", ["USE CATALOG"])
+
+
+VOLUME = Securable("owner@x", {"analysts": ["READ_VOLUME"]})
+CREATOR_SCHEMA = Securable("owner@x", {"ann@x": ["USE_SCHEMA", "CREATE_VOLUME"], "analysts": ["CREATE_TABLE"]})
+
+
+@pytest.mark.parametrize(("decision", "expected"), [
+    # who:                          admin  account_admin  owner  grantee  stranger
+    (lambda s: d.can_create_in_schema(s, CATALOG, CREATOR_SCHEMA, "CREATE_VOLUME"), (False, True, True, True, False)),
+    # CREATE_TABLE (and the legacy CREATE) do not stand in for CREATE_FUNCTION / CREATE_MODEL
+    (lambda s: d.can_create_in_schema(s, CATALOG, SCHEMA, "CREATE_FUNCTION"), (False, True, True, False, False)),
+    (lambda s: d.can_create_in_schema(s, CATALOG, CREATOR_SCHEMA, "CREATE_MODEL"), (False, True, True, False, False)),
+    (lambda s: d.can_use_object(s, CATALOG, SCHEMA, VOLUME, "READ_VOLUME"), (True, True, True, True, False)),
+    (lambda s: d.can_use_object(s, CATALOG, SCHEMA, VOLUME, "EXECUTE"), (True, True, True, False, False)),
+    (lambda s: d.can_update_object(s, CATALOG, SCHEMA, VOLUME, owner_only=False, renames=False,
+                                   create_privilege="CREATE_VOLUME"), (False, True, True, False, False)),
+    (lambda s: d.can_update_object(s, CATALOG, SCHEMA, VOLUME, owner_only=True, renames=False,
+                                   create_privilege="CREATE_VOLUME"), (False, True, True, False, False)),
+    (lambda s: d.can_delete_object(s, CATALOG, SCHEMA, VOLUME), (True, True, True, False, False)),
+    (lambda s: d.can_list_in_schema(s, CATALOG, SCHEMA), (True, True, True, True, False)),
+    (lambda s: d.can_see_table_exists(s, CATALOG, SCHEMA, TABLE), (True, True, True, True, False)),
+    (lambda s: d.can_see_table_exists(s, CATALOG, SCHEMA, BARE), (True, True, True, False, False)),
+    (lambda s: d.can_see_table_exists(s, CATALOG, SCHEMA, None), (True, True, True, True, False)),
+    (lambda s: d.can_read_effective_grants(s, TABLE, None), (True, True, True, False, False)),
+    (lambda s: d.can_read_effective_grants(s, TABLE, "analysts"), (True, True, True, True, False)),
+    (lambda s: d.can_read_effective_grants(s, TABLE, "ann@x"), (True, True, True, True, False)),
+])
+def test_schema_objects_decision_table(decision, expected: tuple[bool, ...]) -> None:  # type: ignore[no-untyped-def]
+    got = tuple(decision(s) for s in (ADMIN, ACCOUNT_ADMIN, OWNER, GRANTEE, STRANGER))
+    assert got == expected
+
+
+def test_new_securable_types_take_their_privileges() -> None:
+    assert d.check_privileges("volume", ["READ VOLUME", "WRITE_VOLUME"]) == ["READ VOLUME", "WRITE_VOLUME"]
+    assert d.check_privileges("external_location", ["CREATE_EXTERNAL_VOLUME"]) == ["CREATE_EXTERNAL_VOLUME"]
+    assert d.check_privileges("schema", ["CREATE_VOLUME", "CREATE FUNCTION", "CREATE_MODEL"])
+    for kind, privilege in [("volume", "SELECT"), ("function", "READ_VOLUME"), ("registered_model", "MODIFY")]:
+        with pytest.raises(d.InvalidPrivilege):
+            d.check_privileges(kind, [privilege])

@@ -202,3 +202,78 @@ def test_tables_sharing_storage_are_found_in_one_pass() -> None:
               _table("d", "s3://b/wh/u"), _table("e", "s3://b/wh/u/"), _table("f", "s3://b/wh/v/x"),
               _table("g", "s3://b/wh/v/y"), _table("h", "file:///srv/t"), _table("i", "s3://b/wh/t/inner/deep")]
     assert locations.tables_sharing_storage(tables) == {"a", "c", "i", "d", "e"}
+
+
+# -- volumes and registered models claim storage like tables --------------------------------------------------
+
+
+def add_volume(state: CatalogState, name: str, location: str, volume_id: str, managed: bool) -> None:
+    commit(state, {"op": "create_schema_object", "type": "volume", "id": volume_id, "schema_id": "n1",
+                   "name": name, "owner": "ann@x",
+                   "fields": {"volume_type": "MANAGED" if managed else "EXTERNAL", "storage_location": location}})
+
+
+def decide_volume(state: CatalogState, who: Subject, raw: object) -> str:
+    try:
+        return locations.check_external_volume_location(state, who, raw, WH, None)
+    except LocationRefused as refused:
+        return f"refused:{refused.rule}"
+
+
+def test_external_volumes_need_create_external_volume_on_the_location(state: CatalogState) -> None:
+    assert decide_volume(state, ANN, f"{LANDING}/vol") == "refused:privilege"  # CREATE_EXTERNAL_TABLE is not it
+    commit(state, {"op": "update_grants", "securable_type": "external_location", "securable_id": "loc1",
+                   "changes": [{"principal": "bob@x", "add": ["CREATE_EXTERNAL_VOLUME"], "remove": []}]})
+    assert decide_volume(state, BOB, f"{LANDING}/vol") == f"{LANDING}/vol"
+    assert decide_volume(state, ADMIN, f"{WH}/archive/vol") == f"{WH}/archive/vol"  # read-only: Arco writes nothing
+    assert decide_volume(state, ADMIN, f"{WH}/elsewhere/vol") == "refused:no-external-location"
+    assert decide_volume(state, ADMIN, f"{LANDING}/ext/inner") == "refused:taken"  # inside an external table
+    assert decide_volume(state, ADMIN, victim_location(state)) == "refused:taken"
+    assert decide_volume(state, ADMIN, f"{MAIN_ROOT}/db/v") == "refused:taken"  # managed storage
+    assert decide_volume(state, ADMIN, f"{WH}/_catalog/v") == "refused:taken"
+    assert decide_volume(state, ADMIN, "file:///srv") == "refused:warehouse-root"
+
+
+def test_volumes_and_tables_never_overlap(state: CatalogState) -> None:
+    add_volume(state, "vol", f"{LANDING}/vol", "vol-1", managed=False)
+    for raw in (f"{LANDING}/vol", f"{LANDING}/vol/x", LANDING + "/"):
+        assert decide(state, ANN, raw, inside_warehouse=False).startswith("refused:"), raw
+    assert decide(state, ANN, f"{LANDING}/vol/t", inside_warehouse=False) == "refused:taken"
+    assert decide_volume(state, ADMIN, f"{LANDING}/vol/inner") == "refused:taken"
+    assert decide_volume(state, ADMIN, f"{LANDING}/volume2") == f"{LANDING}/volume2"  # a sibling, not inside
+
+
+def test_an_external_location_cannot_sit_inside_an_external_volume(state: CatalogState) -> None:
+    add_volume(state, "vol", f"{WH}/outside/vol", "vol-1", managed=False)
+    with pytest.raises(LocationRefused) as refused:
+        locations.check_external_location_url(state, f"{WH}/outside/vol/sub", WH)
+    assert refused.value.rule == "inside-volume"
+
+
+def test_purge_of_a_managed_volume_is_its_allocated_prefix_alone(state: CatalogState) -> None:
+    catalog = state.catalogs["c1"]
+    volume_id = "99999999-2222-3333-4444-555555555555"
+    where = locations.allocate_table_location(catalog, ("db",), "vol", volume_id)
+    assert locations.owned_prefix(state, volume_id, where, True, catalog, WH) == where  # dropped: nothing else there
+    assert locations.owned_prefix(state, volume_id, where, False, catalog, WH) is None  # external: never
+    assert locations.owned_prefix(state, volume_id, f"{LANDING}/x", True, catalog, WH) is None  # not allocated
+    add_volume(state, "vol", where, volume_id, managed=True)
+    # a table's purge considers live volumes: a (legacy) table around the volume's prefix is not purged
+    around = TableEntry(id="77777777-2222-3333-4444-555555555555", catalog_id="c1", namespace=("db",), name="t",
+                        kind="TABLE", format="ICEBERG", location=where.rsplit("/", 1)[0], owner="a")
+    assert locations.purge_prefix(state, around, catalog, WH) is None
+    assert locations.owned_prefix(state, "other-id", where, True, catalog, WH) is None
+
+
+def test_model_version_files_live_under_the_models_prefix(state: CatalogState) -> None:
+    catalog = state.catalogs["c1"]
+    model_id = "88888888-2222-3333-4444-555555555555"
+    where = locations.allocate_table_location(catalog, ("db",), "m", model_id)
+    commit(state, {"op": "create_schema_object", "type": "registered_model", "id": model_id, "schema_id": "n1",
+                   "name": "m", "owner": "a", "fields": {"storage_location": where}})
+    model = state.securables_in_every_metastore("registered_model")[0]
+    assert locations.model_version_location(where, 3) == f"{where}/versions/3"
+    assert locations.model_version_purge_prefix(state, model, 3, catalog) == f"{where}/versions/3"
+    assert decide(state, ADMIN, f"{where}/versions/3", inside_warehouse=False) == "refused:taken"
+    model.fields = {**model.fields, "storage_location": f"{LANDING}/m"}  # not one Arco allocated: never purged
+    assert locations.model_version_purge_prefix(state, model, 3, catalog) is None

@@ -1,0 +1,184 @@
+"""Effective permissions (``GET /effective-permissions/{type}/{full_name}``), and the Permissions API for the
+securable types this server added after :mod:`arco.unity.permissions`: volumes, functions, registered models.
+
+What "effective" means here, given Arco's model (:mod:`arco.auth.decisions`: no inheritance from catalog to
+schema to table, no DENY):
+
+* Every privilege granted on the securable itself, per principal holding the grant, each as
+  ``{"privilege": P}`` with no ``inherited_from_*`` (UC omits them for privileges assigned on the securable
+  itself). Since no privilege flows down from a parent in Arco, none carries ``inherited_from_type`` /
+  ``inherited_from_name``: reporting a catalog grant as inherited would claim access Arco does not give.
+* ``principal=<p>``: what ``p`` holds, directly or through its groups. A user's (or service principal's)
+  groups, nested groups and ``account users`` count; each group's grants are listed under the group's name, as
+  UC lists a privilege under the principal it was granted to (its EffectivePrivilege has no field naming a
+  group). A group's own groups count for a group.
+* Ownership is not a privilege assignment in UC, so an owner appears only through its grants (the securable's
+  ``owner`` field says who owns it; owners hold every privilege, :func:`arco.auth.decisions.holds`).
+* Privilege names are the canonical underscored spellings (``USE CATALOG`` granted by an OSS client reads as
+  ``USE_CATALOG``), sorted, without repeats.
+
+Who may ask: metastore admins and the securable's owner for everyone; anyone for themselves or a group they are
+in. Paging follows the Databricks rules for ``max_results`` (absent: everything; 0: the server's page; 1-149: 400).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arco.auth import decisions as can
+from arco.auth.decisions import InvalidPrivilege, Securable, check_privileges
+from arco.auth.principals import Principal
+from arco.auth.subjects import securable, subject_of
+from arco.catalog.access import ACCOUNT_USERS, principal_key
+from arco.catalog.paging import page
+from arco.catalog.state import CatalogState
+from arco.catalog.store import CatalogStore
+from arco.unity import objects
+from arco.unity import permissions as base
+from arco.unity.errors import UnityError, invalid
+
+# securable type as clients send it -> the type grants are stored under. Databricks names a registered model's
+# securable type FUNCTION; the OSS spec says registered_model.
+OBJECT_TYPES = {"volume": "volume", "function": "function", "registered_model": "registered_model",
+                "model": "registered_model"}
+PAGE = 1000
+
+
+def object_type(raw: str) -> str | None:
+    return OBJECT_TYPES.get(raw.lower().replace("-", "_"))
+
+
+def resolve(state: CatalogState, raw_type: str, full_name: str, caller: Principal) -> tuple[str, str, Securable]:
+    """(stored securable type, securable id, owner and grants) of any securable the Permissions API knows."""
+    kind = object_type(raw_type)
+    if kind is None:
+        kind = base.normalize_type(raw_type)
+        securable_id, target = base.resolve(state, kind, full_name, caller)
+        return kind, securable_id, target
+    if kind == "function":
+        try:
+            _, entry = objects.find(state, caller, "function", full_name)
+        except UnityError:
+            _, entry = objects.find(state, caller, "registered_model", full_name)
+            kind = "registered_model"
+    else:
+        _, entry = objects.find(state, caller, kind, full_name)
+    return kind, entry.id, securable(state, kind, entry)
+
+
+def _rows(state: CatalogState, grants: dict[str, list[str]], holders: set[str] | None) -> list[dict[str, Any]]:
+    rows = []
+    for key, privileges in sorted(grants.items()):
+        if holders is not None and key not in holders:
+            continue
+        found = state.principals.get(key)
+        names = sorted({can.canonical(p) for p in privileges})
+        rows.append({"principal": found.name if found else key, "privileges": names})
+    return rows
+
+
+def _holders(state: CatalogState, principal: str) -> set[str]:
+    """``principal`` and every group whose grants reach it."""
+    key = principal_key(principal)
+    found = state.principals.get(key)
+    groups = set(state.groups_of(principal))
+    if found is not None and found.kind == "group" or key == ACCOUNT_USERS:
+        groups.discard(ACCOUNT_USERS)  # account users holds every user, not every group
+    return {key} | groups
+
+
+def _page_size(raw: Any) -> int | None:
+    if raw in (None, ""):
+        return None
+    try:
+        size = int(raw)
+    except (TypeError, ValueError):
+        raise invalid(f"max_results must be an integer, got {raw!r}") from None
+    if size < 0 or 0 < size < 150:
+        raise invalid("max_results must be 0 (the server's page length) or at least 150")
+    return PAGE if size == 0 else min(size, PAGE)
+
+
+class EffectivePermissions:
+    def __init__(self, store: CatalogStore) -> None:
+        self.store = store
+
+    def get(self, raw_type: str, full_name: str, principal: str | None, max_results: Any, token: str | None,
+            caller: Principal) -> dict[str, Any]:
+        size = _page_size(max_results)
+        with self.store.read() as state:
+            _, _, target = resolve(state, raw_type, full_name, caller)
+            if not can.can_read_effective_grants(subject_of(state, caller), target, principal):
+                raise UnityError(403, "PERMISSION_DENIED", "Only admin users or the owner of the securable can read "
+                                                           "other principals' effective permissions.")
+            holders = _holders(state, principal) if principal else None
+            rows = _rows(state, dict(target.grants), holders)
+        chunk, next_token = page(rows, lambda r: r["principal"].casefold(), token, size)
+        body: dict[str, Any] = {"privilege_assignments": [
+            {"principal": r["principal"], "privileges": [{"privilege": p} for p in r["privileges"]]} for r in chunk]}
+        if next_token:
+            body["next_page_token"] = next_token
+        return body
+
+    # -- the Permissions API for volumes, functions and registered models ----------------------------------
+
+    def get_grants(self, raw_type: str, full_name: str, principal: str | None, caller: Principal) -> dict[str, Any]:
+        with self.store.read() as state:
+            _, _, target = resolve(state, raw_type, full_name, caller)
+            if not can.can_read_grants(subject_of(state, caller), target, principal):
+                raise UnityError(403, "PERMISSION_DENIED", "Only admin users or the owner of the securable can read "
+                                                           "other users' permissions.")
+            return {"privilege_assignments": _spelled_rows(state, dict(target.grants), principal)}
+
+    def update_grants(self, raw_type: str, full_name: str, body: dict[str, Any], caller: Principal, *,
+                      replace: bool) -> dict[str, Any]:
+        kind = object_type(raw_type) or ""
+        changes = _changes(kind, body, replace)
+        found: dict[str, str] = {}
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            stored, securable_id, target = resolve(state, raw_type, full_name, caller)
+            if stored != kind:  # a registered model named as FUNCTION: its privileges are checked as a model's
+                _changes(stored, body, replace)
+            if not can.can_manage_grants(subject_of(state, caller), target):
+                raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not change permissions on "
+                                                           f"{stored} {full_name}: only its owner or an admin may.")
+            for change in changes:
+                if principal_key(change["principal"]) != ACCOUNT_USERS and \
+                        principal_key(change["principal"]) not in state.principals:
+                    raise invalid(f"principal {change['principal']!r} does not exist")
+            found.update(kind=stored, id=securable_id)
+            return {"op": "update_grants", "securable_type": stored, "securable_id": securable_id,
+                    "changes": changes, "replace": replace}
+
+        self.store.execute(build, principal=caller.name)
+        with self.store.read() as state:
+            return {"privilege_assignments": _spelled_rows(state, dict(state.grants_on(found["kind"], found["id"])),
+                                                           None)}
+
+
+def _spelled_rows(state: CatalogState, grants: dict[str, list[str]], only: str | None) -> list[dict[str, Any]]:
+    rows = []
+    for key, privileges in sorted(grants.items()):
+        if only is not None and key != principal_key(only):
+            continue
+        found = state.principals.get(key)
+        rows.append({"principal": found.name if found else key, "privileges": sorted(privileges)})
+    return rows
+
+
+def _changes(kind: str, body: dict[str, Any], replace: bool) -> list[dict[str, Any]]:
+    raw = body.get("privilege_assignments") if replace else body.get("changes")
+    if not isinstance(raw, list):
+        raise invalid("'privilege_assignments' must be a list" if replace else "'changes' must be a list")
+    changes = []
+    for item in raw:
+        if not isinstance(item, dict) or not isinstance(item.get("principal"), str) or not item["principal"]:
+            raise invalid("every change needs a 'principal'")
+        try:
+            add = check_privileges(kind, item.get("privileges" if replace else "add") or [])
+            remove = [] if replace else check_privileges(kind, item.get("remove") or [])
+        except InvalidPrivilege as exc:
+            raise invalid(str(exc)) from None
+        changes.append({"principal": item["principal"], "add": add, "remove": remove})
+    return changes

@@ -1,0 +1,163 @@
+"""Volumes (OSS 2.1 ``/volumes``): MANAGED in a prefix Arco allocates, EXTERNAL inside an external location.
+
+Storage is decided by :mod:`arco.catalog.locations` only: a managed volume gets ``<catalog root>/<schema>/<name>-
+<uuid>`` (the shape of a managed table's prefix); an external volume's ``storage_location`` must lie inside an
+external location on which the caller holds CREATE_EXTERNAL_VOLUME (or owns it, or is an admin) and be clear of
+every table, volume, model, managed root and ``_catalog``. Deleting a managed volume deletes the files under its
+allocated prefix only (if no one else lives in or around it); an external volume's files are never deleted.
+Dropping its schema with force removes the volume from the catalog and leaves its files, as for tables.
+
+Privileges: CREATE_VOLUME on the schema to create; READ_VOLUME to see one; ownership to change or delete it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from arco.auth import decisions as can
+from arco.auth.principals import Principal
+from arco.auth.subjects import securable, subject_of
+from arco.catalog import locations
+from arco.catalog.paging import page
+from arco.catalog.schema_objects import objects_in_schema
+from arco.catalog.securables import SecurableEntry
+from arco.catalog.state import CatalogState
+from arco.catalog.store import CatalogStore
+from arco.iceberg.tables import TableService
+from arco.unity import objects
+from arco.unity.errors import invalid
+from arco.unity.service import changes_owner_only, denied, page_size, uc_name
+
+VOLUME_TYPES = ("MANAGED", "EXTERNAL")
+
+
+def volume_info(state: CatalogState, entry: SecurableEntry) -> dict[str, Any]:
+    return {**objects.common_info(state, entry, "volume_id"), "volume_type": entry.fields["volume_type"],
+            "storage_location": entry.fields["storage_location"]}
+
+
+class VolumeService:
+    def __init__(self, store: CatalogStore, tables: TableService) -> None:
+        self.store = store
+        self.tables = tables
+
+    def create(self, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
+        name = uc_name("volume", body.get("name"))
+        for key in ("catalog_name", "schema_name"):
+            objects.text(body, key, required=True)
+        volume_type = objects.choice(body, "volume_type", VOLUME_TYPES)
+        comment = objects.text(body, "comment")
+        location = objects.text(body, "storage_location")
+        if volume_type == "MANAGED" and location:
+            raise invalid("a MANAGED volume's storage_location is chosen by Arco: omit it")
+        if volume_type == "EXTERNAL" and not location:
+            raise invalid("storage_location is required for an EXTERNAL volume")
+        volume_id = str(uuid.uuid4())
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            where = objects.place(state, caller, body["catalog_name"], body["schema_name"])
+            who = objects.check(state, caller, where,
+                                lambda s, c, sc: can.can_create_in_schema(s, c, sc, "CREATE_VOLUME"),
+                                "create volumes", "USE_CATALOG, USE_SCHEMA and CREATE_VOLUME")
+            if volume_type == "MANAGED":
+                where_to = locations.allocate_table_location(where.catalog, where.schema.path, name, volume_id)
+            else:
+                where_to = locations.check_external_volume_location(state, who, location, self.tables.storage.url,
+                                                                    where.catalog.metastore_id)
+            return {"op": "create_schema_object", "type": "volume", "id": volume_id, "schema_id": where.schema.id,
+                    "name": name, "owner": caller.name, "comment": comment,
+                    "metastore_id": where.catalog.metastore_id,
+                    "fields": {"volume_type": volume_type, "storage_location": where_to}}
+
+        self.store.execute(build, principal=caller.name)
+        with self.store.read() as state:
+            entry = next(e for e in state.securables_in_every_metastore("volume") if e.id == volume_id)
+            return volume_info(state, entry)
+
+    def _readable(self, state: CatalogState, caller: Principal, where: objects.Place, entry: SecurableEntry) -> bool:
+        return can.can_use_object(subject_of(state, caller), *where.parents(state), securable(state, "volume", entry),
+                                  "READ_VOLUME")
+
+    def get(self, full_name: str, caller: Principal) -> dict[str, Any]:
+        with self.store.read() as state:
+            where, entry = objects.find(state, caller, "volume", full_name)
+            if not self._readable(state, caller, where, entry):
+                raise denied(caller, f"read volume {full_name} (needs USE_CATALOG, USE_SCHEMA and READ_VOLUME)")
+            return volume_info(state, entry)
+
+    def list(self, catalog_name: Any, schema_name: Any, max_results: Any, token: str | None,
+             caller: Principal) -> tuple[list[dict[str, Any]], str | None]:
+        if not catalog_name or not schema_name:
+            raise invalid("catalog_name and schema_name are both required")
+        with self.store.read() as state:
+            where = objects.place(state, caller, catalog_name, schema_name)
+            objects.check(state, caller, where, can.can_list_in_schema, "list volumes", "USE_CATALOG and USE_SCHEMA")
+            visible = [e for e in objects_in_schema(state, where.schema.id, "volume")
+                       if self._readable(state, caller, where, e)]
+            chunk, next_token = page(visible, lambda e: e.fields["name"].casefold(), token, page_size(max_results))
+            return [volume_info(state, e) for e in chunk], next_token
+
+    def update(self, full_name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
+        comment, owner = objects.text(body, "comment"), objects.owner_change(body)
+        renamed: dict[str, str] = {}
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            where, entry = objects.find(state, caller, "volume", full_name)
+            target = objects.new_name(body, "volume", entry.fields["name"])
+            if not can.can_update_object(subject_of(state, caller), *where.parents(state),
+                                         securable(state, "volume", entry), owner_only=changes_owner_only(body),
+                                         renames=bool(target), create_privilege="CREATE_VOLUME"):
+                raise denied(caller, f"update volume {full_name} (only its owner may)")
+            op: dict[str, Any] = {"op": "update_schema_object", "type": "volume", "schema_id": where.schema.id,
+                                  "name": entry.fields["name"], "metastore_id": entry.metastore_id}
+            if target:
+                op["new_name"] = renamed["name"] = target
+            if owner:
+                op["owner"] = owner
+            if "comment" in body:
+                op["comment"] = comment
+            return op
+
+        self.store.execute(build, principal=caller.name)
+        catalog_name, schema_name, name = full_name.split(".")
+        with self.store.read() as state:
+            _, entry = objects.find(state, caller, "volume",
+                                    f"{catalog_name}.{schema_name}.{renamed.get('name', name)}")
+            return volume_info(state, entry)
+
+    def delete(self, full_name: str, caller: Principal) -> None:
+        found: dict[str, Any] = {}
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            where, entry = objects.find(state, caller, "volume", full_name)
+            if not can.can_delete_object(subject_of(state, caller), *where.parents(state),
+                                         securable(state, "volume", entry)):
+                raise denied(caller, f"delete volume {full_name} (only its owner may)")
+            found.update(entry=entry, catalog_id=where.catalog.id)
+            return {"op": "drop_schema_object", "type": "volume", "schema_id": where.schema.id,
+                    "name": entry.fields["name"], "metastore_id": entry.metastore_id}
+
+        self.store.execute(build, principal=caller.name)
+        entry = found["entry"]
+        if entry.fields["volume_type"] == "MANAGED":
+            purge(self.store, self.tables, entry.id, entry.fields["storage_location"], found["catalog_id"])
+
+
+def purge(store: CatalogStore, tables: TableService, owner_id: str, location: str, catalog_id: str,
+          prefix_of: Any = None) -> int:
+    """Delete the files under a dropped managed object's allocated prefix, if it is that object's alone
+    (:func:`arco.catalog.locations.owned_prefix`); ``prefix_of(state)`` may decide instead (model versions)."""
+    with store.read() as state:
+        if prefix_of is not None:
+            prefix = prefix_of(state)
+        else:
+            prefix = locations.owned_prefix(state, owner_id, location, True, state.catalogs.get(catalog_id),
+                                            tables.storage.url)
+    if prefix is None:
+        return 0
+    deleted = 0
+    for meta in list(tables.storage.list(tables.files.key_of(prefix + "/"))):
+        tables.storage.delete(meta.key)
+        deleted += 1
+    return deleted
