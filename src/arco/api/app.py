@@ -24,13 +24,12 @@ from arco.api.errors import ApiError, error_body, surface_of
 from arco.api.responses import JsonResponse
 from arco.auth.authenticator import Authenticator
 from arco.auth.bootstrap import read_stored_admin_hash
-from arco.auth.principals import BOOTSTRAP_ADMIN, Principal
-from arco.catalog.catalogs import ensure_default_catalog
+from arco.auth.principals import Principal
+from arco.catalog.bootstrap import initialise_warehouse
 from arco.catalog.store import CatalogStore
 from arco.auth.tokens import hash_token
 from arco.iceberg import routes as iceberg_routes
 from arco.unity import routes as unity_routes
-from arco.unity.metastore import ensure_primary_metastore
 from arco.unity import tokens_api
 from arco.unity.metastores import MetastoreService
 from arco.unity.named import NamedSecurables
@@ -115,10 +114,9 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
         middleware=[Middleware(BearerAuthMiddleware, authenticator=authenticator)],
         exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _unexpected_error},
     )
-    ensure_default_catalog(store, owner=BOOTSTRAP_ADMIN.name)
+    initialise_warehouse(storage, admin_token=False, store=store)  # serve made the admin token, if it had to
     app.state.services = Services(settings=settings, storage=storage, authenticator=authenticator)
     app.state.iceberg = IcebergServices.build(settings, store, storage)
-    ensure_primary_metastore(store)
     app.state.metastores = MetastoreService(store, storage.url)
     app.state.unity = UnityService(store, app.state.iceberg.tables)
     app.state.permissions = PermissionsService(store)

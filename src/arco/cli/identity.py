@@ -7,19 +7,15 @@ import click
 from arco.auth.principals import BOOTSTRAP_ADMIN
 from arco.catalog.errors import CatalogError
 from arco.catalog.store import CatalogStore
+from arco.cli.common import open_warehouse, warehouse_options
 
 
 def _store(warehouse: str, storage_options: tuple[str, ...]) -> CatalogStore:
-    from arco.cli.main import _parse_options
-    from arco.storage.factory import open_storage
-
-    return CatalogStore(open_storage(warehouse, _parse_options(storage_options)))
+    """The warehouse's catalog, initialised as ``arco serve`` would on a new warehouse."""
+    return open_warehouse(warehouse, storage_options).store
 
 
-def _options(fn):  # type: ignore[no-untyped-def]
-    from arco.cli.main import _storage_options_option, _warehouse_option
-
-    return _warehouse_option()(_storage_options_option()(fn))
+_options = warehouse_options
 
 
 def _run(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
@@ -34,7 +30,7 @@ BY = BOOTSTRAP_ADMIN.name
 
 @click.group()
 def user() -> None:
-    """Users, named by email."""
+    """Create and list users (named by email); give them tokens with `arco token create`."""
 
 
 @user.command("create")
@@ -42,6 +38,12 @@ def user() -> None:
 @click.argument("email")
 @click.option("--account-admin", is_flag=True, help="May do everything, like the bootstrap admin.")
 def user_create(warehouse: str, storage_options: tuple[str, ...], email: str, account_admin: bool) -> None:
+    """Create the user EMAIL.
+
+    \b
+    Example:
+      arco user create ann@example.com --warehouse ./warehouse
+    """
     from arco.auth.identity import create_principal
 
     entry = _run(create_principal, _store(warehouse, storage_options), "user", email, by=BY,
@@ -52,6 +54,7 @@ def user_create(warehouse: str, storage_options: tuple[str, ...], email: str, ac
 @user.command("list")
 @_options
 def user_list(warehouse: str, storage_options: tuple[str, ...]) -> None:
+    """List users, groups (with their members) and service principals, tab-separated."""
     with _store(warehouse, storage_options).read() as state:
         for entry in sorted(state.principals.values(), key=lambda p: (p.kind, p.name.casefold())):
             members = f"\tmembers: {', '.join(entry.members)}" if entry.kind == "group" else ""
@@ -61,7 +64,7 @@ def user_list(warehouse: str, storage_options: tuple[str, ...]) -> None:
 
 @click.group()
 def group() -> None:
-    """Groups of users, service principals and other groups."""
+    """Groups of users, service principals and other groups (grant to a group, not to each member)."""
 
 
 @group.command("create")
@@ -69,6 +72,12 @@ def group() -> None:
 @click.argument("name")
 @click.option("--member", "members", multiple=True, help="A user, service principal or group (repeatable).")
 def group_create(warehouse: str, storage_options: tuple[str, ...], name: str, members: tuple[str, ...]) -> None:
+    """Create the group NAME.
+
+    \b
+    Example:
+      arco group create analysts --member ann@example.com --member bob@example.com
+    """
     from arco.auth.identity import create_principal
 
     entry = _run(create_principal, _store(warehouse, storage_options), "group", name, by=BY, members=list(members))
@@ -80,6 +89,7 @@ def group_create(warehouse: str, storage_options: tuple[str, ...], name: str, me
 @click.argument("name")
 @click.argument("member")
 def group_add(warehouse: str, storage_options: tuple[str, ...], name: str, member: str) -> None:
+    """Add MEMBER (a user, service principal or group) to the group NAME."""
     from arco.auth.identity import update_members
 
     entry = _run(update_members, _store(warehouse, storage_options), name, by=BY, add=[member])
@@ -91,6 +101,7 @@ def group_add(warehouse: str, storage_options: tuple[str, ...], name: str, membe
 @click.argument("name")
 @click.argument("member")
 def group_remove(warehouse: str, storage_options: tuple[str, ...], name: str, member: str) -> None:
+    """Remove MEMBER from the group NAME."""
     from arco.auth.identity import update_members
 
     entry = _run(update_members, _store(warehouse, storage_options), name, by=BY, remove=[member])
@@ -101,7 +112,12 @@ def group_remove(warehouse: str, storage_options: tuple[str, ...], name: str, me
 @_options
 @click.argument("application_id")
 def service_principal(warehouse: str, storage_options: tuple[str, ...], application_id: str) -> None:
-    """Create a service principal and print its OAuth2 client secret (once)."""
+    """Create the service principal APPLICATION_ID and print its OAuth2 client secret (once).
+
+    \b
+    Example:
+      arco service-principal etl-bot --warehouse ./warehouse
+    """
     from arco.auth.identity import create_service_principal
 
     entry, secret = _run(create_service_principal, _store(warehouse, storage_options), application_id, by=BY)
@@ -118,12 +134,18 @@ def token() -> None:
 @_options
 @click.argument("principal")
 @click.option("--lifetime-days", type=click.IntRange(1), default=None, help="Expire after this many days.")
-@click.option("--comment", default=None)
+@click.option("--comment", default=None, help="A note shown by `arco token list`.")
 @click.option("--workspace", type=click.IntRange(0), default=None,
               help="Make the token work in this workspace only (and so in its metastore); default: any workspace, "
                    "chosen per request with the X-Databricks-Workspace-Id header, else workspace 0.")
 def token_create(warehouse: str, storage_options: tuple[str, ...], principal: str, lifetime_days: int | None,
                  comment: str | None, workspace: int | None) -> None:
+    """Print a new personal access token for PRINCIPAL (only once: just its hash is stored).
+
+    \b
+    Example:
+      export ARCO_TOKEN=$(arco token create ann@example.com --lifetime-days 30)
+    """
     from arco.auth.identity import create_token
 
     issued = _run(create_token, _store(warehouse, storage_options), principal, by=BY,
@@ -137,6 +159,7 @@ def token_create(warehouse: str, storage_options: tuple[str, ...], principal: st
 @token.command("list")
 @_options
 def token_list(warehouse: str, storage_options: tuple[str, ...]) -> None:
+    """List tokens: id, principal, active/revoked, workspace, comment (never the tokens themselves)."""
     with _store(warehouse, storage_options).read() as state:
         for entry in sorted(state.tokens.values(), key=lambda t: t.created_at_ms):
             status = "revoked" if entry.revoked else "active"
@@ -148,6 +171,7 @@ def token_list(warehouse: str, storage_options: tuple[str, ...]) -> None:
 @_options
 @click.argument("token_id")
 def token_revoke(warehouse: str, storage_options: tuple[str, ...], token_id: str) -> None:
+    """Revoke the token TOKEN_ID (see `arco token list`); every server refuses it from its next request."""
     from arco.auth.identity import revoke_token
 
     _run(revoke_token, _store(warehouse, storage_options), token_id, by=BY)

@@ -2,58 +2,41 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 import sys
 
 import click
 
 from arco.settings import (
-    DEFAULT_WAREHOUSE,
     VENDING_AZURE_SAS_SCOPES,
     VENDING_MAX_LIFETIME_S,
     VENDING_MIN_LIFETIME_S,
     ServerSettings,
 )
 
-WAREHOUSE_HELP = (
-    "Where the catalog lives: a directory (created if missing), or s3://bucket/prefix, gs://bucket/prefix, "
-    "az://container/prefix. Defaults to $ARCO_WAREHOUSE, else ./warehouse."
-)
+from arco.cli.common import WAREHOUSE_HELP, parse_options, storage_options_option, warehouse_option  # noqa: F401
 
-
-def _warehouse_option():  # type: ignore[no-untyped-def]
-    return click.option(
-        "--warehouse",
-        default=lambda: os.environ.get("ARCO_WAREHOUSE", DEFAULT_WAREHOUSE),
-        show_default="./warehouse",
-        help=WAREHOUSE_HELP,
-    )
-
-
-def _storage_options_option():  # type: ignore[no-untyped-def]
-    return click.option(
-        "--storage-option",
-        "storage_options",
-        multiple=True,
-        metavar="KEY=VALUE",
-        help="A storage setting such as s3.endpoint=http://127.0.0.1:8333 (repeatable).",
-    )
-
-
-def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
-    options: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--storage-option")
-        options[key] = value
-    return options
+# Kept for modules that import these names from here.
+_warehouse_option = warehouse_option
+_storage_options_option = storage_options_option
+_parse_options = parse_options
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="arco")
 def cli() -> None:
-    """Arco: a serverless catalog for Iceberg and Delta tables."""
+    """Arco: a serverless catalog for Iceberg and Delta tables (Iceberg REST and Unity Catalog APIs).
+
+    All state lives in the warehouse (a directory or an object storage prefix); any number of `arco serve`
+    processes can serve one warehouse. `arco COMMAND --help` explains each command.
+
+    \b
+    First steps:
+      arco quickstart --warehouse ./warehouse     # sample tables, a demo user and token, query commands
+      arco serve --warehouse ./warehouse          # prints the admin token once, and client recipes
+    """
 
 
 @cli.command()
@@ -68,7 +51,8 @@ def cli() -> None:
               "taken over by a retry.")
 @click.option("--max-body-bytes", default=16 * 1024 * 1024, show_default=True, type=click.IntRange(1024),
               help="Largest request body accepted; larger ones get 413.")
-@click.option("--access-log/--no-access-log", default=False, show_default=True)
+@click.option("--access-log/--no-access-log", default=False, show_default=True,
+              help="Log every request (uvicorn's access log) to stderr.")
 @click.option("--vending-s3-role-arn", envvar="ARCO_VENDING_S3_ROLE_ARN", show_envvar=True, default=None,
               help="IAM role that STS AssumeRole takes on to vend S3 credentials scoped to one table.")
 @click.option("--vending-sts-endpoint", envvar="ARCO_VENDING_STS_ENDPOINT", show_envvar=True, default=None,
@@ -88,11 +72,20 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
           in_progress_timeout: int, max_body_bytes: int, access_log: bool, vending_s3_role_arn: str | None,
           vending_sts_endpoint: str | None, vending_lifetime_s: int, vending_azure_sas_scope: str,
           vending_gcs_credentials_file: str | None) -> None:
-    """Serve the Iceberg REST (and other) APIs for a warehouse."""
+    """Serve the Iceberg REST and Unity Catalog APIs for a warehouse.
+
+    The first start on a warehouse prints the bootstrap admin token (once; ARCO_ADMIN_TOKEN sets your own), then
+    recipes for PyIceberg, Spark, DuckDB, the Databricks SDK and curl.
+
+    \b
+    Examples:
+      arco serve --warehouse ./warehouse
+      arco serve --warehouse s3://bucket/prefix --storage-option s3.region=eu-west-1 --port 9000 --workers 4
+    """
     import uvicorn
 
     from arco.api.app import ADMIN_TOKEN_ENV
-    from arco.auth.bootstrap import ensure_bootstrap_admin
+    from arco.catalog.bootstrap import initialise_warehouse
     from arco.cli.banner import startup_banner
     from arco.settings import SETTINGS_ENV
     from arco.storage.base import CasNotSupported, StorageError
@@ -108,11 +101,12 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
         vending_azure_sas_scope=vending_azure_sas_scope,
         vending_gcs_credentials_file=vending_gcs_credentials_file or None,
     )
+    check_port_free(host, port)  # before anything is written or printed (a generated token would be lost)
     try:
         storage = open_storage(settings.warehouse, settings.storage_options)
         probe_conditional_writes(storage)
         env_token = os.environ.get(ADMIN_TOKEN_ENV) or None
-        generated = ensure_bootstrap_admin(storage, env_token)
+        generated = initialise_warehouse(storage, env_token=env_token).generated_admin_token
     except CasNotSupported as exc:
         raise click.ClickException(str(exc)) from exc
     except StorageError as exc:
@@ -132,14 +126,21 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
 @cli.command("admin-token")
 @_warehouse_option()
 @_storage_options_option()
-@click.option("--rotate", is_flag=True, required=True, help="Make a new bootstrap admin token; the old one stops working.")
+@click.option("--rotate", is_flag=True, required=True,
+              help="Make a new bootstrap admin token; the old one stops working on the next request of every "
+                   "running server.")
 def admin_token(warehouse: str, storage_options: tuple[str, ...], rotate: bool) -> None:
-    """Replace the warehouse's stored bootstrap admin token and print the new one."""
-    from arco.auth.bootstrap import rotate_bootstrap_admin
-    from arco.storage.factory import open_storage
+    """Replace the warehouse's bootstrap admin token and print the new one (ARCO_ADMIN_TOKEN is not affected).
 
-    storage = open_storage(warehouse, _parse_options(storage_options))
-    click.echo(rotate_bootstrap_admin(storage))
+    \b
+    Example:
+      export ARCO_TOKEN=$(arco admin-token --rotate --warehouse ./warehouse)
+    """
+    from arco.auth.bootstrap import rotate_bootstrap_admin
+    from arco.cli.common import open_warehouse
+
+    done = open_warehouse(warehouse, storage_options, admin_token=False)
+    click.echo(rotate_bootstrap_admin(done.store.storage, done.store))
 
 
 @cli.command()
@@ -154,66 +155,61 @@ def reconcile(warehouse: str, storage_options: tuple[str, ...], catalog: str | N
     """Backfill missing committed receipts from each table's metadata log and from the catalog log.
 
     Safe to run at any time, also while servers are running: receipts are written create-only.
+
+    \b
+    Example:
+      arco reconcile --warehouse ./warehouse --catalog main --table sales.orders
     """
     from rich.console import Console
 
+    from arco.cli.common import open_warehouse
     from arco.cli.reconcile import print_summary, run_reconcile
-    from arco.storage.factory import open_storage
 
     if table is not None and catalog is None:
         catalog = "main"
     console = Console(stderr=True)
-    counts = run_reconcile(open_storage(warehouse, _parse_options(storage_options)), catalog, table, max_depth,
+    counts = run_reconcile(open_warehouse(warehouse, storage_options).store.storage, catalog, table, max_depth,
                            console)
     print_summary(counts, Console())
     if counts.unreadable:
         console.print(f"[yellow]{counts.unreadable} metadata file(s) could not be read and were skipped.[/yellow]")
 
 
-@cli.group()
-def catalog() -> None:
-    """Create and list the catalogs of a warehouse (a new warehouse has one, named main)."""
+def check_port_free(host: str, port: int) -> None:
+    """Fail with one clear line, before the banner, when ``host:port`` cannot be listened on."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise click.ClickException(
+                    f"port {port} on {host} is already in use (another arco serve?): stop that process or "
+                    f"choose another port with --port") from None
+            raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
-@catalog.command("create")
-@_warehouse_option()
-@_storage_options_option()
-@click.argument("name")
-@click.option("--comment", default=None, help="A description shown in listings.")
-def catalog_create(warehouse: str, storage_options: tuple[str, ...], name: str, comment: str | None) -> None:
-    """Create catalog NAME; Iceberg clients then use warehouse=NAME. Servers see it at once."""
-    from arco.cli.catalogs import create
-    from arco.storage.factory import open_storage
+def register_commands() -> click.Group:
+    """Add the commands that live in their own modules (imported only when the CLI runs) to :data:`cli`."""
+    from arco.cli import grants, identity, spark
+    from arco.cli.catalogs import catalog
+    from arco.cli.pipeline import pipeline
+    from arco.cli.quickstart import quickstart
 
-    click.echo(create(open_storage(warehouse, _parse_options(storage_options)), name, comment))
-
-
-@catalog.command("list")
-@_warehouse_option()
-@_storage_options_option()
-def catalog_list(warehouse: str, storage_options: tuple[str, ...]) -> None:
-    """List the catalogs: name, storage root, comment (tab-separated)."""
-    from arco.cli.catalogs import listing
-    from arco.storage.factory import open_storage
-
-    for line in listing(open_storage(warehouse, _parse_options(storage_options))):
-        click.echo(line)
-
-
-@cli.command("spark-jars")
-def spark_jars_command() -> None:
-    """Print the comma-separated local jar paths a Spark session needs (spark.jars) to talk to Arco."""
-    from arco.spark.jars import spark_jars
-
-    click.echo(",".join(str(p) for p in spark_jars()))
+    for command in [catalog, pipeline, quickstart, *grants.COMMANDS, *identity.COMMANDS, *spark.COMMANDS]:
+        cli.add_command(command)
+    return cli
 
 
 def main() -> None:
-    from arco.cli.identity import COMMANDS
-    from arco.cli.pipeline import pipeline
-
-    for command in [pipeline, *COMMANDS]:
-        cli.add_command(command)
+    register_commands()
     cli()
 
 
