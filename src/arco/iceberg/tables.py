@@ -323,8 +323,10 @@ class TableService:
                                kind="TABLE", format="ICEBERG", location=dropped.location, owner="",
                                managed=dropped.managed)
             prefix = locations.purge_prefix(state, entry, state.catalogs.get(dropped.catalog_id), self.storage.url)
-        if prefix is None:
-            return 0
+        return 0 if prefix is None else self.delete_prefix(prefix)
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Delete every object under ``prefix`` (a canonical URL that governance gave to one owner alone)."""
         deleted = 0
         for meta in list(self.storage.list(self.files.key_of(prefix + "/"))):
             self.storage.delete(meta.key)

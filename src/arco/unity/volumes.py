@@ -154,10 +154,4 @@ def purge(store: CatalogStore, tables: TableService, owner_id: str, location: st
         else:
             prefix = locations.owned_prefix(state, owner_id, location, True, state.catalogs.get(catalog_id),
                                             tables.storage.url)
-    if prefix is None:
-        return 0
-    deleted = 0
-    for meta in list(tables.storage.list(tables.files.key_of(prefix + "/"))):
-        tables.storage.delete(meta.key)
-        deleted += 1
-    return deleted
+    return 0 if prefix is None else tables.delete_prefix(prefix)
