@@ -93,7 +93,8 @@ def test_metastore_and_named_securables(world: dict) -> None:
     (["SELECT", "on", "table", "main.sales.nope", "to", "ann@x.com"], "does not exist"),
     (["USE_CATALOG", "on", "catalog", "nope", "to", "ann@x.com"], "does not exist"),
     (["SELECT", "on", "catalog", "main", "to", "ann@x.com"], "does not apply to a catalog"),
-    (["SELECT", "on", "volume", "main.sales.v", "to", "ann@x.com"], "unknown securable type"),
+    (["SELECT", "on", "galaxy", "main.sales.v", "to", "ann@x.com"], "unknown securable type"),
+    (["SELECT", "on", "volume", "main.sales.v", "to", "ann@x.com"], "does not apply to a volume"),
     (["CREATE_CATALOG", "on", "metastore", "not-the-id", "to", "ann@x.com"], "is not the metastore"),
     (["SELECT", "table", "main.sales.orders", "ann@x.com"], "expected PRIVILEGE"),
 ])

@@ -26,14 +26,13 @@ from __future__ import annotations
 from typing import Any
 
 from arco.auth import decisions as can
-from arco.auth.decisions import InvalidPrivilege, Securable, check_privileges
+from arco.auth.decisions import Securable
 from arco.auth.principals import Principal
-from arco.auth.subjects import securable, subject_of
+from arco.auth.subjects import subject_of
 from arco.catalog.access import ACCOUNT_USERS, principal_key
 from arco.catalog.paging import page
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
-from arco.unity import objects
 from arco.unity import permissions as base
 from arco.unity.errors import UnityError, invalid
 
@@ -50,20 +49,7 @@ def object_type(raw: str) -> str | None:
 
 def resolve(state: CatalogState, raw_type: str, full_name: str, caller: Principal) -> tuple[str, str, Securable]:
     """(stored securable type, securable id, owner and grants) of any securable the Permissions API knows."""
-    kind = object_type(raw_type)
-    if kind is None:
-        kind = base.normalize_type(raw_type)
-        securable_id, target = base.resolve(state, kind, full_name, caller)
-        return kind, securable_id, target
-    if kind == "function":
-        try:
-            _, entry = objects.find(state, caller, "function", full_name)
-        except UnityError:
-            _, entry = objects.find(state, caller, "registered_model", full_name)
-            kind = "registered_model"
-    else:
-        _, entry = objects.find(state, caller, kind, full_name)
-    return kind, entry.id, securable(state, kind, entry)
+    return base.resolve(state, base.normalize_type(raw_type), full_name, caller)
 
 
 def _rows(state: CatalogState, grants: dict[str, list[str]], holders: set[str] | None) -> list[dict[str, Any]]:
@@ -119,66 +105,3 @@ class EffectivePermissions:
         if next_token:
             body["next_page_token"] = next_token
         return body
-
-    # -- the Permissions API for volumes, functions and registered models ----------------------------------
-
-    def get_grants(self, raw_type: str, full_name: str, principal: str | None, caller: Principal) -> dict[str, Any]:
-        with self.store.read() as state:
-            _, _, target = resolve(state, raw_type, full_name, caller)
-            if not can.can_read_grants(subject_of(state, caller), target, principal):
-                raise UnityError(403, "PERMISSION_DENIED", "Only admin users or the owner of the securable can read "
-                                                           "other users' permissions.")
-            return {"privilege_assignments": _spelled_rows(state, dict(target.grants), principal)}
-
-    def update_grants(self, raw_type: str, full_name: str, body: dict[str, Any], caller: Principal, *,
-                      replace: bool) -> dict[str, Any]:
-        kind = object_type(raw_type) or ""
-        changes = _changes(kind, body, replace)
-        found: dict[str, str] = {}
-
-        def build(state: CatalogState) -> dict[str, Any]:
-            stored, securable_id, target = resolve(state, raw_type, full_name, caller)
-            if stored != kind:  # a registered model named as FUNCTION: its privileges are checked as a model's
-                _changes(stored, body, replace)
-            if not can.can_manage_grants(subject_of(state, caller), target):
-                raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not change permissions on "
-                                                           f"{stored} {full_name}: only its owner or an admin may.")
-            for change in changes:
-                if principal_key(change["principal"]) != ACCOUNT_USERS and \
-                        principal_key(change["principal"]) not in state.principals:
-                    raise invalid(f"principal {change['principal']!r} does not exist")
-            found.update(kind=stored, id=securable_id)
-            return {"op": "update_grants", "securable_type": stored, "securable_id": securable_id,
-                    "changes": changes, "replace": replace}
-
-        self.store.execute(build, principal=caller.name)
-        with self.store.read() as state:
-            return {"privilege_assignments": _spelled_rows(state, dict(state.grants_on(found["kind"], found["id"])),
-                                                           None)}
-
-
-def _spelled_rows(state: CatalogState, grants: dict[str, list[str]], only: str | None) -> list[dict[str, Any]]:
-    rows = []
-    for key, privileges in sorted(grants.items()):
-        if only is not None and key != principal_key(only):
-            continue
-        found = state.principals.get(key)
-        rows.append({"principal": found.name if found else key, "privileges": sorted(privileges)})
-    return rows
-
-
-def _changes(kind: str, body: dict[str, Any], replace: bool) -> list[dict[str, Any]]:
-    raw = body.get("privilege_assignments") if replace else body.get("changes")
-    if not isinstance(raw, list):
-        raise invalid("'privilege_assignments' must be a list" if replace else "'changes' must be a list")
-    changes = []
-    for item in raw:
-        if not isinstance(item, dict) or not isinstance(item.get("principal"), str) or not item["principal"]:
-            raise invalid("every change needs a 'principal'")
-        try:
-            add = check_privileges(kind, item.get("privileges" if replace else "add") or [])
-            remove = [] if replace else check_privileges(kind, item.get("remove") or [])
-        except InvalidPrivilege as exc:
-            raise invalid(str(exc)) from None
-        changes.append({"principal": item["principal"], "add": add, "remove": remove})
-    return changes

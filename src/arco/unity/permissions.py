@@ -1,4 +1,5 @@
-"""The Permissions API: who holds which privileges on a metastore, catalog, schema or table.
+"""The Permissions API: who holds which privileges on a metastore, catalog, schema, table, volume, function,
+registered model, storage credential or external location.
 
 PATCH applies incremental changes (add/remove per principal) as one Tier 1 operation, so two administrators
 granting on one securable at once both land; PUT (2.0's replacePermissions) replaces the whole list.
@@ -18,10 +19,11 @@ from arco.catalog.store import CatalogStore
 from arco.unity.errors import UnityError, invalid
 from arco.unity.service import catalog_in, split_full_name, tenant_of
 
-TYPES = {"metastore", "catalog", "schema", "table", "storage_credential", "external_location"}
+TYPES = {"metastore", "catalog", "schema", "table", "storage_credential", "external_location", "volume", "function",
+         "registered_model"}
+SCHEMA_OBJECTS = {"volume", "function", "registered_model"}  # arco.catalog.schema_objects
 
-
-ALIASES = {"credential": "storage_credential"}  # the OSS 2.1 name
+ALIASES = {"credential": "storage_credential", "model": "registered_model"}  # the OSS 2.1 names
 
 
 def normalize_type(raw: str) -> str:
@@ -32,18 +34,29 @@ def normalize_type(raw: str) -> str:
     return kind
 
 
-def resolve(state: CatalogState, kind: str, full_name: str, caller: Principal) -> tuple[str, Securable]:
-    """The securable's id (the key its grants are stored under) and its owner and grants, in the caller's
-    metastore."""
+def resolve(state: CatalogState, kind: str, full_name: str, caller: Principal) -> tuple[str, str, Securable]:
+    """(the type grants are stored under, the securable's id, its owner and grants), in the caller's metastore."""
+    from arco.unity import objects
+
     tenant = tenant_of(state, caller)
     if kind == "metastore":
         if full_name != tenant.id:
             raise UnityError(404, "METASTORE_DOES_NOT_EXIST", f"Metastore '{full_name}' is not the metastore of "
                                                               f"workspace {caller.workspace_id} ({tenant.id}).")
-        return tenant.id, metastore(state, tenant)
+        return kind, tenant.id, metastore(state, tenant)
     if kind in ("storage_credential", "external_location"):
         named = state.securable(kind, full_name, tenant.scope)
-        return named.id, securable(state, kind, named)
+        return kind, named.id, securable(state, kind, named)
+    if kind in SCHEMA_OBJECTS:
+        try:
+            _, found = objects.find(state, caller, kind, full_name)
+        except UnityError:
+            if kind != "function":
+                raise
+            # Databricks names a registered model's securable type FUNCTION: fall back to a model of that name.
+            kind = "registered_model"
+            _, found = objects.find(state, caller, kind, full_name)
+        return kind, found.id, securable(state, kind, found)
     if kind == "catalog":
         entry: Any = catalog_in(state, caller, full_name)
     elif kind == "schema":
@@ -52,7 +65,7 @@ def resolve(state: CatalogState, kind: str, full_name: str, caller: Principal) -
     else:
         catalog_name, schema_name, name = split_full_name(full_name, 3)
         entry = state.table(catalog_in(state, caller, catalog_name).id, (schema_name,), name)
-    return entry.id, securable(state, kind, entry)
+    return kind, entry.id, securable(state, kind, entry)
 
 
 def assignments(state: CatalogState, grants: dict[str, list[str]], only: str | None) -> dict[str, Any]:
@@ -72,7 +85,7 @@ class PermissionsService:
     def get(self, raw_type: str, full_name: str, only: str | None, caller: Principal) -> dict[str, Any]:
         kind = normalize_type(raw_type)
         with self.store.read() as state:
-            securable_id, target = resolve(state, kind, full_name, caller)
+            _, _, target = resolve(state, kind, full_name, caller)
             if not can.can_read_grants(subject_of(state, caller), target, only):
                 raise UnityError(403, "PERMISSION_DENIED", "Only admin users or the owner of the securable can read "
                                                            "other users' permissions.")
@@ -85,21 +98,23 @@ class PermissionsService:
         found: dict[str, str] = {}
 
         def build(state: CatalogState) -> dict[str, Any]:
-            securable_id, target = resolve(state, kind, full_name, caller)
+            stored, securable_id, target = resolve(state, kind, full_name, caller)
+            if stored != kind:  # a registered model named as FUNCTION: its privileges are checked as a model's
+                self._changes(stored, body, replace)
             if not can.can_manage_grants(subject_of(state, caller), target):
                 raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not change permissions on "
-                                                           f"{kind} {full_name}: only its owner or an admin may.")
+                                                           f"{stored} {full_name}: only its owner or an admin may.")
             for change in changes:
                 if change["principal"].casefold() != ACCOUNT_USERS and \
                         change["principal"].casefold() not in state.principals:
                     raise invalid(f"principal {change['principal']!r} does not exist")
-            found["id"] = securable_id
-            return {"op": "update_grants", "securable_type": kind, "securable_id": securable_id,
+            found.update(kind=stored, id=securable_id)
+            return {"op": "update_grants", "securable_type": stored, "securable_id": securable_id,
                     "changes": changes, "replace": replace}
 
         self.store.execute(build, principal=caller.name)
         with self.store.read() as state:
-            return assignments(state, dict(state.grants_on(kind, found["id"])), None)
+            return assignments(state, dict(state.grants_on(found["kind"], found["id"])), None)
 
     @staticmethod
     def _changes(kind: str, body: dict[str, Any], replace: bool) -> list[dict[str, Any]]:

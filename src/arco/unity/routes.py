@@ -16,7 +16,7 @@ from arco.auth.principals import Principal
 from arco.catalog.errors import CatalogError
 from arco.unity.errors import UnityError, from_catalog_error, invalid
 from arco.unity import credentials, objects, whoami
-from arco.unity.effective import EffectivePermissions, object_type
+from arco.unity.effective import EffectivePermissions
 from arco.unity.functions import FunctionService
 from arco.unity.models import ModelService
 from arco.unity.volumes import VolumeService
@@ -447,28 +447,12 @@ async def effective_permissions(request: Request) -> Response:
 
 
 @unity_errors
-async def object_permissions(request: Request) -> Response:
-    """The Permissions API, with volumes, functions and registered models (:mod:`arco.unity.effective`) besides
-    the types :mod:`arco.unity.permissions` serves (handed on to it)."""
-    p = request.path_params
-    if object_type(p["securable_type"]) is None:
-        return await (get_permissions if request.method == "GET" else update_permissions)(request)
-    if request.method == "GET":
-        return JsonResponse(await blocking(effective(request).get_grants, p["securable_type"], p["full_name"],
-                                           request.query_params.get("principal") or None, me(request)))
-    body = await body_of(request)
-    return JsonResponse(await blocking(effective(request).update_grants, p["securable_type"], p["full_name"], body,
-                                       me(request), replace=request.method == "PUT"))
-
-
-@unity_errors
 async def table_exists(request: Request) -> Response:
     return JsonResponse(await blocking(objects.table_exists, service(request).store, request.path_params["full_name"],
                                        me(request)))
 
 
 routes = [
-    Route("/permissions/{securable_type}/{full_name}", object_permissions, methods=["GET", "PATCH", "PUT"]),
     Route("/effective-permissions/{securable_type}/{full_name}", effective_permissions, methods=["GET"]),
     Route("/tables/{full_name}/exists", table_exists, methods=["GET"]),
     *object_routes("/volumes", "volumes", volumes, methods=("GET", "PATCH", "DELETE")),
