@@ -177,7 +177,7 @@ def _create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: Na
     try:
         tables.entry_absent(catalog, namespace, name)
     except AlreadyExistsError:
-        raise CommitFailed(f"Requirement failed: table already exists: {'.'.join((*namespace, name))}") from None
+        raise CommitFailed("Requirement failed: table already exists") from None
     commit_rules.check_requirements(requirements, None)
     new = commit_rules.apply_updates(None, updates, None)
     # A staged table lives where it was staged: the prefix Arco allocated to its uuid, or a location the caller
@@ -191,6 +191,6 @@ def _create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: Na
         tables.register_new(catalog, namespace, name, new, location, principal, source, tag=tag,
                             place=lambda state: tables.placement(state, catalog, namespace, name,
                                                                  str(new.table_uuid), new.location, who))
-    except (AlreadyExists, AlreadyExistsError) as exc:
-        raise CommitFailed(f"Requirement failed: {exc}") from None
+    except (AlreadyExists, AlreadyExistsError):
+        raise CommitFailed("Requirement failed: table already exists") from None
     return CommitResult(location, new)

@@ -2,28 +2,61 @@
 against a base, and compute the new metadata. No I/O; every function returns a new value or raises.
 
 PyIceberg's models (``pyiceberg.table.update``) cover every update and requirement type of the REST spec except
-the encryption-key updates, and its appliers already implement the spec's rules (``-1`` for the last added
-schema/spec/sort order, sequence-number checks, snapshot-log maintenance), so they are used as they are.
+the encryption-key updates, and its appliers already implement most of the spec's rules (``-1`` for the last
+added schema, sequence-number checks, snapshot-log maintenance), so they are used as they are, with three
+exceptions where the reference implementation (Apache Iceberg Java) differs and clients depend on it:
+
+* requirements are checked here, failing with Java's exact words (clients and Iceberg's CatalogTests match them);
+* added partition specs and sort orders get their ids as Java's ``TableMetadata.Builder`` gives them (reuse an
+  identical one, else the highest id + 1), before the appliers run (:func:`assign_spec_and_order_ids`);
+* ``upgrade-format-version`` admits format v3 (PyIceberg's applier stops at v2), with row lineage and the
+  fields' default values kept; defaults on an older format are refused, never dropped.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.schema import Schema
-from pyiceberg.table.metadata import TableMetadata, TableMetadataV1
+from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, TableMetadataV1
+from pyiceberg.partitioning import INITIAL_PARTITION_SPEC_ID as INITIAL_SPEC_ID
+from pyiceberg.partitioning import PARTITION_FIELD_ID_START, PartitionSpec
+from pyiceberg.table.sorting import INITIAL_SORT_ORDER_ID, UNSORTED_SORT_ORDER_ID, SortOrder
+from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.update import (
+    AddPartitionSpecUpdate,
+    AddSchemaUpdate,
     AddSnapshotUpdate,
+    AddSortOrderUpdate,
+    AssertCreate,
+    AssertCurrentSchemaId,
+    AssertDefaultSortOrderId,
+    AssertDefaultSpecId,
+    AssertLastAssignedFieldId,
+    AssertLastAssignedPartitionId,
+    AssertRefSnapshotId,
+    AssertTableUUID,
     SetLocationUpdate,
     SetPropertiesUpdate,
+    RemovePartitionSpecsUpdate,
     RemovePropertiesUpdate,
+    SetDefaultSortOrderUpdate,
+    SetDefaultSpecUpdate,
     TableRequirement,
     TableUpdate,
-    update_table_metadata,
+    UpgradeFormatVersionUpdate,
 )
+# PyIceberg's per-update appliers and their context, run by Arco's own loop (see _update_metadata).
+from pyiceberg.table.update import (
+    _apply_table_update,
+    _TableMetadataUpdateContext,
+    _update_table_metadata_log,
+)
+from pyiceberg.utils.datetime import datetime_to_millis
 
 from arco.catalog import locations
 from arco.iceberg.errors import BadRequest, CommitFailed
@@ -131,11 +164,75 @@ def _same_place(a: str, b: str | None) -> bool:
 
 
 def check_requirements(requirements: Sequence[TableRequirement], base: TableMetadata | None) -> None:
+    """Raise :class:`CommitFailed` at the first requirement ``base`` (None: no table yet) does not meet, in the
+    reference implementation's words (``UpdateRequirement.java``): clients and compatibility tests match on them."""
     for requirement in requirements:
-        try:
-            requirement.validate(base)
-        except CommitFailedException as exc:
-            raise CommitFailed(f"Requirement failed: {exc}") from None
+        message = requirement_failure(requirement, base)
+        if message is not None:
+            raise CommitFailed(message)
+
+
+def requirement_failure(requirement: TableRequirement, base: TableMetadata | None) -> str | None:
+    """Why ``requirement`` fails against ``base``, or None if it holds."""
+    if isinstance(requirement, AssertCreate):
+        return "Requirement failed: table already exists" if base is not None else None
+    if isinstance(requirement, AssertLastAssignedFieldId):
+        # Java checks these two only against an existing table.
+        if base is not None and base.last_column_id != requirement.last_assigned_field_id:
+            return (f"Requirement failed: last assigned field id changed: expected id "
+                    f"{requirement.last_assigned_field_id} != {base.last_column_id}")
+        return None
+    if isinstance(requirement, AssertLastAssignedPartitionId):
+        found = _last_partition_id(base) if base is not None else None
+        if base is not None and found != requirement.last_assigned_partition_id:
+            return (f"Requirement failed: last assigned partition id changed: expected id "
+                    f"{requirement.last_assigned_partition_id} != {found}")
+        return None
+    if base is None:
+        return "Requirement failed: current table metadata is missing"
+    if isinstance(requirement, AssertTableUUID):
+        if str(requirement.uuid).lower() != str(base.table_uuid).lower():
+            return f"Requirement failed: UUID does not match: expected {base.table_uuid} != {requirement.uuid}"
+        return None
+    if isinstance(requirement, AssertRefSnapshotId):
+        ref = base.refs.get(requirement.ref)
+        if ref is not None:
+            kind = "branch" if ref.snapshot_ref_type == SnapshotRefType.BRANCH else "tag"
+            if requirement.snapshot_id is None:
+                return f"Requirement failed: {kind} {requirement.ref} was created concurrently"
+            if requirement.snapshot_id != ref.snapshot_id:
+                return (f"Requirement failed: {kind} {requirement.ref} has changed: expected id "
+                        f"{requirement.snapshot_id} != {ref.snapshot_id}")
+        elif requirement.snapshot_id is not None:
+            return f"Requirement failed: branch or tag {requirement.ref} is missing, expected {requirement.snapshot_id}"
+        return None
+    if isinstance(requirement, AssertCurrentSchemaId):
+        if requirement.current_schema_id != base.current_schema_id:
+            return (f"Requirement failed: current schema changed: expected id {requirement.current_schema_id} != "
+                    f"{base.current_schema_id}")
+        return None
+    if isinstance(requirement, AssertDefaultSpecId):
+        if requirement.default_spec_id != base.default_spec_id:
+            return (f"Requirement failed: default partition spec changed: expected id {requirement.default_spec_id}"
+                    f" != {base.default_spec_id}")
+        return None
+    if isinstance(requirement, AssertDefaultSortOrderId):
+        if requirement.default_sort_order_id != base.default_sort_order_id:
+            return (f"Requirement failed: default sort order changed: expected id "
+                    f"{requirement.default_sort_order_id} != {base.default_sort_order_id}")
+        return None
+    try:  # not reached for the spec's requirement types (parse_requirements admits only those)
+        requirement.validate(base)
+    except CommitFailedException as exc:
+        return str(exc)
+    return None
+
+
+def _last_partition_id(base: TableMetadata) -> int:
+    """The table's last assigned partition field id, as Java reports it (999 before any partition field)."""
+    if base.last_partition_id is not None:
+        return base.last_partition_id
+    return max((f.field_id for spec in base.partition_specs for f in spec.fields), default=PARTITION_FIELD_ID_START - 1)
 
 
 def empty_metadata() -> TableMetadata:
@@ -151,15 +248,167 @@ def with_row_lineage(metadata: TableMetadata) -> TableMetadata:
     return metadata
 
 
+def _same_spec(a: PartitionSpec, b: PartitionSpec) -> bool:
+    """Java's ``PartitionSpec.compatibleWith``: the same fields (source, transform, name) in the same order."""
+    def shape(spec: PartitionSpec) -> list[tuple[int, str, str]]:
+        return [(f.source_id, str(f.transform), f.name) for f in spec.fields]
+    return shape(a) == shape(b)
+
+
+def _same_order(a: SortOrder, b: SortOrder) -> bool:
+    """Java's ``SortOrder.sameOrder``: the same fields, whatever the ids."""
+    def shape(order: SortOrder) -> list[tuple[int, str, Any, Any]]:
+        return [(f.source_id, str(f.transform), f.direction, f.null_order) for f in order.fields]
+    return shape(a) == shape(b)
+
+
+def assign_spec_and_order_ids(base: TableMetadata, updates: Sequence[TableUpdate]) -> list[TableUpdate]:
+    """The updates with the ids of added partition specs and sort orders chosen as the reference implementation
+    chooses them (``TableMetadata.Builder``): an identical existing one's id is reused (and the add dropped),
+    otherwise the highest id + 1, whatever id the client sent; a ``-1`` in a later ``set-default-spec`` /
+    ``set-default-sort-order`` names the one the last add resolved to. Two writers that each added "spec 1" or
+    "order 1" to the same base (concurrent replace transactions) thus both land, with distinct ids."""
+    specs = {spec.spec_id: spec for spec in base.partition_specs}
+    orders = {order.order_id: order for order in base.sort_orders}
+    last_spec: int | None = None
+    last_order: int | None = None
+    out: list[TableUpdate] = []
+    for update in updates:
+        if isinstance(update, AddPartitionSpecUpdate):
+            same = next((i for i, spec in specs.items() if _same_spec(spec, update.spec)), None)
+            if same is not None:
+                last_spec = same
+                continue
+            last_spec = max((i + 1 for i in specs), default=INITIAL_SPEC_ID)
+            spec = update.spec.model_copy(update={"spec_id": last_spec})
+            specs[last_spec] = spec
+            out.append(AddPartitionSpecUpdate(spec=spec))
+        elif isinstance(update, AddSortOrderUpdate):
+            unsorted = update.sort_order.is_unsorted
+            existing = next((i for i, order in orders.items()
+                             if (order.is_unsorted if unsorted else _same_order(order, update.sort_order))), None)
+            if existing is not None:
+                last_order = existing
+                continue
+            last_order = UNSORTED_SORT_ORDER_ID if unsorted else max([INITIAL_SORT_ORDER_ID, *(i + 1 for i in orders)])
+            order = update.sort_order.model_copy(update={"order_id": last_order})
+            orders[last_order] = order
+            out.append(AddSortOrderUpdate(sort_order=order))
+        elif isinstance(update, SetDefaultSpecUpdate) and update.spec_id == -1:
+            if last_spec is None:
+                raise BadRequest("set-default-spec -1: no partition spec has been added")
+            out.append(SetDefaultSpecUpdate(spec_id=last_spec))
+        elif isinstance(update, SetDefaultSortOrderUpdate) and update.sort_order_id == -1:
+            if last_order is None:
+                raise BadRequest("set-default-sort-order -1: no sort order has been added")
+            out.append(SetDefaultSortOrderUpdate(sort_order_id=last_order))
+        else:
+            if isinstance(update, RemovePartitionSpecsUpdate):
+                specs = {i: spec for i, spec in specs.items() if i not in update.spec_ids}
+            out.append(update)
+    return out
+
+
+# -- format v3 --------------------------------------------------------------------------------------------------
+
+MAX_FORMAT_VERSION = 3
+_DEFAULT_KEYS = ("initial-default", "write-default")
+
+
+def keep_field_defaults(fresh: Schema, original: Schema) -> Schema:
+    """``fresh`` (``original`` with fresh field ids, as PyIceberg assigns them on create) with the fields' default
+    values (``initial-default`` / ``write-default``, format v3) that the id assignment drops put back."""
+    source = original.model_dump(by_alias=True, exclude_none=True)
+    target = fresh.model_dump(by_alias=True, exclude_none=True)
+    if not _copy_defaults(source, target):
+        return fresh
+    return Schema.model_validate(target)
+
+
+def _copy_defaults(source: Any, target: Any) -> bool:
+    """Copy the default values of every field of type ``source`` onto the same field of ``target`` (the same
+    shape, other ids); True if there were any."""
+    if not isinstance(source, dict) or not isinstance(target, dict):
+        return False
+    copied = False
+    if "fields" in source and "fields" in target:
+        for src, dst in zip(source["fields"], target["fields"]):
+            for key in _DEFAULT_KEYS:
+                if key in src:
+                    dst[key] = src[key]
+                    copied = True
+            copied = _copy_defaults(src.get("type"), dst.get("type")) or copied
+    for key in ("element", "key", "value"):
+        copied = _copy_defaults(source.get(key), target.get(key)) or copied
+    return copied
+
+
+def check_field_defaults(schema: Schema, format_version: int) -> None:
+    """Default values need format v3 (Java refuses them on older tables the same way): refused, never dropped."""
+    if format_version >= 3:
+        return
+    for field in schema._lazy_id_to_field.values():
+        for value, kind in ((field.initial_default, "initial"), (field.write_default, "write")):
+            if value is not None:
+                raise BadRequest(f"Invalid {kind} default for {field.name}: non-null default ({value}) is not "
+                                 f"supported until v3; create the table with format-version 3")
+
+
+def _upgrade_format_version(update: UpgradeFormatVersionUpdate, base: TableMetadata,
+                            context: _TableMetadataUpdateContext) -> TableMetadata:
+    """PyIceberg's applier stops at v2; Arco writes v3 (row lineage starts at ``next-row-id`` 0, as in Java)."""
+    if update.format_version > MAX_FORMAT_VERSION:
+        raise BadRequest(f"Unsupported table format version: {update.format_version} (Arco supports up to "
+                         f"{MAX_FORMAT_VERSION})")
+    if update.format_version < base.format_version:
+        raise BadRequest(f"Cannot downgrade v{base.format_version} table to v{update.format_version}")
+    if update.format_version == base.format_version:
+        return base
+    context.add_update(update)
+    upgraded = TableMetadataUtil._construct_without_validation(
+        base.model_copy(update={"format_version": update.format_version}))
+    return with_row_lineage(upgraded)
+
+
+def _apply_one(update: TableUpdate, metadata: TableMetadata, context: _TableMetadataUpdateContext) -> TableMetadata:
+    if isinstance(update, UpgradeFormatVersionUpdate):
+        return _upgrade_format_version(update, metadata, context)
+    if isinstance(update, AddSnapshotUpdate) and metadata.format_version >= 3 and \
+            update.snapshot.added_rows is None:
+        raise BadRequest("add-snapshot: a format v3 snapshot needs added-rows (row lineage)")
+    return _apply_table_update(update, metadata, context)
+
+
+def _update_metadata(base: TableMetadata, updates: Sequence[TableUpdate], enforce_validation: bool,
+                     metadata_location: str | None) -> TableMetadata:
+    """``pyiceberg.table.update.update_table_metadata``, step for step, with format v3 upgrades admitted."""
+    context = _TableMetadataUpdateContext()
+    new = base
+    for update in updates:
+        new = _apply_one(update, new, context)
+    if context.has_changes():
+        if metadata_location:
+            new = _update_table_metadata_log(new, metadata_location, base.last_updated_ms)
+        if base.last_updated_ms == new.last_updated_ms:
+            new = new.model_copy(update={"last_updated_ms": datetime_to_millis(datetime.now().astimezone())})
+    new.spec().check_compatible(new.schema())
+    new.sort_order().check_compatible(new.schema())
+    # Checked at the end: a create transaction may add its schema before upgrading to v3.
+    added = {u.schema_.schema_id for u in updates if isinstance(u, AddSchemaUpdate)}
+    for schema in new.schemas:
+        if schema.schema_id in added or schema.schema_id == new.current_schema_id:
+            check_field_defaults(schema, new.format_version)
+    if enforce_validation:
+        return TableMetadataUtil.parse_obj(new.model_dump())
+    return new.model_copy(deep=True)
+
+
 def apply_updates(base: TableMetadata | None, updates: Sequence[TableUpdate], base_location: str | None) -> TableMetadata:
     """The new metadata; ``base_location`` (the base's metadata file) goes into the metadata log."""
+    start = with_row_lineage(base) if base is not None else empty_metadata()
     try:
-        new = update_table_metadata(
-            with_row_lineage(base) if base is not None else empty_metadata(),
-            tuple(updates),
-            enforce_validation=base is None,
-            metadata_location=base_location,
-        )
+        new = _update_metadata(start, assign_spec_and_order_ids(start, updates), enforce_validation=base is None,
+                               metadata_location=base_location)
         return with_row_lineage(new)
     except CommitFailedException as exc:
         raise CommitFailed(str(exc)) from None

@@ -15,7 +15,7 @@ from starlette.responses import Response
 from arco.api.requests import BodyError, blocking, client_source, principal_of, read_json
 from arco.api.responses import JsonResponse
 from arco.auth.principals import Principal
-from arco.catalog.errors import CatalogError
+from arco.catalog.errors import CatalogError, InvalidRequestError
 from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.names import check_name, check_namespace
 from arco.catalog.store import CatalogStore
@@ -118,6 +118,29 @@ def decode_namespace(raw: str) -> NamespacePath:
     return check_namespace([_unescape(level) for level in raw.split(NAMESPACE_SEPARATOR)])
 
 
+def existing_namespace(raw: str) -> NamespacePath:
+    """:func:`decode_namespace` for a lookup: a name Arco would never store names nothing (404, as the reference
+    implementation answers), where creating it is refused (400)."""
+    try:
+        return decode_namespace(raw)
+    except InvalidRequestError:
+        raise errors.NoSuchNamespace(f"Namespace does not exist: {_shown(raw.split(NAMESPACE_SEPARATOR))}") from None
+
+
+def existing_table_path(request: Request) -> tuple[NamespacePath, str]:
+    """:func:`table_path` for a lookup: a name Arco would never store is a table that does not exist (404)."""
+    try:
+        return table_path(request)
+    except InvalidRequestError:
+        levels = [*request.path_params["namespace"].split(NAMESPACE_SEPARATOR), request.path_params["table"]]
+        raise errors.NoSuchTable(f"Table does not exist: {_shown(levels)}") from None
+
+
+def _shown(levels: list[str]) -> str:
+    shown = ".".join(_unescape(level) for level in levels)
+    return shown if len(shown) <= 200 else shown[:200] + "..."
+
+
 def _unescape(segment: str) -> str:
     """Path segments keep an encoded slash as ``%2F`` (see :func:`keep_encoded_slashes`); restore it here, so
     a name with a slash is refused by the name rules instead of being routed somewhere else."""
@@ -172,3 +195,22 @@ def keep_encoded_slashes(app: Any) -> Any:
         await app(scope, receive, send)
 
     return wrapped
+
+
+async def identifier_page(request: Request, lister: Callable[..., tuple[list[Any], str | None]]) -> Response:
+    """listTables / listViews: one page of a namespace's entries that the caller may see, as identifiers."""
+    from arco.iceberg.paging import parse_page_size
+
+    catalog = await catalog_of(request)
+    namespace = decode_namespace(request.path_params["namespace"])
+    size = parse_page_size(request.query_params.get("pageSize"))
+    token = request.query_params.get("pageToken") or None
+    items, next_token = await blocking(lister, catalog, namespace, token, size)
+    if not principal_of(request).is_account_admin:
+        await allow(request, "namespace", catalog, namespace, "see")
+        items = await blocking(services(request).guard.visible_tables, principal_of(request), catalog, namespace,
+                               items)
+    body: dict[str, Any] = {"identifiers": [{"namespace": list(e.namespace), "name": e.name} for e in items]}
+    if next_token:
+        body["next-page-token"] = next_token
+    return JsonResponse(body)

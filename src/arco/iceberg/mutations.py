@@ -171,6 +171,21 @@ class Mutations:
 
         return run_once(keyed, work, self._tier1_recovery(finish_drop))
 
+    def unregister_table(self, catalog: CatalogEntry, namespace: NamespacePath, name: str,
+                         caller: Caller) -> Outcome:
+        """Unregister (the catalog forgets the table, its files stay); answers the last metadata location."""
+        keyed = self._catalog_keyed(caller, catalog, "unregisterTable", _dotted((*namespace, name)), None)
+
+        def work(tag: str | None) -> Outcome:
+            _, location = self.tables.unregister(catalog, namespace, name, caller.principal, caller.source, tag)
+            return Outcome(200, metadata_location=location)
+
+        def finish_unregister(op: dict[str, Any]) -> Outcome:
+            self.tables.tombstone(op["id"])  # the crash may have come between the Tier 1 drop and the tombstone
+            return Outcome(200, metadata_location=self.tables.last_metadata_location(op["id"]))
+
+        return run_once(keyed, work, self._tier1_recovery(finish_unregister))
+
     def rename_table(self, catalog: CatalogEntry, body: dict[str, Any], source: tuple[NamespacePath, str],
                      target: tuple[NamespacePath, str], caller: Caller) -> Outcome:
         keyed = self._catalog_keyed(caller, catalog, "renameTable", "", body)

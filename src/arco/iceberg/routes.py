@@ -20,11 +20,14 @@ from arco.iceberg import errors
 from arco.iceberg.access import TableAccess, delegation_modes
 from arco.iceberg.config import catalog_config
 from arco.iceberg.http import (
+    identifier_page,
     IcebergServices,
     allow,
     caller_of,
     catalog_of,
     decode_namespace,
+    existing_namespace,
+    existing_table_path,
     iceberg_errors,
     identifier,
     json_body,
@@ -40,6 +43,7 @@ from arco.iceberg.responses import metadata_json
 from arco.iceberg.storage_routes import granted_access, load_credentials, owner_access, sign_request, with_access
 from arco.iceberg.tables import DroppedTable
 from arco.iceberg.transactions import parse_table_changes
+from arco.iceberg.view_routes import view_routes
 
 __all__ = ["IcebergServices", "keep_encoded_slashes", "routes"]
 
@@ -97,7 +101,7 @@ async def create_namespace(request: Request) -> Response:
 @iceberg_errors
 async def load_namespace(request: Request) -> Response:
     catalog = await catalog_of(request)
-    path = decode_namespace(request.path_params["namespace"])
+    path = existing_namespace(request.path_params["namespace"])
     result = await blocking(services(request).namespaces.load, catalog, path)
     await allow(request, "namespace", catalog, path, "see")
     return JsonResponse(result)
@@ -106,7 +110,7 @@ async def load_namespace(request: Request) -> Response:
 @iceberg_errors
 async def namespace_exists(request: Request) -> Response:
     catalog = await catalog_of(request)
-    path = decode_namespace(request.path_params["namespace"])
+    path = existing_namespace(request.path_params["namespace"])
     await blocking(services(request).namespaces.exists, catalog, path)
     await allow(request, "namespace", catalog, path, "see")
     return Response(status_code=204)
@@ -137,19 +141,7 @@ async def update_namespace_properties(request: Request) -> Response:
 
 @iceberg_errors
 async def list_tables(request: Request) -> Response:
-    catalog = await catalog_of(request)
-    namespace = decode_namespace(request.path_params["namespace"])
-    size = parse_page_size(request.query_params.get("pageSize"))
-    token = request.query_params.get("pageToken") or None
-    items, next_token = await blocking(services(request).tables.list, catalog, namespace, token, size)
-    if not principal_of(request).is_account_admin:
-        await allow(request, "namespace", catalog, namespace, "see")
-        items = await blocking(services(request).guard.visible_tables, principal_of(request), catalog, namespace,
-                               items)
-    body: dict[str, Any] = {"identifiers": [{"namespace": list(t.namespace), "name": t.name} for t in items]}
-    if next_token:
-        body["next-page-token"] = next_token
-    return JsonResponse(body)
+    return await identifier_page(request, services(request).tables.list)
 
 
 @iceberg_errors
@@ -193,7 +185,7 @@ async def register_table(request: Request) -> Response:
 @iceberg_errors
 async def load_table(request: Request) -> Response:
     catalog = await catalog_of(request)
-    namespace, name = table_path(request)
+    namespace, name = existing_table_path(request)
     snapshots = request.query_params.get("snapshots") or "all"
     if snapshots not in ("all", "refs"):
         raise errors.BadRequest(f"snapshots must be 'all' or 'refs', got {snapshots!r}")
@@ -217,7 +209,7 @@ async def load_table(request: Request) -> Response:
 @iceberg_errors
 async def table_exists(request: Request) -> Response:
     catalog = await catalog_of(request)
-    namespace, name = table_path(request)
+    namespace, name = existing_table_path(request)
     await blocking(services(request).tables.entry, catalog, namespace, name)
     await allow(request, "table", catalog, namespace, name, "read")
     return Response(status_code=204)
@@ -250,6 +242,15 @@ async def drop_table(request: Request) -> Response:
     if purge and outcome.body and outcome.body.get("id"):
         svc.tables.purge_later(DroppedTable.from_op(outcome.body))
     return Response(status_code=204)
+
+
+@iceberg_errors
+async def unregister_table(request: Request) -> Response:
+    catalog = await catalog_of(request)
+    namespace, name = existing_table_path(request)
+    await allow(request, "table", catalog, namespace, name, "drop")
+    svc = services(request)
+    return render(svc, await blocking(svc.mutations.unregister_table, catalog, namespace, name, caller_of(request)))
 
 
 @iceberg_errors
@@ -313,8 +314,10 @@ routes = [
     Route(TABLE, update_table, methods=["POST"]),
     Route(TABLE, drop_table, methods=["DELETE"]),
     Route(TABLE + "/metrics", report_metrics, methods=["POST"]),
+    Route(TABLE + "/unregister", unregister_table, methods=["POST"]),
     Route(TABLE + "/credentials", load_credentials, methods=["GET"]),
     Route(TABLE + "/sign", sign_request, methods=["POST"]),
     Route(PREFIX + "/tables/rename", rename_table, methods=["POST"]),
     Route(PREFIX + "/transactions/commit", commit_transaction, methods=["POST"]),
+    *view_routes,
 ]

@@ -35,7 +35,12 @@ from arco.catalog.names import check_name
 from arco.catalog.state import CatalogState, dotted, refuse_taken_name
 from arco.catalog.store import CatalogStore
 from arco.events.receipts import write_iceberg_receipt
-from arco.iceberg.commit_rules import check_reserved_properties, with_row_lineage
+from arco.iceberg.commit_rules import (
+    check_field_defaults,
+    check_reserved_properties,
+    keep_field_defaults,
+    with_row_lineage,
+)
 from arco.iceberg.errors import AlreadyExists, BadRequest, NoSuchTable
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.iceberg.paging import page
@@ -179,6 +184,10 @@ class TableService:
                 schema, spec, order, location.rstrip("/"), properties=dict(properties),
                 table_uuid=uuid.UUID(table_uuid),
             ))
+            # Fresh field ids drop the fields' default values (format v3): put them back, or refuse them (v1, v2).
+            fresh = keep_field_defaults(metadata.schemas[0], schema)
+            check_field_defaults(fresh, metadata.format_version)
+            metadata = metadata.model_copy(update={"schemas": [fresh]})
         except (ValidationError, ValueError, TypeError, KeyError) as exc:
             raise BadRequest(f"invalid table definition: {exc}") from None
         return metadata, place
@@ -302,6 +311,21 @@ class TableService:
         self.store.execute(build, principal=principal, request=tag, source=source)
         self.tombstone(dropped["entry"].id)
         return dropped["entry"]
+
+    def last_metadata_location(self, table_uuid: str) -> str:
+        """The metadata file a table (dropped or unregistered, so its pointer final) last pointed to."""
+        current = self.resolver.for_write(table_uuid)
+        if current is None:
+            raise NoSuchTable(f"Table does not exist: {table_uuid}")
+        return current.pointer.current_metadata_location
+
+    def unregister(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, principal: str,
+                   source: dict[str, Any] | None = None, tag: str | None = None) -> tuple[TableEntry, str]:
+        """The catalog forgets the table, every file stays: a drop without purge (the same Tier 1 operation, the
+        pointer tombstoned so a commit racing the unregister fails, as the spec asks), answering the last metadata
+        location. Registering that metadata file again works as after any drop (the tombstone is replaced)."""
+        entry = self.drop(catalog, namespace, name, principal, source, tag)
+        return entry, self.last_metadata_location(entry.id)
 
     def purge_later(self, dropped: DroppedTable) -> threading.Thread:
         """Delete a dropped table's files in the background: a big table must not hold the request open.

@@ -148,7 +148,7 @@ def projection(storage: StorageBackend) -> tuple[int, int, int]:
         table_rows.append({"table_uuid": entry.id, "catalog": catalog, "namespace": list(entry.namespace),
                            "table_name": entry.name, "kind": entry.kind, "format": entry.format,
                            "location": entry.location, "owner": entry.owner})
-        if entry.format != "ICEBERG":
+        if entry.format != "ICEBERG" or entry.kind == "VIEW":  # a view's metadata has no table schema history
             continue
         pointer = pointers.load(entry.id)
         if pointer is None or pointer.pointer.dropped:

@@ -257,9 +257,24 @@ class UnityService:
     def table_info(self, entry: TableEntry, state: CatalogState) -> dict[str, Any]:
         if entry.format != "ICEBERG":
             return infos.table_info(entry, state, entry.columns)
+        if entry.kind == "VIEW":
+            return self._iceberg_view_info(entry, state)
         columns, properties = self._iceberg_view(entry)
         # An Iceberg table's properties live in its metadata; Tier 1's (set through UC) are kept beside them.
         return infos.table_info(entry, state, columns, {**properties, **entry.properties})
+
+    def _iceberg_view_info(self, entry: TableEntry, state: CatalogState) -> dict[str, Any]:
+        """An Iceberg REST view: ``VIEW`` with the SQL of its ``spark`` representation (else the first) and the
+        columns of its schema, from its current metadata."""
+        from arco.iceberg.views import uc_view_of
+        from arco.unity.columns import column_infos
+
+        sql, schema, properties = uc_view_of(self.tables, entry)
+        info = infos.table_info(entry, state, column_infos(schema) if schema is not None else [],
+                                {**properties, **entry.properties})
+        if sql is not None:
+            info["view_definition"] = sql
+        return info
 
     def _iceberg_view(self, entry: TableEntry) -> tuple[list[dict[str, Any]], dict[str, str]]:
         """Columns and properties of an Iceberg table's current metadata."""

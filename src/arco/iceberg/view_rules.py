@@ -1,0 +1,474 @@
+"""The pure rules of Iceberg views: a new view's first metadata, and replaceView's requirements and updates.
+
+PyIceberg has the view models (:mod:`pyiceberg.view.metadata`) but no builder, so the builder of the reference
+implementation (``ViewMetadata.Builder``) is written here, with its rules:
+
+* a schema equal to a known one (ignoring its id) reuses that id, else it gets the highest id + 1;
+* a version equal to a known one (summary, representations, default catalog and namespace, schema id) reuses that
+  version's id, else it gets the highest id + 1; ``schema-id: -1`` is the schema added last in the same request
+  and ``set-current-view-version: -1`` the version added last;
+* one SQL representation per dialect (case-insensitive) in a version;
+* a replace may not drop a dialect of the previous current version unless ``replace.drop-dialect.allowed``;
+* only ``version.history.num-entries`` (10) versions are kept, always with the current one and those just added;
+  the version log loses the entries of expired versions (and everything before them).
+
+Errors: a malformed request or an update that cannot apply is :class:`BadRequest` (400); only a failed requirement
+is :class:`CommitFailed` (409). No I/O happens here.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+from pyiceberg.schema import Schema
+from pyiceberg.view.metadata import ViewHistoryEntry, ViewMetadata, ViewVersion
+
+from arco.iceberg.commit_rules import check_reserved_properties
+from arco.iceberg.errors import BadRequest, CommitFailed
+
+LAST_ADDED = -1
+SUPPORTED_VIEW_FORMAT_VERSION = 1
+VERSION_HISTORY_SIZE = "version.history.num-entries"
+VERSION_HISTORY_SIZE_DEFAULT = 10
+REPLACE_DROP_DIALECT_ALLOWED = "replace.drop-dialect.allowed"
+
+VIEW_REQUIREMENT_TYPES = frozenset({"assert-view-uuid"})
+VIEW_UPDATE_ACTIONS = frozenset({
+    "assign-uuid", "upgrade-format-version", "add-schema", "set-location", "set-properties", "remove-properties",
+    "add-view-version", "set-current-view-version",
+})
+
+
+@dataclass(frozen=True)
+class ViewUpdate:
+    """One parsed update: its action and its (validated) argument."""
+
+    action: str
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class ViewRequirement:
+    type: str
+    uuid: str
+
+
+# -- parsing ---------------------------------------------------------------------------------------------------
+
+
+def _describe(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ())) or "value"
+    return f"{where}: {first.get('msg', 'invalid')}"
+
+
+def parse_schema(raw: Any, what: str = "schema") -> Schema:
+    if not isinstance(raw, dict):
+        raise BadRequest(f"'{what}' must be an Iceberg schema object")
+    try:
+        return Schema.model_validate(raw)
+    except (ValidationError, ValueError, TypeError) as exc:
+        detail = _describe(exc) if isinstance(exc, ValidationError) else str(exc)
+        raise BadRequest(f"invalid {what}: {detail}") from None
+
+
+def parse_view_version(raw: Any) -> ViewVersion:
+    """A ``ViewVersion`` object; at least one representation, each SQL with a dialect, one per dialect."""
+    if not isinstance(raw, dict):
+        raise BadRequest("'view-version' must be a ViewVersion object")
+    representations = raw.get("representations")
+    if not isinstance(representations, list) or not representations:
+        raise BadRequest("Cannot create a view version without specifying a query: 'representations' is empty")
+    for index, rep in enumerate(representations):
+        if not isinstance(rep, dict):
+            raise BadRequest(f"representations[{index}] must be an object")
+        if rep.get("type") != "sql":
+            raise BadRequest(f"Found unsupported view representation type: {rep.get('type')!r} (only 'sql')")
+        dialect = rep.get("dialect")
+        if not isinstance(dialect, str) or not dialect.strip():
+            raise BadRequest(f"Invalid dialect: {'null' if dialect is None else '(empty string)'}")
+        if not isinstance(rep.get("sql"), str):
+            raise BadRequest(f"representations[{index}].sql must be a string")
+    if "default-namespace" not in raw or not isinstance(raw.get("default-namespace"), list):
+        raise BadRequest("Cannot create a view version without specifying a default namespace")
+    if raw.get("default-catalog") is not None and not isinstance(raw.get("default-catalog"), str):
+        raise BadRequest("'default-catalog' must be a string")
+    try:
+        version = ViewVersion.model_validate(raw)
+    except (ValidationError, ValueError, TypeError) as exc:
+        detail = _describe(exc) if isinstance(exc, ValidationError) else str(exc)
+        raise BadRequest(f"invalid view version: {detail}") from None
+    check_dialects(version)
+    return version
+
+
+def dialects_of(version: ViewVersion) -> list[str]:
+    return [rep.root.dialect.lower() for rep in version.representations]
+
+
+def check_dialects(version: ViewVersion) -> None:
+    seen: set[str] = set()
+    for dialect in dialects_of(version):
+        if dialect in seen:
+            raise BadRequest(f"Invalid view version: Cannot add multiple queries for dialect {dialect}")
+        seen.add(dialect)
+
+
+def _properties(raw: Any, what: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
+        raise BadRequest(f"'{what}' must be an object of string values")
+    return dict(raw)
+
+
+def parse_requirements(raw: Any) -> list[ViewRequirement]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise BadRequest("'requirements' must be a list")
+    parsed = []
+    for index, req in enumerate(raw):
+        if not isinstance(req, dict):
+            raise BadRequest(f"requirements[{index}] must be an object")
+        kind = req.get("type")
+        if kind not in VIEW_REQUIREMENT_TYPES:
+            raise BadRequest(f"unknown view requirement type {kind!r}; a view accepts {sorted(VIEW_REQUIREMENT_TYPES)}")
+        if not isinstance(req.get("uuid"), str):
+            raise BadRequest(f"requirements[{index}].uuid must be a string")
+        parsed.append(ViewRequirement(kind, req["uuid"]))
+    return parsed
+
+
+def parse_updates(raw: Any) -> list[ViewUpdate]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise BadRequest("'updates' must be a list")
+    return [_parse_update(index, update) for index, update in enumerate(raw)]
+
+
+def _parse_update(index: int, raw: Any) -> ViewUpdate:
+    if not isinstance(raw, dict):
+        raise BadRequest(f"updates[{index}] must be an object")
+    action = raw.get("action")
+    if action not in VIEW_UPDATE_ACTIONS:
+        raise BadRequest(f"unknown view update action {action!r}; a view accepts {sorted(VIEW_UPDATE_ACTIONS)}")
+    if action == "assign-uuid":
+        value = raw.get("uuid")
+        if not isinstance(value, str) or not value:
+            raise BadRequest("Cannot set uuid to null")
+        return ViewUpdate(action, value)
+    if action == "upgrade-format-version":
+        value = raw.get("format-version")
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise BadRequest("'format-version' must be an integer")
+        return ViewUpdate(action, value)
+    if action == "add-schema":
+        return ViewUpdate(action, parse_schema(raw.get("schema")))
+    if action == "set-location":
+        value = raw.get("location")
+        if not isinstance(value, str) or not value:
+            raise BadRequest("Invalid view location: null")
+        return ViewUpdate(action, value)
+    if action == "set-properties":
+        updates = _properties(raw.get("updates"), "updates")
+        check_reserved_properties(list(updates))
+        return ViewUpdate(action, updates)
+    if action == "remove-properties":
+        removals = raw.get("removals")
+        if not isinstance(removals, list) or not all(isinstance(k, str) for k in removals):
+            raise BadRequest("'removals' must be a list of strings")
+        check_reserved_properties(removals)
+        return ViewUpdate(action, tuple(removals))
+    if action == "add-view-version":
+        return ViewUpdate(action, parse_view_version(raw.get("view-version")))
+    value = raw.get("view-version-id")  # set-current-view-version
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise BadRequest("'view-version-id' must be an integer")
+    return ViewUpdate(action, value)
+
+
+# -- requirements ----------------------------------------------------------------------------------------------
+
+
+def check_requirements(requirements: Sequence[ViewRequirement], base: ViewMetadata) -> None:
+    for requirement in requirements:
+        if requirement.uuid != base.view_uuid:
+            raise CommitFailed(f"Requirement failed: view UUID does not match: expected {base.view_uuid} != "
+                               f"{requirement.uuid}")
+
+
+# -- the builder -----------------------------------------------------------------------------------------------
+
+
+def same_schema(a: Schema, b: Schema) -> bool:
+    return a.fields == b.fields and sorted(a.identifier_field_ids) == sorted(b.identifier_field_ids)
+
+
+def same_version(a: ViewVersion, b: ViewVersion) -> bool:
+    return (a.summary == b.summary and a.representations == b.representations
+            and a.default_catalog == b.default_catalog and list(a.default_namespace) == list(b.default_namespace)
+            and a.schema_id == b.schema_id)
+
+
+class ViewBuilder:
+    """``ViewMetadata.Builder``: start from a base (or nothing), apply changes, :meth:`build`."""
+
+    def __init__(self, base: ViewMetadata | None, now_ms: int) -> None:
+        self.now_ms = now_ms
+        self.base = base
+        self.uuid = base.view_uuid if base else None
+        self.format_version = base.format_version if base else SUPPORTED_VIEW_FORMAT_VERSION
+        self.location = base.location if base else None
+        self.schemas: list[Schema] = list(base.schemas) if base else []
+        self.versions: list[ViewVersion] = list(base.versions) if base else []
+        self.history: list[ViewHistoryEntry] = list(base.version_log) if base else []
+        self.properties: dict[str, str] = dict(base.properties) if base else {}
+        self.current_version_id = base.current_version_id if base else None
+        self.previous_version = _version(base, base.current_version_id) if base else None
+        self.changed = False
+        self.added_versions: set[int] = set()
+        self.last_added_version: int | None = None
+        self.last_added_schema: int | None = None
+        self.history_entry: ViewHistoryEntry | None = None
+
+    # -- changes ---------------------------------------------------------------------------------------------
+
+    def assign_uuid(self, new_uuid: str) -> None:
+        if self.uuid is not None and new_uuid != self.uuid:
+            raise BadRequest("Cannot reassign uuid")
+        if new_uuid != self.uuid:
+            try:
+                uuid.UUID(new_uuid)
+            except ValueError:
+                raise BadRequest(f"Invalid view uuid: {new_uuid!r}") from None
+            self.uuid, self.changed = new_uuid, True
+
+    def upgrade_format_version(self, version: int) -> None:
+        if version < self.format_version:
+            raise BadRequest(f"Cannot downgrade v{self.format_version} view to v{version}")
+        if version > SUPPORTED_VIEW_FORMAT_VERSION:
+            raise BadRequest(f"Unsupported format version: {version}")
+        if version != self.format_version:
+            self.format_version, self.changed = version, True
+
+    def set_location(self, location: str, allowed: str | None = None) -> None:
+        """Arco owns view locations: setting one is accepted only where it changes nothing."""
+        if location.rstrip("/") == (self.location or "").rstrip("/") or self.location is None:
+            if self.location is None:
+                self.location, self.changed = location.rstrip("/"), True
+            return
+        raise BadRequest(f"set-location to another place is refused: Arco owns view locations "
+                         f"(this view's is {self.location})")
+
+    def set_properties(self, updates: dict[str, str]) -> None:
+        if updates:
+            self.properties.update(updates)
+            self.changed = True
+
+    def remove_properties(self, removals: Sequence[str]) -> None:
+        if removals:
+            for key in removals:
+                self.properties.pop(key, None)
+            self.changed = True
+
+    def add_schema(self, schema: Schema) -> int:
+        new_id = 0
+        for known in self.schemas:
+            if same_schema(known, schema):
+                # Reused: it still counts as the schema added last (-1), which the reference leaves unset.
+                self.last_added_schema = known.schema_id
+                return known.schema_id
+            new_id = max(new_id, known.schema_id + 1)
+        self.schemas.append(schema if schema.schema_id == new_id else schema.model_copy(update={"schema_id": new_id}))
+        self.last_added_schema, self.changed = new_id, True
+        return new_id
+
+    def add_version(self, version: ViewVersion) -> int:
+        if version.schema_id == LAST_ADDED and self.last_added_schema is not None:
+            # Resolved before the reuse check (the reference resolves it after), so that replacing a view with
+            # exactly its current definition reuses the current version.
+            version = version.model_copy(update={"schema_id": self.last_added_schema})
+        new_id = version.version_id
+        for known in self.versions:
+            if same_version(known, version):
+                new_id = known.version_id
+                break
+            if known.version_id >= new_id:
+                new_id = known.version_id + 1
+        if any(v.version_id == new_id for v in self.versions):
+            # An equal version already known is reused, and -1 then means it (the reference leaves -1 unset).
+            self.last_added_version = new_id
+            return new_id
+        if version.schema_id == LAST_ADDED:
+            if self.last_added_schema is None:
+                raise BadRequest("Cannot set last added schema: no schema has been added")
+            version = version.model_copy(update={"schema_id": self.last_added_schema})
+        if not any(s.schema_id == version.schema_id for s in self.schemas):
+            raise BadRequest(f"Cannot add version with unknown schema: {version.schema_id}")
+        check_dialects(version)
+        if new_id != version.version_id:
+            version = version.model_copy(update={"version_id": new_id})
+        self.versions.append(version)
+        self.added_versions.add(new_id)
+        self.last_added_version, self.changed = new_id, True
+        return new_id
+
+    def set_current_version(self, version_id: int) -> None:
+        if version_id == LAST_ADDED:
+            if self.last_added_version is None:
+                raise BadRequest("Cannot set last version id: no current version id has been set")
+            version_id = self.last_added_version
+        if version_id == self.current_version_id:
+            return
+        version = next((v for v in self.versions if v.version_id == version_id), None)
+        if version is None:
+            raise BadRequest(f"Cannot set current version to unknown version: {version_id}")
+        self.current_version_id, self.changed = version_id, True
+        timestamp = version.timestamp_ms if version_id in self.added_versions else self.now_ms
+        self.history_entry = ViewHistoryEntry(**{"timestamp-ms": timestamp, "version-id": version_id})
+
+    def apply(self, update: ViewUpdate) -> None:
+        handlers = {
+            "assign-uuid": self.assign_uuid, "upgrade-format-version": self.upgrade_format_version,
+            "add-schema": self.add_schema, "set-location": self.set_location,
+            "set-properties": self.set_properties, "remove-properties": self.remove_properties,
+            "add-view-version": self.add_version, "set-current-view-version": self.set_current_version,
+        }
+        handlers[update.action](update.value)
+
+    # -- building --------------------------------------------------------------------------------------------
+
+    def build(self) -> ViewMetadata:
+        if self.location is None:
+            raise BadRequest("Invalid view location: null")
+        if not self.versions or self.current_version_id is None:
+            raise BadRequest("Invalid view: no versions were added")
+        history = list(self.history)
+        if self.history_entry is not None:
+            history.append(self.history_entry)
+        current = next(v for v in self.versions if v.version_id == self.current_version_id)
+        if self.previous_version is not None and \
+                self.properties.get(REPLACE_DROP_DIALECT_ALLOWED, "false").lower() != "true":
+            dropped = set(dialects_of(self.previous_version)) - set(dialects_of(current))
+            if dropped:
+                raise BadRequest(f"Cannot replace view due to loss of view dialects "
+                                 f"({REPLACE_DROP_DIALECT_ALLOWED}=false): Previous dialects: "
+                                 f"{sorted(dialects_of(self.previous_version))}, New dialects: "
+                                 f"{sorted(dialects_of(current))}")
+        raw_size = self.properties.get(VERSION_HISTORY_SIZE, str(VERSION_HISTORY_SIZE_DEFAULT))
+        try:
+            size = int(raw_size)
+        except ValueError:
+            raise BadRequest(f"{VERSION_HISTORY_SIZE} must be an integer, got {raw_size!r}") from None
+        if size <= 0:
+            raise BadRequest(f"{VERSION_HISTORY_SIZE} must be positive but was {size}")
+        keep = max(len(self.added_versions | {current.version_id}), size)
+        versions = self.versions
+        if len(versions) > keep:
+            versions = expire_versions(versions, keep, current)
+            history = retained_history(history, {v.version_id for v in versions})
+        try:
+            return ViewMetadata.model_validate({
+                "view-uuid": self.uuid or str(uuid.uuid4()), "format-version": self.format_version,
+                "location": self.location, "schemas": [s.model_dump(by_alias=True) for s in self.schemas],
+                "current-version-id": current.version_id,
+                "versions": [v.model_dump(by_alias=True) for v in versions],
+                "version-log": [h.model_dump(by_alias=True) for h in history],
+                "properties": self.properties,
+            })
+        except ValidationError as exc:
+            raise BadRequest(f"invalid view metadata: {_describe(exc)}") from None
+
+
+def _version(metadata: ViewMetadata, version_id: int) -> ViewVersion | None:
+    return next((v for v in metadata.versions if v.version_id == version_id), None)
+
+
+def expire_versions(versions: Sequence[ViewVersion], keep: int, current: ViewVersion) -> list[ViewVersion]:
+    """The ``keep`` newest versions by id, always with the current one."""
+    retained = [current]
+    for version in sorted(versions, key=lambda v: -v.version_id)[:keep]:
+        if len(retained) == keep:
+            break
+        if version.version_id != current.version_id:
+            retained.append(version)
+    return retained
+
+
+def retained_history(history: Sequence[ViewHistoryEntry], ids: set[int]) -> list[ViewHistoryEntry]:
+    """The log after its last entry of an expired version."""
+    kept: list[ViewHistoryEntry] = []
+    for entry in history:
+        if entry.version_id in ids:
+            kept.append(entry)
+        else:
+            kept.clear()
+    return kept
+
+
+# -- the two entry points --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CreateView:
+    name: Any
+    location: str | None
+    schema: Schema
+    version: ViewVersion
+    properties: dict[str, str]
+
+
+def parse_create(body: Any) -> CreateView:
+    """A ``CreateViewRequest``: name, optional location, schema, view-version, properties."""
+    if not isinstance(body, dict):
+        raise BadRequest("the request body must be a JSON object")
+    if "schema" not in body or body.get("schema") is None:
+        raise BadRequest("Cannot create view without specifying schema")
+    if "view-version" not in body or body.get("view-version") is None:
+        raise BadRequest("Cannot create view without specifying a view version (with a query)")
+    location = body.get("location")
+    if location is not None and not isinstance(location, str):
+        raise BadRequest("'location' must be a string")
+    properties = _properties(body.get("properties"), "properties")
+    check_reserved_properties(list(properties))
+    return CreateView(body.get("name"), location or None, parse_schema(body.get("schema")),
+                      parse_view_version(body.get("view-version")), properties)
+
+
+def new_view_metadata(view_uuid: str, location: str, request: CreateView, now_ms: int) -> ViewMetadata:
+    """The first metadata of a view: its schema (id 0), its version (id 1, current) and one log entry."""
+    builder = ViewBuilder(None, now_ms)
+    builder.assign_uuid(view_uuid)
+    builder.set_location(location)
+    builder.set_properties(request.properties)
+    schema_id = builder.add_schema(request.schema)
+    version = request.version.model_copy(update={"version_id": 1, "schema_id": schema_id})
+    builder.set_current_version(builder.add_version(version))
+    return builder.build()
+
+
+def apply_updates(base: ViewMetadata, updates: Sequence[ViewUpdate], now_ms: int) -> ViewMetadata | None:
+    """The metadata after ``updates``, or None if they change nothing (no new file is written then)."""
+    builder = ViewBuilder(base, now_ms)
+    for update in updates:
+        builder.apply(update)
+    if not builder.changed:
+        return None
+    return builder.build()
+
+
+def view_definition(metadata: ViewMetadata) -> tuple[str | None, Schema | None]:
+    """The SQL of the current version (the ``spark`` dialect's, else the first) and its schema."""
+    version = _version(metadata, metadata.current_version_id)
+    if version is None or not version.representations:
+        return None, None
+    reps = [r.root for r in version.representations]
+    chosen = next((r for r in reps if r.dialect.lower() == "spark"), reps[0])
+    schema = next((s for s in metadata.schemas if s.schema_id == version.schema_id), None)
+    return chosen.sql, schema

@@ -1,0 +1,230 @@
+"""Compatibility with the reference implementation, as Iceberg's own CatalogTests probe it, through a real
+``arco serve``: requirement failure wording, spec/sort-order id reassignment, format v3, lookups of names Arco
+never stores, and unregisterTable."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from urllib.parse import urlparse
+
+import httpx
+import pytest
+from support.arco_server import ARCO_TOKEN, ONE_COLUMN_SCHEMA, RunningServer
+
+pytestmark = pytest.mark.timeout(120)
+
+TWO_COLUMNS = {"type": "struct", "schema-id": 0, "fields": [
+    {"id": 1, "name": "a", "required": False, "type": "long"},
+    {"id": 2, "name": "b", "required": False, "type": "string"},
+]}
+DEFAULTS = {"type": "struct", "schema-id": 0, "fields": [
+    {"id": 1, "name": "id", "required": False, "type": "long"},
+    {"id": 2, "name": "n", "required": False, "type": "int", "initial-default": 5, "write-default": 6},
+]}
+
+
+def error_of(response: httpx.Response, status: int) -> str:
+    assert response.status_code == status, response.text
+    return response.json()["error"]["message"]
+
+
+def new_table(client: httpx.Client, schema: dict = TWO_COLUMNS, **extra: object) -> tuple[str, dict]:
+    name = f"t{uuid.uuid4().hex[:8]}"
+    r = client.post("/namespaces/db/tables", json={"name": name, "schema": schema, **extra})
+    assert r.status_code == 200, r.text
+    return name, r.json()
+
+
+# -- 1: requirement failures ------------------------------------------------------------------------------------
+
+
+def test_requirement_failures_use_the_reference_wording(client: httpx.Client) -> None:
+    name, created = new_table(client)
+    table_uuid = created["metadata"]["table-uuid"]
+    cases = [
+        ({"type": "assert-current-schema-id", "current-schema-id": 1},
+         "Requirement failed: current schema changed: expected id 1 != 0"),
+        ({"type": "assert-last-assigned-field-id", "last-assigned-field-id": 1},
+         "Requirement failed: last assigned field id changed: expected id 1 != 2"),
+        ({"type": "assert-default-sort-order-id", "default-sort-order-id": 1},
+         "Requirement failed: default sort order changed: expected id 1 != 0"),
+        ({"type": "assert-table-uuid", "uuid": "00000000-0000-0000-0000-000000000000"},
+         f"Requirement failed: UUID does not match: expected {table_uuid} != 00000000-0000-0000-0000-000000000000"),
+    ]
+    for requirement, message in cases:
+        r = client.post(f"/namespaces/db/tables/{name}",
+                        json={"requirements": [requirement], "updates": [
+                            {"action": "set-properties", "updates": {"k": "v"}}]})
+        assert error_of(r, 409) == message
+    r = client.post(f"/namespaces/db/tables/{name}", json={"requirements": [{"type": "assert-create"}],
+                                                            "updates": []})
+    assert error_of(r, 409) == "Requirement failed: table already exists"
+
+
+# -- 2: sort orders and specs whose id is taken -------------------------------------------------------------------
+
+
+def test_two_writers_adding_sort_order_1_from_one_base_both_land(client: httpx.Client) -> None:
+    name, _ = new_table(client)
+    for source_id in (1, 2):  # both were computed against the base with only the unsorted order 0
+        r = client.post(f"/namespaces/db/tables/{name}", json={"updates": [
+            {"action": "add-sort-order", "sort-order": {"order-id": 1, "fields": [
+                {"source-id": source_id, "transform": "identity", "direction": "asc",
+                 "null-order": "nulls-first"}]}},
+            {"action": "set-default-sort-order", "sort-order-id": -1}]})
+        assert r.status_code == 200, r.text
+    metadata = client.get(f"/namespaces/db/tables/{name}").json()["metadata"]
+    orders = {o["order-id"]: o["fields"][0]["source-id"] for o in metadata["sort-orders"] if o["fields"]}
+    assert orders == {1: 1, 2: 2}
+    assert metadata["default-sort-order-id"] == 2
+
+
+def test_two_replace_transactions_with_different_specs_both_land(client: httpx.Client) -> None:
+    name, created = new_table(client)
+    base = created["metadata"]
+
+    def replace(field: str, source_id: int) -> dict:
+        # What a replace transaction sends: requirements on the base, a new spec with the next free id, "-1".
+        return {"requirements": [{"type": "assert-table-uuid", "uuid": base["table-uuid"]}],
+                "updates": [{"action": "add-spec", "spec": {"spec-id": 1, "fields": [
+                    {"source-id": source_id, "field-id": 1000, "transform": "identity", "name": field}]}},
+                    {"action": "set-default-spec", "spec-id": -1},
+                    {"action": "add-sort-order", "sort-order": {"order-id": 1, "fields": [
+                        {"source-id": source_id, "transform": "identity", "direction": "desc",
+                         "null-order": "nulls-last"}]}},
+                    {"action": "set-default-sort-order", "sort-order-id": -1}]}
+
+    for field, source_id in (("a", 1), ("b", 2)):
+        r = client.post(f"/namespaces/db/tables/{name}", json=replace(field, source_id))
+        assert r.status_code == 200, r.text
+    metadata = client.get(f"/namespaces/db/tables/{name}").json()["metadata"]
+    assert {s["spec-id"]: [f["name"] for f in s["fields"]] for s in metadata["partition-specs"]} == \
+        {0: [], 1: ["a"], 2: ["b"]}
+    assert (metadata["default-spec-id"], metadata["default-sort-order-id"]) == (2, 2)
+
+
+# -- 3: format v3 -------------------------------------------------------------------------------------------------
+
+
+def test_a_v3_create_keeps_field_defaults(client: httpx.Client) -> None:
+    name, created = new_table(client, DEFAULTS, properties={"format-version": "3"})
+    for metadata in (created["metadata"], client.get(f"/namespaces/db/tables/{name}").json()["metadata"]):
+        assert metadata["format-version"] == 3 and metadata["next-row-id"] == 0
+        field = metadata["schemas"][0]["fields"][1]
+        assert (field["initial-default"], field["write-default"]) == (5, 6)
+    staged = client.post("/namespaces/db/tables", json={"name": "staged_v3", "schema": DEFAULTS,
+                                                        "stage-create": True,
+                                                        "properties": {"format-version": "3"}})
+    assert staged.status_code == 200, staged.text
+    assert staged.json()["metadata"]["schemas"][0]["fields"][1]["initial-default"] == 5
+
+
+def test_field_defaults_below_v3_are_refused_not_dropped(client: httpx.Client) -> None:
+    r = client.post("/namespaces/db/tables", json={"name": "v2_defaults", "schema": DEFAULTS})
+    assert "not supported until v3" in error_of(r, 400)
+    assert client.head("/namespaces/db/tables/v2_defaults").status_code == 404
+
+
+def test_a_create_transaction_upgrading_to_v3(client: httpx.Client) -> None:
+    name = f"c{uuid.uuid4().hex[:8]}"
+    # Staged as v2 (the client's default); the create transaction upgrades it, as Java's does.
+    staged = client.post("/namespaces/db/tables", json={"name": name, "schema": TWO_COLUMNS,
+                                                        "stage-create": True}).json()
+    table_uuid = staged["metadata"]["table-uuid"]
+    r = client.post(f"/namespaces/db/tables/{name}", json={
+        "requirements": [{"type": "assert-create"}],
+        "updates": [{"action": "assign-uuid", "uuid": table_uuid},
+                    {"action": "upgrade-format-version", "format-version": 3},
+                    {"action": "add-schema", "schema": DEFAULTS},
+                    {"action": "set-current-schema", "schema-id": -1},
+                    {"action": "add-spec", "spec": {"spec-id": 0, "fields": []}},
+                    {"action": "set-default-spec", "spec-id": -1},
+                    {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
+                    {"action": "set-default-sort-order", "sort-order-id": -1},
+                    {"action": "set-location", "location": staged["metadata"]["location"]}]})
+    assert r.status_code == 200, r.text
+    metadata = client.get(f"/namespaces/db/tables/{name}").json()["metadata"]
+    assert metadata["format-version"] == 3 and metadata["next-row-id"] == 0
+    assert metadata["schemas"][0]["fields"][1]["initial-default"] == 5
+
+
+def test_pyiceberg_reads_a_v3_table_with_defaults(server: RunningServer, client: httpx.Client) -> None:
+    # PyIceberg's own create_table drops default values client-side (its fresh-id assignment), so the table
+    # is created over raw HTTP, as Java clients send it, and read with PyIceberg.
+    from pyiceberg.catalog.rest import RestCatalog
+
+    name, _ = new_table(client, DEFAULTS, properties={"format-version": "3"})
+    catalog = RestCatalog("arco", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    loaded = catalog.load_table(f"db.{name}")
+    assert loaded.metadata.format_version == 3
+    field = loaded.schema().find_field("n")
+    assert (field.initial_default, field.write_default) == (5, 6)
+    with loaded.transaction() as txn:
+        txn.set_properties(owner_note="x")
+    assert catalog.load_table(f"db.{name}").schema().find_field("n").initial_default == 5
+
+
+def test_an_existing_table_upgrades_to_v3(client: httpx.Client) -> None:
+    name, _ = new_table(client)
+    r = client.post(f"/namespaces/db/tables/{name}",
+                    json={"updates": [{"action": "upgrade-format-version", "format-version": 3}]})
+    assert r.status_code == 200, r.text
+    assert (r.json()["metadata"]["format-version"], r.json()["metadata"]["next-row-id"]) == (3, 0)
+
+
+# -- 4: lookups of names Arco never stores ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("segment", ["a%2Fb", "x%2Fy%2Fz"])
+def test_lookups_of_unstorable_names_are_404(client: httpx.Client, segment: str) -> None:
+    assert client.head(f"/namespaces/{segment}").status_code == 404
+    assert error_of(client.get(f"/namespaces/{segment}"), 404).startswith("Namespace does not exist")
+    assert client.get(f"/namespaces/{segment}").json()["error"]["type"] == "NoSuchNamespaceException"
+    assert client.head(f"/namespaces/db/tables/{segment}").status_code == 404
+    assert client.head(f"/namespaces/{segment}/tables/t").status_code == 404
+    r = client.get(f"/namespaces/db/tables/{segment}")
+    assert error_of(r, 404).startswith("Table does not exist")
+    assert r.json()["error"]["type"] == "NoSuchTableException"
+    # Creating such a name stays a bad request.
+    error_of(client.post("/namespaces", json={"namespace": ["a/b"]}), 400)
+    error_of(client.post("/namespaces/db/tables", json={"name": "x/y", "schema": ONE_COLUMN_SCHEMA}), 400)
+
+
+# -- 5: unregisterTable ------------------------------------------------------------------------------------------
+
+
+def local_path(location: str) -> Path:
+    return Path(urlparse(location).path)
+
+
+def test_unregister_keeps_the_files_and_register_works_again(client: httpx.Client) -> None:
+    assert "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister" in \
+        client.get(f"{client.base_url.scheme}://{client.base_url.host}:{client.base_url.port}"
+                   "/iceberg/v1/config").json()["endpoints"]
+    name, created = new_table(client)
+    r = client.post(f"/namespaces/db/tables/{name}",
+                    json={"updates": [{"action": "set-properties", "updates": {"k": "v"}}]})
+    last = r.json()["metadata-location"]
+    files = sorted(p for p in local_path(created["metadata"]["location"]).rglob("*") if p.is_file())
+    assert len(files) >= 2
+
+    key = {"Idempotency-Key": str(uuid.uuid7()) if hasattr(uuid, "uuid7") else "0190b4d4-7b3c-7e1a-9c1e-6a0b2d3c4e5f"}
+    r = client.post(f"/namespaces/db/tables/{name}/unregister", headers=key)
+    assert r.status_code == 200, r.text
+    assert r.json()["metadata-location"] == last and r.json()["metadata"]["properties"]["k"] == "v"
+    replay = client.post(f"/namespaces/db/tables/{name}/unregister", headers=key)
+    assert replay.status_code == 200 and replay.json()["metadata-location"] == last
+
+    assert client.head(f"/namespaces/db/tables/{name}").status_code == 404
+    assert client.post(f"/namespaces/db/tables/{name}", json={"updates": []}).status_code == 404
+    assert error_of(client.post(f"/namespaces/db/tables/{name}/unregister"), 404)
+    assert all(p.is_file() for p in files)
+
+    r = client.post("/namespaces/db/register", json={"name": name, "metadata-location": last})
+    assert r.status_code == 200, r.text
+    loaded = client.get(f"/namespaces/db/tables/{name}").json()
+    assert loaded["metadata-location"] == last and loaded["metadata"]["properties"]["k"] == "v"
+    r = client.post(f"/namespaces/db/tables/{name}",
+                    json={"updates": [{"action": "set-properties", "updates": {"k": "w"}}]})
+    assert r.status_code == 200, r.text

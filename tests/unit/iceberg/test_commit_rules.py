@@ -1,0 +1,192 @@
+"""The pure commit rules (arco.iceberg.commit_rules): the reference implementation's requirement wording, spec
+and sort-order id assignment, and format v3 (field default values, upgrades, row lineage)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import TableMetadata, new_table_metadata
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+
+from arco.iceberg import commit_rules as rules
+from arco.iceberg.errors import BadRequest, CommitFailed
+
+TABLE_UUID = "f79c3e09-677c-4bbd-a479-3f349cb785e7"
+SCHEMA = {"type": "struct", "schema-id": 0, "fields": [
+    {"id": 1, "name": "id", "required": False, "type": "long"},
+    {"id": 2, "name": "s", "required": False, "type": "string"},
+]}
+
+
+def base(format_version: int = 2) -> TableMetadata:
+    return new_table_metadata(Schema.model_validate(SCHEMA), UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER,
+                              "file:///wh/t", properties={"format-version": str(format_version)},
+                              table_uuid=uuid.UUID(TABLE_UUID))
+
+
+def fail_message(requirement: dict, metadata: TableMetadata | None) -> str:
+    with pytest.raises(CommitFailed) as caught:
+        rules.check_requirements(rules.parse_requirements([requirement]), metadata)
+    return caught.value.message
+
+
+@pytest.mark.parametrize(("requirement", "message"), [
+    ({"type": "assert-current-schema-id", "current-schema-id": 1},
+     "Requirement failed: current schema changed: expected id 1 != 0"),
+    ({"type": "assert-last-assigned-field-id", "last-assigned-field-id": 1},
+     "Requirement failed: last assigned field id changed: expected id 1 != 2"),
+    ({"type": "assert-last-assigned-partition-id", "last-assigned-partition-id": 1000},
+     "Requirement failed: last assigned partition id changed: expected id 1000 != 999"),
+    ({"type": "assert-default-spec-id", "default-spec-id": 3},
+     "Requirement failed: default partition spec changed: expected id 3 != 0"),
+    ({"type": "assert-default-sort-order-id", "default-sort-order-id": 1},
+     "Requirement failed: default sort order changed: expected id 1 != 0"),
+    ({"type": "assert-table-uuid", "uuid": "00000000-0000-0000-0000-000000000000"},
+     f"Requirement failed: UUID does not match: expected {TABLE_UUID} != 00000000-0000-0000-0000-000000000000"),
+    ({"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": 7},
+     "Requirement failed: branch or tag main is missing, expected 7"),
+    ({"type": "assert-create"}, "Requirement failed: table already exists"),
+])
+def test_requirement_failures_use_the_reference_wording(requirement: dict, message: str) -> None:
+    assert fail_message(requirement, base()) == message
+
+
+def test_an_absent_ref_expected_absent_holds() -> None:
+    metadata = base().model_copy(update={"refs": {}})
+    # A ref that is absent and expected absent holds (Java), even off main on a table without snapshots.
+    rules.check_requirements(rules.parse_requirements(
+        [{"type": "assert-ref-snapshot-id", "ref": "audit", "snapshot-id": None}]), metadata)
+
+
+def test_requirements_that_hold_pass() -> None:
+    rules.check_requirements(rules.parse_requirements([
+        {"type": "assert-current-schema-id", "current-schema-id": 0},
+        {"type": "assert-table-uuid", "uuid": TABLE_UUID.upper()},
+        {"type": "assert-last-assigned-field-id", "last-assigned-field-id": 2},
+        {"type": "assert-default-spec-id", "default-spec-id": 0},
+        {"type": "assert-default-sort-order-id", "default-sort-order-id": 0},
+    ]), base())
+    rules.check_requirements(rules.parse_requirements([{"type": "assert-create"}]), None)
+
+
+# -- spec and sort-order ids -------------------------------------------------------------------------------------
+
+def order(order_id: int, source_id: int, direction: str = "asc") -> dict:
+    return {"order-id": order_id, "fields": [
+        {"source-id": source_id, "transform": "identity", "direction": direction, "null-order": "nulls-first"}]}
+
+
+def spec(spec_id: int, source_id: int, name: str) -> dict:
+    return {"spec-id": spec_id, "fields": [
+        {"source-id": source_id, "field-id": 1000, "transform": "identity", "name": name}]}
+
+
+def add_order(o: dict) -> list[dict]:
+    return [{"action": "add-sort-order", "sort-order": o}, {"action": "set-default-sort-order", "sort-order-id": -1}]
+
+
+def add_spec(s: dict) -> list[dict]:
+    return [{"action": "add-spec", "spec": s}, {"action": "set-default-spec", "spec-id": -1}]
+
+
+def apply(metadata: TableMetadata, raw: list[dict]) -> TableMetadata:
+    return rules.apply_updates(metadata, rules.parse_updates(raw), "file:///wh/t/metadata/00000-x.metadata.json")
+
+
+def test_a_sort_order_whose_id_is_taken_gets_the_next_id() -> None:
+    first = apply(base(), add_order(order(1, 1)))
+    second = apply(first, add_order(order(1, 2)))  # a concurrent writer's "order 1", from the same base
+    assert {o.order_id: o.fields[0].source_id for o in second.sort_orders if o.fields} == {1: 1, 2: 2}
+    assert second.default_sort_order_id == 2
+
+
+def test_an_identical_sort_order_is_reused_not_duplicated() -> None:
+    first = apply(base(), add_order(order(1, 1)))
+    again = apply(first, add_order(order(5, 1)) + [{"action": "set-properties", "updates": {"k": "v"}}])
+    assert [o.order_id for o in again.sort_orders] == [0, 1]
+    assert again.default_sort_order_id == 1
+    unsorted = apply(again, add_order({"order-id": 0, "fields": []}))
+    assert [o.order_id for o in unsorted.sort_orders] == [0, 1] and unsorted.default_sort_order_id == 0
+
+
+def test_a_partition_spec_whose_id_is_taken_gets_the_next_id() -> None:
+    first = apply(base(), add_spec(spec(1, 1, "id")))
+    second = apply(first, add_spec(spec(1, 2, "s")))
+    assert {s.spec_id: s.fields[0].name for s in second.partition_specs if s.fields} == {1: "id", 2: "s"}
+    assert second.default_spec_id == 2
+    same = apply(second, add_spec(spec(9, 1, "id")))
+    assert [s.spec_id for s in same.partition_specs] == [0, 1, 2] and same.default_spec_id == 1
+
+
+def test_minus_one_without_an_add_is_refused() -> None:
+    with pytest.raises(BadRequest):
+        apply(base(), [{"action": "set-default-sort-order", "sort-order-id": -1}])
+
+
+def test_assign_ids_is_pure() -> None:
+    metadata = base()
+    updates = rules.parse_updates(add_order(order(0, 1)))
+    assigned = rules.assign_spec_and_order_ids(metadata, updates)
+    assert assigned[0].sort_order.order_id == 1 and assigned[1].sort_order_id == 1
+    assert updates[0].sort_order.order_id == 0 and updates[1].sort_order_id == -1
+
+
+# -- format v3 ---------------------------------------------------------------------------------------------------
+
+DEFAULTS_SCHEMA = {"type": "struct", "schema-id": 0, "fields": [
+    {"id": 7, "name": "n", "required": False, "type": "int", "initial-default": 5, "write-default": 6},
+    {"id": 8, "name": "st", "required": False, "type": {"type": "struct", "fields": [
+        {"id": 9, "name": "d", "required": False, "type": "date", "initial-default": "2020-01-01"}]}},
+]}
+
+
+def test_field_defaults_survive_fresh_ids() -> None:
+    original = Schema.model_validate(DEFAULTS_SCHEMA)
+    created = new_table_metadata(original, UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, "file:///wh/t",
+                                 properties={"format-version": "3"})
+    kept = rules.keep_field_defaults(created.schemas[0], original)
+    assert [f.field_id for f in kept.fields] == [1, 2]
+    assert (kept.fields[0].initial_default, kept.fields[0].write_default) == (5, 6)
+    assert str(kept.find_field("st.d").initial_default) == "2020-01-01"
+
+
+def test_field_defaults_need_v3() -> None:
+    with pytest.raises(BadRequest, match="not supported until v3"):
+        rules.check_field_defaults(Schema.model_validate(DEFAULTS_SCHEMA), 2)
+    rules.check_field_defaults(Schema.model_validate(DEFAULTS_SCHEMA), 3)
+
+
+def create_updates(*first: dict) -> list[dict]:
+    return [*first,
+            {"action": "assign-uuid", "uuid": TABLE_UUID},
+            {"action": "add-schema", "schema": DEFAULTS_SCHEMA},
+            {"action": "set-current-schema", "schema-id": -1},
+            {"action": "add-spec", "spec": {"spec-id": 0, "fields": []}},
+            {"action": "set-default-spec", "spec-id": -1},
+            {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
+            {"action": "set-default-sort-order", "sort-order-id": -1},
+            {"action": "set-location", "location": "file:///wh/t"}]
+
+
+def test_a_create_upgrading_to_v3_keeps_defaults_and_starts_row_lineage() -> None:
+    created = rules.apply_updates(None, rules.parse_updates(
+        create_updates({"action": "upgrade-format-version", "format-version": 3})), None)
+    assert created.format_version == 3 and created.next_row_id == 0
+    assert created.schema().find_field("n").initial_default == 5
+
+
+def test_a_create_with_defaults_below_v3_is_refused() -> None:
+    with pytest.raises(BadRequest, match="not supported until v3"):
+        rules.apply_updates(None, rules.parse_updates(create_updates()), None)
+
+
+def test_an_existing_table_upgrades_to_v3_but_not_beyond() -> None:
+    upgraded = apply(base(2), [{"action": "upgrade-format-version", "format-version": 3}])
+    assert upgraded.format_version == 3 and upgraded.next_row_id == 0
+    with pytest.raises(BadRequest, match="Unsupported table format version"):
+        apply(base(2), [{"action": "upgrade-format-version", "format-version": 4}])
+    with pytest.raises(BadRequest, match="downgrade"):
+        apply(upgraded, [{"action": "upgrade-format-version", "format-version": 2}])
