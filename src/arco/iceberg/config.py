@@ -35,6 +35,8 @@ ENDPOINTS: tuple[str, ...] = (
     "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
     "POST /v1/{prefix}/namespaces/{namespace}/register-view",
     "POST /v1/{prefix}/views/rename",
+    "GET /v1/{prefix}/namespaces/{namespace}/functions",
+    "GET /v1/{prefix}/namespaces/{namespace}/functions/{function}",
 )
 
 

@@ -19,6 +19,7 @@ from arco.catalog.names import check_name, check_namespace
 from arco.iceberg import errors
 from arco.iceberg.access import TableAccess, delegation_modes
 from arco.iceberg.config import catalog_config
+from arco.iceberg.function_routes import function_routes
 from arco.iceberg.http import (
     identifier_page,
     IcebergServices,
@@ -320,4 +321,5 @@ routes = [
     Route(PREFIX + "/tables/rename", rename_table, methods=["POST"]),
     Route(PREFIX + "/transactions/commit", commit_transaction, methods=["POST"]),
     *view_routes,
+    *function_routes,
 ]
