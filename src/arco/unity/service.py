@@ -448,6 +448,8 @@ class UnityService:
             return
         self.store.execute(lambda state: {"op": "drop_table", "id": entry.id, "location": entry.location},
                            principal=principal)
+        if entry.format == "ICEBERG":  # an Iceberg view: its pointer is marked dropped, as dropView does
+            self.tables.tombstone(entry.id)
 
     def table_summaries(self, catalog_name: str | None, schema_pattern: str | None, table_pattern: str | None,
                         max_results: Any, token: str | None,

@@ -16,6 +16,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     workdir: Path = tmp_path_factory.mktemp("server")
     with arco_server(workdir / "wh", workdir, admin_token=ARCO_TOKEN,
                      extra_args=("--max-body-bytes", str(MAX_BODY_BYTES))) as s:
+        s.warehouse_dir = workdir / "wh"  # type: ignore[attr-defined]
         yield s
 
 

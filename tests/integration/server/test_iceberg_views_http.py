@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from support.arco_server import ARCO_TOKEN, ONE_COLUMN_SCHEMA, RunningServer
+from support.arco_server import ARCO_TOKEN, ONE_COLUMN_SCHEMA, RunningServer, run_cli
 from uuid6 import uuid7
 
 pytestmark = pytest.mark.timeout(180)
@@ -318,3 +318,60 @@ def test_two_concurrent_creates_of_one_view_exactly_one_wins(server: RunningServ
     assert error_type(loser) == "AlreadyExistsException"
     winner = next(r for r in results if r.status_code == 200)
     assert client.get("/namespaces/db/views/both").json()["metadata-location"] == winner.json()["metadata-location"]
+
+
+def test_views_follow_the_grants_of_tables(server: RunningServer, client: httpx.Client) -> None:
+    """A stranger may do nothing with a view; SELECT loads it but neither replaces nor drops it; MODIFY replaces;
+    creating needs CREATE_TABLE on the schema."""
+    warehouse = server.warehouse_dir  # type: ignore[attr-defined]
+    client.post("/namespaces", json={"namespace": ["perm"]}).raise_for_status()
+    view_uuid = client.post("/namespaces/perm/views", json=create_body("pv")).json()["metadata"]["view-uuid"]
+    tokens = {}
+    for user in ("vera@x.com", "sam@x.com"):
+        run_cli(warehouse, "user", "create", user)
+        tokens[user] = run_cli(warehouse, "token", "create", user).strip()
+
+    def as_user(user: str) -> httpx.Client:
+        return httpx.Client(base_url=f"{server.iceberg_uri}/v1/main", timeout=30,
+                            headers={"Authorization": f"Bearer {tokens[user]}"})
+
+    def grant(kind: str, name: str, *privileges: str) -> None:
+        httpx.patch(f"{server.base_url}/api/2.1/unity-catalog/permissions/{kind}/{name}", timeout=30,
+                    headers={"Authorization": f"Bearer {ARCO_TOKEN}"},
+                    json={"changes": [{"principal": "vera@x.com", "add": list(privileges)}]}).raise_for_status()
+
+    vera, sam = as_user("vera@x.com"), as_user("sam@x.com")
+    for stranger_call in (lambda: sam.get("/namespaces/perm/views/pv"),
+                          lambda: sam.post("/namespaces/perm/views/pv", json=replace_body(view_uuid, "SELECT 1")),
+                          lambda: sam.delete("/namespaces/perm/views/pv"),
+                          lambda: sam.post("/namespaces/perm/views", json=create_body("mine"))):
+        assert stranger_call().status_code == 403
+    grant("catalog", "main", "USE_CATALOG")
+    grant("schema", "main.perm", "USE_SCHEMA")
+    grant("table", "main.perm.pv", "SELECT")
+    assert vera.get("/namespaces/perm/views/pv").status_code == 200
+    assert vera.post("/namespaces/perm/views/pv", json=replace_body(view_uuid, "SELECT 2")).status_code == 403
+    assert vera.delete("/namespaces/perm/views/pv").status_code == 403
+    assert vera.post("/namespaces/perm/views", json=create_body("mine")).status_code == 403
+    grant("table", "main.perm.pv", "MODIFY")
+    assert vera.post("/namespaces/perm/views/pv", json=replace_body(view_uuid, "SELECT 3")).status_code == 200
+    grant("schema", "main.perm", "CREATE_TABLE")
+    assert vera.post("/namespaces/perm/views", json=create_body("mine")).status_code == 200
+    assert vera.delete("/namespaces/perm/views/mine").status_code == 204  # her own view
+    assert sam.get("/namespaces/perm/views").status_code == 403  # a stranger cannot even list
+    assert [i["name"] for i in vera.get("/namespaces/perm/views").json()["identifiers"]] == ["pv"]
+
+
+def test_dropping_an_iceberg_view_through_unity_catalog_marks_its_pointer(server: RunningServer,
+                                                                          client: httpx.Client) -> None:
+    from arco.iceberg.pointer import PointerStore
+    from arco.storage.factory import open_storage
+
+    client.post("/namespaces", json={"namespace": ["ucdrop"]}).raise_for_status()
+    view_uuid = client.post("/namespaces/ucdrop/views", json=create_body("gone")).json()["metadata"]["view-uuid"]
+    deleted = httpx.delete(f"{server.base_url}/api/2.1/unity-catalog/tables/main.ucdrop.gone",
+                           headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, timeout=30)
+    assert deleted.status_code == 200, deleted.text
+    assert client.get("/namespaces/ucdrop/views/gone").status_code == 404
+    pointer = PointerStore(open_storage(server.warehouse_dir)).load(view_uuid)  # type: ignore[attr-defined]
+    assert pointer is not None and pointer.pointer.dropped
