@@ -9,8 +9,6 @@ is revoked and a new one printed).
 from __future__ import annotations
 
 import secrets
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date
@@ -20,6 +18,7 @@ import click
 from arco.auth.principals import BOOTSTRAP_ADMIN
 from arco.cli.banner import arco_command, client_base, literal_token
 from arco.cli.common import open_warehouse, warehouse_options
+from arco.storage.base import StorageBackend
 
 DEMO_USER = "demo@example.com"
 SCHEMA = "demo"
@@ -50,30 +49,15 @@ def sample_tables() -> dict[str, object]:
 
 
 @contextmanager
-def _in_process_server(storage: object, token: str) -> Iterator[str]:
+def _in_process_server(storage: StorageBackend, token: str) -> Iterator[str]:
     """An Arco server on a free loopback port inside this process; yields its Iceberg REST URI."""
-    import uvicorn
+    from arco.api.embedded import EmbeddedServerFailed, in_process_server
 
-    from arco.api.app import asgi_app
-    from arco.settings import ServerSettings
-
-    settings = ServerSettings(warehouse=storage.url, host="127.0.0.1", port=0)  # type: ignore[attr-defined]
-    config = uvicorn.Config(asgi_app(settings, storage, {token: BOOTSTRAP_ADMIN}),  # type: ignore[arg-type]
-                            host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="arco-quickstart-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise click.ClickException("could not start an Arco server inside this process")
-        time.sleep(0.05)
-    port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}/iceberg"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+        with in_process_server(storage, {token: BOOTSTRAP_ADMIN}, "arco-quickstart-server") as base:
+            yield f"{base}/iceberg"
+    except EmbeddedServerFailed:
+        raise click.ClickException("could not start an Arco server inside this process") from None
 
 
 def write_samples(uri: str, token: str) -> list[str]:

@@ -91,3 +91,11 @@ class PointerStore:
 
     def swap(self, expected_version: str, pointer: TablePointer) -> WriteResult:
         return self.storage.put(pointer_key(pointer.table_uuid), pointer.to_bytes(), MatchesVersion(expected_version))
+
+    def create_or_revive(self, pointer: TablePointer) -> bool:
+        """Create the pointer, or replace a tombstone of the same uuid by CAS (the files of a dropped table or view
+        registered again); False if a live pointer of that uuid exists, or the tombstone changed under us."""
+        if self.create(pointer).ok:
+            return True
+        existing = self.load(pointer.table_uuid)
+        return existing is not None and existing.pointer.dropped and self.swap(existing.version, pointer).ok

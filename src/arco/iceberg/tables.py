@@ -224,11 +224,8 @@ class TableService:
                    "previous_metadata_location": None, "source": source, "identifier": identity}
         write_iceberg_receipt(self.storage, "pending", **receipt)
         pointer = pointer_for(table_uuid, location, metadata, None, source)
-        if not self.pointers.create(pointer).ok:
-            # Registering the files of a dropped table again is allowed: its tombstone is replaced (by CAS).
-            existing = self.pointers.load(table_uuid)
-            if existing is None or not existing.pointer.dropped or not self.pointers.swap(existing.version, pointer).ok:
-                raise AlreadyExists(f"a table with uuid {table_uuid} already exists")
+        if not self.pointers.create_or_revive(pointer):  # a dropped table's files may be registered again
+            raise AlreadyExists(f"a table with uuid {table_uuid} already exists")
 
         def build(state: CatalogState) -> dict[str, Any]:
             placement = place(state)
@@ -249,7 +246,7 @@ class TableService:
             raise BadRequest("'metadata-location' is required")
         self.entry_absent(catalog, namespace, name)
         with self.store.read() as state:
-            self._check_registrable(state, catalog, location, who)
+            self.check_registrable(state, catalog, location, who)
         try:
             metadata = self.files.read(location)
         except Exception:  # noqa: BLE001 - the file's contents are never quoted back: it may be anyone's
@@ -262,7 +259,7 @@ class TableService:
                           tag=tag, place=lambda state: self._registered_placement(state, catalog, metadata, who))
         return location, metadata
 
-    def _check_registrable(self, state: CatalogState, catalog: CatalogEntry, location: str,
+    def check_registrable(self, state: CatalogState, catalog: CatalogEntry, location: str,
                            who: Principal | None) -> None:
         """Before a byte of it is read: a metadata file may be registered from inside an external location the
         caller may create tables in, or from the folder Arco allocated to a table of this catalog that was
@@ -358,6 +355,7 @@ class TableService:
         return deleted
 
     def tombstone(self, table_uuid: str) -> None:
+        """Mark a dropped table's (or view's) pointer dropped, so commits resolved before the drop fail."""
         for _ in range(20):
             current = self.resolver.for_write(table_uuid)
             if current is None or current.pointer.dropped:

@@ -215,10 +215,8 @@ class ViewService:
                    "previous_metadata_location": None, "source": source, "identifier": identity}
         write_view_receipt(self.storage, "pending", **receipt)
         pointer = TablePointer(table_uuid=view_uuid, current_metadata_location=metadata_location, updated_by=source)
-        if not self.pointers.create(pointer).ok:
-            existing = self.pointers.load(view_uuid)  # a dropped view's files registered again: replace its tombstone
-            if existing is None or not existing.pointer.dropped or not self.pointers.swap(existing.version, pointer).ok:
-                raise AlreadyExists(f"a view with uuid {view_uuid} already exists")
+        if not self.pointers.create_or_revive(pointer):  # a dropped view's files may be registered again
+            raise AlreadyExists(f"a view with uuid {view_uuid} already exists")
 
         def build(state: CatalogState) -> dict[str, Any]:
             state.namespace(catalog.id, namespace)
@@ -245,7 +243,7 @@ class ViewService:
         with self.store.read() as state:
             state.namespace(catalog.id, namespace)
             refuse_taken(state, catalog, namespace, name)
-            self.tables._check_registrable(state, catalog, location, who)
+            self.tables.check_registrable(state, catalog, location, who)
         try:
             metadata = self.files.read(location)
         except Exception:  # noqa: BLE001 - never quoted back
@@ -331,12 +329,7 @@ class ViewService:
         return dropped["entry"]
 
     def tombstone(self, view_uuid: str) -> None:
-        for _ in range(20):
-            current = self.pointers.load(view_uuid)
-            if current is None or current.pointer.dropped:
-                return
-            if self.pointers.swap(current.version, current.pointer.with_changes(dropped=True)).ok:
-                return
+        self.tables.tombstone(view_uuid)  # views' pointers live beside tables', in the same store
 
     def rename(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, target: NamespacePath,
                new_name: str, principal: str, source: dict[str, Any] | None = None, tag: str | None = None) -> None:

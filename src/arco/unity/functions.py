@@ -17,15 +17,13 @@ from typing import Any
 from arco.auth import decisions as can
 from arco.auth.principals import Principal
 from arco.auth.subjects import securable, subject_of
-from arco.catalog.paging import page
-from arco.catalog.schema_objects import objects_in_schema
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.unity import objects
 from arco.unity.errors import invalid
 from arco.unity.infos import COLUMN_TYPES
-from arco.unity.service import denied, page_size, uc_name
+from arco.unity.service import denied, uc_name
 
 TYPE_NAMES = tuple(sorted(COLUMN_TYPES))
 REQUIRED_TEXT = ("full_data_type", "routine_definition", "specific_name")
@@ -153,10 +151,9 @@ class FunctionService:
             entry = next(e for e in state.securables_in_every_metastore("function") if e.id == function_id)
             return function_info(state, entry)
 
-    def _executable(self, state: CatalogState, caller: Principal, where: objects.Place,
-                    entry: SecurableEntry) -> bool:
-        return can.can_use_object(subject_of(state, caller), *where.parents(state),
-                                  securable(state, "function", entry), "EXECUTE")
+    @staticmethod
+    def _executable(state: CatalogState, caller: Principal, where: objects.Place, entry: SecurableEntry) -> bool:
+        return objects.usable(state, caller, where, "function", entry, "EXECUTE")
 
     def get(self, full_name: str, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
@@ -167,16 +164,8 @@ class FunctionService:
 
     def list(self, catalog_name: Any, schema_name: Any, max_results: Any, token: str | None,
              caller: Principal) -> tuple[list[dict[str, Any]], str | None]:
-        if not catalog_name or not schema_name:
-            raise invalid("catalog_name and schema_name are both required")
-        with self.store.read() as state:
-            where = objects.place(state, caller, catalog_name, schema_name)
-            objects.check(state, caller, where, can.can_list_in_schema, "list functions",
-                          "USE_CATALOG and USE_SCHEMA")
-            visible = [e for e in objects_in_schema(state, where.schema.id, "function")
-                       if self._executable(state, caller, where, e)]
-            chunk, next_token = page(visible, lambda e: e.fields["name"].casefold(), token, page_size(max_results))
-            return [function_info(state, e) for e in chunk], next_token
+        return objects.page_in_schema(self.store, caller, "function", "EXECUTE", catalog_name, schema_name,
+                                      max_results, token, function_info)
 
     def update(self, full_name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
         """Databricks' updateFunction: only the owner changes (by the owner, or an admin)."""

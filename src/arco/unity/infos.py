@@ -19,7 +19,8 @@ COLUMN_FIELDS = ("name", "type_name", "type_text", "type_json", "type_precision"
                  "type_interval_type", "position", "comment", "nullable", "partition_index")
 
 
-def _drop_none(info: dict[str, Any]) -> dict[str, Any]:
+def drop_none(info: dict[str, Any]) -> dict[str, Any]:
+    """The spec types these fields as strings (or numbers): an absent one is omitted, never sent as null."""
     return {k: v for k, v in info.items() if v is not None}
 
 
@@ -28,7 +29,7 @@ def metastore_id_of(catalog: CatalogEntry, state: CatalogState) -> str | None:
 
 
 def catalog_info(entry: CatalogEntry, state: CatalogState) -> dict[str, Any]:
-    return _drop_none({
+    return drop_none({
         "name": entry.name, "comment": entry.comment, "properties": dict(entry.properties), "owner": entry.owner,
         "metastore_id": metastore_id_of(entry, state), "id": entry.id, "storage_root": entry.storage_root,
         "storage_location": entry.storage_root, "catalog_type": "MANAGED_CATALOG",
@@ -39,7 +40,7 @@ def catalog_info(entry: CatalogEntry, state: CatalogState) -> dict[str, Any]:
 
 def schema_info(entry: NamespaceEntry, state: CatalogState) -> dict[str, Any]:
     catalog = state.catalogs[entry.catalog_id]
-    return _drop_none({
+    return drop_none({
         "name": entry.path[-1], "catalog_name": catalog.name, "comment": entry.comment,
         "properties": dict(entry.properties), "full_name": f"{catalog.name}.{'.'.join(entry.path)}",
         "owner": entry.owner, "metastore_id": metastore_id_of(catalog, state), "schema_id": entry.id,
@@ -58,7 +59,7 @@ def table_info(entry: TableEntry, state: CatalogState, columns: list[dict[str, A
                properties: dict[str, str] | None = None) -> dict[str, Any]:
     catalog = state.catalogs[entry.catalog_id]
     schema = ".".join(entry.namespace)
-    info = _drop_none({
+    info = drop_none({
         "name": entry.name, "catalog_name": catalog.name, "schema_name": schema, "table_type": table_type(entry),
         "data_source_format": None if entry.kind == "VIEW" else entry.format,
         "storage_location": entry.location or None, "view_definition": entry.view_definition,

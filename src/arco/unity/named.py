@@ -23,6 +23,7 @@ from arco.catalog.paging import page
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
+from arco.unity import infos
 from arco.unity.errors import UnityError, invalid
 from arco.unity.service import changes_owner_only, denied, new_name_in, page_size, tenant_of, uc_name
 
@@ -172,7 +173,7 @@ class NamedSecurables:
                 "metastore_id": entry.metastore_id or state.primary_metastore_id, "created_at": entry.created_at_ms,
                 "created_by": entry.created_by, "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by,
                 **kind.render(entry)}
-        return {k: v for k, v in info.items() if v is not None}  # the spec types these as strings: omit, never null
+        return infos.drop_none(info)
 
     def _may_see(self, state: CatalogState, caller: Principal, entry: SecurableEntry) -> bool:
         who, target = subject_of(state, caller), securable(state, entry.type, entry)

@@ -20,6 +20,7 @@ from arco.catalog.schema_objects import object_key_name, schema_object
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.unity.errors import UnityError, invalid
+from arco.unity.infos import drop_none
 from arco.unity.service import catalog_in, denied, split_full_name, uc_name
 
 WORDS = {"volume": "Volume", "function": "Function", "registered_model": "Registered model",
@@ -123,10 +124,6 @@ def new_name(body: dict[str, Any], kind: str, current: str) -> str | None:
     return None if name == current else name
 
 
-def drop_none(info: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in info.items() if v is not None}
-
-
 def common_info(state: CatalogState, entry: SecurableEntry, id_key: str) -> dict[str, Any]:
     catalog_name, schema_name, name = full_name_of(state, entry)
     catalog = state.catalogs[state.namespaces[entry.fields["schema_id"]].catalog_id]
@@ -137,6 +134,33 @@ def common_info(state: CatalogState, entry: SecurableEntry, id_key: str) -> dict
         "created_at": entry.created_at_ms, "created_by": entry.created_by or entry.owner,
         "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by or entry.owner,
     })
+
+
+def usable(state: CatalogState, caller: Principal, where: Place, kind: str, entry: SecurableEntry,
+           privilege: str) -> bool:
+    """Whether the caller may use ``entry`` (USE_CATALOG, USE_SCHEMA and ``privilege``, or ownership)."""
+    return can.can_use_object(subject_of(state, caller), *where.parents(state), securable(state, kind, entry),
+                              privilege)
+
+
+def page_in_schema(store: Any, caller: Principal, kind: str, privilege: str, catalog_name: Any, schema_name: Any,
+                   max_results: Any, token: str | None,
+                   render: Any) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of a schema's ``kind`` objects that the caller may use, rendered; listing needs USE_CATALOG and
+    USE_SCHEMA."""
+    from arco.catalog.paging import page
+    from arco.catalog.schema_objects import objects_in_schema
+    from arco.unity.service import page_size
+
+    if not catalog_name or not schema_name:
+        raise invalid("catalog_name and schema_name are both required")
+    with store.read() as state:
+        where = place(state, caller, catalog_name, schema_name)
+        check(state, caller, where, can.can_list_in_schema, f"list {kind}s", "USE_CATALOG and USE_SCHEMA")
+        visible = [e for e in objects_in_schema(state, where.schema.id, kind)
+                   if usable(state, caller, where, kind, e, privilege)]
+        chunk, next_token = page(visible, lambda e: e.fields["name"].casefold(), token, page_size(max_results))
+        return [render(state, e) for e in chunk], next_token
 
 
 # -- tables/{full_name}/exists ---------------------------------------------------------------------------------

@@ -19,15 +19,13 @@ from arco.auth import decisions as can
 from arco.auth.principals import Principal
 from arco.auth.subjects import securable, subject_of
 from arco.catalog import locations
-from arco.catalog.paging import page
-from arco.catalog.schema_objects import objects_in_schema
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.iceberg.tables import TableService
 from arco.unity import objects
 from arco.unity.errors import invalid
-from arco.unity.service import changes_owner_only, denied, page_size, uc_name
+from arco.unity.service import changes_owner_only, denied, uc_name
 
 VOLUME_TYPES = ("MANAGED", "EXTERNAL")
 
@@ -75,9 +73,9 @@ class VolumeService:
             entry = next(e for e in state.securables_in_every_metastore("volume") if e.id == volume_id)
             return volume_info(state, entry)
 
-    def _readable(self, state: CatalogState, caller: Principal, where: objects.Place, entry: SecurableEntry) -> bool:
-        return can.can_use_object(subject_of(state, caller), *where.parents(state), securable(state, "volume", entry),
-                                  "READ_VOLUME")
+    @staticmethod
+    def _readable(state: CatalogState, caller: Principal, where: objects.Place, entry: SecurableEntry) -> bool:
+        return objects.usable(state, caller, where, "volume", entry, "READ_VOLUME")
 
     def get(self, full_name: str, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
@@ -88,15 +86,8 @@ class VolumeService:
 
     def list(self, catalog_name: Any, schema_name: Any, max_results: Any, token: str | None,
              caller: Principal) -> tuple[list[dict[str, Any]], str | None]:
-        if not catalog_name or not schema_name:
-            raise invalid("catalog_name and schema_name are both required")
-        with self.store.read() as state:
-            where = objects.place(state, caller, catalog_name, schema_name)
-            objects.check(state, caller, where, can.can_list_in_schema, "list volumes", "USE_CATALOG and USE_SCHEMA")
-            visible = [e for e in objects_in_schema(state, where.schema.id, "volume")
-                       if self._readable(state, caller, where, e)]
-            chunk, next_token = page(visible, lambda e: e.fields["name"].casefold(), token, page_size(max_results))
-            return [volume_info(state, e) for e in chunk], next_token
+        return objects.page_in_schema(self.store, caller, "volume", "READ_VOLUME", catalog_name, schema_name,
+                                      max_results, token, volume_info)
 
     def update(self, full_name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
         comment, owner = objects.text(body, "comment"), objects.owner_change(body)
