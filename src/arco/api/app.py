@@ -25,21 +25,22 @@ from arco.api.responses import JsonResponse
 from arco.auth.authenticator import Authenticator
 from arco.auth.bootstrap import read_stored_admin_hash
 from arco.auth.principals import Principal
+from arco.auth.tokens import hash_token
 from arco.catalog.bootstrap import initialise_warehouse
 from arco.catalog.store import CatalogStore
-from arco.auth.tokens import hash_token
 from arco.iceberg import routes as iceberg_routes
-from arco.unity import routes as unity_routes
-from arco.unity import tokens_api
-from arco.unity.metastores import MetastoreService
-from arco.unity.named import NamedSecurables
-from arco.unity.sharing import SharingService
-from arco.unity.permissions import PermissionsService
-from arco.unity.service import UnityService
 from arco.iceberg.routes import IcebergServices
 from arco.settings import ServerSettings
 from arco.storage.base import StorageBackend
 from arco.storage.factory import open_storage
+from arco.ui import routes as ui_routes
+from arco.unity import routes as unity_routes
+from arco.unity import tokens_api
+from arco.unity.metastores import MetastoreService
+from arco.unity.named import NamedSecurables
+from arco.unity.permissions import PermissionsService
+from arco.unity.service import UnityService
+from arco.unity.sharing import SharingService
 
 log = logging.getLogger("arco.api")
 ADMIN_TOKEN_ENV = "ARCO_ADMIN_TOKEN"
@@ -110,6 +111,8 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
             Route("/api/2.0/token/create", unity_routes.posted(tokens_api.create), methods=["POST"]),
             Route("/api/2.0/token/list", unity_routes.caller_only(tokens_api.list_mine), methods=["GET"]),
             Route("/api/2.0/token/delete", unity_routes.posted(tokens_api.delete), methods=["POST"]),
+            # The web UI at / (arco.ui): pages behind a session cookie, its JSON API under /ui/api.
+            *ui_routes.routes,
         ],
         middleware=[Middleware(BearerAuthMiddleware, authenticator=authenticator)],
         exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _unexpected_error},
