@@ -25,22 +25,22 @@ from arco.api.responses import JsonResponse
 from arco.auth.authenticator import Authenticator
 from arco.auth.bootstrap import read_stored_admin_hash
 from arco.auth.principals import Principal
-from arco.auth.tokens import hash_token
 from arco.catalog.bootstrap import initialise_warehouse
 from arco.catalog.store import CatalogStore
+from arco.auth.tokens import hash_token
 from arco.iceberg import routes as iceberg_routes
+from arco.unity import routes as unity_routes
+from arco.unity import tokens_api
+from arco.ui import routes as ui_routes
+from arco.unity.metastores import MetastoreService
+from arco.unity.named import NamedSecurables
+from arco.unity.sharing import SharingService
+from arco.unity.permissions import PermissionsService
+from arco.unity.service import UnityService
 from arco.iceberg.routes import IcebergServices
 from arco.settings import ServerSettings
 from arco.storage.base import StorageBackend
 from arco.storage.factory import open_storage
-from arco.ui import routes as ui_routes
-from arco.unity import routes as unity_routes
-from arco.unity import tokens_api
-from arco.unity.metastores import MetastoreService
-from arco.unity.named import NamedSecurables
-from arco.unity.permissions import PermissionsService
-from arco.unity.service import UnityService
-from arco.unity.sharing import SharingService
 
 log = logging.getLogger("arco.api")
 ADMIN_TOKEN_ENV = "ARCO_ADMIN_TOKEN"
