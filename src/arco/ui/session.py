@@ -49,13 +49,15 @@ def forget(response: Response, request: Request) -> None:
 
 
 def same_origin(request: Request) -> bool:
-    """False for a form post another site started (a login-CSRF attempt); browsers send one of these headers."""
-    if request.headers.get("sec-fetch-site") == "cross-site":
-        return False
+    """False for a form post another site started (a login-CSRF attempt). Browsers say where a request came from in
+    ``Sec-Fetch-Site``, else in ``Origin``; a client that sends neither is not a browser another site can drive."""
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site in ("same-origin", "none")
     origin = request.headers.get("origin")
-    if origin in (None, "null"):
-        return origin is None
-    return urlsplit(origin).netloc == request.headers.get("host", "")
+    if origin is None:
+        return True
+    return origin != "null" and urlsplit(origin).netloc == request.headers.get("host", "")
 
 
 def safe_next(raw: str | None) -> str:

@@ -175,7 +175,9 @@ def table_page(app: State, caller: Principal, full_name: str, version_page: int 
             loaded = app.iceberg.tables.load(catalog, entry.namespace, entry.name)
             page.iceberg = True
             page.info = {"table_type": "MANAGED" if entry.managed else "EXTERNAL", "data_source_format": "ICEBERG",
-                         "owner": entry.owner, "comment": entry.comment, "storage_location": entry.location,
+                         "owner": entry.owner, "storage_location": entry.location,
+                         # Spark's COMMENT is the metadata property "comment"; one set through UC is Tier 1's.
+                         "comment": entry.comment or loaded.metadata.properties.get("comment"),
                          "table_id": entry.id}
             _iceberg_facts(page, loaded.metadata)
             page.properties = sorted({**dict(page.properties), **entry.properties}.items())
