@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -39,17 +39,19 @@ CONFIDENCE_WORDS = {"Verified": "verified", "DeclaredUnverified": "declared, unv
 QUALITY_WORDS = {"NotChecked": "not checked", "Passed": "passed", "Failed": "failed", "Checked": "checked"}
 TIMELINE_COLUMNS = ["table_uuid", "metadata_location", "snapshot_id", "operation", "source_kind", "source_details",
                     "principal", "client_info", "lineage_confidence", "quality_status", "committed_at"]
-K = TypeVar("K")
-V = TypeVar("V")
 
 
-class _Lru:
+class Lru:
     """A small thread-safe LRU for immutable things read from storage."""
 
     def __init__(self, size: int) -> None:
         self._items: OrderedDict[Any, Any] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
+
+    def peek(self, key: Any) -> Any:
+        with self._lock:
+            return self._items.get(key)
 
     def get(self, key: Any, load: Callable[[], Any]) -> Any:
         with self._lock:
@@ -66,8 +68,8 @@ class _Lru:
         return value
 
 
-_receipts = _Lru(20_000)
-_parquet = _Lru(256)
+_receipts = Lru(20_000)
+_parquet = Lru(256)
 _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="arco-ui-receipts")
 
 
@@ -185,8 +187,11 @@ def attach_sources(storage: StorageBackend, versions: list[Version], compacted: 
         if version.metadata_location in compacted:
             version.source = compacted[version.metadata_location][0]
     keys = [iceberg_receipt_key("committed", v.metadata_location, v.at_ms) for v in missing]
-    receipts = list(_pool.map(lambda key: _safe_receipt(storage, key), keys)) if len(keys) > 1 else \
-        [_safe_receipt(storage, key) for key in keys]
+    receipts = [_receipts.peek(key) for key in keys]
+    unread = [i for i, found in enumerate(receipts) if found is None]
+    if unread:  # first views, or receipts not written yet: read them in parallel (object stores are slow per get)
+        for i, found in zip(unread, _pool.map(lambda i: _safe_receipt(storage, keys[i]), unread)):
+            receipts[i] = found
     for version, receipt in zip(missing, receipts):
         if receipt is not None:
             version.source = classify(receipt.get("source") or {}, receipt.get("summary"))

@@ -8,7 +8,7 @@ API's service: all of them for the owner or an admin, else the caller's own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -101,54 +101,91 @@ def schema_rows(fields: Any, depth: int = 0) -> list[Column]:
 
 
 def _summary(snapshot: Any) -> dict[str, Any]:
-    return snapshot.summary.model_dump(by_alias=True) if snapshot.summary is not None else {}
+    summary = snapshot.summary
+    return {"operation": summary.operation.value, **summary.additional_properties} if summary is not None else {}
 
 
-def _iceberg_facts(page: TablePage, metadata: TableMetadata) -> None:
+@dataclass(frozen=True)
+class IcebergFacts:
+    """Everything the page shows that follows from one metadata file alone: computed once per location (a metadata
+    file never changes), so a table with 1,000 snapshots costs its summaries' walk once, not on every view."""
+
+    columns: list[Column]
+    partition_fields: list[dict[str, Any]]
+    sort_fields: list[dict[str, Any]]
+    properties: list[tuple[str, str]]
+    format_version: int
+    line_charts: list[charts.LineChart]
+    activity: charts.BarChart | None
+    snapshots: list[dict[str, Any]]
+    snapshot_count: int
+    refs: list[dict[str, Any]]
+    versions: list[history.Version]  # sources not attached: those come per view (receipts arrive later)
+
+
+_facts = history.Lru(64)
+
+
+def iceberg_facts(location: str, metadata: TableMetadata) -> IcebergFacts:
+    return _facts.get(location, lambda: _compute_facts(location, metadata))
+
+
+def _compute_facts(location: str, metadata: TableMetadata) -> IcebergFacts:
     schema = metadata.schema()
-    page.columns = schema_rows(schema.fields)
     names = {f.field_id: f.name for f in schema.fields}
-    page.partition_fields = [{"name": f.name, "transform": str(f.transform), "source": names.get(f.source_id,
-                              f"field {f.source_id}"), "field_id": f.field_id} for f in metadata.spec().fields]
     order = metadata.sort_order_by_id(metadata.default_sort_order_id) if metadata.sort_orders else None
-    page.sort_fields = [{"source": names.get(f.source_id, f"field {f.source_id}"), "transform": str(f.transform),
-                         "direction": f.direction.value, "nulls": f.null_order.value}
-                        for f in (order.fields if order else [])]
-    page.properties = sorted(metadata.properties.items())
-    page.format_version = metadata.format_version
-    summaries = [(s.timestamp_ms, _summary(s)) for s in metadata.snapshots]
-    page.line_charts = charts.line_charts(summaries)
-    page.activity = charts.activity_chart([e.timestamp_ms for e in metadata.metadata_log] +
-                                          [metadata.last_updated_ms])
+    summaries = {s.snapshot_id: _summary(s) for s in metadata.snapshots}
     newest = sorted(metadata.snapshots, key=lambda s: s.timestamp_ms, reverse=True)
-    page.snapshot_count = len(newest)
-    page.snapshots = [{"id": s.snapshot_id, "parent": s.parent_snapshot_id, "at": when(s.timestamp_ms),
-                       "operation": (summary := _summary(s)).get("operation"), "sequence": s.sequence_number,
-                       "added_records": summary.get("added-records"), "total_records": summary.get("total-records"),
-                       "total_files": summary.get("total-data-files"),
-                       "total_bytes": charts.human(float(summary["total-files-size"]), "bytes")
-                       if str(summary.get("total-files-size", "")).isdigit() else None,
-                       "engine": " ".join(str(summary[k]) for k in ("engine-name", "engine-version")
-                                          if summary.get(k)) or None,
-                       "current": s.snapshot_id == metadata.current_snapshot_id}
-                      for s in newest[:SNAPSHOTS_SHOWN]]
-    page.refs = sorted(({"name": name, "type": ref.snapshot_ref_type.value, "snapshot_id": ref.snapshot_id,
-                         "max_ref_age_ms": ref.max_ref_age_ms, "max_snapshot_age_ms": ref.max_snapshot_age_ms,
-                         "min_snapshots_to_keep": ref.min_snapshots_to_keep}
-                        for name, ref in metadata.refs.items()), key=lambda r: (r["name"] != "main", r["name"]))
+    snapshots = []
+    for s in newest[:SNAPSHOTS_SHOWN]:
+        summary = summaries[s.snapshot_id]
+        size = str(summary.get("total-files-size", ""))
+        snapshots.append({
+            "id": s.snapshot_id, "parent": s.parent_snapshot_id, "at": when(s.timestamp_ms),
+            "operation": summary.get("operation"), "sequence": s.sequence_number,
+            "added_records": summary.get("added-records"), "total_records": summary.get("total-records"),
+            "total_files": summary.get("total-data-files"),
+            "total_bytes": charts.human(float(size), "bytes") if size.isdigit() else None,
+            "engine": " ".join(str(summary[k]) for k in ("engine-name", "engine-version") if summary.get(k)) or None,
+            "current": s.snapshot_id == metadata.current_snapshot_id})
+    return IcebergFacts(
+        columns=schema_rows(schema.fields),
+        partition_fields=[{"name": f.name, "transform": str(f.transform), "field_id": f.field_id,
+                           "source": names.get(f.source_id, f"field {f.source_id}")} for f in metadata.spec().fields],
+        sort_fields=[{"source": names.get(f.source_id, f"field {f.source_id}"), "transform": str(f.transform),
+                      "direction": f.direction.value, "nulls": f.null_order.value}
+                     for f in (order.fields if order else [])],
+        properties=sorted(metadata.properties.items()),
+        format_version=metadata.format_version,
+        line_charts=charts.line_charts([(s.timestamp_ms, summaries[s.snapshot_id]) for s in metadata.snapshots]),
+        activity=charts.activity_chart([e.timestamp_ms for e in metadata.metadata_log] + [metadata.last_updated_ms]),
+        snapshots=snapshots,
+        snapshot_count=len(newest),
+        refs=sorted(({"name": name, "type": ref.snapshot_ref_type.value, "snapshot_id": ref.snapshot_id,
+                      "max_ref_age_ms": ref.max_ref_age_ms, "max_snapshot_age_ms": ref.max_snapshot_age_ms,
+                      "min_snapshots_to_keep": ref.min_snapshots_to_keep} for name, ref in metadata.refs.items()),
+                    key=lambda r: (r["name"] != "main", r["name"])),
+        versions=history.versions_of(metadata, location),
+    )
 
 
-def _versions(app: State, page: TablePage, table_uuid: str, metadata: TableMetadata, location: str,
-              version_page: int) -> None:
+def _iceberg_facts(page: TablePage, facts: IcebergFacts) -> None:
+    page.columns, page.partition_fields, page.sort_fields = facts.columns, facts.partition_fields, facts.sort_fields
+    page.properties, page.format_version = facts.properties, facts.format_version
+    page.line_charts, page.activity = facts.line_charts, facts.activity
+    page.snapshots, page.snapshot_count, page.refs = facts.snapshots, facts.snapshot_count, facts.refs
+
+
+def _versions(app: State, page: TablePage, table_uuid: str, facts: IcebergFacts, version_page: int) -> None:
     storage = app.services.storage
     compacted = history.compacted_sources(storage, table_uuid)
     page.history_compacted = bool(compacted)
-    every = history.with_older(history.versions_of(metadata, location), compacted)
+    every = history.with_older(facts.versions, compacted)
     page.version_count = len(every)
     page.version_pages = max(1, -(-len(every) // VERSIONS_PER_PAGE))
     page.version_page = min(max(1, version_page), page.version_pages)
     start = (page.version_page - 1) * VERSIONS_PER_PAGE
-    page.versions = every[start:start + VERSIONS_PER_PAGE]
+    page.versions = [replace(v) for v in every[start:start + VERSIONS_PER_PAGE]]  # copies: sources go on them
     history.attach_sources(storage, page.versions, compacted)  # only the shown page's receipts are read
 
 
@@ -179,10 +216,11 @@ def table_page(app: State, caller: Principal, full_name: str, version_page: int 
                          # Spark's COMMENT is the metadata property "comment"; one set through UC is Tier 1's.
                          "comment": entry.comment or loaded.metadata.properties.get("comment"),
                          "table_id": entry.id}
-            _iceberg_facts(page, loaded.metadata)
+            location = loaded.pointer.pointer.current_metadata_location
+            facts = iceberg_facts(location, loaded.metadata)
+            _iceberg_facts(page, facts)
             page.properties = sorted({**dict(page.properties), **entry.properties}.items())
-            _versions(app, page, entry.id, loaded.metadata, loaded.pointer.pointer.current_metadata_location,
-                      version_page)
+            _versions(app, page, entry.id, facts, version_page)
         else:
             info = app.unity.get_table(real_name, caller)
             page.info = info

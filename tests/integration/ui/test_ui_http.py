@@ -48,7 +48,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
             change = {"principal": "ann@x.com", "add": privileges}
             assert uc(server, ARCO_TOKEN, "PATCH", f"/permissions/{kind}/{name}",
                       json={"changes": [change]}).status_code == 200
-        yield {"server": server, "tokens": tokens}
+        yield {"server": server, "tokens": tokens, "warehouse": warehouse}
 
 
 def uc(server: RunningServer, token: str, method: str, path: str, **kwargs: object) -> httpx.Response:
@@ -195,3 +195,31 @@ def test_sign_out_forgets_the_session_and_the_token_is_never_logged(world: dict)
         assert client.get("/catalogs/main").status_code == 401
     assert ARCO_TOKEN not in world["server"].log()
     assert world["tokens"]["eve@x.com"] not in world["server"].log()
+
+
+def test_shares_recipients_and_pipeline_runs(world: dict) -> None:
+    from arco.pipeline.runs import Run
+    from arco.storage.factory import open_storage
+
+    admin = world["server"]
+    assert uc(admin, ARCO_TOKEN, "POST", "/shares", json={"name": "partners", "comment": HOSTILE}).status_code == 200
+    assert uc(admin, ARCO_TOKEN, "PATCH", "/shares/partners", json={"updates": [
+        {"action": "ADD", "data_object": {"name": "main.db.people", "data_object_type": "TABLE"}}]}).status_code == 200
+    recipient = uc(admin, ARCO_TOKEN, "POST", "/recipients", json={"name": "acme", "authentication_type": "TOKEN"})
+    assert recipient.status_code == 200
+    activation = recipient.json()["tokens"][0]["activation_url"]
+    run = Run("compact")
+    run.count("receipts_new", 12)
+    run.errors.append(f"bad receipt {HOSTILE}")
+    run.finish(open_storage(str(world["warehouse"])))
+    with browser(world, ARCO_TOKEN) as client:
+        shares = client.get("/shares")
+        assert shares.status_code == 200 and "partners" in shares.text and "main.db.people" in shares.text
+        assert "acme" in shares.text and HOSTILE not in shares.text
+        assert activation.rsplit("/", 1)[-1] not in shares.text  # the activation link is a secret
+        runs = client.get("/runs")
+        assert runs.status_code == 200 and run.run_id in runs.text and "receipts new: 12" in runs.text
+        assert HOSTILE not in runs.text
+    with browser(world, world["tokens"]["eve@x.com"]) as client:
+        theirs = client.get("/shares")
+        assert theirs.status_code == 200 and "partners" not in theirs.text and "acme" not in theirs.text

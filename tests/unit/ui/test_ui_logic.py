@@ -90,3 +90,36 @@ def test_only_local_paths_follow_a_sign_in(raw: str | None, expected: str) -> No
 def test_sign_in_posts_must_come_from_the_ui_itself(headers: dict[str, str], allowed: bool) -> None:
     request = SimpleNamespace(headers=headers)
     assert session.same_origin(request) is allowed  # type: ignore[arg-type]
+
+
+def test_sources_come_from_the_compacted_timeline_first_then_from_live_receipts() -> None:
+    import uuid
+
+    import orjson
+
+    from arco.events.receipts import iceberg_receipt_key
+    from arco.pipeline import rows
+    from arco.pipeline.checkpoint import CompactState, commit_batch
+    from arco.pipeline.parquet_io import write_rows
+    from arco.storage.memory import MemoryBackend
+
+    storage = MemoryBackend(f"ui-{uuid.uuid4().hex}")
+    table_uuid, old, new = "t-1", "s3://b/t/metadata/00001-a.metadata.json", "s3://b/t/metadata/00002-b.metadata.json"
+    receipt = {"event_type": "IcebergCommitCommitted", "event_id": "e1", "commit_key": "k", "table_uuid": table_uuid,
+               "metadata_location": old, "last_updated_ms": 1_000, "snapshot_id": 5, "operation": "append",
+               "source": {"kind": "pipeline", "run_id": "r9", "principal": "arco-pipeline"}}
+    key = "_catalog/history/timeline/batch=b1/part-00000.parquet"
+    write_rows(storage, key, [rows.timeline_row("rk", receipt, {table_uuid})], rows.TIMELINE)
+    commit_batch(storage, CompactState(), {"batch_id": "b1", "run_id": "r9", "files": {"timeline": [key]}})
+    live = {"source": {"kind": "iceberg_rest", "principal": "ann", "client_info": "PyIceberg/0.12.0"},
+            "summary": {"operation": "overwrite"}, "operation": "overwrite", "snapshot_id": 6}
+    storage.put(iceberg_receipt_key("committed", new, 2_000), orjson.dumps(live))
+
+    compacted = history.compacted_sources(storage, table_uuid)
+    assert set(compacted) == {old}
+    versions = [history.Version(2, new, 2_000, True), history.Version(1, old, 1_000, False),
+                history.Version(0, "s3://b/t/metadata/00000-c.metadata.json", 500, False)]
+    history.attach_sources(storage, versions, compacted)
+    assert [(v.source.label, v.source.from_history) for v in versions] == [
+        ("External (Iceberg REST)", False), ("Pipeline run #r9", True), ("Unknown (no receipt yet)", False)]
+    assert versions[0].source.client == "PyIceberg/0.12.0" and versions[0].operation == "overwrite"
