@@ -223,3 +223,17 @@ def test_shares_recipients_and_pipeline_runs(world: dict) -> None:
     with browser(world, world["tokens"]["eve@x.com"]) as client:
         theirs = client.get("/shares")
         assert theirs.status_code == 200 and "partners" not in theirs.text and "acme" not in theirs.text
+
+
+def test_a_unity_catalog_view_shows_its_columns_and_definition(world: dict) -> None:
+    created = uc(world["server"], ARCO_TOKEN, "POST", "/tables", json={
+        "name": "recent", "catalog_name": "main", "schema_name": "db", "table_type": "VIEW",
+        "view_definition": f"SELECT id FROM people WHERE note = '{HOSTILE}'", "comment": "a view",
+        "columns": [{"name": "id", "type_name": "LONG", "nullable": False}]})
+    assert created.status_code == 200, created.text
+    with browser(world, ARCO_TOKEN) as client:
+        page = client.get("/tables/main.db.recent")
+        assert page.status_code == 200
+        assert "VIEW" in page.text and "View definition" in page.text and HOSTILE not in page.text
+        assert "SELECT id FROM people WHERE note = &#39;&lt;script&gt;" in page.text
+        assert 'data-testid="versions"' not in page.text  # no Iceberg history for a UC view
