@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from starlette.datastructures import State
 
 from arco.api.errors import ApiError
@@ -134,8 +135,6 @@ def runs_page(app: State, caller: Principal) -> RunsPage:
     """Pipeline runs, newest first: warehouse-wide operations, so account admins only."""
     if not caller.is_account_admin:
         raise PageError(403, f"{caller.name} may not see pipeline runs: they are shown to account admins")
-    import orjson
-
     storage = app.services.storage
     keys = sorted((m.key for m in storage.list(RUNS_PREFIX) if m.key.endswith(".json")), reverse=True)
     runs = []

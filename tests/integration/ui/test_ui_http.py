@@ -176,6 +176,11 @@ def test_a_user_without_grants_sees_nothing(world: dict) -> None:
     api = httpx.get(f"{world['server'].base_url}/ui/api/tables/main.db.people",
                     headers={"Authorization": f"Bearer {eve}"})
     assert api.status_code == 403
+    listed = httpx.get(f"{world['server'].base_url}/ui/api/catalogs", headers={"Authorization": f"Bearer {eve}"})
+    assert listed.status_code == 200 and listed.json()["catalogs"] == []
+    admin = httpx.get(f"{world['server'].base_url}/ui/api/catalogs/main/db",
+                      headers={"Authorization": f"Bearer {ARCO_TOKEN}"})
+    assert {"people", ODD_NAME} <= {t["name"] for t in admin.json()["tables"]}
 
 
 def test_a_grantee_sees_the_table_and_only_their_own_grants(world: dict) -> None:
