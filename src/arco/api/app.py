@@ -31,6 +31,7 @@ from arco.auth.tokens import hash_token
 from arco.iceberg import routes as iceberg_routes
 from arco.unity import routes as unity_routes
 from arco.unity import tokens_api
+from arco.ui import routes as ui_routes
 from arco.unity.metastores import MetastoreService
 from arco.unity.named import NamedSecurables
 from arco.unity.sharing import SharingService
@@ -110,6 +111,8 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
             Route("/api/2.0/token/create", unity_routes.posted(tokens_api.create), methods=["POST"]),
             Route("/api/2.0/token/list", unity_routes.caller_only(tokens_api.list_mine), methods=["GET"]),
             Route("/api/2.0/token/delete", unity_routes.posted(tokens_api.delete), methods=["POST"]),
+            # The web UI at / (arco.ui): pages behind a session cookie, its JSON API under /ui/api.
+            *ui_routes.routes,
         ],
         middleware=[Middleware(BearerAuthMiddleware, authenticator=authenticator)],
         exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _unexpected_error},

@@ -16,12 +16,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from arco.api.errors import error_body, error_headers, surface_of
 from arco.auth.authenticator import Authenticator
+from arco.ui import paths as ui_paths
 
 # Paths anyone may call: health checks, and the discovery document clients probe before they authenticate.
 PUBLIC_PATHS = frozenset({"/health", "/healthz", "/.well-known/databricks-config", "/iceberg/v1/oauth/tokens"})
+# The web UI's pages check the browser's session cookie themselves and show only the sign-in page without a valid
+# one (arco.ui.routes); its JSON API (/ui/api) is not among them.
+PUBLIC_PATHS |= ui_paths.PAGE_PATHS
 # Delta Sharing recipients download their credential with the activation link alone (it is the secret).
 PUBLIC_PREFIXES = ("/api/2.1/unity-catalog/public/data_sharing_activation/",
-                   "/api/2.0/unity-catalog/public/data_sharing_activation/")
+                   "/api/2.0/unity-catalog/public/data_sharing_activation/", *ui_paths.PAGE_PREFIXES)
 
 
 class BearerAuthMiddleware:

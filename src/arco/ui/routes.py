@@ -1,0 +1,209 @@
+"""The web UI's routes (thin): pages rendered with Jinja2 (autoescaped), and the same data as JSON under /ui/api.
+
+Pages authenticate the session cookie (:mod:`arco.ui.session`) themselves and answer the sign-in page without a
+valid one, so nothing is rendered for a signed-out browser. The JSON API is behind the bearer-token middleware
+like every other API (401 without a token). Both call :mod:`arco.ui.pages` and :mod:`arco.ui.table_page` as the
+signed-in principal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+import orjson
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from arco.api.requests import BodyError, blocking, principal_of
+from arco.auth.principals import Principal
+from arco.ui import pages, session
+from arco.ui.paths import API_PREFIX
+from arco.ui.table_page import table_page, when
+
+# No inline script or style, nothing from elsewhere: an injected tag could not run even if escaping failed.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+MAX_FORM_BYTES = 16 * 1024
+
+
+def _table_url(full_name: str) -> str:
+    return "/tables/" + ".".join(quote(part, safe="") for part in full_name.split("."))
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyError(413, "the form is too large")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _environment() -> Environment:
+    env = Environment(loader=PackageLoader("arco.ui", "templates"), autoescape=select_autoescape(default=True),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters["q"] = lambda value: quote(str(value), safe="")
+    env.filters["table_url"] = _table_url
+    env.filters["when"] = when
+    return env
+
+
+ENV = _environment()
+
+
+def render(template: str, http_status: int = 200, **context: Any) -> HTMLResponse:
+    html = ENV.get_template(template).render(**context)
+    return HTMLResponse(html, status_code=http_status, headers=SECURITY_HEADERS)
+
+
+def signin_page(request: Request, status: int = 200, message: str | None = None,
+                next_path: str | None = None) -> HTMLResponse:
+    return render("signin.html", status, caller=None, message=message,
+                  next_path=session.safe_next(next_path or request.url.path))
+
+
+Build = Callable[[Request, Principal], tuple[str, dict[str, Any]]]
+
+
+def page(build: Build) -> Callable[[Request], Awaitable[Response]]:
+    """A page handler: no valid session, the sign-in page (nothing else); a service refusal, an error page."""
+
+    async def handler(request: Request) -> Response:
+        caller = await blocking(session.signed_in, request)
+        if caller is None:
+            signed_out = request.cookies.get(session.COOKIE) is not None
+            response = signin_page(request, 401 if request.url.path != "/" else 200,
+                                   "Your session's token is no longer valid: sign in again." if signed_out else None)
+            if signed_out:
+                session.forget(response, request)
+            return response
+        try:
+            template, context = await blocking(build, request, caller)
+        except pages.PageError as exc:
+            return render("error.html", exc.status, caller=caller, status=exc.status, message=exc.message)
+        return render(template, caller=caller, **context)
+
+    return handler
+
+
+def _version_page(request: Request) -> int:
+    raw = request.query_params.get("versions", "1")
+    return int(raw) if raw.isdigit() else 1
+
+
+# -- pages ---------------------------------------------------------------------------------------------------------
+
+def _overview(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
+    return "overview.html", {"view": pages.overview(request.app.state, caller)}
+
+
+def _catalog(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
+    return "catalog.html", {"view": pages.catalog_page(request.app.state, caller, request.path_params["catalog"])}
+
+
+def _schema(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
+    view = pages.schema_page(request.app.state, caller, request.path_params["catalog"], request.path_params["schema"])
+    return "schema.html", {"view": view}
+
+
+def _table(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
+    view = table_page(request.app.state, caller, request.path_params["full_name"], _version_page(request))
+    return "table.html", {"view": view}
+
+
+def _runs(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
+    return "runs.html", {"view": pages.runs_page(request.app.state, caller)}
+
+
+def _shares(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
+    return "shares.html", {"view": pages.shares_page(request.app.state, caller)}
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """The sign-in form's fields (URL-encoded, as browsers post it; parsed here rather than with another package)."""
+    try:
+        raw = await read_body(request, MAX_FORM_BYTES)
+    except BodyError:
+        return {}
+    return {k: v[0] for k, v in parse_qs(raw.decode("utf-8", "replace"), max_num_fields=8).items()}
+
+
+async def sign_in(request: Request) -> Response:
+    if not session.same_origin(request):
+        return render("error.html", 403, caller=None, status=403, message="Sign in from this server's own page.")
+    form = await _form(request)
+    token = form.get("token", "").strip()
+    next_path = session.safe_next(form.get("next"))
+    principal = await blocking(session.authenticate, request, token) if token else None
+    if principal is None:
+        message = "Paste a token to sign in." if not token else \
+            "That token was not accepted: it is unknown, revoked or expired."
+        return signin_page(request, 401, message, next_path)
+    response = RedirectResponse(next_path, status_code=303, headers={"Cache-Control": "no-store"})
+    session.remember(response, request, token)
+    return response
+
+
+async def sign_out(request: Request) -> Response:
+    if not session.same_origin(request):
+        return render("error.html", 403, caller=None, status=403, message="Sign out from this server's own page.")
+    response = RedirectResponse("/", status_code=303)
+    session.forget(response, request)
+    return response
+
+
+# -- the JSON API (bearer token, like every API) ---------------------------------------------------------------
+
+def _json(body: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(body, option=orjson.OPT_NON_STR_KEYS), status_code=status,
+                    media_type="application/json", headers={"Cache-Control": "no-store"})
+
+
+def api(build: Callable[[Request, Principal], Any]) -> Callable[[Request], Awaitable[Response]]:
+    async def handler(request: Request) -> Response:
+        try:
+            return _json(await blocking(build, request, principal_of(request)))
+        except pages.PageError as exc:
+            return _json({"error_code": {403: "PERMISSION_DENIED", 404: "NOT_FOUND"}.get(exc.status, "INVALID"),
+                          "message": exc.message}, exc.status)
+
+    return handler
+
+
+def _api_table(request: Request, caller: Principal) -> Any:
+    view = table_page(request.app.state, caller, request.path_params["full_name"], _version_page(request))
+    body = orjson.loads(orjson.dumps(view, option=orjson.OPT_NON_STR_KEYS))
+    for shown, version in zip(body["versions"], view.versions):  # the words the page shows, for scripts too
+        shown["source"]["label"] = version.source.label
+    return body
+
+
+routes = [
+    Route("/", page(_overview), methods=["GET"]),
+    Route("/catalogs/{catalog}", page(_catalog), methods=["GET"]),
+    Route("/catalogs/{catalog}/{schema}", page(_schema), methods=["GET"]),
+    Route("/tables/{full_name}", page(_table), methods=["GET"]),
+    Route("/runs", page(_runs), methods=["GET"]),
+    Route("/shares", page(_shares), methods=["GET"]),
+    Route("/ui/signin", sign_in, methods=["POST"]),
+    Route("/ui/signout", sign_out, methods=["POST"]),
+    Mount("/ui/static", app=StaticFiles(packages=[("arco.ui", "static")]), name="ui-static"),
+    Route(f"{API_PREFIX}/catalogs", api(lambda r, c: pages.overview(r.app.state, c)), methods=["GET"]),
+    Route(f"{API_PREFIX}/catalogs/{{catalog}}",
+          api(lambda r, c: pages.catalog_page(r.app.state, c, r.path_params["catalog"])), methods=["GET"]),
+    Route(f"{API_PREFIX}/catalogs/{{catalog}}/{{schema}}",
+          api(lambda r, c: pages.schema_page(r.app.state, c, r.path_params["catalog"], r.path_params["schema"])),
+          methods=["GET"]),
+    Route(f"{API_PREFIX}/tables/{{full_name}}", api(_api_table), methods=["GET"]),
+]

@@ -1,0 +1,237 @@
+"""A table's page: schema (nested types), partition spec, properties, snapshots and refs, versions with their
+sources, charts, lineage and grants. Read as the signed-in principal, through the checks the APIs make.
+
+An Iceberg table is read as loadTable reads it (the Iceberg guard's ``read`` check, then the pointer and the
+cached metadata); any other table (Delta, a view) as UC's getTable reads it. Grants come from the Permissions
+API's service: all of them for the owner or an admin, else the caller's own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from pyiceberg import types as t
+from pyiceberg.table.metadata import TableMetadata
+from starlette.datastructures import State
+
+from arco.auth.principals import Principal
+from arco.ui import charts, history
+from arco.ui.lineage import Lineage, lineage_of
+from arco.ui.pages import SERVICE_ERRORS, PageError, full_name_parts, page_error
+from arco.unity.service import catalog_in
+
+VERSIONS_PER_PAGE = 50
+SNAPSHOTS_SHOWN = 100
+
+
+@dataclass(frozen=True)
+class Column:
+    depth: int
+    name: str
+    type: str
+    required: bool
+    field_id: int | None
+    doc: str | None
+
+
+@dataclass
+class TablePage:
+    full_name: str
+    catalog: str
+    schema: str
+    name: str
+    info: dict[str, Any]  # UC's TableInfo-like facts: type, format, owner, comment, location
+    columns: list[Column] = field(default_factory=list)
+    partition_fields: list[dict[str, Any]] = field(default_factory=list)
+    sort_fields: list[dict[str, Any]] = field(default_factory=list)
+    properties: list[tuple[str, str]] = field(default_factory=list)
+    snapshots: list[dict[str, Any]] = field(default_factory=list)
+    snapshot_count: int = 0
+    refs: list[dict[str, Any]] = field(default_factory=list)
+    versions: list[history.Version] = field(default_factory=list)
+    version_count: int = 0
+    version_page: int = 1
+    version_pages: int = 1
+    history_compacted: bool = False
+    line_charts: list[charts.LineChart] = field(default_factory=list)
+    activity: charts.BarChart | None = None
+    lineage: Lineage | None = None
+    grants: list[dict[str, Any]] = field(default_factory=list)
+    grants_note: str = ""
+    iceberg: bool = False
+    format_version: int | None = None
+
+
+def when(ms: int | None) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if ms else ""
+
+
+def type_text(field_type: t.IcebergType) -> str:
+    if isinstance(field_type, t.StructType):
+        return "struct"
+    if isinstance(field_type, t.ListType):
+        return "list"
+    if isinstance(field_type, t.MapType):
+        return "map"
+    return str(field_type)
+
+
+def schema_rows(fields: Any, depth: int = 0) -> list[Column]:
+    """Fields as indented rows; a list's element and a map's key and value appear as children named so."""
+    rows: list[Column] = []
+
+    def visit(name: str, field_id: int | None, field_type: t.IcebergType, required: bool, doc: str | None,
+              level: int) -> None:
+        rows.append(Column(level, name, type_text(field_type), required, field_id, doc))
+        if isinstance(field_type, t.StructType):
+            for f in field_type.fields:
+                visit(f.name, f.field_id, f.field_type, f.required, f.doc, level + 1)
+        elif isinstance(field_type, t.ListType):
+            visit("element", field_type.element_id, field_type.element_type, field_type.element_required, None,
+                  level + 1)
+        elif isinstance(field_type, t.MapType):
+            visit("key", field_type.key_id, field_type.key_type, True, None, level + 1)
+            visit("value", field_type.value_id, field_type.value_type, field_type.value_required, None, level + 1)
+
+    for f in fields:
+        visit(f.name, f.field_id, f.field_type, f.required, f.doc, depth)
+    return rows
+
+
+def _summary(snapshot: Any) -> dict[str, Any]:
+    summary = snapshot.summary
+    return {"operation": summary.operation.value, **summary.additional_properties} if summary is not None else {}
+
+
+@dataclass(frozen=True)
+class IcebergFacts:
+    """Everything the page shows that follows from one metadata file alone: computed once per location (a metadata
+    file never changes), so a table with 1,000 snapshots costs its summaries' walk once, not on every view."""
+
+    columns: list[Column]
+    partition_fields: list[dict[str, Any]]
+    sort_fields: list[dict[str, Any]]
+    properties: list[tuple[str, str]]
+    format_version: int
+    line_charts: list[charts.LineChart]
+    activity: charts.BarChart | None
+    snapshots: list[dict[str, Any]]
+    snapshot_count: int
+    refs: list[dict[str, Any]]
+    versions: list[history.Version]  # sources not attached: those come per view (receipts arrive later)
+
+
+_facts = history.Lru(64)
+
+
+def iceberg_facts(location: str, metadata: TableMetadata) -> IcebergFacts:
+    return _facts.get(location, lambda: _compute_facts(location, metadata))
+
+
+def _compute_facts(location: str, metadata: TableMetadata) -> IcebergFacts:
+    schema = metadata.schema()
+    names = {f.field_id: f.name for f in schema.fields}
+    order = metadata.sort_order_by_id(metadata.default_sort_order_id) if metadata.sort_orders else None
+    summaries = {s.snapshot_id: _summary(s) for s in metadata.snapshots}
+    newest = sorted(metadata.snapshots, key=lambda s: s.timestamp_ms, reverse=True)
+    snapshots = []
+    for s in newest[:SNAPSHOTS_SHOWN]:
+        summary = summaries[s.snapshot_id]
+        size = str(summary.get("total-files-size", ""))
+        snapshots.append({
+            "id": s.snapshot_id, "parent": s.parent_snapshot_id, "at": when(s.timestamp_ms),
+            "operation": summary.get("operation"), "sequence": s.sequence_number,
+            "added_records": summary.get("added-records"), "total_records": summary.get("total-records"),
+            "total_files": summary.get("total-data-files"),
+            "total_bytes": charts.human(float(size), "bytes") if size.isdigit() else None,
+            "engine": " ".join(str(summary[k]) for k in ("engine-name", "engine-version") if summary.get(k)) or None,
+            "current": s.snapshot_id == metadata.current_snapshot_id})
+    return IcebergFacts(
+        columns=schema_rows(schema.fields),
+        partition_fields=[{"name": f.name, "transform": str(f.transform), "field_id": f.field_id,
+                           "source": names.get(f.source_id, f"field {f.source_id}")} for f in metadata.spec().fields],
+        sort_fields=[{"source": names.get(f.source_id, f"field {f.source_id}"), "transform": str(f.transform),
+                      "direction": f.direction.value, "nulls": f.null_order.value}
+                     for f in (order.fields if order else [])],
+        properties=sorted(metadata.properties.items()),
+        format_version=metadata.format_version,
+        line_charts=charts.line_charts([(s.timestamp_ms, summaries[s.snapshot_id]) for s in metadata.snapshots]),
+        activity=charts.activity_chart([e.timestamp_ms for e in metadata.metadata_log] + [metadata.last_updated_ms]),
+        snapshots=snapshots,
+        snapshot_count=len(newest),
+        refs=sorted(({"name": name, "type": ref.snapshot_ref_type.value, "snapshot_id": ref.snapshot_id,
+                      "max_ref_age_ms": ref.max_ref_age_ms, "max_snapshot_age_ms": ref.max_snapshot_age_ms,
+                      "min_snapshots_to_keep": ref.min_snapshots_to_keep} for name, ref in metadata.refs.items()),
+                    key=lambda r: (r["name"] != "main", r["name"])),
+        versions=history.versions_of(metadata, location),
+    )
+
+
+def _iceberg_facts(page: TablePage, facts: IcebergFacts) -> None:
+    page.columns, page.partition_fields, page.sort_fields = facts.columns, facts.partition_fields, facts.sort_fields
+    page.properties, page.format_version = facts.properties, facts.format_version
+    page.line_charts, page.activity = facts.line_charts, facts.activity
+    page.snapshots, page.snapshot_count, page.refs = facts.snapshots, facts.snapshot_count, facts.refs
+
+
+def _versions(app: State, page: TablePage, table_uuid: str, facts: IcebergFacts, version_page: int) -> None:
+    storage = app.services.storage
+    compacted = history.compacted_sources(storage, table_uuid)
+    page.history_compacted = bool(compacted)
+    every = history.with_older(facts.versions, compacted)
+    page.version_count = len(every)
+    page.version_pages = max(1, -(-len(every) // VERSIONS_PER_PAGE))
+    page.version_page = min(max(1, version_page), page.version_pages)
+    start = (page.version_page - 1) * VERSIONS_PER_PAGE
+    page.versions = [replace(v) for v in every[start:start + VERSIONS_PER_PAGE]]  # copies: sources go on them
+    history.attach_sources(storage, page.versions, compacted)  # only the shown page's receipts are read
+
+
+def _grants(app: State, page: TablePage, caller: Principal) -> None:
+    try:
+        page.grants = app.permissions.get("table", page.full_name, None, caller)["privilege_assignments"]
+        page.grants_note = "Privileges granted on this table (inherited ones are granted on its schema or catalog)."
+    except SERVICE_ERRORS:
+        # Only owners and admins read everyone's grants: the others see their own.
+        page.grants = app.permissions.get("table", page.full_name, caller.name, caller)["privilege_assignments"]
+        page.grants_note = "Your own privileges on this table (its owner and admins see everyone's)."
+
+
+def table_page(app: State, caller: Principal, full_name: str, version_page: int = 1) -> TablePage:
+    catalog_name, schema_name, name = full_name_parts(full_name)
+    try:
+        with app.iceberg.store.read() as state:
+            catalog = catalog_in(state, caller, catalog_name)
+            entry = state.table(catalog.id, (schema_name,), name)
+        real_name = f"{catalog.name}.{entry.namespace[-1]}.{entry.name}"
+        page = TablePage(real_name, catalog.name, entry.namespace[-1], entry.name, {})
+        if entry.format == "ICEBERG" and entry.kind == "TABLE":
+            app.iceberg.guard.table(caller, catalog, entry.namespace, entry.name, "read")  # as loadTable checks
+            loaded = app.iceberg.tables.load(catalog, entry.namespace, entry.name)
+            page.iceberg = True
+            page.info = {"table_type": "MANAGED" if entry.managed else "EXTERNAL", "data_source_format": "ICEBERG",
+                         "owner": entry.owner, "storage_location": entry.location,
+                         # Spark's COMMENT is the metadata property "comment"; one set through UC is Tier 1's.
+                         "comment": entry.comment or loaded.metadata.properties.get("comment"),
+                         "table_id": entry.id}
+            location = loaded.pointer.pointer.current_metadata_location
+            facts = iceberg_facts(location, loaded.metadata)
+            _iceberg_facts(page, facts)
+            page.properties = sorted({**dict(page.properties), **entry.properties}.items())
+            _versions(app, page, entry.id, facts, version_page)
+        else:
+            info = app.unity.get_table(real_name, caller)
+            page.info = info
+            page.columns = [Column(0, c.get("name", ""), str(c.get("type_text", "")), not c.get("nullable", True),
+                                   None, c.get("comment")) for c in info.get("columns", [])]
+            page.properties = sorted((info.get("properties") or {}).items())
+        page.lineage = lineage_of(app.services.storage, entry.id, real_name)
+        _grants(app, page, caller)
+    except SERVICE_ERRORS as exc:
+        raise page_error(exc) from None
+    return page
+
+
+__all__ = ["PageError", "TablePage", "table_page", "when"]

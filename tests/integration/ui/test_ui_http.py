@@ -1,0 +1,244 @@
+"""The web UI over plain HTTP against a real ``arco serve``: sign-in, the session cookie, escaping, and that its
+pages and JSON API show nothing without a valid token and nothing the caller's grants do not allow."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.schema import Schema
+from pyiceberg.types import ListType, LongType, MapType, NestedField, StringType, StructType
+
+from support.arco_server import ARCO_TOKEN, RunningServer, arco_server, run_cli
+
+pytestmark = pytest.mark.timeout(300)
+
+HOSTILE = "<script>alert('x')</script>"
+ODD_NAME = "o\"dd'<i>t"  # names may not hold spaces, slashes or periods, but may hold quotes and angle brackets
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=True),
+    NestedField(2, "address", StructType(NestedField(3, "city", StringType(), required=False),
+                                         NestedField(4, "zip", StringType(), required=False)), required=False),
+    NestedField(5, "tags", ListType(6, StringType(), element_required=False), required=False),
+    NestedField(7, "attrs", MapType(8, StringType(), 9, LongType(), value_required=False), required=False),
+)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    workdir: Path = tmp_path_factory.mktemp("ui-http")
+    warehouse = workdir / "warehouse"
+    with arco_server(warehouse, workdir, admin_token=ARCO_TOKEN) as server:
+        for user in ("eve@x.com", "ann@x.com"):
+            run_cli(warehouse, "user", "create", user)
+        tokens = {user: run_cli(warehouse, "token", "create", user).strip() for user in ("eve@x.com", "ann@x.com")}
+        catalog = RestCatalog("admin", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+        catalog.create_namespace("db")
+        table = catalog.create_table("db.people", SCHEMA, properties={"note": HOSTILE})
+        table.append(pa.Table.from_pylist([{"id": 1}, {"id": 2}], schema=table.schema().as_arrow()))
+        catalog.create_table(f"db.{ODD_NAME}", SCHEMA)
+        uc(server, ARCO_TOKEN, "PATCH", "/tables/main.db.people", json={"comment": HOSTILE})
+        for kind, name, privileges in (("catalog", "main", ["USE_CATALOG"]), ("schema", "main.db", ["USE_SCHEMA"]),
+                                       ("table", "main.db.people", ["SELECT"])):
+            change = {"principal": "ann@x.com", "add": privileges}
+            assert uc(server, ARCO_TOKEN, "PATCH", f"/permissions/{kind}/{name}",
+                      json={"changes": [change]}).status_code == 200
+        yield {"server": server, "tokens": tokens, "warehouse": warehouse}
+
+
+def uc(server: RunningServer, token: str, method: str, path: str, **kwargs: object) -> httpx.Response:
+    return httpx.request(method, f"{server.base_url}/api/2.1/unity-catalog{path}",
+                         headers={"Authorization": f"Bearer {token}"}, timeout=30, **kwargs)  # type: ignore[arg-type]
+
+
+@contextmanager
+def browser(world: dict, token: str | None) -> Iterator[httpx.Client]:
+    """A client that signs in as a browser does (the form post), keeping the session cookie."""
+    with httpx.Client(base_url=world["server"].base_url, timeout=30) as client:
+        if token is not None:
+            signed = client.post("/ui/signin", data={"token": token, "next": "/"})
+            assert signed.status_code == 303, signed.text
+        yield client
+
+
+def test_signed_out_pages_show_the_sign_in_form_and_nothing_else(world: dict) -> None:
+    with browser(world, None) as client:
+        home = client.get("/")
+        assert home.status_code == 200 and 'name="token"' in home.text
+        assert 'data-testid="catalogs"' not in home.text and "/catalogs/main" not in home.text
+        for path in ("/catalogs/main", "/catalogs/main/db", "/tables/main.db.people", "/runs", "/shares"):
+            page = client.get(path)
+            assert page.status_code == 401, path
+            assert 'name="token"' in page.text and "people" not in page.text.replace(path, ""), path
+            assert page.headers["cache-control"] == "no-store"
+
+
+def test_the_json_api_needs_a_bearer_token(world: dict) -> None:
+    base = world["server"].base_url
+    assert httpx.get(f"{base}/ui/api/tables/main.db.people").status_code == 401
+    assert httpx.get(f"{base}/ui/api/tables/main.db.people",
+                     headers={"Authorization": "Bearer wrong"}).status_code == 401
+    # The session cookie is the pages' credential, not the API's: a cookie alone does not open the API.
+    with browser(world, ARCO_TOKEN) as client:
+        assert client.get("/ui/api/tables/main.db.people").status_code == 401
+
+
+def test_the_json_api_answers_a_table_with_its_versions_and_sources(world: dict) -> None:
+    got = httpx.get(f"{world['server'].base_url}/ui/api/tables/main.db.people",
+                    headers={"Authorization": f"Bearer {ARCO_TOKEN}"})
+    assert got.status_code == 200
+    body = got.json()
+    assert body["full_name"] == "main.db.people" and body["snapshot_count"] == 1
+    assert [v["number"] for v in body["versions"]] == [1, 0]
+    assert {v["source"]["label"] for v in body["versions"]} == {"External (Iceberg REST)"}
+    assert all(v["source"]["principal"] == "admin" and v["source"]["client"].startswith("PyIceberg")
+               for v in body["versions"])
+    columns = [(c["depth"], c["name"], c["type"]) for c in body["columns"]]
+    assert columns == [(0, "id", "long"), (0, "address", "struct"), (1, "city", "string"), (1, "zip", "string"),
+                       (0, "tags", "list"), (1, "element", "string"), (0, "attrs", "map"), (1, "key", "string"),
+                       (1, "value", "long")]
+
+
+def test_unknown_tables_are_404(world: dict) -> None:
+    base = world["server"].base_url
+    headers = {"Authorization": f"Bearer {ARCO_TOKEN}"}
+    assert httpx.get(f"{base}/ui/api/tables/main.db.nope", headers=headers).status_code == 404
+    assert httpx.get(f"{base}/ui/api/tables/not-a-full-name", headers=headers).status_code == 404
+    with browser(world, ARCO_TOKEN) as client:
+        page = client.get("/tables/main.db.nope")
+        assert page.status_code == 404 and "Not found" in page.text
+        assert client.get("/tables/nosuch.db.t").status_code == 404
+
+
+def test_names_comments_and_properties_are_escaped(world: dict) -> None:
+    with browser(world, ARCO_TOKEN) as client:
+        page = client.get("/tables/main.db.people")
+        assert page.status_code == 200
+        assert HOSTILE not in page.text
+        assert page.text.count("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;") == 2  # comment and property
+        assert "script-src 'self'" in page.headers["content-security-policy"]
+        listing = client.get("/catalogs/main/db")
+        assert ODD_NAME not in listing.text
+        assert "o&#34;dd&#39;&lt;i&gt;t" in listing.text
+        assert 'href="/tables/main.db.o%22dd%27%3Ci%3Et"' in listing.text
+        odd = client.get("/tables/main.db.o%22dd%27%3Ci%3Et")
+        assert odd.status_code == 200 and "o&#34;dd&#39;&lt;i&gt;t" in odd.text and "<i>t" not in odd.text
+
+
+def test_the_session_cookie_is_http_only_strict_and_forgotten_with_the_browser(world: dict) -> None:
+    response = httpx.post(f"{world['server'].base_url}/ui/signin", data={"token": ARCO_TOKEN, "next": "/runs"})
+    assert response.status_code == 303 and response.headers["location"] == "/runs"
+    cookie = response.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
+    assert "expires" not in cookie and "max-age" not in cookie
+    assert ARCO_TOKEN not in response.headers["location"]
+
+
+def test_a_bad_token_stays_signed_out_with_a_message(world: dict) -> None:
+    with httpx.Client(base_url=world["server"].base_url) as client:
+        refused = client.post("/ui/signin", data={"token": "not-a-token"})
+        assert refused.status_code == 401 and "not accepted" in refused.text
+        assert "set-cookie" not in refused.headers
+        empty = client.post("/ui/signin", data={"token": ""})
+        assert empty.status_code == 401 and "Paste a token" in empty.text
+        stale = client.get("/catalogs/main", cookies={"arco_ui_session": "revoked-or-made-up"})
+        assert stale.status_code == 401 and "no longer valid" in stale.text and 'name="token"' in stale.text
+
+
+def test_sign_in_refuses_cross_site_posts_and_foreign_redirects(world: dict) -> None:
+    base = world["server"].base_url
+    forged = httpx.post(f"{base}/ui/signin", data={"token": ARCO_TOKEN}, headers={"Sec-Fetch-Site": "cross-site"})
+    assert forged.status_code == 403 and "set-cookie" not in forged.headers
+    foreign = httpx.post(f"{base}/ui/signin", data={"token": ARCO_TOKEN},
+                         headers={"Origin": "https://evil.example"})
+    assert foreign.status_code == 403
+    for target in ("//evil.example/x", "https://evil.example/", "/\\evil.example"):
+        landed = httpx.post(f"{base}/ui/signin", data={"token": ARCO_TOKEN, "next": target})
+        assert landed.headers["location"] == "/", target
+
+
+def test_a_user_without_grants_sees_nothing(world: dict) -> None:
+    eve = world["tokens"]["eve@x.com"]
+    with browser(world, eve) as client:
+        home = client.get("/")
+        assert home.status_code == 200 and "eve@x.com" in home.text and "No catalogs you may use" in home.text
+        assert client.get("/catalogs/main").status_code == 403
+        assert client.get("/catalogs/main/db").status_code == 403
+        denied = client.get("/tables/main.db.people")
+        assert denied.status_code == 403 and "people" in denied.text and HOSTILE not in denied.text
+        assert "address" not in denied.text and "Versions" not in denied.text
+        assert client.get("/runs").status_code == 403
+    api = httpx.get(f"{world['server'].base_url}/ui/api/tables/main.db.people",
+                    headers={"Authorization": f"Bearer {eve}"})
+    assert api.status_code == 403
+    listed = httpx.get(f"{world['server'].base_url}/ui/api/catalogs", headers={"Authorization": f"Bearer {eve}"})
+    assert listed.status_code == 200 and listed.json()["catalogs"] == []
+    admin = httpx.get(f"{world['server'].base_url}/ui/api/catalogs/main/db",
+                      headers={"Authorization": f"Bearer {ARCO_TOKEN}"})
+    assert {"people", ODD_NAME} <= {t["name"] for t in admin.json()["tables"]}
+
+
+def test_a_grantee_sees_the_table_and_only_their_own_grants(world: dict) -> None:
+    with browser(world, world["tokens"]["ann@x.com"]) as client:
+        schema = client.get("/catalogs/main/db")
+        assert schema.status_code == 200 and "people" in schema.text and "&lt;i&gt;t" not in schema.text
+        page = client.get("/tables/main.db.people")
+        assert page.status_code == 200 and "Your own privileges" in page.text
+        assert client.get("/tables/main.db.o%22dd%27%3Ci%3Et").status_code == 403
+
+
+def test_sign_out_forgets_the_session_and_the_token_is_never_logged(world: dict) -> None:
+    with browser(world, ARCO_TOKEN) as client:
+        assert client.get("/").status_code == 200
+        out = client.post("/ui/signout")
+        assert out.status_code == 303
+        assert client.get("/catalogs/main").status_code == 401
+    assert ARCO_TOKEN not in world["server"].log()
+    assert world["tokens"]["eve@x.com"] not in world["server"].log()
+
+
+def test_shares_recipients_and_pipeline_runs(world: dict) -> None:
+    from arco.pipeline.runs import Run
+    from arco.storage.factory import open_storage
+
+    admin = world["server"]
+    assert uc(admin, ARCO_TOKEN, "POST", "/shares", json={"name": "partners", "comment": HOSTILE}).status_code == 200
+    assert uc(admin, ARCO_TOKEN, "PATCH", "/shares/partners", json={"updates": [
+        {"action": "ADD", "data_object": {"name": "main.db.people", "data_object_type": "TABLE"}}]}).status_code == 200
+    recipient = uc(admin, ARCO_TOKEN, "POST", "/recipients", json={"name": "acme", "authentication_type": "TOKEN"})
+    assert recipient.status_code == 200
+    activation = recipient.json()["tokens"][0]["activation_url"]
+    run = Run("compact")
+    run.count("receipts_new", 12)
+    run.errors.append(f"bad receipt {HOSTILE}")
+    run.finish(open_storage(str(world["warehouse"])))
+    with browser(world, ARCO_TOKEN) as client:
+        shares = client.get("/shares")
+        assert shares.status_code == 200 and "partners" in shares.text and "main.db.people" in shares.text
+        assert "acme" in shares.text and HOSTILE not in shares.text
+        assert activation.rsplit("/", 1)[-1] not in shares.text  # the activation link is a secret
+        runs = client.get("/runs")
+        assert runs.status_code == 200 and run.run_id in runs.text and "receipts new: 12" in runs.text
+        assert HOSTILE not in runs.text
+    with browser(world, world["tokens"]["eve@x.com"]) as client:
+        theirs = client.get("/shares")
+        assert theirs.status_code == 200 and "partners" not in theirs.text and "acme" not in theirs.text
+
+
+def test_a_unity_catalog_view_shows_its_columns_and_definition(world: dict) -> None:
+    created = uc(world["server"], ARCO_TOKEN, "POST", "/tables", json={
+        "name": "recent", "catalog_name": "main", "schema_name": "db", "table_type": "VIEW",
+        "view_definition": f"SELECT id FROM people WHERE note = '{HOSTILE}'", "comment": "a view",
+        "columns": [{"name": "id", "type_name": "LONG", "nullable": False}]})
+    assert created.status_code == 200, created.text
+    with browser(world, ARCO_TOKEN) as client:
+        page = client.get("/tables/main.db.recent")
+        assert page.status_code == 200
+        assert "VIEW" in page.text and "View definition" in page.text and HOSTILE not in page.text
+        assert "SELECT id FROM people WHERE note = &#39;&lt;script&gt;" in page.text
+        assert 'data-testid="versions"' not in page.text  # no Iceberg history for a UC view
