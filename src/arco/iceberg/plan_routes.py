@@ -103,6 +103,18 @@ def plan_later(store: PlanStore, plan_id: str, scan: PreparedScan, io: Any, chun
         finish(store, plan_id, lambda r: replace(r, status="failed", error=payload))
 
 
+def _reading(fn: Any, *args: Any) -> Any:
+    """``fn(*args)``, with a failure to read the table's manifests answered in the Iceberg error shape (500,
+    naming the error) rather than as a bare server error."""
+    try:
+        return fn(*args)
+    except errors.IcebergError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - anything PyIceberg or the FileIO raises while reading
+        raise errors.IcebergError(f"planning failed reading the table's files: {type(exc).__name__}: {exc}") \
+            from None
+
+
 async def _table_uuid(request: Request) -> tuple[CatalogEntry, NamespacePath, str, str]:
     catalog = await catalog_of(request)
     namespace, name = existing_table_path(request)
@@ -146,13 +158,13 @@ async def plan_table_scan(request: Request) -> Response:
     scan = await blocking(prepare, loaded.metadata, scan_request)
     io = file_io(loaded.metadata.location, settings.storage_options)
     principal = principal_of(request).name
-    if len(await blocking(manifests, scan, io)) > settings.scan_planning_async_manifests:
+    if len(await blocking(_reading, manifests, scan, io)) > settings.scan_planning_async_manifests:
         record = svc.plans.new_record(loaded.entry.id, principal)
         await blocking(svc.plans.create, record)
         planning_pool().submit(plan_later, svc.plans, record.plan_id, scan, io,
                                settings.scan_planning_tasks_per_chunk)
         return JsonResponse({"status": "submitted", "plan-id": record.plan_id})
-    tasks = await blocking(plan, scan, io)
+    tasks = await blocking(_reading, plan, scan, io)
     body = await blocking(plan_now, svc.plans, loaded.entry.id, principal, scan, tasks,
                           settings.scan_planning_tasks_per_chunk)
     return JsonResponse(await _with_credentials(request, body, catalog, namespace, name))

@@ -145,8 +145,8 @@ class Planner(ManifestGroupPlanner):
         data_entries: list[ManifestEntry] = []
         positions = DeleteFileIndex()
         equality: list[tuple[int, DataFile]] = []
-        for entry in chain.from_iterable(self.plan_manifest_entries(manifest_files)):
-            if cancelled is not None and not data_entries and cancelled():
+        for seen, entry in enumerate(chain.from_iterable(self.plan_manifest_entries(manifest_files))):
+            if cancelled is not None and seen % 1024 == 0 and cancelled():
                 return []
             if entry_filter is not None and not entry_filter(entry):
                 continue
