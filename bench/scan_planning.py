@@ -9,7 +9,7 @@ entries only: planning reads manifests, never data).
 Measured, as p50/p99 in milliseconds:
   plan_all        every file: planTableScan, then every plan task fetched (fetchScanTasks)
   plan_one_part   ``part = 7`` (one manifest survives pruning by partition summaries)
-for each of
+for each of (rounds interleaved)
   sync            answered ``completed`` while the request waits, further chunks as plan tasks
   async           answered ``submitted``; fetchPlanningResult polled every 20 ms, then every plan task fetched
   pyiceberg       ``table.scan(row_filter=...).plan_files()`` in this process (no HTTP, no JSON)
@@ -92,14 +92,17 @@ def served_plan(client: httpx.Client, body: dict[str, Any]) -> int:
     return count
 
 
-def measure(name: str, fn: Callable[[], int], rounds: int, expected: int) -> list[float]:
-    samples = []
+def measure(peers: dict[str, Callable[[], int]], rounds: int, expected: int) -> dict[str, list[float]]:
+    """Time each peer ``rounds`` times after a warm-up, one round of each in turn (so a noisy neighbour slows
+    them alike), checking each planned every task."""
+    samples: dict[str, list[float]] = {name: [] for name in peers}
     for i in range(-WARMUP, rounds):
-        started = time.perf_counter()
-        got = fn()
-        if i >= 0:
-            samples.append((time.perf_counter() - started) * 1000)
-        assert got == expected, f"{name}: {got} tasks, expected {expected}"
+        for name, fn in peers.items():
+            started = time.perf_counter()
+            got = fn()
+            if i >= 0:
+                samples[name].append((time.perf_counter() - started) * 1000)
+            assert got == expected, f"{name}: {got} tasks, expected {expected}"
     return samples
 
 
@@ -138,12 +141,11 @@ def main() -> None:
                 body = {} if raw is None else {"filter": raw}
                 expected = len(list(table.scan(row_filter=expression).plan_files()))
                 print(f"  {measure_name}: {expected:,} tasks, {args.rounds} rounds each", flush=True)
-                results[measure_name] = {
-                    "pyiceberg": measure("pyiceberg", lambda e=expression: len(list(  # type: ignore[misc]
-                        table.scan(row_filter=e).plan_files())), args.rounds, expected),
-                    "sync": measure("sync", lambda b=body: served_plan(sync, b), args.rounds, expected),  # type: ignore[misc]
-                    "async": measure("async", lambda b=body: served_plan(async_, b), args.rounds, expected),  # type: ignore[misc]
-                }
+                results[measure_name] = measure({
+                    "pyiceberg": lambda e=expression: len(list(table.scan(row_filter=e).plan_files())),  # type: ignore[misc]
+                    "sync": lambda b=body: served_plan(sync, b),  # type: ignore[misc]
+                    "async": lambda b=body: served_plan(async_, b),  # type: ignore[misc]
+                }, args.rounds, expected)
 
             def get(path: str) -> int:
                 sync.get(path).raise_for_status()
