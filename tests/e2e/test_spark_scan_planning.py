@@ -12,6 +12,7 @@ import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression, EqualTo, GreaterThan
 from pyspark.sql import SparkSession
+
 from support.arco_server import ARCO_TOKEN, RunningServer
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
