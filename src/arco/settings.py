@@ -38,6 +38,7 @@ class ServerSettings:
     scan_planning_async_manifests: int = 100
     scan_planning_tasks_per_chunk: int = 2000
     scan_plan_lifetime_s: int = 3600
+    scan_plan_heartbeat_timeout_s: float = 60.0  # a submitted plan not heartbeating this long is failed
 
     def __post_init__(self) -> None:
         if not VENDING_MIN_LIFETIME_S <= self.vending_lifetime_s <= VENDING_MAX_LIFETIME_S:

@@ -54,7 +54,7 @@ class IcebergServices:
         return cls(settings, store, storage, namespaces, tables, LoadResultCache(),
                    Mutations(store, namespaces, tables, markers), IcebergGuard(store),
                    StorageAccess(settings, settings.storage_options),
-                   PlanStore(storage, settings.scan_plan_lifetime_s))
+                   PlanStore(storage, settings.scan_plan_lifetime_s, settings.scan_plan_heartbeat_timeout_s))
 
 
 async def allow(request: Request, check: str, *args: Any) -> None:

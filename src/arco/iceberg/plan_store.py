@@ -33,8 +33,8 @@ PLANS = "_catalog/iceberg_plans/"
 PlanStatus = Literal["submitted", "completed", "failed", "cancelled"]
 _PLAN_ID = re.compile(r"^[A-Za-z0-9_-]{32}$")
 _PLAN_TASK = re.compile(r"^([A-Za-z0-9_-]{32})\.(0|[1-9][0-9]{0,8})$")
-HEARTBEAT_S = 5.0
 STALE_AFTER_S = 60.0
+BEATS_PER_TIMEOUT = 6  # a planner beats this often per stale timeout: a few missed beats never fail a live plan
 MAX_CAS_ATTEMPTS = 10
 
 
@@ -189,8 +189,9 @@ def _error(status: int, error_type: str, message: str) -> dict[str, Any]:
 class Heartbeat:
     """Keeps a submitted plan's record fresh while its planner works, and notices a cancel."""
 
-    def __init__(self, store: PlanStore, plan_id: str, every_s: float = HEARTBEAT_S) -> None:
-        self.store, self.plan_id, self.every_s = store, plan_id, every_s
+    def __init__(self, store: PlanStore, plan_id: str) -> None:
+        self.store, self.plan_id = store, plan_id
+        self.every_s = store.stale_after_s / BEATS_PER_TIMEOUT
         self.cancelled = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"plan-heartbeat-{plan_id[:8]}", daemon=True)

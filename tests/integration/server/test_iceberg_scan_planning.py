@@ -8,6 +8,7 @@ from another, cancel, expiry, a dead planner, incremental scans, equality delete
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -36,10 +37,11 @@ from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.transforms import DayTransform, IdentityTransform
+from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType, TimestampType
 
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server, run_cli
-from support.iceberg_files import commit_files, equality_deletes, position_deletes
+from support.iceberg_files import commit_files, equality_deletes, fake_data_file, position_deletes
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -346,6 +348,37 @@ def test_a_plan_whose_planner_died_answers_failed(servers: dict[str, Any], table
         fresh = store.new_record(table_uuid, "admin")
         store.create(fresh)
         assert client.get(f"/namespaces/plan/tables/t/plan/{fresh.plan_id}").json() == {"status": "submitted"}
+
+
+def test_a_plan_whose_server_stops_is_answered_failed_by_another(servers: dict[str, Any], table: Table) -> None:
+    """The planning server is stopped (SIGSTOP) mid-plan: another server answers ``submitted`` no longer than the
+    heartbeat timeout, then ``failed``; woken, the first loses to that answer and says ``failed`` too."""
+    catalog = pyiceberg_catalog(servers["sync"])
+    many = catalog.create_table("plan.many", SCHEMA, partition_spec=SPEC)
+    commit_files(many, [fake_data_file(f"{many.location()}/data/{i}.parquet", Record("a", 19723), 0)
+                        for i in range(4000)], deletes=False, per_manifest=10)  # 400 manifests: seconds to plan
+    warehouse = servers["warehouse"]
+    args = ("--scan-planning-async-manifests", "0", "--scan-plan-heartbeat-timeout", "3")
+    path = "/namespaces/plan/tables/many"
+    with arco_server(warehouse, warehouse.parent, admin_token=ARCO_TOKEN, extra_args=args) as victim, \
+            arco_server(warehouse, warehouse.parent, admin_token=ARCO_TOKEN, extra_args=args) as judge, \
+            http(victim) as planner, http(judge) as other:
+        plan_id = planner.post(f"{path}/plan", json={}).json()["plan-id"]
+        victim.process.send_signal(signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            answer = other.get(f"{path}/plan/{plan_id}").json()
+            while answer["status"] == "submitted":
+                assert time.monotonic() - started < 60, "a dead planner's plan never failed"
+                time.sleep(0.2)
+                answer = other.get(f"{path}/plan/{plan_id}").json()
+            assert time.monotonic() - started >= 2.5  # not before the timeout (the last beat was at the submit)
+            assert answer["status"] == "failed" and "no heartbeat" in answer["error"]["message"], answer
+        finally:
+            victim.process.send_signal(signal.SIGCONT)
+        time.sleep(2)
+        for client in (planner, other):
+            assert client.get(f"{path}/plan/{plan_id}").json()["status"] == "failed"
 
 
 def test_bad_input(servers: dict[str, Any], table: Table) -> None:
