@@ -14,7 +14,7 @@ from typing import Any
 
 from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
-from pyiceberg.manifest import DataFile, DataFileContent
+from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.types import PrimitiveType
@@ -23,6 +23,11 @@ from arco.iceberg.planning import expression_json, single_value_json
 
 CONTENT = {DataFileContent.DATA: "data", DataFileContent.POSITION_DELETES: "position-deletes",
            DataFileContent.EQUALITY_DELETES: "equality-deletes"}
+FORMATS = {f: f.name.lower() for f in FileFormat}
+# Format v3 fields of a manifest's data_file struct, by position: PyIceberg 0.12 reads them into the record but
+# has no properties for them (a file-scoped delete's referenced-data-file, a deletion vector's offset and size).
+V3_FIELDS = ((16, "first-row-id"), (17, "referenced-data-file"), (18, "content-offset"),
+             (19, "content-size-in-bytes"))
 
 
 @dataclass(frozen=True)
@@ -77,12 +82,14 @@ class TaskWriter:
         return cached[1]
 
     def content_file(self, data_file: DataFile) -> dict[str, Any]:
+        # Called once per file of a plan (100,000 for a big table): plain property reads, no exceptions.
         spec_id = data_file.spec_id or 0
+        content = data_file.content
         out: dict[str, Any] = {
             "spec-id": spec_id,
-            "content": CONTENT[data_file.content],
+            "content": CONTENT[content],
             "file-path": data_file.file_path,
-            "file-format": data_file.file_format.name.lower(),
+            "file-format": FORMATS[data_file.file_format],
             "partition": self.partition(spec_id, data_file.partition),
             "file-size-in-bytes": data_file.file_size_in_bytes,
             "record-count": data_file.record_count,
@@ -93,14 +100,14 @@ class TaskWriter:
             out["split-offsets"] = list(data_file.split_offsets)
         if data_file.sort_order_id is not None:
             out["sort-order-id"] = data_file.sort_order_id
-        if data_file.content == DataFileContent.EQUALITY_DELETES and data_file.equality_ids:
+        if content == DataFileContent.EQUALITY_DELETES and data_file.equality_ids:
             out["equality-ids"] = list(data_file.equality_ids)
-        for name, key in (("referenced_data_file", "referenced-data-file"), ("content_offset", "content-offset"),
-                          ("content_size_in_bytes", "content-size-in-bytes"), ("first_row_id", "first-row-id")):
-            value = _optional(data_file, name)
-            if value is not None:
-                out[key] = value
-        if self.stats_ids and data_file.content == DataFileContent.DATA:
+        raw = data_file._data  # see V3_FIELDS
+        if len(raw) > V3_FIELDS[0][0]:
+            for position, key in V3_FIELDS:
+                if position < len(raw) and raw[position] is not None:
+                    out[key] = raw[position]
+        if self.stats_ids and content == DataFileContent.DATA:
             self._stats(data_file, out)
         return out
 
@@ -142,9 +149,3 @@ class TaskWriter:
             return None
         return single_value_json(field_type, from_bytes(field_type, raw))
 
-
-def _optional(data_file: DataFile, name: str) -> Any:
-    try:
-        return getattr(data_file, name)
-    except (AttributeError, KeyError, IndexError):
-        return None

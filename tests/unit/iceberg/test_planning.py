@@ -215,3 +215,17 @@ def test_tasks_as_content_file_json_with_shared_delete_files_and_chosen_stats() 
     without_stats = TaskWriter(SCHEMA, {1: spec}, stats_ids=None).chunk([PlannedTask(first)])
     assert "column-sizes" not in without_stats["file-scan-tasks"][0]["data-file"]
     assert "delete-files" not in without_stats  # no tasks refer to any
+
+
+def test_format_v3_fields_of_delete_files_are_kept() -> None:
+    """A deletion vector names its data file and where in the Puffin file its bitmap lies."""
+    vector = DataFile.from_args(_table_format_version=3, content=DataFileContent.POSITION_DELETES,
+                                file_path="s3://b/dv.puffin", file_format=FileFormat.PUFFIN,
+                                partition=Record(), record_count=2, file_size_in_bytes=300,
+                                referenced_data_file="s3://b/1.parquet", content_offset=4, content_size_in_bytes=40)
+    vector.spec_id = 0
+    written = TaskWriter(SCHEMA, {}, None).content_file(vector)
+    assert written["file-format"] == "puffin" and written["partition"] == []
+    assert written["referenced-data-file"] == "s3://b/1.parquet"
+    assert written["content-offset"] == 4 and written["content-size-in-bytes"] == 40
+    assert "first-row-id" not in written
