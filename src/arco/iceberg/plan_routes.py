@@ -6,6 +6,8 @@ by this process's planning pool, its result written to storage (:mod:`arco.icebe
 ``scan_planning_tasks_per_chunk`` file scan tasks each, so any server can answer the fetches. A synchronous
 result larger than one chunk answers the first chunk inline and the rest as plan tasks.
 
+``min-rows-requested`` is a hint this server does not use: every matching file is answered.
+
 Authorization: SELECT on the table (as loadTable) for every call. A plan is bound to the table it was made for:
 its id under another table's path, like an id that never existed or expired, is 404 NoSuchPlanIdException.
 Anyone who may read the table may fetch its plans (the result is what they could plan themselves); storage
