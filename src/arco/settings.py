@@ -33,6 +33,12 @@ class ServerSettings:
     vending_lifetime_s: int = 3600                # S3 sessions and Azure SAS tokens; AWS STS allows 900-43200
     vending_azure_sas_scope: str = "directory"    # "directory" (sr=d, needs ADLS Gen2) or "container" (sr=c)
     vending_gcs_credentials_file: str | None = None  # service-account key to downscope; default: ADC
+    # Server-side scan planning (arco.iceberg.plan_routes): planned while the request waits up to this many
+    # manifests, else submitted and fetched; results in plan tasks of this many file scan tasks; plans expire.
+    scan_planning_async_manifests: int = 100
+    scan_planning_tasks_per_chunk: int = 2000
+    scan_plan_lifetime_s: int = 3600
+    scan_plan_heartbeat_timeout_s: float = 60.0  # a submitted plan not heartbeating this long is failed
 
     def __post_init__(self) -> None:
         if not VENDING_MIN_LIFETIME_S <= self.vending_lifetime_s <= VENDING_MAX_LIFETIME_S:

@@ -136,6 +136,7 @@ MATRIX = [
      {"table_id": "{ice_id}", "operation": "READ_WRITE"}, (A, A, D, D)),
     ("iceberg list namespaces", "GET", "/iceberg/v1/cat/namespaces", None, (A, A, A, D)),
     ("iceberg load table", "GET", "/iceberg/v1/cat/namespaces/s/tables/ice", None, (A, A, A, D)),
+    ("iceberg plan table scan", "POST", "/iceberg/v1/cat/namespaces/s/tables/ice/plan", {}, (A, A, A, D)),
     ("iceberg commit", "POST", "/iceberg/v1/cat/namespaces/s/tables/ice",
      {"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "{role}"}}]}, (A, A, D, D)),
     ("iceberg create table", "POST", "/iceberg/v1/cat/namespaces/s/tables",

@@ -19,6 +19,7 @@ from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
 from uuid6 import uuid7
 
 from arco.iceberg.idempotency import marker_key
+from arco.iceberg.plan_store import PlanStore
 from arco.pipeline import compact, gc
 from arco.pipeline.gc_rules import DAY, GcPolicy
 from arco.pipeline.runs import Run
@@ -77,6 +78,13 @@ def test_gc_removes_exactly_the_eligible_files(spark: SparkSession, server: Runn
     storage.put(stale, orjson.dumps({"status": "IN_PROGRESS", "idempotency_key": stale_key,
                                      "operation": "updateTable", "request_hash": "x", "started_at_ms": 1}))
 
+    # Server-side scan plans: one that has expired by then (record and task file go), one that has not.
+    expired_plan, live_plan = PlanStore(storage, 3600).new_record(plain_uuid, "admin", "completed"), \
+        PlanStore(storage, 100 * DAY).new_record(plain_uuid, "admin", "completed")
+    for record in (expired_plan, live_plan):
+        PlanStore(storage, 0).write_chunk(record.plan_id, 1, b"{}")
+        PlanStore(storage, 0).create(record)
+
     compact.run_compact(spark, spec, Run("compact"))
     late = py.load_table("g.plain")
     late.append(pa.table({"id": pa.array([99], pa.int64())}))  # after compaction: its committed receipt stays
@@ -94,6 +102,7 @@ def test_gc_removes_exactly_the_eligible_files(spark: SparkSession, server: Runn
         *[k for k in listed if "/committed/" in k and late_receipt not in k],
         *[k for k in listed if k.startswith("_catalog/iceberg_idempotency/") and k != landed_marker],
         *[k for k in listed if k.startswith("_catalog/iceberg_txns/")],
+        *[k for k in listed if k.startswith(f"_catalog/iceberg_plans/{expired_plan.plan_id}/")],
         storage_key(str(orphan), storage),
         *[k for k in listed if k.endswith(".metadata.json") and "/short-" in k and k not in history],
     }
@@ -111,6 +120,7 @@ def test_gc_removes_exactly_the_eligible_files(spark: SparkSession, server: Runn
     survivors = {m.key for m in storage.list("_catalog/")} | {m.key for m in storage.list("main/")}
     assert survivors == listed - expected
     assert landed_marker in survivors and history <= survivors
+    assert len([k for k in survivors if k.startswith(f"_catalog/iceberg_plans/{live_plan.plan_id}/")]) == 2
 
     fresh = RestCatalog("after", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
     assert rows(fresh, "g.short") == [0, 1, 2, 3] and rows(fresh, "g.plain") == [0, 1, 2, 3, 99]

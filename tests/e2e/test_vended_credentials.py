@@ -17,6 +17,7 @@ from botocore.exceptions import ClientError
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
+
 from support import emulators
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server, run_cli
 
@@ -211,3 +212,29 @@ def test_polars_reads_an_external_delta_table_through_uc_temporary_credentials(w
         "main", "pl", "people", storage_options={"aws_endpoint_url": s3.endpoint_url, "aws_allow_http": "true",
                                                  "aws_region": "us-east-1"}).collect()
     assert sorted(frame["id"].to_list()) == [1, 2]
+
+
+def test_scan_planning_vends_credentials_that_read_the_planned_files(world: dict) -> None:
+    """planTableScan on an S3 warehouse: the server reads the manifests with its own keys, and a caller asking for
+    vended credentials gets, with the tasks, a credential scoped to the table that reads the planned files."""
+    cat = catalog(world["server"])
+    cat.create_namespace("planned")
+    table = cat.create_table("planned.t", SCHEMA)
+    table.append(ROWS)
+    url = f"{world['server'].iceberg_uri}/v1/main/namespaces/planned/tables/t/plan"
+    headers = {"Authorization": f"Bearer {ARCO_TOKEN}"}
+    answer = httpx.post(url, json={}, timeout=30, headers={**headers,
+                                                           "X-Iceberg-Access-Delegation": "vended-credentials"})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["status"] == "completed" and len(body["file-scan-tasks"]) == 1
+    (credential,) = body["storage-credentials"]
+    assert credential["prefix"].startswith(table.metadata.location)
+    data_file = body["file-scan-tasks"][0]["data-file"]
+    config = credential["config"]
+    client = s3_client(config["s3.endpoint"], config["s3.access-key-id"], config["s3.secret-access-key"],
+                       config["s3.session-token"])
+    fetched = client.get_object(Bucket=world["bucket"], Key=key_of(world, data_file["file-path"]))
+    assert fetched["ContentLength"] == data_file["file-size-in-bytes"]
+    plain = httpx.post(url, json={}, timeout=30, headers=headers).json()
+    assert "storage-credentials" not in plain and plain["file-scan-tasks"] == body["file-scan-tasks"]

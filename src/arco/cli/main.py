@@ -68,10 +68,21 @@ def cli() -> None:
               default=None, type=click.Path(dir_okay=False),
               help="Service-account key whose tokens are downscoped per table [default: Application Default "
                    "Credentials].")
+@click.option("--scan-planning-async-manifests", "async_manifests", default=100, show_default=True,
+              type=click.IntRange(0), help="Scans reading more manifests than this are planned asynchronously "
+              "(planTableScan answers 'submitted'; clients fetch the result).")
+@click.option("--scan-planning-tasks-per-chunk", "tasks_per_chunk", default=2000, show_default=True,
+              type=click.IntRange(1), help="File scan tasks per plan task in a scan planning result.")
+@click.option("--scan-plan-lifetime", "plan_lifetime_s", default=3600, show_default=True, type=click.IntRange(1),
+              help="Seconds a scan plan's results stay fetchable.")
+@click.option("--scan-plan-heartbeat-timeout", "plan_heartbeat_timeout_s", default=60.0, show_default=True,
+              type=click.FloatRange(1), help="Seconds without a heartbeat after which an asynchronous plan's "
+              "server is taken for dead and the plan answered 'failed' (use one value for every server).")
 def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int, workers: int,
           in_progress_timeout: int, max_body_bytes: int, access_log: bool, vending_s3_role_arn: str | None,
           vending_sts_endpoint: str | None, vending_lifetime_s: int, vending_azure_sas_scope: str,
-          vending_gcs_credentials_file: str | None) -> None:
+          vending_gcs_credentials_file: str | None, async_manifests: int, tasks_per_chunk: int,
+          plan_lifetime_s: int, plan_heartbeat_timeout_s: float) -> None:
     """Serve the Iceberg REST and Unity Catalog APIs for a warehouse.
 
     The first start on a warehouse prints the bootstrap admin token (once; ARCO_ADMIN_TOKEN sets your own), then
@@ -100,6 +111,8 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
         vending_sts_endpoint=vending_sts_endpoint or None, vending_lifetime_s=vending_lifetime_s,
         vending_azure_sas_scope=vending_azure_sas_scope,
         vending_gcs_credentials_file=vending_gcs_credentials_file or None,
+        scan_planning_async_manifests=async_manifests, scan_planning_tasks_per_chunk=tasks_per_chunk,
+        scan_plan_lifetime_s=plan_lifetime_s, scan_plan_heartbeat_timeout_s=plan_heartbeat_timeout_s,
     )
     check_port_free(host, port)  # before anything is written or printed (a generated token would be lost)
     try:

@@ -37,6 +37,10 @@ ENDPOINTS: tuple[str, ...] = (
     "POST /v1/{prefix}/views/rename",
     "GET /v1/{prefix}/namespaces/{namespace}/functions",
     "GET /v1/{prefix}/namespaces/{namespace}/functions/{function}",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
 )
 
 

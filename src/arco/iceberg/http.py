@@ -25,6 +25,7 @@ from arco.iceberg.authz import IcebergGuard
 from arco.iceberg.idempotency import IdempotencyMarkers, Outcome
 from arco.iceberg.mutations import Caller, Mutations
 from arco.iceberg.namespaces import NamespaceService
+from arco.iceberg.plan_store import PlanStore
 from arco.iceberg.responses import LoadResultCache, metadata_json
 from arco.iceberg.tables import TableService
 from arco.settings import ServerSettings
@@ -44,6 +45,7 @@ class IcebergServices:
     mutations: Mutations
     guard: IcebergGuard
     access: StorageAccess
+    plans: PlanStore
 
     @classmethod
     def build(cls, settings: ServerSettings, store: CatalogStore, storage: StorageBackend) -> IcebergServices:
@@ -51,7 +53,8 @@ class IcebergServices:
         markers = IdempotencyMarkers(storage, settings.idempotency_in_progress_timeout_s)
         return cls(settings, store, storage, namespaces, tables, LoadResultCache(),
                    Mutations(store, namespaces, tables, markers), IcebergGuard(store),
-                   StorageAccess(settings, settings.storage_options))
+                   StorageAccess(settings, settings.storage_options),
+                   PlanStore(storage, settings.scan_plan_lifetime_s, settings.scan_plan_heartbeat_timeout_s))
 
 
 async def allow(request: Request, check: str, *args: Any) -> None:

@@ -39,6 +39,7 @@ from arco.iceberg.http import (
     table_path,
 )
 from arco.iceberg.oauth import issue_token
+from arco.iceberg.plan_routes import plan_routes
 from arco.iceberg.paging import parse_page_size
 from arco.iceberg.responses import metadata_json
 from arco.iceberg.storage_routes import granted_access, load_credentials, owner_access, sign_request, with_access
@@ -322,4 +323,5 @@ routes = [
     Route(PREFIX + "/transactions/commit", commit_transaction, methods=["POST"]),
     *view_routes,
     *function_routes,
+    *plan_routes,
 ]

@@ -2,7 +2,8 @@
 
 Per table, in Spark tasks: metadata files outside the table's history (orphans of lost or crashed commits, and
 versions expired from the log of tables that ask for ``write.metadata.delete-after-commit.enabled``). In the
-driver: idempotency markers, receipts, transaction records and stale compaction files. ``--dry-run`` decides the
+driver: idempotency markers, receipts, transaction records, stale compaction files and expired server-side scan
+plans. ``--dry-run`` decides the
 same way and deletes nothing. Users' data files are not touched here (orphan data files are ``maintain``'s).
 """
 
@@ -21,6 +22,7 @@ from arco.events.reconcile import iceberg_tables
 from arco.events.receipts import EVENTS
 from arco.iceberg.commit import landed_location
 from arco.iceberg.idempotency import Marker
+from arco.iceberg.plan_store import PLANS, PlanRecord
 from arco.iceberg.pointer import PointerStore
 from arco.iceberg.tables import TableService
 from arco.iceberg.transactions import TxnRecords
@@ -145,6 +147,28 @@ def txn_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> list
     return chosen
 
 
+def plan_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> list[Deletion]:
+    """Server-side scan plans past their expiry, and task files no plan record names."""
+    plans: dict[str, dict[str, float]] = {}
+    for meta in storage.list(PLANS):
+        plan_id = meta.key[len(PLANS):].split("/", 1)[0]
+        plans.setdefault(plan_id, {})[meta.key] = now - meta.modified_at
+    chosen = []
+    for plan_id, objects in plans.items():
+        record_key = f"{PLANS}{plan_id}/plan.json"
+        expires_at_ms = None
+        if record_key in objects:
+            found = storage.get_or_none(record_key)
+            if found is None:
+                continue  # deleted meanwhile (a fetch found it expired)
+            try:
+                expires_at_ms = PlanRecord.from_bytes(found.data).expires_at_ms
+            except Exception:  # noqa: BLE001 - an unreadable record is left for a person to look at
+                expires_at_ms = None
+        chosen += gc_rules.scan_plan(objects, record_key in objects, expires_at_ms, now, policy)
+    return chosen
+
+
 def run_gc(spark: Any, spec: StorageSpec, run: Run, policy: GcPolicy, *, dry_run: bool, now: float | None = None,
            progress: Any | None = None) -> list[Deletion]:
     from arco.pipeline.session import spark_progress
@@ -170,6 +194,7 @@ def run_gc(spark: Any, spec: StorageSpec, run: Run, policy: GcPolicy, *, dry_run
     chosen += marker_deletions(storage, policy, now)
     chosen += receipt_deletions(storage, policy, now)
     chosen += txn_deletions(storage, policy, now)
+    chosen += plan_deletions(storage, policy, now)
     for deletion in chosen:
         run.count(("would delete: " if dry_run else "deleted: ") + deletion.reason.split(" (")[0])
         if not dry_run:

@@ -22,6 +22,7 @@ class GcPolicy:
     committed_receipt_age_s: float = 90 * DAY
     orphan_metadata_age_s: float = 3 * DAY  # a commit in flight writes its file before its CAS: stay far away
     txn_record_age_s: float = DAY
+    orphan_plan_age_s: float = DAY  # task files of a plan whose record is gone (a crash between two deletes)
 
 
 @dataclass(frozen=True)
@@ -78,3 +79,21 @@ def txn_record(key: str, state: str, age_s: float, referenced: bool, policy: GcP
     if referenced or state == "PENDING" or age_s <= policy.txn_record_age_s:
         return None
     return Deletion(key, f"{state.lower()} transaction record no pointer refers to")
+
+
+def scan_plan(objects: dict[str, float], has_record: bool, expires_at_ms: int | None, now: float,
+              policy: GcPolicy) -> list[Deletion]:
+    """The objects of one server-side scan plan (key -> age in seconds) that may go.
+
+    A plan with a record goes whole once it has expired (its record last, so an interrupted run is finished by
+    the next); an unreadable record (``expires_at_ms`` None) is left for a person to look at. Task files with no
+    record are what a crash leaves between a synchronous plan's chunks and its record, or midway through a
+    deletion: they go once older than ``orphan_plan_age_s``, long after any plan could still name them.
+    """
+    if has_record:
+        if expires_at_ms is None or now * 1000 < expires_at_ms:
+            return []
+        ordered = sorted(objects, key=lambda key: (key.endswith("/plan.json"), key))
+        return [Deletion(key, "expired scan plan") for key in ordered]
+    return [Deletion(key, "scan plan task files without a plan record")
+            for key, age_s in sorted(objects.items()) if age_s > policy.orphan_plan_age_s]

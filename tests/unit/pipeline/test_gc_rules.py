@@ -44,3 +44,25 @@ def test_transaction_records_go_once_nothing_points_at_them() -> None:
     assert gc_rules.txn_record("t", "COMMITTED", 2 * DAY, referenced=True, policy=POLICY) is None
     assert gc_rules.txn_record("t", "PENDING", 20 * DAY, referenced=False, policy=POLICY) is None
     assert gc_rules.txn_record("t", "ABORTED", HOUR, referenced=False, policy=POLICY) is None
+
+
+PLAN = "_catalog/iceberg_plans/p"
+
+
+def test_an_expired_scan_plan_goes_whole_its_record_last() -> None:
+    objects = {f"{PLAN}/plan.json": 10.0, f"{PLAN}/tasks/000001.json": 10.0, f"{PLAN}/tasks/000000.json": 10.0}
+    now = 1_000.0
+    assert gc_rules.scan_plan(objects, True, int(now * 1000) + 1, now, POLICY) == []
+    gone = gc_rules.scan_plan(objects, True, int(now * 1000), now, POLICY)
+    assert [d.key for d in gone] == [f"{PLAN}/tasks/000000.json", f"{PLAN}/tasks/000001.json", f"{PLAN}/plan.json"]
+    assert {d.reason for d in gone} == {"expired scan plan"}
+
+
+def test_an_unreadable_plan_record_is_kept() -> None:
+    assert gc_rules.scan_plan({f"{PLAN}/plan.json": 10 * DAY}, True, None, 10 * DAY, POLICY) == []
+
+
+def test_plan_task_files_without_a_record_go_once_old() -> None:
+    objects = {f"{PLAN}/tasks/000000.json": DAY + 1, f"{PLAN}/tasks/000001.json": DAY - 1}
+    gone = gc_rules.scan_plan(objects, False, None, 5 * DAY, POLICY)
+    assert [d.key for d in gone] == [f"{PLAN}/tasks/000000.json"]

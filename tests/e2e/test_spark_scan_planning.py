@@ -1,0 +1,62 @@
+"""Server-side scan planning of a table Spark wrote through Arco, with Spark's own merge-on-read position deletes
+(Iceberg Java writes them one delete file per data file): Arco's plan equals PyIceberg's ``plan_files()``.
+
+Spark itself cannot plan on the server: the Iceberg 1.10 runtime knows the planning endpoints and their JSON
+but has no client scan that calls them, so it always plans by reading manifests.
+"""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression, EqualTo, GreaterThan
+from pyspark.sql import SparkSession
+
+from support.arco_server import ARCO_TOKEN, RunningServer
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
+
+
+def served(arco: RunningServer, body: dict) -> set[tuple[str, frozenset[str]]]:
+    answer = httpx.post(f"{arco.iceberg_uri}/v1/main/namespaces/mor/tables/events/plan", json=body, timeout=60,
+                        headers={"Authorization": f"Bearer {ARCO_TOKEN}"})
+    assert answer.status_code == 200, answer.text
+    result = answer.json()
+    assert result["status"] == "completed" and "plan-tasks" not in result
+    deletes = [d["file-path"] for d in result.get("delete-files", [])]
+    return {(t["data-file"]["file-path"], frozenset(deletes[i] for i in t.get("delete-file-references", [])))
+            for t in result["file-scan-tasks"]}
+
+
+def test_plan_of_a_spark_merge_on_read_table_equals_pyiceberg(spark: SparkSession, spark_arco: str,
+                                                              arco: RunningServer) -> None:
+    c = spark_arco
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {c}.mor")
+    spark.sql(f"""CREATE TABLE {c}.mor.events (id BIGINT, region STRING, ts TIMESTAMP) USING iceberg
+                  PARTITIONED BY (region, days(ts))
+                  TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read',
+                                 'write.update.mode'='merge-on-read')""")
+    for day in (1, 2):
+        spark.sql(f"""INSERT INTO {c}.mor.events VALUES
+                      ({day}0, 'eu', TIMESTAMP '2026-01-0{day} 10:00:00'), ({day}1, 'eu', TIMESTAMP '2026-01-0{day} 11:00:00'),
+                      ({day}2, 'us', TIMESTAMP '2026-01-0{day} 10:00:00'), ({day}3, 'us', TIMESTAMP '2026-01-0{day} 11:00:00')""")
+    spark.sql(f"DELETE FROM {c}.mor.events WHERE id IN (10, 22)")
+    spark.sql(f"INSERT INTO {c}.mor.events VALUES (30, 'eu', TIMESTAMP '2026-01-01 12:00:00')")
+    assert [r[0] for r in spark.sql(f"SELECT id FROM {c}.mor.events ORDER BY id").collect()] == \
+        [11, 12, 13, 20, 21, 23, 30]
+
+    table = RestCatalog("arco", uri=arco.iceberg_uri, warehouse="main", token=ARCO_TOKEN).load_table("mor.events")
+    cases: list[tuple[dict, BooleanExpression]] = [
+        ({}, AlwaysTrue()),
+        ({"filter": {"type": "eq", "term": "region", "value": "eu"}}, EqualTo("region", "eu")),
+        ({"filter": {"type": "gt", "term": "id", "value": 20}}, GreaterThan("id", 20)),
+    ]
+    for body, expression in cases:
+        expected = {(t.file.file_path, frozenset(d.file_path for d in t.delete_files))
+                    for t in table.scan(row_filter=expression).plan_files()}
+        assert served(arco, body) == expected
+    everything = served(arco, {})
+    assert sum(1 for _, deletes in everything if deletes) == 2  # Spark's position deletes, on the two files hit
+    before_delete = table.snapshots()[1].snapshot_id
+    assert all(not deletes for _, deletes in served(arco, {"snapshot-id": before_delete}))
