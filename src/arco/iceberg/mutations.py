@@ -129,11 +129,11 @@ class Mutations:
         target = _dotted((*namespace, name))
         if any(isinstance(r, AssertCreate) for r in requirements):  # a staged create: the table is new
             return run_once(self._catalog_keyed(caller, catalog, "updateTable", target, body), work,
-                            self._table_created())
+                            self._table_created(), commit_route=True)
         entry = self.tables.entry(catalog, namespace, name)
         keyed = Keyed(self.markers, entry.id, check_key(caller.key), "updateTable",
                       request_hash("updateTable", target, body))
-        return run_once(keyed, work, self._commit_recovery(entry.id))
+        return run_once(keyed, work, self._commit_recovery(entry.id), commit_route=True)
 
     def _commit_recovery(self, table_uuid: str) -> Recover:
         def recover(marker: Marker) -> Outcome | None:
@@ -153,7 +153,8 @@ class Mutations:
         first = self.tables.entry(catalog, namespace, name)
         recover_first = self._commit_recovery(first.id)
         keyed = self._catalog_keyed(caller, catalog, "commitTransaction", "", body)
-        return run_once(keyed, work, lambda marker: Outcome(204) if recover_first(marker) is not None else None)
+        return run_once(keyed, work, lambda marker: Outcome(204) if recover_first(marker) is not None else None,
+                        commit_route=True)
 
     def drop_table(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, purge: bool,
                    caller: Caller) -> Outcome:
