@@ -22,6 +22,9 @@ class GcPolicy:
     committed_receipt_age_s: float = 90 * DAY
     orphan_metadata_age_s: float = 3 * DAY  # a commit in flight writes its file before its CAS: stay far away
     txn_record_age_s: float = DAY
+    # A local warehouse's temporary file (.arco-tmp/) unchanged this long belongs to a write that was interrupted
+    # (a killed process, a failed move): a write in progress touches its file continuously and takes seconds.
+    temp_file_age_s: float = HOUR
 
 
 @dataclass(frozen=True)
@@ -78,3 +81,9 @@ def txn_record(key: str, state: str, age_s: float, referenced: bool, policy: GcP
     if referenced or state == "PENDING" or age_s <= policy.txn_record_age_s:
         return None
     return Deletion(key, f"{state.lower()} transaction record no pointer refers to")
+
+
+def temp_file(key: str, age_s: float, policy: GcPolicy) -> Deletion | None:
+    if age_s > policy.temp_file_age_s:
+        return Deletion(key, f"temporary file of an interrupted write ({age_s / HOUR:.1f} h old)")
+    return None

@@ -39,6 +39,7 @@ from arco.storage.base import (
     Deleted,
     DeleteResult,
     DoesNotExist,
+    InvalidKey,
     ListPage,
     MatchesVersion,
     NotFound,
@@ -305,6 +306,42 @@ class LocalBackend(StorageBackend):
         if len(keys) > page_size:
             return ListPage(objects=keys[:page_size], next_token=keys[page_size - 1].key)
         return ListPage(objects=keys, next_token=None)
+
+    # -- interrupted writes ------------------------------------------------------------------------------
+
+    def temp_files(self) -> list[ObjectMeta]:
+        """The temporary files under ``.arco-tmp/``: writes in progress, and those a killed process or a failed move
+        left behind. Listed apart from objects (they are no keys); their age is the time since their last write."""
+        found: list[ObjectMeta] = []
+        with _io("list temporary files"):
+            try:
+                entries = list(os.scandir(self.root / _TMP_DIR))
+            except FileNotFoundError:
+                return []
+            for entry in entries:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # its write just finished
+                if stat.S_ISREG(st.st_mode):
+                    found.append(ObjectMeta(key=f"{_TMP_DIR}/{entry.name}", size=st.st_size, version=_version_of(st),
+                                            modified_at=st.st_mtime))
+        return found
+
+    def remove_temp_file(self, key: str, version: str) -> bool:
+        """Remove one temporary file listed by :meth:`temp_files`, unless it changed since (False then)."""
+        name = key.removeprefix(f"{_TMP_DIR}/")
+        if "/" in name or not name or name in (".", ".."):
+            raise InvalidKey(f"not a temporary file: {key!r}")
+        path = self.root / _TMP_DIR / name
+        with _io(f"remove temporary file {name!r}"):
+            try:
+                if _version_of(os.stat(path)) != version:
+                    return False
+                os.unlink(path)
+            except FileNotFoundError:
+                return True
+        return True
 
     def close(self) -> None:
         self._locks.close()

@@ -44,3 +44,9 @@ def test_transaction_records_go_once_nothing_points_at_them() -> None:
     assert gc_rules.txn_record("t", "COMMITTED", 2 * DAY, referenced=True, policy=POLICY) is None
     assert gc_rules.txn_record("t", "PENDING", 20 * DAY, referenced=False, policy=POLICY) is None
     assert gc_rules.txn_record("t", "ABORTED", HOUR, referenced=False, policy=POLICY) is None
+
+
+def test_temporary_files_go_only_after_their_grace_period() -> None:
+    assert gc_rules.temp_file(".arco-tmp/1-ab", HOUR + 1, POLICY) is not None
+    assert gc_rules.temp_file(".arco-tmp/1-ab", HOUR - 1, POLICY) is None  # maybe a write in progress
+    assert gc_rules.temp_file(".arco-tmp/1-ab", 120, GcPolicy(temp_file_age_s=60)) is not None
