@@ -299,6 +299,25 @@ def run_once(keyed: Keyed | None, work: Callable[[str | None], Outcome], recover
     return outcome
 
 
+def settle_unkeyed(recover: Callable[[], Outcome | None], error: StorageError, operation: str) -> Outcome:
+    """A commit without an Idempotency-Key that storage failed: tell the client what happened, if it can be read.
+
+    The work carried an internal tag, so ``recover`` finds whether it landed: landed -> its success; not landed ->
+    503, safe to retry; the check fails too -> ``CommitStateUnknownException``, the one answer that tells a client
+    not to retry blindly.
+    """
+    report_storage_fault(operation, error)
+    try:
+        landed = recover()
+    except Exception as exc:  # noqa: BLE001 - the check failed: the outcome is unknown, whatever the reason
+        raise CommitStateUnknown(f"the outcome of this commit is unknown ({type(error).__name__}); check the table "
+                                 "before retrying", headers={"Retry-After": str(RETRY_AFTER_FAULT_S)}) from exc
+    if landed is not None:
+        return landed
+    raise ServiceUnavailable(f"storage is unavailable ({type(error).__name__}); the commit did not take effect and "
+                             "may be retried", headers={"Retry-After": str(RETRY_AFTER_FAULT_S)}) from error
+
+
 def _finalize_failed(keyed: Keyed, claim: Claim, error: IcebergError) -> None:
     try:
         keyed.markers.failed(claim, error)

@@ -19,7 +19,7 @@ from uuid6 import uuid7
 from arco.catalog.log import CORE
 from arco.iceberg.errors import CommitStateUnknown, ServiceUnavailable
 from arco.iceberg.idempotency import Outcome
-from arco.iceberg.mutations import Caller, Mutations
+from arco.iceberg.mutations import Caller
 from arco.iceberg.pointer import POINTERS
 from arco.storage.base import StorageError
 from arco.storage.faults import FaultRule
@@ -183,13 +183,32 @@ def test_a_transaction_that_fails_before_its_commit_point_frees_its_tables_at_on
         assert other.tables.load(other.catalog, ("db",), name).metadata.properties["txn"] == "1"
 
 
-def test_a_mutation_without_a_key_reports_the_fault_as_storage_unavailable(table: Harness) -> None:
+def unkeyed_commit(h: Harness) -> Outcome:
+    return h.mutations().commit_table(h.catalog, ("db",), "t", body(), Caller("admin", SOURCE, None))
+
+
+def test_a_commit_without_a_key_that_did_not_land_is_503(table: Harness) -> None:
     table.storage.inject(fail("put", "*.metadata.json", "before"))
-    with pytest.raises(StorageError):
-        Mutations(table.store, table.namespaces, table.tables, table.mutations().markers).commit_table(
-            table.catalog, ("db",), "t", body(), Caller("admin", SOURCE, None))
+    with pytest.raises(ServiceUnavailable):
+        unkeyed_commit(table)
     table.storage.clear()
     assert len(history(table)) == 1
+
+
+def test_a_commit_without_a_key_that_landed_despite_the_fault_is_answered_200(table: Harness) -> None:
+    table.storage.inject(fail("put", f"{POINTERS}/*", "after"))
+    outcome = unkeyed_commit(table)
+    table.storage.clear()
+    assert history(table)[0] == outcome.metadata_location and len(history(table)) == 2
+
+
+def test_a_commit_without_a_key_whose_outcome_cannot_be_read_is_commit_state_unknown(table: Harness) -> None:
+    table.storage.inject(fail("put", f"{POINTERS}/*", "after"))
+    table.storage.inject(FaultRule(op="get", key=f"{POINTERS}/*", action="fail", nth=2, times=1000))
+    with pytest.raises(CommitStateUnknown):
+        unkeyed_commit(table)
+    table.storage.clear()
+    assert len(history(table)) == 2  # it had landed: only the server could not tell
 
 
 def test_create_table_fault_before_tier1_is_retried_once(harness: Harness) -> None:

@@ -201,3 +201,48 @@ def test_a_bug_is_a_500_in_the_api_shape_without_dropping_the_connection(served:
     assert conn.request("GET", "/iceberg/v1/config")[0] == 200
     assert conn.dropped == 0
     conn.close()
+
+
+# One storage fault at each named step of a table commit (arco.iceberg.commit), over HTTP.
+STEPS = {
+    "marker-claim": ("put", "_catalog/iceberg_idempotency/*", 1),
+    "metadata-write": ("put", "*.metadata.json", 1),
+    "pending-receipt": ("put", "_catalog/events/*/iceberg/pending/*", 1),
+    "pointer-cas": ("put", "_catalog/iceberg_pointers/*", 1),
+    "committed-receipt": ("put", "_catalog/events/*/iceberg/committed/*", 1),
+    "marker-finalization": ("put", "_catalog/iceberg_idempotency/*", 2),
+}
+CASES = [(step, when, keyed) for step in STEPS for when in ("before", "after") for keyed in (True, False)]
+
+
+@pytest.mark.parametrize(("step", "when", "keyed"), CASES,
+                         ids=[f"{s}-{w}-{'keyed' if k else 'unkeyed'}" for s, w, k in CASES])
+def test_a_fault_at_each_commit_step(served: tuple[FaultyBackend, str], step: str, when: str, keyed: bool) -> None:
+    storage, base = served
+    conn = Connection(base)
+    before = conn.request("GET", TABLE)[2]
+    op, key, nth = STEPS[step]
+    storage.inject(FaultRule(op=op, key=key, when=when, action="fail", nth=nth))  # type: ignore[arg-type]
+    headers = {"Idempotency-Key": str(uuid7())} if keyed else {}
+    commit = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"step": step}}]}
+    status, answer_headers, answer = conn.request("POST", TABLE, commit, headers)
+    assert status in (200, 503), (status, answer)
+    if status == 503:
+        assert answer["error"]["type"] == "ServiceUnavailableException" and "retry-after" in answer_headers
+    storage.clear()
+    after = conn.request("GET", TABLE)[2]
+    landed = after["metadata-location"] != before["metadata-location"]
+    assert landed == (status == 200), "a 200 that did not land, or a 503 that did"
+    if keyed:
+        again = conn.request("POST", TABLE, commit, headers)
+        assert again[0] == 200, again  # at once: the marker was settled
+        if status == 200:
+            assert again[2]["metadata-location"] == answer["metadata-location"]
+    elif status == 503:
+        assert conn.request("POST", TABLE, commit)[0] == 200  # the 503 said it did not take effect: retry it
+    final = conn.request("GET", TABLE)[2]
+    log = final["metadata"]["metadata-log"]
+    assert len(log) == len(before["metadata"]["metadata-log"]) + 1, "the commit landed exactly once"
+    assert final["metadata"]["properties"]["step"] == step
+    assert conn.dropped == 0
+    conn.close()
