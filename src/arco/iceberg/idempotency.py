@@ -309,7 +309,7 @@ def settle_unkeyed(recover: Callable[[], Outcome | None], error: StorageError, o
     report_storage_fault(operation, error)
     try:
         landed = recover()
-    except Exception as exc:  # noqa: BLE001 - the check failed: the outcome is unknown, whatever the reason
+    except Exception as exc:  # the check failed: the outcome is unknown, whatever the reason
         raise CommitStateUnknown(f"the outcome of this commit is unknown ({type(error).__name__}); check the table "
                                  "before retrying", headers={"Retry-After": str(RETRY_AFTER_FAULT_S)}) from exc
     if landed is not None:
