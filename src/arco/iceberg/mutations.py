@@ -172,10 +172,17 @@ class Mutations:
             commit.commit_transaction(self.tables, catalog, body, caller.principal, caller.source, tag, caller.who)
             return Outcome(204)
 
-        if caller.key is None:
-            return work(None)
         namespace, name, _ = parse_table_changes(body)[0]
         first = self.tables.entry(catalog, namespace, name)
+        if caller.key is None:
+            tag = uuid.uuid4().hex  # as for a single commit: tells, should storage fail, whether it landed
+            try:
+                return work(tag)
+            except StorageError as exc:
+                def landed() -> Outcome | None:
+                    return Outcome(204) if commit.landed_location(self.tables, first.id, tag) is not None else None
+
+                return settle_unkeyed(landed, exc, "commitTransaction")
         recover_first = self._commit_recovery(first.id)
         keyed = self._catalog_keyed(caller, catalog, "commitTransaction", "", body)
         return run_once(keyed, work, lambda marker: Outcome(204) if recover_first(marker) is not None else None,

@@ -99,7 +99,12 @@ class PointerResolver:
             return current
         record = self.records.load(current.pointer.pending_txn)
         if record is not None and record.state == "COMMITTED":
-            return self._settle(current, current.pointer.rolled_forward()) or self.pointers.load(table_uuid)
+            rolled = current.pointer.rolled_forward()
+            try:
+                return self._settle(current, rolled) or self.pointers.load(table_uuid)
+            except StorageError:
+                # Storage refuses writes: a read still sees the committed transaction; a later reader settles it.
+                return VersionedPointer(rolled, current.version)
         # PENDING (the commit point has not been reached), ABORTED or gone: the current value stands, and the
         # next writer clears the mark.
         return current

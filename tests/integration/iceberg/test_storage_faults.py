@@ -222,3 +222,23 @@ def test_create_table_fault_before_tier1_is_retried_once(harness: Harness) -> No
     created = other.mutations(LONG_TIMEOUT).create_table(other.catalog, ("db",), request, caller(key))
     assert [t.name for t in other.tables.list(other.catalog, ("db",), None, None)[0]] == ["t"]
     assert history(other)[0] == created.metadata_location
+
+
+def test_a_transaction_without_a_key_whose_commit_point_landed_is_answered_204(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    harness.create_table("a")
+    harness.create_table("b")
+    request = {"table-changes": [
+        {"identifier": {"namespace": ["db"], "name": n}, "requirements": [],
+         "updates": [{"action": "set-properties", "updates": {"txn": "1"}}]} for n in ("a", "b")]}
+    # The record's move to COMMITTED lands but its reply is lost, and every later write fails too.
+    harness.storage.inject(fail("put", "_catalog/iceberg_txns/*", "after", nth=2))
+    harness.storage.inject(FaultRule(op="put", key="_catalog/iceberg_txns/*", action="fail", nth=3, times=1000))
+    harness.storage.inject(FaultRule(op="put", key=f"{POINTERS}/*", action="fail", nth=3, times=1000))
+    outcome = harness.mutations().commit_transaction(harness.catalog, request, Caller("admin", SOURCE, None))
+    assert outcome.status == 204
+    # Reads see the committed transaction while its roll-forward still cannot be written.
+    assert harness.tables.load(harness.catalog, ("db",), "b").metadata.properties["txn"] == "1"
+    harness.storage.clear()
+    for name in ("a", "b"):
+        assert harness.reopen().tables.load(harness.catalog, ("db",), name).metadata.properties["txn"] == "1"
