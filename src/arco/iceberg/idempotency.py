@@ -27,6 +27,9 @@ it and its answer returned (crash recovery); if not, a released marker (or one t
 over at once; otherwise the request is in flight (503 with Retry-After) until the marker is older than the
 in-progress timeout, after which the retry takes the marker over with a compare-and-swap and does the work itself.
 
+While storage refuses writes, a retry still gets the answer of a request that finished or whose change landed:
+the claim's put fails, and the answer is read instead (a marker that is the failed claim itself is released).
+
 "Did not land" is decided by reading where the change would be. A write that failed at the storage client but is
 still delivered later by the storage service would escape this check; object stores apply a request before they
 answer it, and the window is the client's own timeout.
@@ -188,8 +191,10 @@ class IdempotencyMarkers:
             try:
                 written = self.storage.put(storage_key, fresh.to_bytes(), DoesNotExist())
             except StorageError:
-                self._abandon_if_ours(storage_key, fresh)
-                raise
+                replay = self._claim_failed(storage_key, fresh, keyed, recover)
+                if replay is None:
+                    raise
+                return Claim(storage_key, replay=replay)
             if written.ok:
                 return Claim(storage_key, version=written.version, marker=fresh)  # type: ignore[union-attr]
             found = self.storage.get_or_none(storage_key)
@@ -202,7 +207,12 @@ class IdempotencyMarkers:
                 return Claim(storage_key, replay=existing)
             landed = recover(existing)
             if landed is not None:  # the work landed; the server died before finalizing
-                return Claim(storage_key, replay=self._finish(storage_key, found.version, existing, outcome=landed))
+                try:
+                    return Claim(storage_key, replay=self._finish(storage_key, found.version, existing,
+                                                                  outcome=landed))
+                except StorageError as exc:  # the answer is known even if it cannot be recorded now
+                    report_storage_fault(f"{keyed.operation} (Idempotency-Key {keyed.key})", exc)
+                    return Claim(storage_key, replay=replace(existing, status="COMMITTED", outcome=landed))
             ended = existing.retryable_at_ms is not None or self._known_ended(storage_key, found.version)
             if not ended and existing.started_at_ms / 1000 + self.in_progress_timeout_s > time.time():
                 raise ServiceUnavailable(
@@ -214,15 +224,29 @@ class IdempotencyMarkers:
                 return Claim(storage_key, version=taken.version, marker=fresh)  # type: ignore[union-attr]
         raise ServiceUnavailable("the Idempotency-Key marker is contended; retry", headers={"Retry-After": "1"})
 
-    def _abandon_if_ours(self, storage_key: str, fresh: Marker) -> None:
-        """A claim whose put failed may still have been written (the reply was lost): if the marker there is this
-        very claim (same bytes), release it, so that the retry need not wait for the in-progress timeout."""
+    def _claim_failed(self, storage_key: str, fresh: Marker, keyed: Keyed, recover: Recover) -> Marker | None:
+        """The claim's put failed: what can still be answered by reading (storage may refuse only writes).
+
+        A marker that is this very claim (same bytes: the put landed but its reply was lost) is released, so that
+        the retry need not wait for the in-progress timeout. A finished marker of an earlier request, or one whose
+        change is found landed, is the answer (returned); anything else is left to the retry (None).
+        """
         try:
             found = self.storage.get_or_none(storage_key)
-            if found is not None and Marker.from_bytes(found.data) == fresh:
+            if found is None:
+                return None
+            existing = Marker.from_bytes(found.data)
+            if existing == fresh:
                 self.release(Claim(storage_key, version=found.version, marker=fresh))
+                return None
+            if existing.request_hash != keyed.request_hash:
+                return None  # the retry answers the 409 once storage can be claimed again
+            if existing.status != "IN_PROGRESS":
+                return existing
+            landed = recover(existing)
+            return replace(existing, status="COMMITTED", outcome=landed) if landed is not None else None
         except StorageError:
-            pass  # storage is still unavailable: the marker, if any, waits for the timeout on other servers
+            return None  # reads fail too: nothing can be answered
 
     def committed(self, claim: Claim, outcome: Outcome) -> None:
         assert claim.marker is not None

@@ -22,7 +22,7 @@ from arco.iceberg.idempotency import Outcome
 from arco.iceberg.mutations import Caller
 from arco.iceberg.pointer import POINTERS
 from arco.storage.base import StorageError
-from arco.storage.faults import FaultRule
+from arco.storage.faults import FaultRule, SimulatedCrash
 
 SOURCE = {"kind": "iceberg_rest", "client_info": "test", "principal": "admin"}
 LONG_TIMEOUT = 600.0  # a retry that had to wait for the in-progress timeout would fail these tests
@@ -242,3 +242,15 @@ def test_a_transaction_without_a_key_whose_commit_point_landed_is_answered_204(
     harness.storage.clear()
     for name in ("a", "b"):
         assert harness.reopen().tables.load(harness.catalog, ("db",), name).metadata.properties["txn"] == "1"
+
+
+def test_a_retry_that_finds_the_change_landed_answers_it_even_while_writes_fail(table: Harness) -> None:
+    key = str(uuid7())
+    table.storage.inject(FaultRule(op="put", key=MARKERS, action="crash", when="before", nth=2))
+    with pytest.raises(SimulatedCrash):  # the server "died" before finalizing the marker
+        table.mutations(LONG_TIMEOUT).commit_table(table.catalog, ("db",), "t", body(), caller(key))
+    table.storage.clear()
+    other = table.reopen()  # another server, on which every write fails
+    other.storage.inject(FaultRule(op="put", action="fail", times=1000))
+    retried = other.mutations(LONG_TIMEOUT).commit_table(other.catalog, ("db",), "t", body(), caller(key))
+    assert retried.metadata_location == history(other)[0] and len(history(other)) == 2
