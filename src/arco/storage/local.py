@@ -170,8 +170,11 @@ class LocalBackend(StorageBackend):
     def _write_temp(self, data: bytes) -> tuple[Path, str]:
         """Write ``data`` durably to a new temporary file; return its path and the version it will keep."""
         tmp = self.root / _TMP_DIR / f"{os.getpid()}-{secrets.token_hex(8)}"
-        with _io("create a temporary file"):
+        try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        except OSError as exc:  # a read-only or full disk, or .arco-tmp/ removed under a running server
+            raise StorageUnavailable(f"cannot create a temporary file: {type(exc).__name__}: {exc.strerror or exc}") \
+                from exc
         written_ok = False
         try:
             view = memoryview(data)

@@ -4,6 +4,7 @@ once its grace period has passed, and a failed write removes its own."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 
 from arco.pipeline import gc
 from arco.pipeline.gc_rules import HOUR, GcPolicy
-from arco.storage.base import StorageError
+from arco.storage.base import StorageError, StorageUnavailable
 from arco.storage.local import LocalBackend
 
 # The child writes a temporary file as a put does, then waits to be killed before the move into place: a SIGKILL
@@ -70,3 +71,12 @@ def test_a_write_that_fails_between_its_temporary_file_and_the_move_leaves_nothi
     with pytest.raises(StorageError):
         storage.put("a/b", b"cannot be moved into place")  # the temporary file is written, the move fails
     assert storage.temp_files() == []
+
+
+def test_os_errors_of_the_local_backend_are_storage_unavailable(tmp_path: Path) -> None:
+    storage = LocalBackend(tmp_path / "wh")
+    storage.put("k", b"v")
+    shutil.rmtree(tmp_path / "wh" / ".arco-tmp")  # its temporary directory vanished under a running server
+    with pytest.raises(StorageUnavailable):
+        storage.put("k2", b"v")
+    assert storage.get("k").data == b"v"  # reads keep working
