@@ -17,6 +17,10 @@ verify every token and caches keys for good. A token is accepted while all of th
 * it was issued after its principal's "not before" time, which Tier 1 records only when the principal's tokens
   are revoked (or its client secret is replaced);
 * its principal is an active service principal.
+
+Times come from the clocks of the servers that issue, verify and revoke, which are assumed to agree within
+seconds: a token issued by a server whose clock runs ahead of the revoking one by more than the time between the
+issue and the revocation outlives the revocation (rotating the key ends it regardless of clocks).
 """
 
 from __future__ import annotations
