@@ -21,6 +21,7 @@ from starlette.types import ASGIApp
 
 from arco.api.auth import BearerAuthMiddleware
 from arco.api.errors import ApiError, error_body, surface_of
+from arco.api.faults import ContainErrors
 from arco.api.responses import JsonResponse
 from arco.auth.authenticator import Authenticator
 from arco.auth.bootstrap import read_stored_admin_hash
@@ -80,11 +81,6 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return _error_response(request, exc.status_code, error_type, message, dict(exc.headers or {}))
 
 
-async def _unexpected_error(request: Request, exc: Exception) -> Response:
-    log.exception("unexpected error on %s %s", request.method, request.url.path)
-    return _error_response(request, 500, "InternalServerError", f"internal error: {type(exc).__name__}")
-
-
 def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
                extra_principals: dict[str, Principal] | None = None) -> Starlette:
     """The application; ``extra_principals`` (token -> principal) admits in-process callers such as the pipeline."""
@@ -114,8 +110,10 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
             # The web UI at / (arco.ui): pages behind a session cookie, its JSON API under /ui/api.
             *ui_routes.routes,
         ],
-        middleware=[Middleware(BearerAuthMiddleware, authenticator=authenticator)],
-        exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _unexpected_error},
+        # ContainErrors, outermost, answers what no handler did (storage faults 503, bugs 500) without the
+        # connection drop a Starlette handler for Exception would cause (see arco.api.faults).
+        middleware=[Middleware(ContainErrors), Middleware(BearerAuthMiddleware, authenticator=authenticator)],
+        exception_handlers={ApiError: _api_error, HTTPException: _http_error},
     )
     initialise_warehouse(storage, admin_token=False, store=store)  # serve made the admin token, if it had to
     app.state.services = Services(settings=settings, storage=storage, authenticator=authenticator)

@@ -16,6 +16,8 @@ import time
 
 from arco.auth.bootstrap import admin_hash_in, read_stored_admin_hash
 from arco.auth.identity import principal_for_token
+from arco.auth.oauth_tokens import PREFIX as OAUTH_PREFIX
+from arco.auth.oauth_tokens import SigningKeys
 from arco.auth.principals import BOOTSTRAP_ADMIN, Principal
 from arco.auth.tokens import hash_token
 from arco.catalog.store import CatalogStore
@@ -34,6 +36,7 @@ class Authenticator:
         self._stored_hash = stored_hash
         self._checked_at = time.monotonic()
         self._lock = threading.Lock()
+        self.oauth_keys = SigningKeys(storage)  # verifies (and the OAuth endpoint signs) stateless OAuth tokens
 
     def authenticate(self, token: str) -> Principal | None:
         digest = hash_token(token)
@@ -45,6 +48,9 @@ class Authenticator:
             return BOOTSTRAP_ADMIN if digest == self._stored_hash or (self._refresh() and
                                                                       digest == self._stored_hash) else None
         # A fresh read: a token revoked or rotated on any server stops working on the next request here.
+        if token.startswith(OAUTH_PREFIX):
+            with self._store.read() as state:
+                return self.oauth_keys.authenticate(state, token)
         with self._store.read() as state:
             admin_hash = admin_hash_in(state)
             principal = principal_for_token(state, token) if digest != admin_hash else None

@@ -1,7 +1,8 @@
 """Users, groups, service principals and tokens: the operations, over the Tier 1 log (:mod:`arco.catalog.access`).
 
 Tokens are random, shown once, and stored as SHA-256 hashes. A service principal has an OAuth2 client secret
-(also stored hashed) that it exchanges at ``/iceberg/v1/oauth/tokens`` for a short-lived token.
+(also stored hashed) that it exchanges at ``/iceberg/v1/oauth/tokens`` for a short-lived signed token that is not
+stored at all (:mod:`arco.auth.oauth_tokens`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from arco.auth import oauth_tokens
+from arco.auth.oauth_tokens import SigningKeys
 from arco.auth.principals import Principal
 from arco.auth.tokens import hash_token
 from arco.catalog.access import ACCOUNT_USERS, PrincipalEntry, TokenEntry
@@ -19,7 +22,7 @@ from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 
 TOKEN_PREFIX = "arco_pat_"
-OAUTH_TOKEN_LIFETIME_S = 3600
+OAUTH_TOKEN_LIFETIME_S = oauth_tokens.LIFETIME_S
 
 
 def _check_principal_name(kind: str, name: object) -> str:
@@ -99,13 +102,16 @@ def principal_for_token(state: CatalogState, raw_token: str, now_ms: int | None 
                      token_workspace=token.workspace_id, workspace_id=token.workspace_id or 0)
 
 
-def exchange_client_credentials(store: CatalogStore, client_id: str, client_secret: str) -> IssuedToken | None:
-    """OAuth2 client credentials -> a short-lived token; None if the id or secret is wrong."""
+def exchange_client_credentials(store: CatalogStore, keys: SigningKeys, client_id: str,
+                                client_secret: str) -> str | None:
+    """OAuth2 client credentials -> a short-lived stateless token (:mod:`arco.auth.oauth_tokens`: nothing is
+    written per exchange); None if the id or secret is wrong."""
     with store.read() as state:
         entry = state.principals.get(client_id.casefold())
         valid = (entry is not None and entry.kind == "service_principal" and entry.active
                  and entry.secret_hash is not None
                  and secrets.compare_digest(entry.secret_hash, hash_token(client_secret)))
-    if not valid:
-        return None
-    return create_token(store, client_id, by=client_id, lifetime_s=OAUTH_TOKEN_LIFETIME_S, comment="oauth2")
+        if not valid:
+            return None
+        assert entry is not None
+        return keys.issue(state, entry.name)

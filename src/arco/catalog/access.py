@@ -57,12 +57,18 @@ class AccessState:
     tokens: dict[str, TokenEntry]
     token_by_hash: dict[str, str]
     grants: dict[tuple[str, str], dict[str, list[str]]]
+    # Stateless OAuth tokens (arco.auth.oauth_tokens): the current signing key once rotated, and per principal the
+    # time before which its tokens are void. Written on rotation and revocation only, never per token.
+    oauth_key_id: str | None
+    oauth_not_before: dict[str, int]
 
     def _init_access(self) -> None:
         self.principals = {}
         self.tokens = {}
         self.token_by_hash = {}
         self.grants = {}
+        self.oauth_key_id = None
+        self.oauth_not_before = {}
 
     def principal(self, name: str) -> PrincipalEntry:
         found = self.principals.get(principal_key(name))
@@ -92,6 +98,7 @@ class AccessState:
             "principals": [asdict(p) for p in self.principals.values()],
             "tokens": [asdict(t) for t in self.tokens.values()],
             "grants": [{"type": t, "id": i, "principals": p} for (t, i), p in self.grants.items()],
+            "oauth": {"key_id": self.oauth_key_id, "not_before": dict(self.oauth_not_before)},
         }
 
     def load_access(self, snapshot: dict[str, Any]) -> None:
@@ -104,6 +111,9 @@ class AccessState:
             self.token_by_hash[token.token_hash] = token.id
         for raw in snapshot.get("grants", []):
             self.grants[(raw["type"], raw["id"])] = {k: list(v) for k, v in raw["principals"].items()}
+        oauth = snapshot.get("oauth") or {}
+        self.oauth_key_id = oauth.get("key_id")
+        self.oauth_not_before = {k: int(v) for k, v in (oauth.get("not_before") or {}).items()}
 
 
 # -- the operations (check, apply) -----------------------------------------------------------------------------
@@ -145,6 +155,8 @@ def _apply_update_principal(state: Any, op: dict[str, Any]) -> None:
         entry.active = bool(op["active"])
     if "secret_hash" in op:
         entry.secret_hash = op["secret_hash"]
+        # A replaced client secret ends the tokens exchanged with the old one.
+        state.oauth_not_before[principal_key(entry.name)] = op["at_ms"]
 
 
 def _check_create_token(state: Any, op: dict[str, Any]) -> None:
@@ -168,6 +180,23 @@ def _check_revoke_token(state: Any, op: dict[str, Any]) -> None:
 
 def _apply_revoke_token(state: Any, op: dict[str, Any]) -> None:
     state.tokens[op["id"]].revoked = True
+
+
+def _check_revoke_oauth_tokens(state: Any, op: dict[str, Any]) -> None:
+    state.principal(op["principal"])
+
+
+def _apply_revoke_oauth_tokens(state: Any, op: dict[str, Any]) -> None:
+    state.oauth_not_before[principal_key(op["principal"])] = op["at_ms"]
+
+
+def _check_rotate_oauth_key(state: Any, op: dict[str, Any]) -> None:
+    if not isinstance(op.get("key_id"), str) or not op["key_id"]:
+        raise InvalidRequestError("a signing key id is required")
+
+
+def _apply_rotate_oauth_key(state: Any, op: dict[str, Any]) -> None:
+    state.oauth_key_id = op["key_id"]
 
 
 def _check_update_grants(state: Any, op: dict[str, Any]) -> None:
@@ -224,5 +253,7 @@ ACCESS_RULES = {
     "update_principal": (_check_update_principal, _apply_update_principal),
     "create_token": (_check_create_token, _apply_create_token),
     "revoke_token": (_check_revoke_token, _apply_revoke_token),
+    "revoke_oauth_tokens": (_check_revoke_oauth_tokens, _apply_revoke_oauth_tokens),
+    "rotate_oauth_key": (_check_rotate_oauth_key, _apply_rotate_oauth_key),
     "update_grants": (_check_update_grants, _apply_update_grants),
 }

@@ -17,6 +17,7 @@ retry finds out whether the operation landed with :meth:`CatalogStore.find_reque
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -29,7 +30,9 @@ from arco.catalog import log as catalog_log
 from arco.catalog.log import CatalogLog
 from arco.catalog.state import CatalogState, Operation
 from arco.events.receipts import catalog_event, catalog_receipt_key, write_receipt
-from arco.storage.base import StorageBackend
+from arco.storage.base import StorageBackend, StorageError
+
+_log = logging.getLogger("arco.catalog")
 
 MAX_APPEND_ATTEMPTS = 50
 
@@ -138,7 +141,10 @@ class CatalogStore:
                         rules.apply(self._state, op, seq)
                     else:
                         self._catch_up()
-                    self._maybe_snapshot()
+                    try:
+                        self._maybe_snapshot()
+                    except StorageError as exc:  # past the commit point: a snapshot only speeds up catch-up
+                        _log.warning("Tier 1 snapshot at %d not written (the next writer tries again): %s", seq, exc)
                 write_receipt(self.storage, catalog_receipt_key(seq, op["at_ms"]), catalog_event(seq, op))
                 return {**op, "seq": seq}
         raise ConflictError("the catalog is changing too fast to apply this change; retry")

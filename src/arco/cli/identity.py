@@ -178,4 +178,31 @@ def token_revoke(warehouse: str, storage_options: tuple[str, ...], token_id: str
     click.echo(f"revoked {token_id}; servers refuse it from their next request")
 
 
-COMMANDS = [user, group, service_principal, token]
+@click.group()
+def oauth() -> None:
+    """OAuth2 tokens of service principals: signed and short-lived, never stored; end them early here."""
+
+
+@oauth.command("revoke")
+@_options
+@click.argument("principal")
+def oauth_revoke(warehouse: str, storage_options: tuple[str, ...], principal: str) -> None:
+    """End every OAuth token issued to PRINCIPAL so far (new exchanges keep working)."""
+    from arco.auth.oauth_tokens import revoke_tokens
+
+    _run(revoke_tokens, _store(warehouse, storage_options), principal, by=BY)
+    click.echo(f"OAuth tokens issued to {principal} until now are revoked")
+
+
+@oauth.command("rotate-key")
+@_options
+def oauth_rotate_key(warehouse: str, storage_options: tuple[str, ...]) -> None:
+    """Sign OAuth tokens with a new key from now on; every token issued before stops working."""
+    from arco.auth.oauth_tokens import SigningKeys, rotate_key
+
+    store = _store(warehouse, storage_options)
+    key_id = _run(rotate_key, store, SigningKeys(store.storage), by=BY)
+    click.echo(f"OAuth signing key rotated (key id {key_id}); earlier tokens no longer work")
+
+
+COMMANDS = [user, group, service_principal, token, oauth]

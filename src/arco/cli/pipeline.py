@@ -95,8 +95,11 @@ def reconcile(warehouse: str, storage_options: tuple[str, ...], master: str | No
               help="The servers' idempotency-key-lifetime in seconds (markers are kept this long + 24 h).")
 @click.option("--in-progress-timeout", default=600, show_default=True, type=click.IntRange(1),
               help="The servers' --idempotency-in-progress-timeout in seconds.")
+@click.option("--temp-file-age", default=3600, show_default=True, type=click.IntRange(60),
+              help="A local warehouse's temporary file (.arco-tmp/) unchanged this many seconds is from an "
+                   "interrupted write and is deleted.")
 def gc(warehouse: str, storage_options: tuple[str, ...], master: str | None, dry_run: bool, key_lifetime: int,
-       in_progress_timeout: int) -> None:
+       in_progress_timeout: int, temp_file_age: int) -> None:
     """Delete expired markers, receipts, transaction records and orphan metadata (defaults: docs/pipeline.md, "gc")."""
     from arco.pipeline.gc import describe, run_gc
     from arco.pipeline.gc_rules import GcPolicy
@@ -106,7 +109,8 @@ def gc(warehouse: str, storage_options: tuple[str, ...], master: str | None, dry
     spec = storage_spec(warehouse, storage_options)
     run = Run("gc-dry-run" if dry_run else "gc")
     spark = pipeline_session("gc", master)
-    policy = GcPolicy(key_lifetime_s=key_lifetime, in_progress_timeout_s=in_progress_timeout)
+    policy = GcPolicy(key_lifetime_s=key_lifetime, in_progress_timeout_s=in_progress_timeout,
+                      temp_file_age_s=temp_file_age)
     with new_progress() as progress:
         chosen = run_gc(spark, spec, run, policy, dry_run=dry_run, progress=progress)
     console = Console()

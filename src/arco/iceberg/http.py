@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import wraps
 from typing import Any
 from urllib.parse import unquote
@@ -23,6 +23,7 @@ from arco.iceberg import errors
 from arco.iceberg.access import StorageAccess, TableAccess
 from arco.iceberg.authz import IcebergGuard
 from arco.iceberg.idempotency import IdempotencyMarkers, Outcome
+from arco.iceberg.metrics import RateLimiter
 from arco.iceberg.mutations import Caller, Mutations
 from arco.iceberg.namespaces import NamespaceService
 from arco.iceberg.plan_store import PlanStore
@@ -46,6 +47,7 @@ class IcebergServices:
     guard: IcebergGuard
     access: StorageAccess
     plans: PlanStore
+    metrics_limiter: RateLimiter = field(default_factory=RateLimiter)  # per process: see arco.iceberg.metrics
 
     @classmethod
     def build(cls, settings: ServerSettings, store: CatalogStore, storage: StorageBackend) -> IcebergServices:

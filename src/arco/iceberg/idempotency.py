@@ -6,13 +6,33 @@
 mutations, whose target may not exist yet (create) or any more (a retried drop).
 
 A marker is claimed ``IN_PROGRESS`` with a create-only put before any work, and finalized ``COMMITTED`` (2xx) or
-``FAILED`` (a deterministic 4xx, with the error) by a version-matched put. A 5xx or a crash leaves it
-``IN_PROGRESS``: the outcome is unknown, and the retry resolves it. The work is tagged with ``h`` where it lands
-(the metadata file name of a commit, the Tier 1 operation of a namespace or table change), so a retry that finds
-an ``IN_PROGRESS`` marker asks the mutation's ``recover`` function whether the tagged change landed: if it did,
-the marker is finalized from it and its answer returned (crash recovery); if not, the request is in flight (503
-with Retry-After) until the marker is older than the in-progress timeout, after which the retry takes the marker
-over with a compare-and-swap and does the work itself.
+``FAILED`` (a deterministic 4xx, with the error) by a version-matched put. The work is tagged with ``h`` where it
+lands (the metadata file name of a commit, the Tier 1 operation of a namespace or table change), so whoever asks
+the mutation's ``recover`` function learns whether the tagged change landed.
+
+When the work ends in an error that is not a deterministic 4xx (storage unavailable, a bug), the server asks
+``recover`` at once, while it still knows that nothing of the attempt is running any more:
+
+* landed: the marker is finalized ``COMMITTED`` and the request answered with its success;
+* not landed: the marker is released (``retryable_at_ms`` set, still ``IN_PROGRESS`` so that an older server
+  keeps treating it as in flight), and the answer is a 503 the client may retry with the same key at once;
+* the check itself fails (storage still unavailable): the outcome is truly unknown, the answer is
+  ``CommitStateUnknownException`` on commit routes (503 elsewhere), and the marker stays for the retry.
+
+If even the release cannot be written, this process remembers that the attempt ended, so a retry reaching it
+proceeds at once; other servers treat the marker as in flight.
+
+A retry that finds an ``IN_PROGRESS`` marker asks ``recover``: if the change landed, the marker is finalized from
+it and its answer returned (crash recovery); if not, a released marker (or one this process knows ended) is taken
+over at once; otherwise the request is in flight (503 with Retry-After) until the marker is older than the
+in-progress timeout, after which the retry takes the marker over with a compare-and-swap and does the work itself.
+
+While storage refuses writes, a retry still gets the answer of a request that finished or whose change landed:
+the claim's put fails, and the answer is read instead (a marker that is the failed claim itself is released).
+
+"Did not land" is decided by reading where the change would be. A write that failed at the storage client but is
+still delivered later by the storage service would escape this check; object stores apply a request before they
+answer it, and the window is the client's own timeout.
 
 Responses are small or rebuilt: a table result keeps only its metadata location, and the reply is rehydrated from
 that immutable file.
@@ -22,7 +42,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
@@ -30,13 +52,23 @@ from typing import Any, Literal
 import orjson
 import rfc8785
 
+from arco.api.faults import report_storage_fault
 from arco.catalog.errors import CatalogError
-from arco.iceberg.errors import BadRequest, CommitFailed, IcebergError, ServiceUnavailable, from_catalog_error
-from arco.storage.base import DoesNotExist, MatchesVersion, StorageBackend
+from arco.iceberg.errors import (
+    BadRequest,
+    CommitFailed,
+    CommitStateUnknown,
+    IcebergError,
+    ServiceUnavailable,
+    from_catalog_error,
+)
+from arco.storage.base import DoesNotExist, MatchesVersion, StorageBackend, StorageError
 
 MarkerStatus = Literal["IN_PROGRESS", "COMMITTED", "FAILED"]
 _UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 MAX_CLAIM_ATTEMPTS = 5
+RETRY_AFTER_FAULT_S = 2
+ENDED_ATTEMPTS_REMEMBERED = 10_000
 
 
 def check_key(raw: str) -> str:
@@ -85,6 +117,7 @@ class Marker:
     error_status: int | None = None
     error_payload: dict[str, Any] | None = None
     finished_at_ms: int | None = None
+    retryable_at_ms: int | None = None  # the attempt ended without landing: a retry may take over at once
 
     def to_bytes(self) -> bytes:
         return orjson.dumps({**asdict(self), "written_at_ns": time.time_ns()})
@@ -136,12 +169,32 @@ class IdempotencyMarkers:
     def __init__(self, storage: StorageBackend, in_progress_timeout_s: float) -> None:
         self.storage = storage
         self.in_progress_timeout_s = in_progress_timeout_s
+        # (marker key, marker version) of attempts of this process that ended without landing but whose marker
+        # could not be released: a retry reaching this process need not wait for the timeout.
+        self._ended: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._ended_lock = threading.Lock()
+
+    def _remember_ended(self, storage_key: str, version: str) -> None:
+        with self._ended_lock:
+            self._ended[(storage_key, version)] = None
+            while len(self._ended) > ENDED_ATTEMPTS_REMEMBERED:
+                self._ended.popitem(last=False)
+
+    def _known_ended(self, storage_key: str, version: str) -> bool:
+        with self._ended_lock:
+            return (storage_key, version) in self._ended
 
     def claim(self, keyed: Keyed, recover: Recover) -> Claim:
         storage_key = marker_key(keyed.scope, keyed.tag)
         fresh = Marker("IN_PROGRESS", keyed.key, keyed.operation, keyed.request_hash, _now_ms(), keyed.tier1_seq)
         for _ in range(MAX_CLAIM_ATTEMPTS):
-            written = self.storage.put(storage_key, fresh.to_bytes(), DoesNotExist())
+            try:
+                written = self.storage.put(storage_key, fresh.to_bytes(), DoesNotExist())
+            except StorageError:
+                replay = self._claim_failed(storage_key, fresh, keyed, recover)
+                if replay is None:
+                    raise
+                return Claim(storage_key, replay=replay)
             if written.ok:
                 return Claim(storage_key, version=written.version, marker=fresh)  # type: ignore[union-attr]
             found = self.storage.get_or_none(storage_key)
@@ -154,8 +207,14 @@ class IdempotencyMarkers:
                 return Claim(storage_key, replay=existing)
             landed = recover(existing)
             if landed is not None:  # the work landed; the server died before finalizing
-                return Claim(storage_key, replay=self._finish(storage_key, found.version, existing, outcome=landed))
-            if existing.started_at_ms / 1000 + self.in_progress_timeout_s > time.time():
+                try:
+                    return Claim(storage_key, replay=self._finish(storage_key, found.version, existing,
+                                                                  outcome=landed))
+                except StorageError as exc:  # the answer is known even if it cannot be recorded now
+                    report_storage_fault(f"{keyed.operation} (Idempotency-Key {keyed.key})", exc)
+                    return Claim(storage_key, replay=replace(existing, status="COMMITTED", outcome=landed))
+            ended = existing.retryable_at_ms is not None or self._known_ended(storage_key, found.version)
+            if not ended and existing.started_at_ms / 1000 + self.in_progress_timeout_s > time.time():
                 raise ServiceUnavailable(
                     "a request with this Idempotency-Key is in progress; retry later",
                     headers={"Retry-After": str(max(1, int(self.in_progress_timeout_s)))},
@@ -165,9 +224,51 @@ class IdempotencyMarkers:
                 return Claim(storage_key, version=taken.version, marker=fresh)  # type: ignore[union-attr]
         raise ServiceUnavailable("the Idempotency-Key marker is contended; retry", headers={"Retry-After": "1"})
 
+    def _claim_failed(self, storage_key: str, fresh: Marker, keyed: Keyed, recover: Recover) -> Marker | None:
+        """The claim's put failed: what can still be answered by reading (storage may refuse only writes).
+
+        A marker that is this very claim (same bytes: the put landed but its reply was lost) is released, so that
+        the retry need not wait for the in-progress timeout. A finished marker of an earlier request, or one whose
+        change is found landed, is the answer (returned); anything else is left to the retry (None).
+        """
+        try:
+            found = self.storage.get_or_none(storage_key)
+            if found is None:
+                return None
+            existing = Marker.from_bytes(found.data)
+            if existing == fresh:
+                self.release(Claim(storage_key, version=found.version, marker=fresh))
+                return None
+            if existing.request_hash != keyed.request_hash:
+                return None  # the retry answers the 409 once storage can be claimed again
+            if existing.status != "IN_PROGRESS":
+                return existing
+            landed = recover(existing)
+            return replace(existing, status="COMMITTED", outcome=landed) if landed is not None else None
+        except StorageError:
+            return None  # reads fail too: nothing can be answered
+
     def committed(self, claim: Claim, outcome: Outcome) -> None:
         assert claim.marker is not None
         self._finish(claim.storage_key, claim.version, claim.marker, outcome=outcome)
+
+    def release(self, claim: Claim) -> bool:
+        """The attempt ended without landing: let a retry with the same key take the marker over at once."""
+        assert claim.marker is not None and claim.version is not None
+        released = replace(claim.marker, retryable_at_ms=_now_ms())
+        try:
+            if self.storage.put(claim.storage_key, released.to_bytes(), MatchesVersion(claim.version)).ok:
+                return True
+        except StorageError:
+            pass
+        self._remember_ended(claim.storage_key, claim.version)
+        return False
+
+    def ended_unknown(self, claim: Claim) -> None:
+        """The attempt ended and whether it landed could not be checked: the retry's recovery decides; this
+        process at least knows no part of the attempt is running any more."""
+        assert claim.version is not None
+        self._remember_ended(claim.storage_key, claim.version)
 
     def failed(self, claim: Claim, error: IcebergError) -> None:
         assert claim.marker is not None
@@ -185,11 +286,14 @@ class IdempotencyMarkers:
         return done
 
 
-def run_once(keyed: Keyed | None, work: Callable[[str | None], Outcome], recover: Recover) -> Outcome:
+def run_once(keyed: Keyed | None, work: Callable[[str | None], Outcome], recover: Recover, *,
+             commit_route: bool = False) -> Outcome:
     """Run ``work(tag)`` at most once per key: claim, work, finalize; or answer as the first request was answered.
 
     ``work`` gets the tag to leave where its change lands (None without a key). Deterministic 4xx errors are
-    finalized and replayed; anything else (5xx, a crash) leaves the marker for the retry to resolve.
+    finalized and replayed; any other error is settled by :func:`_settle` (see the module docstring); a crash
+    leaves the marker for the retry to resolve. ``commit_route``: the route answers an unknown outcome with
+    ``CommitStateUnknownException``, as the REST spec defines for table and transaction commits.
     """
     if keyed is None:
         return work(None)
@@ -200,15 +304,86 @@ def run_once(keyed: Keyed | None, work: Callable[[str | None], Outcome], recover
         outcome = work(keyed.tag)
     except CatalogError as exc:
         error = from_catalog_error(exc)
-        if is_deterministic(error):
-            keyed.markers.failed(claim, error)
+        if not is_deterministic(error):
+            return _settle(keyed, claim, recover, error, commit_route)
+        _finalize_failed(keyed, claim, error)
         raise error from None
     except IcebergError as exc:
-        if is_deterministic(exc):
-            keyed.markers.failed(claim, exc)
+        if not is_deterministic(exc):
+            return _settle(keyed, claim, recover, exc, commit_route)
+        _finalize_failed(keyed, claim, exc)
         raise
-    keyed.markers.committed(claim, outcome)
+    except Exception as exc:  # noqa: BLE001 - storage unavailable, or a bug: the attempt has ended either way
+        return _settle(keyed, claim, recover, exc, commit_route)
+    try:
+        keyed.markers.committed(claim, outcome)
+    except StorageError as exc:
+        # The work landed: answer it. The marker stays IN_PROGRESS and the retry's recovery finds the change.
+        _report(keyed, exc)
     return outcome
+
+
+def settle_unkeyed(recover: Callable[[], Outcome | None], error: StorageError, operation: str) -> Outcome:
+    """A commit without an Idempotency-Key that storage failed: tell the client what happened, if it can be read.
+
+    The work carried an internal tag, so ``recover`` finds whether it landed: landed -> its success; not landed ->
+    503, safe to retry; the check fails too -> ``CommitStateUnknownException``, the one answer that tells a client
+    not to retry blindly.
+    """
+    report_storage_fault(operation, error)
+    try:
+        landed = recover()
+    except Exception as exc:  # the check failed: the outcome is unknown, whatever the reason
+        raise CommitStateUnknown(f"the outcome of this commit is unknown ({type(error).__name__}); check the table "
+                                 "before retrying", headers={"Retry-After": str(RETRY_AFTER_FAULT_S)}) from exc
+    if landed is not None:
+        return landed
+    raise ServiceUnavailable(f"storage is unavailable ({type(error).__name__}); the commit did not take effect and "
+                             "may be retried", headers={"Retry-After": str(RETRY_AFTER_FAULT_S)}) from error
+
+
+def _finalize_failed(keyed: Keyed, claim: Claim, error: IcebergError) -> None:
+    try:
+        keyed.markers.failed(claim, error)
+    except StorageError as exc:
+        # Nothing landed (a deterministic refusal); the retry finds nothing and this process knows it ended.
+        _report(keyed, exc)
+        keyed.markers.ended_unknown(claim)
+
+
+def _settle(keyed: Keyed, claim: Claim, recover: Recover, error: Exception, commit_route: bool) -> Outcome:
+    """An attempt that ended in an error that is not a deterministic refusal: finalize it by where its change is."""
+    assert claim.marker is not None
+    try:
+        landed = recover(claim.marker)
+    except Exception as exc:  # noqa: BLE001 - the check failed: the outcome is unknown, whatever the reason
+        _report(keyed, exc)
+        keyed.markers.ended_unknown(claim)
+        message = (f"the outcome of this request is unknown ({type(error).__name__}); retry with the same "
+                   "Idempotency-Key to learn it")
+        headers = {"Retry-After": str(RETRY_AFTER_FAULT_S)}
+        if commit_route:
+            raise CommitStateUnknown(message, headers=headers) from error
+        raise ServiceUnavailable(message, headers=headers) from error
+    if landed is not None:
+        try:
+            keyed.markers.committed(claim, landed)
+        except StorageError as exc:
+            _report(keyed, exc)
+        return landed
+    keyed.markers.release(claim)
+    if isinstance(error, IcebergError):
+        raise error
+    if isinstance(error, StorageError):
+        _report(keyed, error)
+        raise ServiceUnavailable(f"storage is unavailable ({type(error).__name__}); the request did not take effect "
+                                 "and may be retried with the same Idempotency-Key",
+                                 headers={"Retry-After": str(RETRY_AFTER_FAULT_S)}) from error
+    raise error  # a bug: answered 500 (and logged) by the application
+
+
+def _report(keyed: Keyed, exc: BaseException) -> None:
+    report_storage_fault(f"{keyed.operation} (Idempotency-Key {keyed.key})", exc)
 
 
 def replayed(marker: Marker) -> Outcome:

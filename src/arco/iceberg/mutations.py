@@ -11,6 +11,7 @@ the outcome it answers with, and the recovery that tells, after a crash, whether
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,10 +22,21 @@ from arco.auth.principals import Principal
 from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.store import CatalogStore
 from arco.iceberg import commit
-from arco.iceberg.idempotency import IdempotencyMarkers, Keyed, Marker, Outcome, Recover, check_key, request_hash, run_once
+from arco.iceberg.idempotency import (
+    IdempotencyMarkers,
+    Keyed,
+    Marker,
+    Outcome,
+    Recover,
+    check_key,
+    request_hash,
+    run_once,
+    settle_unkeyed,
+)
 from arco.iceberg.namespaces import NamespaceService
 from arco.iceberg.tables import TableService
 from arco.iceberg.transactions import parse_table_changes
+from arco.storage.base import StorageError
 
 
 @dataclass(frozen=True)
@@ -123,17 +135,30 @@ class Mutations:
                                          caller.source, tag, caller.who)
             return Outcome(200, metadata_location=result.metadata_location)
 
-        if caller.key is None:
-            return work(None)
         requirements, _ = commit.parse_commit(body)
+        if caller.key is None:
+            if any(isinstance(r, AssertCreate) for r in requirements):
+                return work(None)
+            # An internal tag in the new metadata file's name lets this server tell, should storage fail, whether
+            # the commit landed, and answer CommitStateUnknown only when that cannot be read either.
+            table_uuid = self.tables.entry(catalog, namespace, name).id
+            tag = uuid.uuid4().hex
+            try:
+                return work(tag)
+            except StorageError as exc:
+                def recover() -> Outcome | None:
+                    location = commit.landed_location(self.tables, table_uuid, tag)
+                    return Outcome(200, metadata_location=location) if location is not None else None
+
+                return settle_unkeyed(recover, exc, "updateTable")
         target = _dotted((*namespace, name))
         if any(isinstance(r, AssertCreate) for r in requirements):  # a staged create: the table is new
             return run_once(self._catalog_keyed(caller, catalog, "updateTable", target, body), work,
-                            self._table_created())
+                            self._table_created(), commit_route=True)
         entry = self.tables.entry(catalog, namespace, name)
         keyed = Keyed(self.markers, entry.id, check_key(caller.key), "updateTable",
                       request_hash("updateTable", target, body))
-        return run_once(keyed, work, self._commit_recovery(entry.id))
+        return run_once(keyed, work, self._commit_recovery(entry.id), commit_route=True)
 
     def _commit_recovery(self, table_uuid: str) -> Recover:
         def recover(marker: Marker) -> Outcome | None:
@@ -147,13 +172,21 @@ class Mutations:
             commit.commit_transaction(self.tables, catalog, body, caller.principal, caller.source, tag, caller.who)
             return Outcome(204)
 
-        if caller.key is None:
-            return work(None)
         namespace, name, _ = parse_table_changes(body)[0]
         first = self.tables.entry(catalog, namespace, name)
+        if caller.key is None:
+            tag = uuid.uuid4().hex  # as for a single commit: tells, should storage fail, whether it landed
+            try:
+                return work(tag)
+            except StorageError as exc:
+                def landed() -> Outcome | None:
+                    return Outcome(204) if commit.landed_location(self.tables, first.id, tag) is not None else None
+
+                return settle_unkeyed(landed, exc, "commitTransaction")
         recover_first = self._commit_recovery(first.id)
         keyed = self._catalog_keyed(caller, catalog, "commitTransaction", "", body)
-        return run_once(keyed, work, lambda marker: Outcome(204) if recover_first(marker) is not None else None)
+        return run_once(keyed, work, lambda marker: Outcome(204) if recover_first(marker) is not None else None,
+                        commit_route=True)
 
     def drop_table(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, purge: bool,
                    caller: Caller) -> Outcome:

@@ -38,9 +38,10 @@ async def issue_token(request: Request) -> Response:
         return _oauth_error(400, "unsupported_grant_type", "only grant_type=client_credentials is supported")
     if not client_id or not client_secret:
         return _oauth_error(400, "invalid_request", "client_id and client_secret are required")
-    issued = await blocking(exchange_client_credentials, request.app.state.iceberg.store, client_id, client_secret)
+    issued = await blocking(exchange_client_credentials, request.app.state.iceberg.store,
+                            request.app.state.services.authenticator.oauth_keys, client_id, client_secret)
     if issued is None:
         return _oauth_error(401, "invalid_client", "unknown client id or wrong secret")
-    body = {"access_token": issued.token, "token_type": "bearer", "expires_in": OAUTH_TOKEN_LIFETIME_S,
+    body = {"access_token": issued, "token_type": "bearer", "expires_in": OAUTH_TOKEN_LIFETIME_S,
             "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"}
     return Response(orjson.dumps(body), media_type="application/json", headers={"Cache-Control": "no-store"})

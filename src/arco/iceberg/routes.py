@@ -11,12 +11,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from arco.api.requests import blocking, client_source, principal_of
+from arco.api.requests import blocking, client_source, principal_of, read_json
 from arco.api.responses import JsonResponse
 from arco.catalog.errors import CatalogNotFound
 from arco.catalog.model import CatalogEntry
 from arco.catalog.names import check_name, check_namespace
-from arco.iceberg import errors
+from arco.iceberg import errors, metrics
 from arco.iceberg.access import TableAccess, delegation_modes
 from arco.iceberg.config import catalog_config
 from arco.iceberg.function_routes import function_routes
@@ -280,14 +280,20 @@ async def commit_transaction(request: Request) -> Response:
 
 @iceberg_errors
 async def report_metrics(request: Request) -> Response:
+    """Bounded, validated, rate-limited, and stored compactly for lineage (:mod:`arco.iceberg.metrics`)."""
+    svc = services(request)
+    wait = svc.metrics_limiter.take(principal_of(request).name)
+    if wait > 0:
+        raise errors.TooManyRequests("too many metrics reports from this principal; retry later",
+                                     headers={"Retry-After": metrics.retry_after(wait)})
+    body = await read_json(request, metrics.MAX_REPORT_BYTES)
     catalog = await catalog_of(request)
     namespace, name = table_path(request)
-    body = await json_body(request)
-    svc = services(request)
     entry = await blocking(svc.tables.entry, catalog, namespace, name)
     await allow(request, "table", catalog, namespace, name, "read")
+    report = metrics.compact(metrics.validate(body))
     event = {"kind": "metrics_report", "table_uuid": entry.id, "catalog": catalog.name,
-             "namespace": list(namespace), "table": name, "report": body, "source": client_source(request),
+             "namespace": list(namespace), "table": name, "report": report, "source": client_source(request),
              "received_at_ms": int(time.time() * 1000)}
     day = time.strftime("%Y-%m-%d", time.gmtime())
     await blocking(svc.storage.put, f"_catalog/events/{day}/metrics/{uuid.uuid4().hex}.json", orjson.dumps(event))

@@ -33,7 +33,7 @@ from arco.catalog.model import NamespacePath, TableEntry
 from arco.iceberg import commit_rules
 from arco.iceberg.errors import BadRequest, CommitFailed
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
-from arco.storage.base import DoesNotExist, MatchesVersion, StorageBackend
+from arco.storage.base import DoesNotExist, MatchesVersion, StorageBackend, StorageError
 
 TxnState = Literal["PENDING", "COMMITTED", "ABORTED"]
 TXN_DEADLINE_S = 15.0
@@ -99,7 +99,12 @@ class PointerResolver:
             return current
         record = self.records.load(current.pointer.pending_txn)
         if record is not None and record.state == "COMMITTED":
-            return self._settle(current, current.pointer.rolled_forward()) or self.pointers.load(table_uuid)
+            rolled = current.pointer.rolled_forward()
+            try:
+                return self._settle(current, rolled) or self.pointers.load(table_uuid)
+            except StorageError:
+                # Storage refuses writes: a read still sees the committed transaction; a later reader settles it.
+                return VersionedPointer(rolled, current.version)
         # PENDING (the commit point has not been reached), ABORTED or gone: the current value stands, and the
         # next writer clears the mark.
         return current
@@ -165,6 +170,27 @@ def mark_and_commit(resolver: PointerResolver, prepared: list[PreparedChange]) -
     prepared = sorted(prepared, key=lambda p: p.entry.id)
     record = resolver.records.create([p.entry.id for p in prepared])
     marked: list[tuple[PreparedChange, str]] = []
+    try:
+        committed = _mark_and_decide(resolver, record, prepared, marked)
+    except StorageError:
+        # Storage failed before or at the commit point. Deciding now spares every later writer of these tables
+        # the wait for the record's deadline: abort it, unless the commit-point write did land after all. If
+        # storage is still unavailable this raises too, and the deadline decides (whoever meets a mark resolves
+        # it by the record).
+        if resolver.records.finish(record, "ABORTED") != "COMMITTED":
+            _undo_marks(resolver, marked)
+            raise
+        committed = True
+    if not committed:
+        return False
+    for change, version in marked:
+        resolver.pointers.swap(version, change.proposed)  # best effort: readers roll forward what is left
+    return True
+
+
+def _mark_and_decide(resolver: PointerResolver, record: TxnRecord, prepared: list[PreparedChange],
+                     marked: list[tuple[PreparedChange, str]]) -> bool:
+    """Steps 3-4: mark every pointer, then the commit point; False (all undone) if a pointer moved."""
     for change in prepared:
         proposal = {k: v for k, v in change.proposed.__dict__.items()
                     if k in ("current_metadata_location", "current_snapshot_id", "refs", "last_sequence_number",
@@ -178,12 +204,14 @@ def mark_and_commit(resolver: PointerResolver, prepared: list[PreparedChange]) -
     if resolver.records.finish(record, "COMMITTED") != "COMMITTED":
         _abort(resolver, record, marked)
         return False
-    for change, version in marked:
-        resolver.pointers.swap(version, change.proposed)  # best effort: readers roll forward what is left
     return True
 
 
 def _abort(resolver: PointerResolver, record: TxnRecord, marked: list[tuple[PreparedChange, str]]) -> None:
     resolver.records.finish(record, "ABORTED")
+    _undo_marks(resolver, marked)
+
+
+def _undo_marks(resolver: PointerResolver, marked: list[tuple[PreparedChange, str]]) -> None:
     for change, version in marked:
         resolver.pointers.swap(version, change.base.pointer.rolled_back())

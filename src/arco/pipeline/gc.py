@@ -169,6 +169,32 @@ def plan_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> lis
     return chosen
 
 
+def temp_file_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> list[Deletion]:
+    """Temporary files of interrupted writes (only a local warehouse has them: object stores write atomically)."""
+    listing = getattr(storage, "temp_files", None)
+    if listing is None:
+        return []
+    chosen = []
+    for meta in listing():
+        decision = gc_rules.temp_file(meta.key, now - meta.modified_at, policy)
+        if decision is not None:
+            chosen.append(decision)
+    return chosen
+
+
+def remove_temp_files(storage: StorageBackend, deletions: list[Deletion], policy: GcPolicy, now: float) -> int:
+    """Remove the chosen temporary files that are still as old as when they were judged; how many went."""
+    remove = getattr(storage, "remove_temp_file", None)
+    if remove is None:
+        return 0
+    wanted = {d.key for d in deletions}
+    removed = 0
+    for meta in storage.temp_files():  # type: ignore[attr-defined]
+        if meta.key in wanted and gc_rules.temp_file(meta.key, now - meta.modified_at, policy) is not None:
+            removed += bool(remove(meta.key, meta.version))
+    return removed
+
+
 def run_gc(spark: Any, spec: StorageSpec, run: Run, policy: GcPolicy, *, dry_run: bool, now: float | None = None,
            progress: Any | None = None) -> list[Deletion]:
     from arco.pipeline.session import spark_progress
@@ -195,11 +221,14 @@ def run_gc(spark: Any, spec: StorageSpec, run: Run, policy: GcPolicy, *, dry_run
     chosen += receipt_deletions(storage, policy, now)
     chosen += txn_deletions(storage, policy, now)
     chosen += plan_deletions(storage, policy, now)
-    for deletion in chosen:
+    temp = temp_file_deletions(storage, policy, now)
+    for deletion in chosen + temp:
         run.count(("would delete: " if dry_run else "deleted: ") + deletion.reason.split(" (")[0])
-        if not dry_run:
+    if not dry_run:
+        for deletion in chosen:
             _delete(storage, deletion.key)
-    return chosen
+        remove_temp_files(storage, temp, policy, now)
+    return chosen + temp
 
 
 def _delete(storage: StorageBackend, key: str) -> None:

@@ -23,6 +23,9 @@ class GcPolicy:
     orphan_metadata_age_s: float = 3 * DAY  # a commit in flight writes its file before its CAS: stay far away
     txn_record_age_s: float = DAY
     orphan_plan_age_s: float = DAY  # task files of a plan whose record is gone (a crash between two deletes)
+    # A local warehouse's temporary file (.arco-tmp/) unchanged this long belongs to a write that was interrupted
+    # (a killed process, a failed move): a write in progress touches its file continuously and takes seconds.
+    temp_file_age_s: float = HOUR
 
 
 @dataclass(frozen=True)
@@ -97,3 +100,9 @@ def scan_plan(objects: dict[str, float], has_record: bool, expires_at_ms: int | 
         return [Deletion(key, "expired scan plan") for key in ordered]
     return [Deletion(key, "scan plan task files without a plan record")
             for key, age_s in sorted(objects.items()) if age_s > policy.orphan_plan_age_s]
+
+
+def temp_file(key: str, age_s: float, policy: GcPolicy) -> Deletion | None:
+    if age_s > policy.temp_file_age_s:
+        return Deletion(key, f"temporary file of an interrupted write ({age_s / HOUR:.1f} h old)")
+    return None

@@ -27,6 +27,7 @@ from arco.storage.base import (
     PreconditionFailed,
     StorageBackend,
     StorageError,
+    StorageUnavailable,
     Written,
     WriteResult,
 )
@@ -81,7 +82,7 @@ class AzureBackend(PrefixedKeys, StorageBackend):
         except ResourceNotFoundError:
             raise NotFound(key) from None
         except AzureError as exc:
-            raise StorageError(f"Azure GET {key!r} failed: {exc}") from exc
+            raise StorageUnavailable(f"Azure GET {key!r} failed: {exc}") from exc
 
     def head(self, key: str) -> ObjectMeta | None:
         try:
@@ -89,7 +90,7 @@ class AzureBackend(PrefixedKeys, StorageBackend):
         except ResourceNotFoundError:
             return None
         except AzureError as exc:
-            raise StorageError(f"Azure HEAD {key!r} failed: {exc}") from exc
+            raise StorageUnavailable(f"Azure HEAD {key!r} failed: {exc}") from exc
         return ObjectMeta(key=key, size=int(p.size), version=_etag(p.etag),
                           modified_at=p.last_modified.timestamp() if p.last_modified else 0.0)
 
@@ -109,13 +110,13 @@ class AzureBackend(PrefixedKeys, StorageBackend):
         except ResourceNotFoundError:
             if precondition is not None:
                 return PreconditionFailed()
-            raise StorageError(f"Azure PUT {key!r} failed: container not found") from None
+            raise StorageUnavailable(f"Azure PUT {key!r} failed: container not found") from None
         except HttpResponseError as exc:
             if precondition is not None and _is_precondition(exc):
                 return PreconditionFailed()
-            raise StorageError(f"Azure PUT {key!r} failed: {exc}") from exc
+            raise StorageUnavailable(f"Azure PUT {key!r} failed: {exc}") from exc
         except AzureError as exc:
-            raise StorageError(f"Azure PUT {key!r} failed (the write may or may not have happened): {exc}") from exc
+            raise StorageUnavailable(f"Azure PUT {key!r} failed (the write may or may not have happened): {exc}") from exc
         return Written(version=_etag(result["etag"]))
 
     def delete(self, key: str, precondition: MatchesVersion | None = None) -> DeleteResult:
@@ -131,9 +132,9 @@ class AzureBackend(PrefixedKeys, StorageBackend):
         except HttpResponseError as exc:
             if precondition is not None and _is_precondition(exc):
                 return PreconditionFailed()
-            raise StorageError(f"Azure DELETE {key!r} failed: {exc}") from exc
+            raise StorageUnavailable(f"Azure DELETE {key!r} failed: {exc}") from exc
         except AzureError as exc:
-            raise StorageError(f"Azure DELETE {key!r} failed: {exc}") from exc
+            raise StorageUnavailable(f"Azure DELETE {key!r} failed: {exc}") from exc
         return Deleted()
 
     def list_page(self, prefix: str = "", page_size: int = 1000, page_token: str | None = None) -> ListPage:
@@ -147,7 +148,7 @@ class AzureBackend(PrefixedKeys, StorageBackend):
             blobs = list(page) if page is not None else []
             token = pages.continuation_token if page is not None else None
         except AzureError as exc:
-            raise StorageError(f"Azure LIST {prefix!r} failed: {exc}") from exc
+            raise StorageUnavailable(f"Azure LIST {prefix!r} failed: {exc}") from exc
         objects = [ObjectMeta(key=self._relative(b.name), size=int(b.size), version=_etag(b.etag),
                               modified_at=b.last_modified.timestamp() if b.last_modified else 0.0) for b in blobs]
         return ListPage(objects=objects, next_token=token or None)

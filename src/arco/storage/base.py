@@ -124,6 +124,13 @@ class StorageError(Exception):
     """A storage operation failed for a reason other than a precondition (I/O, network, permissions)."""
 
 
+class StorageUnavailable(StorageError):
+    """Storage could not be reached or refused the operation (I/O error, permission, network, throttling, a
+    server error): nothing about the object is known, and retrying later may succeed. The API answers it with
+    503 and ``Retry-After``; for a write, whether it took effect is unknown unless the caller checks.
+    """
+
+
 class NotFound(StorageError):
     """The object does not exist."""
 

@@ -4,7 +4,7 @@ A rule names an operation (``get``, ``head``, ``put``, ``delete``, ``list``), a 
 ``before`` the operation reaches storage or ``after`` it took effect, which matching call it fires on, and what
 it does:
 
-* ``fail`` raises :class:`InjectedFailure` (a :class:`StorageError`), as a network or disk error would. With
+* ``fail`` raises :class:`InjectedFailure` (a :class:`StorageUnavailable`), as a network or disk error would. With
   ``after`` the write did happen but the caller cannot know: the case that makes retries interesting.
 * ``crash`` raises :class:`SimulatedCrash`, which derives from ``BaseException`` so that no ``except Exception``
   in the code under test can swallow it: nothing after that point runs, as if the process had died.
@@ -27,15 +27,15 @@ from arco.storage.base import (
     ObjectMeta,
     Precondition,
     StorageBackend,
-    StorageError,
+    StorageUnavailable,
     WriteResult,
 )
 
 Operation = Literal["get", "head", "put", "delete", "list"]
 
 
-class InjectedFailure(StorageError):
-    """A storage error raised on purpose by a :class:`FaultRule`."""
+class InjectedFailure(StorageUnavailable):
+    """A storage error raised on purpose by a :class:`FaultRule`: storage unavailable, as a real fault is."""
 
 
 class SimulatedCrash(BaseException):  # noqa: N818 - it is not an error the code under test may handle

@@ -28,6 +28,7 @@ from arco.storage.base import (
     PreconditionFailed,
     StorageBackend,
     StorageError,
+    StorageUnavailable,
     Written,
     WriteResult,
 )
@@ -64,14 +65,14 @@ class GcsBackend(PrefixedKeys, StorageBackend):
         except gexc.NotFound:
             raise NotFound(key) from None
         except gexc.GoogleAPIError as exc:
-            raise StorageError(f"GCS GET {key!r} failed: {exc}") from exc
+            raise StorageUnavailable(f"GCS GET {key!r} failed: {exc}") from exc
         return ObjectData(data=data, version=str(blob.generation))
 
     def head(self, key: str) -> ObjectMeta | None:
         try:
             blob = self._bucket.get_blob(self._key(key))
         except gexc.GoogleAPIError as exc:
-            raise StorageError(f"GCS HEAD {key!r} failed: {exc}") from exc
+            raise StorageUnavailable(f"GCS HEAD {key!r} failed: {exc}") from exc
         if blob is None:
             return None
         return ObjectMeta(key=key, size=int(blob.size or 0), version=str(blob.generation),
@@ -93,9 +94,9 @@ class GcsBackend(PrefixedKeys, StorageBackend):
         except gexc.NotFound:
             if precondition is not None:
                 return PreconditionFailed()
-            raise StorageError(f"GCS PUT {key!r} failed: bucket not found") from None
+            raise StorageUnavailable(f"GCS PUT {key!r} failed: bucket not found") from None
         except gexc.GoogleAPIError as exc:
-            raise StorageError(f"GCS PUT {key!r} failed (the write may or may not have happened): {exc}") from exc
+            raise StorageUnavailable(f"GCS PUT {key!r} failed (the write may or may not have happened): {exc}") from exc
         return Written(version=str(blob.generation))
 
     def delete(self, key: str, precondition: MatchesVersion | None = None) -> DeleteResult:
@@ -112,7 +113,7 @@ class GcsBackend(PrefixedKeys, StorageBackend):
         except (gexc.PreconditionFailed, gexc.Conflict):
             return PreconditionFailed()
         except gexc.GoogleAPIError as exc:
-            raise StorageError(f"GCS DELETE {key!r} failed: {exc}") from exc
+            raise StorageUnavailable(f"GCS DELETE {key!r} failed: {exc}") from exc
         return Deleted()
 
     def list_page(self, prefix: str = "", page_size: int = 1000, page_token: str | None = None) -> ListPage:
@@ -125,7 +126,7 @@ class GcsBackend(PrefixedKeys, StorageBackend):
         try:
             blobs = list(self._bucket.list_blobs(**kwargs))
         except gexc.GoogleAPIError as exc:
-            raise StorageError(f"GCS LIST {prefix!r} failed: {exc}") from exc
+            raise StorageUnavailable(f"GCS LIST {prefix!r} failed: {exc}") from exc
         objects = [ObjectMeta(key=self._relative(b.name), size=int(b.size or 0), version=str(b.generation),
                               modified_at=b.updated.timestamp() if b.updated else 0.0) for b in blobs]
         return ListPage(objects=objects, next_token=objects[-1].key if len(objects) == page_size else None)

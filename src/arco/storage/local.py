@@ -39,6 +39,7 @@ from arco.storage.base import (
     Deleted,
     DeleteResult,
     DoesNotExist,
+    InvalidKey,
     ListPage,
     MatchesVersion,
     NotFound,
@@ -48,6 +49,7 @@ from arco.storage.base import (
     PreconditionFailed,
     StorageBackend,
     StorageError,
+    StorageUnavailable,
     Written,
     WriteResult,
 )
@@ -56,6 +58,18 @@ from arco.storage.keys import RESERVED_PREFIX, check_key, check_prefix
 LOCK_STRIPES = 256
 _TMP_DIR = RESERVED_PREFIX + "tmp"
 _LOCK_DIR = RESERVED_PREFIX + "locks"
+
+
+@contextmanager
+def _io(what: str) -> Iterator[None]:
+    """Any OS error not handled where it happened (permissions, a full or read-only disk, EIO) is storage being
+    unavailable: callers and the API know that class, and a raw ``PermissionError`` would be an unexplained 500."""
+    try:
+        yield
+    except (StorageError, FileNotFoundError, NotADirectoryError):
+        raise  # handled where they happen (a missing object is an answer, not a fault)
+    except OSError as exc:
+        raise StorageUnavailable(f"cannot {what}: {type(exc).__name__}: {exc.strerror or exc}") from exc
 
 
 def _version_of(st: os.stat_result) -> str:
@@ -131,12 +145,13 @@ class LocalBackend(StorageBackend):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise NotFound(key) from None
         except OSError as exc:
-            raise StorageError(f"cannot read {key!r}: {exc}") from exc
+            raise StorageUnavailable(f"cannot read {key!r}: {type(exc).__name__}: {exc.strerror or exc}") from exc
         return ObjectData(data=data, version=_version_of(st))
 
     def head(self, key: str) -> ObjectMeta | None:
         try:
-            st = os.stat(self._path(key))
+            with _io(f"stat {key!r}"):
+                st = os.stat(self._path(key))
         except (FileNotFoundError, NotADirectoryError):
             return None
         if not stat.S_ISREG(st.st_mode):
@@ -155,7 +170,12 @@ class LocalBackend(StorageBackend):
     def _write_temp(self, data: bytes) -> tuple[Path, str]:
         """Write ``data`` durably to a new temporary file; return its path and the version it will keep."""
         tmp = self.root / _TMP_DIR / f"{os.getpid()}-{secrets.token_hex(8)}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        except OSError as exc:  # a read-only or full disk, or .arco-tmp/ removed under a running server
+            raise StorageUnavailable(f"cannot create a temporary file: {type(exc).__name__}: {exc.strerror or exc}") \
+                from exc
+        written_ok = False
         try:
             view = memoryview(data)
             while view:
@@ -167,8 +187,17 @@ class LocalBackend(StorageBackend):
             unique_mtime = now - now % 1_000_000_000 + secrets.randbelow(1_000_000_000)
             os.utime(fd, ns=(now, unique_mtime))
             version = _version_of(os.fstat(fd))  # link and rename keep the inode and the mtime
+            written_ok = True
+        except OSError as exc:
+            raise StorageUnavailable(f"cannot write a temporary file: {type(exc).__name__}: {exc.strerror or exc}") \
+                from exc
         finally:
             os.close(fd)
+            if not written_ok:  # a full disk or an I/O error must not leave the partial file behind
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass  # garbage collection removes it after the grace period
         return tmp, version
 
     def _ensure_parent(self, path: Path) -> None:
@@ -218,16 +247,16 @@ class LocalBackend(StorageBackend):
         except OSError as exc:
             if exc.errno in (errno.ENOTDIR, errno.EISDIR):
                 raise StorageError(f"cannot write {key!r}: a file and a directory would share a name") from exc
-            raise StorageError(f"cannot write {key!r}: {exc}") from exc
+            raise StorageUnavailable(f"cannot write {key!r}: {type(exc).__name__}: {exc.strerror or exc}") from exc
         finally:
             try:
                 os.unlink(tmp)
-            except FileNotFoundError:
-                pass
+            except OSError:
+                pass  # gone already, or the directory refuses: garbage collection removes it after a grace period
 
     def delete(self, key: str, precondition: MatchesVersion | None = None) -> DeleteResult:
         path = self._path(key)
-        with self._locks.hold(key):
+        with _io(f"delete {key!r}"), self._locks.hold(key):
             current = self._current_version(path)
             if precondition is not None and current != precondition.version:
                 return PreconditionFailed(current_version=current)
@@ -237,9 +266,8 @@ class LocalBackend(StorageBackend):
                 os.unlink(path)
             except FileNotFoundError:
                 return Deleted()
-            except OSError as exc:
-                raise StorageError(f"cannot delete {key!r}: {exc}") from exc
-        self._fsync_dir(path.parent)
+        with _io(f"delete {key!r}"):
+            self._fsync_dir(path.parent)
         return Deleted()
 
     # -- listing -------------------------------------------------------------------------------------------
@@ -265,11 +293,14 @@ class LocalBackend(StorageBackend):
         # Start the walk at the deepest directory the prefix names completely.
         base_rel = prefix[: prefix.rfind("/") + 1]
         keys: list[ObjectMeta] = []
-        for key, entry in sorted(self._walk(self.root / base_rel, base_rel), key=lambda kv: kv[0]):
+        with _io(f"list {prefix!r}"):
+            found = sorted(self._walk(self.root / base_rel, base_rel), key=lambda kv: kv[0])
+        for key, entry in found:
             if not key.startswith(prefix) or (page_token is not None and key <= page_token):
                 continue
             try:
-                st = entry.stat()
+                with _io(f"list {prefix!r}"):
+                    st = entry.stat()
             except FileNotFoundError:
                 continue
             keys.append(ObjectMeta(key=key, size=st.st_size, version=_version_of(st), modified_at=st.st_mtime))
@@ -278,6 +309,42 @@ class LocalBackend(StorageBackend):
         if len(keys) > page_size:
             return ListPage(objects=keys[:page_size], next_token=keys[page_size - 1].key)
         return ListPage(objects=keys, next_token=None)
+
+    # -- interrupted writes ------------------------------------------------------------------------------
+
+    def temp_files(self) -> list[ObjectMeta]:
+        """The temporary files under ``.arco-tmp/``: writes in progress, and those a killed process or a failed move
+        left behind. Listed apart from objects (they are no keys); their age is the time since their last write."""
+        found: list[ObjectMeta] = []
+        with _io("list temporary files"):
+            try:
+                entries = list(os.scandir(self.root / _TMP_DIR))
+            except FileNotFoundError:
+                return []
+            for entry in entries:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # its write just finished
+                if stat.S_ISREG(st.st_mode):
+                    found.append(ObjectMeta(key=f"{_TMP_DIR}/{entry.name}", size=st.st_size, version=_version_of(st),
+                                            modified_at=st.st_mtime))
+        return found
+
+    def remove_temp_file(self, key: str, version: str) -> bool:
+        """Remove one temporary file listed by :meth:`temp_files`, unless it changed since (False then)."""
+        name = key.removeprefix(f"{_TMP_DIR}/")
+        if "/" in name or not name or name in (".", ".."):
+            raise InvalidKey(f"not a temporary file: {key!r}")
+        path = self.root / _TMP_DIR / name
+        with _io(f"remove temporary file {name!r}"):
+            try:
+                if _version_of(os.stat(path)) != version:
+                    return False
+                os.unlink(path)
+            except FileNotFoundError:
+                return True
+        return True
 
     def close(self) -> None:
         self._locks.close()

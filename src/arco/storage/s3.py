@@ -34,6 +34,7 @@ from arco.storage.base import (
     PreconditionFailed,
     StorageBackend,
     StorageError,
+    StorageUnavailable,
     Written,
     WriteResult,
 )
@@ -97,9 +98,9 @@ class S3Backend(PrefixedKeys, StorageBackend):
         except ClientError as exc:
             if _code(exc) in NOT_FOUND_CODES:
                 raise NotFound(key) from None
-            raise StorageError(f"S3 GET {key!r} failed: {exc}") from exc
+            raise StorageUnavailable(f"S3 GET {key!r} failed: {exc}") from exc
         except BotoCoreError as exc:
-            raise StorageError(f"S3 GET {key!r} failed: {exc}") from exc
+            raise StorageUnavailable(f"S3 GET {key!r} failed: {exc}") from exc
 
     def head(self, key: str) -> ObjectMeta | None:
         try:
@@ -107,9 +108,9 @@ class S3Backend(PrefixedKeys, StorageBackend):
         except ClientError as exc:
             if _code(exc) in NOT_FOUND_CODES or _status(exc) == 404:
                 return None
-            raise StorageError(f"S3 HEAD {key!r} failed: {exc}") from exc
+            raise StorageUnavailable(f"S3 HEAD {key!r} failed: {exc}") from exc
         except BotoCoreError as exc:
-            raise StorageError(f"S3 HEAD {key!r} failed: {exc}") from exc
+            raise StorageUnavailable(f"S3 HEAD {key!r} failed: {exc}") from exc
         return ObjectMeta(key=key, size=int(r["ContentLength"]), version=r["ETag"],
                           modified_at=_epoch(r.get("LastModified")))
 
@@ -129,9 +130,9 @@ class S3Backend(PrefixedKeys, StorageBackend):
                 return PreconditionFailed()
             if isinstance(precondition, MatchesVersion) and _code(exc) in NOT_FOUND_CODES:
                 return PreconditionFailed()
-            raise StorageError(f"S3 PUT {key!r} failed: {exc}") from exc
+            raise StorageUnavailable(f"S3 PUT {key!r} failed: {exc}") from exc
         except BotoCoreError as exc:
-            raise StorageError(f"S3 PUT {key!r} failed (the write may or may not have happened): {exc}") from exc
+            raise StorageUnavailable(f"S3 PUT {key!r} failed (the write may or may not have happened): {exc}") from exc
 
     def delete(self, key: str, precondition: MatchesVersion | None = None) -> DeleteResult:
         args: dict[str, Any] = {"Bucket": self.bucket, "Key": self._key(key)}
@@ -146,9 +147,9 @@ class S3Backend(PrefixedKeys, StorageBackend):
             if precondition is not None and (_code(exc) in PRECONDITION_CODES | NOT_FOUND_CODES
                                              or _status(exc) in (404, 409, 412)):
                 return PreconditionFailed()
-            raise StorageError(f"S3 DELETE {key!r} failed: {exc}") from exc
+            raise StorageUnavailable(f"S3 DELETE {key!r} failed: {exc}") from exc
         except BotoCoreError as exc:
-            raise StorageError(f"S3 DELETE {key!r} failed: {exc}") from exc
+            raise StorageUnavailable(f"S3 DELETE {key!r} failed: {exc}") from exc
 
     def list_page(self, prefix: str = "", page_size: int = 1000, page_token: str | None = None) -> ListPage:
         full_prefix = self._full_prefix(prefix)
@@ -160,7 +161,7 @@ class S3Backend(PrefixedKeys, StorageBackend):
         try:
             response = self._client.list_objects_v2(**args)
         except (ClientError, BotoCoreError) as exc:
-            raise StorageError(f"S3 LIST {prefix!r} failed: {exc}") from exc
+            raise StorageUnavailable(f"S3 LIST {prefix!r} failed: {exc}") from exc
         objects = [
             ObjectMeta(key=self._relative(o["Key"]), size=int(o["Size"]), version=o["ETag"],
                        modified_at=_epoch(o.get("LastModified")))

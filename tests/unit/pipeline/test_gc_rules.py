@@ -66,3 +66,9 @@ def test_plan_task_files_without_a_record_go_once_old() -> None:
     objects = {f"{PLAN}/tasks/000000.json": DAY + 1, f"{PLAN}/tasks/000001.json": DAY - 1}
     gone = gc_rules.scan_plan(objects, False, None, 5 * DAY, POLICY)
     assert [d.key for d in gone] == [f"{PLAN}/tasks/000000.json"]
+
+
+def test_temporary_files_go_only_after_their_grace_period() -> None:
+    assert gc_rules.temp_file(".arco-tmp/1-ab", HOUR + 1, POLICY) is not None
+    assert gc_rules.temp_file(".arco-tmp/1-ab", HOUR - 1, POLICY) is None  # maybe a write in progress
+    assert gc_rules.temp_file(".arco-tmp/1-ab", 120, GcPolicy(temp_file_age_s=60)) is not None

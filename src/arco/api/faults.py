@@ -1,0 +1,121 @@
+"""Failures no handler answered: storage faults become 503 with ``Retry-After``, bugs a 500, both in the API's own
+error shape, logged as one-line summaries, and never a dropped connection.
+
+Why a plain ASGI middleware and not a Starlette handler for ``Exception``: Starlette runs that handler in its
+``ServerErrorMiddleware``, which re-raises after responding, and uvicorn then logs a traceback and closes the
+keep-alive connection, failing every other request the client had queued on it. Here the exception ends with the
+response. Only an exception after the response has started is re-raised: a half-sent response can only be ended
+by closing the connection.
+
+Storage being unavailable (a read-only or full disk, a bucket refusing writes, the network) is expected
+operational weather, not a bug: under load it would otherwise print a traceback per request. Each kind of fault is
+logged once, then summarized (how many requests it answered) at most every :data:`SUMMARY_INTERVAL_S`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from arco.api.errors import error_body, error_headers, surface_of
+from arco.storage.base import InvalidKey, StorageError
+
+log = logging.getLogger("arco.api")
+STORAGE_RETRY_AFTER_S = 2
+SUMMARY_INTERVAL_S = 10.0
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    error_type: str
+    message: str
+    headers: dict[str, str]
+    storage_fault: bool
+
+
+def answer_for(exc: BaseException) -> Answer:
+    """How an unanswered exception is answered (pure)."""
+    if isinstance(exc, InvalidKey):
+        return Answer(400, "BadRequestException", f"invalid name: {exc}", {}, False)
+    if isinstance(exc, (StorageError, OSError)):
+        # A raw OSError can only come from storage or the local file system underneath it.
+        return Answer(503, "ServiceUnavailableException",
+                      f"storage is unavailable ({type(exc).__name__}); the request may be retried",
+                      {"Retry-After": str(STORAGE_RETRY_AFTER_S)}, True)
+    return Answer(500, "InternalServerError", f"internal error: {type(exc).__name__}", {}, False)
+
+
+class FaultLog:
+    """Logs the first fault of each kind at once, then one summary line per interval with how many followed."""
+
+    def __init__(self, interval_s: float = SUMMARY_INTERVAL_S) -> None:
+        self.interval_s = interval_s
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
+
+    def report(self, kind: str, where: str, exc: BaseException, *, traceback: bool = False) -> None:
+        now = time.monotonic()
+        with self._lock:
+            last = self._last.get(kind)
+            if last is not None and now - last < self.interval_s:
+                self._suppressed[kind] = self._suppressed.get(kind, 0) + 1
+                return
+            self._last[kind] = now
+            suppressed = self._suppressed.pop(kind, 0)
+        more = f" ({suppressed} more since the last report)" if suppressed else ""
+        summary = f"{kind} on {where}: {type(exc).__name__}: {exc}{more}"
+        if traceback:
+            log.error(summary, exc_info=exc)
+        else:
+            log.warning(summary)
+
+
+FAULTS = FaultLog()
+
+
+def report_storage_fault(where: str, exc: BaseException) -> None:
+    """A storage fault a handler answered itself (with 503), counted in the same summaries."""
+    FAULTS.report("storage unavailable", where, exc)
+
+
+class ContainErrors:
+    """The outermost application middleware: see the module docstring."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:
+            if started:
+                raise
+            answer = answer_for(exc)
+            where = f"{scope.get('method')} {scope.get('path')}"
+            if answer.storage_fault:
+                report_storage_fault(where, exc)
+            else:
+                # A bug: its traceback is what a person needs, once per kind and interval.
+                FAULTS.report(f"unexpected {type(exc).__name__}", where, exc, traceback=answer.status == 500)
+            body = error_body(surface_of(scope["path"]), answer.status, answer.error_type, answer.message)
+            headers = error_headers(answer.headers)
+            headers.append((b"content-length", str(len(body)).encode()))
+            await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+            await send({"type": "http.response.body", "body": body if scope.get("method") != "HEAD" else b""})

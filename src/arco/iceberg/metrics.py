@@ -1,0 +1,166 @@
+"""``POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics``: engines' scan and commit reports, kept for
+lineage (who read or wrote which snapshot of which table, with which engine, when).
+
+A report is anyone's with SELECT on the table, so what it may cost is bounded here:
+
+* size: at most :data:`MAX_REPORT_BYTES` (64 KB; a real report is a few KB), refused with 413 before the rest of
+  the body is read;
+* shape: it must be a ``ReportMetricsRequest`` of the REST spec (a ``ScanReport`` or a ``CommitReport`` with their
+  required fields and types), else 400;
+* rate: each principal has a token bucket per server process (:data:`RATE_PER_S` reports a second, bursts of
+  :data:`BURST`); beyond it the answer is 429 with ``Retry-After``. Per process is enough for its purpose, which is
+  to bound the storage one caller can fill: with N servers a caller gets at most N times the rate;
+* storage: only what lineage needs is kept (:func:`compact`): the report type, table, snapshot, the projection and
+  filter of a scan (the filter only if small), the operation and sequence number of a commit, counter values and
+  timer totals, and the engine's string metadata (engine name and version, application id), each bounded.
+
+Everything here but the bucket's clock is pure.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from arco.iceberg.errors import BadRequest
+
+MAX_REPORT_BYTES = 64 * 1024
+RATE_PER_S = 10.0
+BURST = 50
+MAX_TRACKED_PRINCIPALS = 10_000
+MAX_FILTER_BYTES = 2048
+MAX_METADATA_ENTRIES = 32
+MAX_METADATA_VALUE = 512
+MAX_METRICS = 64
+MAX_PROJECTED = 256
+_INT64 = (-(2**63), 2**63 - 1)
+REPORT_TYPES = ("scan-report", "commit-report")
+_SCAN_REQUIRED = ("table-name", "snapshot-id", "filter", "schema-id", "projected-field-ids", "projected-field-names",
+                  "metrics")
+_COMMIT_REQUIRED = ("table-name", "snapshot-id", "sequence-number", "operation", "metrics")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and _INT64[0] <= value <= _INT64[1]
+
+
+def _require(report: dict[str, Any], name: str, ok: Callable[[Any], bool], what: str) -> None:
+    if not ok(report.get(name)):
+        raise BadRequest(f"Invalid metrics report: '{name}' must be {what}")
+
+
+def _metrics(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    for result in value.values():
+        if not isinstance(result, dict):
+            return False
+        counter = isinstance(result.get("unit"), str) and _is_int(result.get("value"))
+        timer = (isinstance(result.get("time-unit"), str) and _is_int(result.get("count"))
+                 and _is_int(result.get("total-duration")))
+        if not (counter or timer):
+            return False
+    return True
+
+
+def validate(body: Any) -> dict[str, Any]:
+    """The report if it is a ``ReportMetricsRequest`` of the REST spec; else :class:`BadRequest` saying why."""
+    if not isinstance(body, dict):
+        raise BadRequest("Invalid metrics report: the body must be a JSON object")
+    report_type = body.get("report-type")
+    if report_type not in REPORT_TYPES:
+        raise BadRequest(f"Invalid metrics report: 'report-type' must be one of {list(REPORT_TYPES)}")
+    required = _SCAN_REQUIRED if report_type == "scan-report" else _COMMIT_REQUIRED
+    missing = [name for name in required if name not in body]
+    if missing:
+        raise BadRequest(f"Invalid metrics report: a {report_type} requires {missing}")
+    _require(body, "table-name", lambda v: isinstance(v, str), "a string")
+    _require(body, "snapshot-id", _is_int, "a 64-bit integer")
+    _require(body, "metrics", _metrics, "an object of counter ({unit, value}) or timer "
+                                        "({time-unit, count, total-duration}) results")
+    if report_type == "scan-report":
+        # An expression: true / false, or an object ({"type": "eq", "term": ..., "value": ...}).
+        _require(body, "filter", lambda v: isinstance(v, (bool, dict)), "an expression")
+        _require(body, "schema-id", _is_int, "an integer")
+        _require(body, "projected-field-ids", lambda v: isinstance(v, list) and all(_is_int(i) for i in v),
+                 "a list of integers")
+        _require(body, "projected-field-names", lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
+                 "a list of strings")
+    else:
+        _require(body, "sequence-number", _is_int, "a 64-bit integer")
+        _require(body, "operation", lambda v: isinstance(v, str), "a string")
+    if "metadata" in body:
+        _require(body, "metadata", lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+                 "an object of strings")
+    return body
+
+
+def compact(report: dict[str, Any]) -> dict[str, Any]:
+    """What lineage keeps of a validated report; bounded whatever the report's size."""
+    kept: dict[str, Any] = {"report-type": report["report-type"], "table-name": report["table-name"][:1024],
+                            "snapshot-id": report["snapshot-id"]}
+    if report["report-type"] == "scan-report":
+        kept["schema-id"] = report["schema-id"]
+        kept["projected-field-names"] = [n[:256] for n in report["projected-field-names"][:MAX_PROJECTED]]
+        encoded = orjson.dumps(report["filter"])
+        if len(encoded) <= MAX_FILTER_BYTES:
+            kept["filter"] = report["filter"]
+        else:
+            kept["filter-omitted-bytes"] = len(encoded)
+    else:
+        kept["sequence-number"] = report["sequence-number"]
+        kept["operation"] = report["operation"][:64]
+    metrics: dict[str, Any] = {}
+    for name, result in list(report["metrics"].items())[:MAX_METRICS]:
+        if "value" in result:
+            metrics[name[:128]] = result["value"]
+        else:
+            metrics[name[:128]] = {"count": result["count"], "total-duration": result["total-duration"],
+                                   "time-unit": result["time-unit"][:32]}
+    kept["metrics"] = metrics
+    metadata = report.get("metadata") or {}
+    if metadata:
+        kept["metadata"] = {k[:128]: v[:MAX_METADATA_VALUE]
+                            for k, v in list(metadata.items())[:MAX_METADATA_ENTRIES]}
+    return kept
+
+
+class RateLimiter:
+    """A token bucket per principal: ``rate`` reports a second, bursts of ``burst``."""
+
+    def __init__(self, rate: float = RATE_PER_S, burst: int = BURST,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.clock = clock
+        self._buckets: dict[str, tuple[float, float]] = {}  # principal -> (tokens, at)
+        self._lock = threading.Lock()
+
+    def take(self, who: str) -> float:
+        """0 if ``who`` may report now (a token is spent), else the seconds until it may."""
+        now = self.clock()
+        with self._lock:
+            tokens, at = self._buckets.get(who, (float(self.burst), now))
+            tokens = min(float(self.burst), tokens + (now - at) * self.rate)
+            if tokens >= 1:
+                self._buckets[who] = (tokens - 1, now)
+                self._forget_idle(now)
+                return 0.0
+            self._buckets[who] = (tokens, now)
+            return (1 - tokens) / self.rate
+
+    def _forget_idle(self, now: float) -> None:
+        """Bound the memory: a bucket that has refilled completely says nothing and is dropped."""
+        if len(self._buckets) <= MAX_TRACKED_PRINCIPALS:
+            return
+        full_after = self.burst / self.rate
+        self._buckets = {who: (tokens, at) for who, (tokens, at) in self._buckets.items() if now - at < full_after}
+
+
+def retry_after(wait_s: float) -> str:
+    return str(max(1, math.ceil(wait_s)))

@@ -1,0 +1,71 @@
+"""Metrics reports over HTTP: validated (400), bounded (413), stored compactly, rate-limited per principal (429)."""
+
+from __future__ import annotations
+
+import httpx
+import orjson
+import pytest
+from support.arco_server import RunningServer
+
+pytestmark = pytest.mark.timeout(120)
+
+REPORT = {"report-type": "scan-report", "table-name": "main.db.t", "snapshot-id": -1, "filter": True, "schema-id": 0,
+          "projected-field-ids": [1], "projected-field-names": ["x"],
+          "metrics": {"result-data-files": {"unit": "count", "value": 0}},
+          "metadata": {"engine-name": "test-engine", "app-id": "app-1"}}
+
+
+def stored_reports(server: RunningServer) -> list[dict]:
+    events = server.warehouse_dir / "_catalog" / "events"  # type: ignore[attr-defined]
+    return [orjson.loads(p.read_bytes()) for p in sorted(events.rglob("metrics/*.json"))]
+
+
+def test_a_valid_report_is_stored_compactly(client: httpx.Client, server: RunningServer) -> None:
+    before = len(stored_reports(server))
+    padded = {**REPORT, "unknown": "x" * 30_000}
+    assert client.post("/namespaces/db/tables/t/metrics", json=padded).status_code == 204
+    stored = stored_reports(server)
+    assert len(stored) == before + 1
+    event = next(e for e in stored if e["report"].get("metadata", {}).get("app-id") == "app-1")
+    assert event["table"] == "t" and event["report"]["report-type"] == "scan-report"
+    assert "unknown" not in event["report"] and len(orjson.dumps(event)) < 2048
+
+
+@pytest.mark.parametrize("body", [{"report-type": "scan-report"}, {**REPORT, "snapshot-id": "1"}, [1, 2],
+                                  {**REPORT, "report-type": "mystery"}])
+def test_an_invalid_report_is_400_in_the_iceberg_shape(client: httpx.Client, server: RunningServer,
+                                                       body: object) -> None:
+    before = len(stored_reports(server))
+    response = client.post("/namespaces/db/tables/t/metrics", json=body)
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "BadRequestException"
+    assert len(stored_reports(server)) == before
+
+
+def test_a_report_over_64_kb_is_refused_unread(client: httpx.Client, server: RunningServer) -> None:
+    big = {**REPORT, "metadata": {"blob": "x" * (70 * 1024)}}
+    response = client.post("/namespaces/db/tables/t/metrics", json=big)
+    assert response.status_code == 413 and response.json()["error"]["code"] == 413
+    before = len(stored_reports(server))
+
+    def chunks():  # no Content-Length: the limit is enforced while reading
+        for _ in range(100):
+            yield b" " * 1024
+
+    streamed = client.post("/namespaces/db/tables/t/metrics", content=chunks(),
+                           headers={"Content-Type": "application/json"})
+    assert streamed.status_code == 413
+    assert len(stored_reports(server)) == before
+
+
+def test_a_flood_from_one_principal_is_429_with_retry_after(client: httpx.Client, server: RunningServer) -> None:
+    statuses = []
+    for _ in range(80):
+        response = client.post("/namespaces/db/tables/t/metrics", json=REPORT)
+        statuses.append(response.status_code)
+        if response.status_code == 429:
+            assert int(response.headers["Retry-After"]) >= 1
+            assert response.json()["error"]["code"] == 429
+    assert 429 in statuses and statuses[0] == 204
+    assert set(statuses) <= {204, 429}
+    assert statuses.count(204) <= 50 + 10 * 10  # the burst plus what the rate refilled meanwhile (generous)

@@ -1,0 +1,47 @@
+"""How unanswered exceptions are answered, and how faults are logged: once, then summarized."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from arco.api.faults import FaultLog, answer_for
+from arco.storage.base import InvalidKey, NotFound, StorageError, StorageUnavailable
+
+
+@pytest.mark.parametrize(("exc", "status"), [
+    (StorageUnavailable("S3 PUT failed"), 503),
+    (StorageError("a file and a directory would share a name"), 503),
+    (NotFound("k"), 503),  # an object that vanished under a request: retrying may find the new state
+    (PermissionError(13, "Permission denied"), 503),  # an OS error that escaped a backend is still storage
+    (OSError(28, "No space left on device"), 503),
+    (InvalidKey("bad key"), 400),
+    (ValueError("a bug"), 500),
+    (KeyError("a bug"), 500),
+])
+def test_answers(exc: Exception, status: int) -> None:
+    answer = answer_for(exc)
+    assert answer.status == status
+    assert ("Retry-After" in answer.headers) == (status == 503)
+    assert answer.storage_fault == (status == 503)
+    if status != 400:
+        assert str(exc) not in answer.message  # storage paths and bug details go to the log, not to clients
+
+
+def test_a_fault_is_logged_once_then_summarized(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="arco.api")
+    faults = FaultLog(interval_s=0.0)
+    faults.report("storage unavailable", "POST /t", StorageUnavailable("disk"))
+    assert len(caplog.records) == 1 and "POST /t" in caplog.records[0].getMessage()
+    quiet = FaultLog(interval_s=3600)
+    caplog.clear()
+    for _ in range(100):
+        quiet.report("storage unavailable", "POST /t", StorageUnavailable("disk"))
+    quiet.report("unexpected ValueError", "GET /x", ValueError("bug"), traceback=True)
+    assert len(caplog.records) == 2  # one per kind; the other 99 are counted for the next summary
+    assert caplog.records[1].exc_info is not None
+    quiet.interval_s = 0.0
+    caplog.clear()
+    quiet.report("storage unavailable", "POST /t", StorageUnavailable("disk"))
+    assert "99 more" in caplog.records[0].getMessage()
