@@ -18,10 +18,13 @@ from arco.api.errors import error_body, error_headers, surface_of
 from arco.auth.authenticator import Authenticator
 
 # Paths anyone may call: health checks, and the discovery document clients probe before they authenticate.
-PUBLIC_PATHS = frozenset({"/health", "/healthz", "/.well-known/databricks-config", "/iceberg/v1/oauth/tokens"})
+PUBLIC_PATHS = frozenset({"/health", "/healthz", "/.well-known/databricks-config", "/iceberg/v1/oauth/tokens",
+                          "/delta-sharing"})
 # Delta Sharing recipients download their credential with the activation link alone (it is the secret).
+# Delta Sharing recipients are not Arco principals: /delta-sharing authenticates their tokens itself
+# (arco.sharing.routes), and its signed file URLs carry their own credential.
 PUBLIC_PREFIXES = ("/api/2.1/unity-catalog/public/data_sharing_activation/",
-                   "/api/2.0/unity-catalog/public/data_sharing_activation/")
+                   "/api/2.0/unity-catalog/public/data_sharing_activation/", "/delta-sharing/")
 
 
 class BearerAuthMiddleware:

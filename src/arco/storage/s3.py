@@ -150,6 +150,16 @@ class S3Backend(PrefixedKeys, StorageBackend):
         except BotoCoreError as exc:
             raise StorageError(f"S3 DELETE {key!r} failed: {exc}") from exc
 
+    def presign_get(self, url: str, expires_s: int) -> str | None:
+        """A SigV4 query-signed GET of one object, with the credentials this backend uses (any bucket they read)."""
+        if not url.startswith("s3://"):
+            return None
+        bucket, _, key = url[len("s3://"):].partition("/")
+        if not bucket or not key:
+            return None
+        return self._client.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key},
+                                                   ExpiresIn=expires_s)
+
     def list_page(self, prefix: str = "", page_size: int = 1000, page_token: str | None = None) -> ListPage:
         full_prefix = self._full_prefix(prefix)
         if page_size < 1:
