@@ -132,6 +132,8 @@ def test_the_recipient_reads_a_delta_table_with_the_delta_sharing_client(server:
     by_version = sorted(zip(changes["_commit_version"], changes["_change_type"], changes["id"], strict=True))
     assert (1, "insert", 3) in by_version and (1, "insert", 4) in by_version
     assert (2, "delete", 3) in by_version and (3, "insert", 3) in by_version
+    # the DELETE rewrote the file holding ids 3 and 4: its change data says only id 3 went
+    assert [(t, i) for v, t, i in by_version if v == 2] == [("delete", 3)]
     assert all(v in (1, 2, 3) for v, _, _ in by_version)
 
 

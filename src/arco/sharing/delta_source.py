@@ -10,6 +10,7 @@ data and are skipped for change queries, as Delta's change data feed does).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -193,9 +194,24 @@ def starting_version_at(location: str, storage_options: dict[str, str], timestam
     return version_at_or_after(commit_timestamps(open_table(location, storage_options)), timestamp_ms)
 
 
+def change_rows(location: str, storage_options: dict[str, str], version: int) -> pa.Table:
+    """The row-level change data of one version (deltalake reads its cdc files), without the commit columns
+    (the client adds ``_commit_version`` / ``_commit_timestamp`` from the action itself)."""
+    table = open_table(location, storage_options)
+    data = pa.table(table.load_cdf(starting_version=version, ending_version=version).read_all())
+    return data.drop_columns([c for c in ("_commit_version", "_commit_timestamp") if c in data.column_names])
+
+
+ChangeData = Callable[[int, int], "SharedFile | None"]  # (version, timestamp) -> one change-data file
+
+
 def changes(location: str, storage_options: dict[str, str], starting_version: int,
-            ending_version: int | None) -> tuple[list[SharedFile], int]:
-    """The files each version in ``[starting, ending]`` added ("insert") or removed ("delete"); and the end."""
+            ending_version: int | None, change_data: ChangeData | None = None) -> tuple[list[SharedFile], int]:
+    """The files each version in ``[starting, ending]`` added ("insert") or removed ("delete"); and the end.
+
+    A version that rewrote files (DELETE, UPDATE, MERGE) removes whole files whose other rows did not change;
+    with ``change_data`` such a version is answered by its row-level change data instead (one "cdf" file),
+    which is what Delta's change data feed means by the version's changes."""
     latest = open_table(location, storage_options)
     end = latest.version() if ending_version is None else min(ending_version, latest.version())
     if starting_version > latest.version():
@@ -216,7 +232,11 @@ def changes(location: str, storage_options: dict[str, str], starting_version: in
             table.load_as_version(version)
         ts = timestamps.get(version, 0)
         now = {f.id: f for f in add_files(table)}
-        if operations.get(version, "").upper() not in NO_DATA_CHANGE_OPERATIONS:
+        removed = [f for fid, f in before.items() if fid not in now]
+        cdf = change_data(version, ts) if change_data is not None and removed else None
+        if cdf is not None:
+            out.append(cdf)
+        elif operations.get(version, "").upper() not in NO_DATA_CHANGE_OPERATIONS:
             for fid, f in now.items():
                 if fid not in before:
                     out.append(_at(f, version, ts, "insert"))

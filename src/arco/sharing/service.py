@@ -11,6 +11,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from arco.catalog.model import TableEntry
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
@@ -18,12 +21,13 @@ from arco.catalog.store import CatalogStore
 from arco.iceberg.tables import TableService
 from arco.settings import ServerSettings
 from arco.sharing import audit, delta_source, file_urls, predicates, protocol, responses
-from arco.sharing.actions import SharedVersion
+from arco.sharing.actions import SharedFile, SharedVersion
 from arco.sharing.errors import SharingError, bad_request, forbidden, not_found
 from arco.sharing.recipients import Recipient, check_ip, recipient_for_token, visible_share, visible_shares
-from arco.storage.base import StorageBackend
+from arco.storage.base import DoesNotExist, StorageBackend
 
 ICEBERG_PROTOCOL = {"minReaderVersion": 1, "minWriterVersion": 2}
+CDF_PREFIX = "_catalog/sharing/cdf"
 
 
 @dataclass(frozen=True)
@@ -231,7 +235,9 @@ class SharingServer:
             raise bad_request(f"the share's history of this table starts at version {start_floor}")
         try:
             if t.table.format == "DELTA":
-                files, _ = delta_source.changes(t.table.location, self.settings.storage_options, starting, ending)
+                change_data = self._change_data_file(t) if include_cdf and self._has_change_data(t) else None
+                files, _ = delta_source.changes(t.table.location, self.settings.storage_options, starting, ending,
+                                                change_data)
             elif t.table.format == "ICEBERG":
                 metadata, io = self._iceberg(t)
                 files = list(_iceberg_source().iceberg_files_since(metadata, io, starting, ending))
@@ -246,6 +252,28 @@ class SharingServer:
         lines = list(responses.change_lines(fmt, read.delta_protocol, read.version, files, self.signer(),
                                             include_cdf=include_cdf))
         return Answer(lines, starting, fmt)
+
+    def _change_data_file(self, t: SharedTable) -> delta_source.ChangeData:
+        """Row-level change data of a rewriting version, kept once per version under ``_catalog/sharing/cdf``
+        (create-only: derived data, the same for every server) so it has a URL like any data file."""
+
+        def materialize(version: int, timestamp_ms: int) -> SharedFile | None:
+            key = f"{CDF_PREFIX}/{t.table.id}/{version:020d}.parquet"
+            existing = self.storage.head(key)
+            if existing is None:
+                data = delta_source.change_rows(t.table.location, self.settings.storage_options, version)
+                if data.num_rows == 0:
+                    return None
+                sink = pa.BufferOutputStream()
+                pq.write_table(data, sink)
+                self.storage.put(key, sink.getvalue().to_pybytes(), DoesNotExist())
+                existing = self.storage.head(key)
+            assert existing is not None
+            return SharedFile(url=self.storage.location_of(key), id=f"cdf-{t.table.id}-{version}",
+                              partition_values={}, size=existing.size, stats=None, version=version,
+                              timestamp_ms=timestamp_ms, change_type="cdf")
+
+        return materialize
 
     # -- file URLs ---------------------------------------------------------------------------------------------
 
