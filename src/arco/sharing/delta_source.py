@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -89,18 +89,14 @@ def version_as_of(timestamps: dict[int, int], timestamp_ms: int) -> int:
     return max(earlier)
 
 
-def _json_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
-    if isinstance(value, date):
-        return value.isoformat()
+def _stats_default(value: Any) -> Any:
     if isinstance(value, Decimal):
         return float(value)
-    if isinstance(value, dict):
-        return {k: _json_value(v) for k, v in value.items() if v is not None and not isinstance(v, bytes)}
-    if isinstance(value, (bytes, bytearray)):
-        return None
-    return value
+    return None  # binary min/max values have no JSON form in Delta stats
+
+
+# Timestamps as Delta writes them in stats (UTC, "Z"); dates as ISO dates (orjson's own encoding of both).
+_STATS_OPTIONS = orjson.OPT_NAIVE_UTC | orjson.OPT_UTC_Z
 
 
 def _stats(row: dict[str, Any]) -> str | None:
@@ -109,8 +105,8 @@ def _stats(row: dict[str, Any]) -> str | None:
     stats: dict[str, Any] = {"numRecords": int(row["num_records"])}
     for source, target in (("min", "minValues"), ("max", "maxValues"), ("null_count", "nullCount")):
         if isinstance(row.get(source), dict):
-            stats[target] = _json_value(row[source])
-    return orjson.dumps(stats).decode()
+            stats[target] = row[source]
+    return orjson.dumps(stats, default=_stats_default, option=_STATS_OPTIONS).decode()
 
 
 def _partition_string(value: Any) -> str | None:
