@@ -171,8 +171,8 @@ async def table_changes(request: Request) -> Response:
 async def signed_file(request: Request) -> Response:
     """One file, by the signed token in its URL (no bearer token); GET, HEAD and Range requests."""
     grant = server(request).open_file(request.path_params["token"])
-    if grant.url.startswith("file://"):
-        path = Path(grant.url[len("file://"):])
+    if grant.url.startswith("file:"):
+        path = _local_path(grant.url)
         if not await blocking(path.is_file):
             raise not_found("the file no longer exists (the table may have been vacuumed)")
         return FileResponse(path, media_type="application/octet-stream")
@@ -181,6 +181,15 @@ async def signed_file(request: Request) -> Response:
     except NotFound:
         raise not_found("the file no longer exists") from None
     return _ranged(request, data)
+
+
+def _local_path(url: str) -> Path:
+    """``file:///p``, ``file://localhost/p`` and Hadoop's ``file:/p`` (Spark writes that spelling) name ``/p``."""
+    rest = url[len("file:"):]
+    if rest.startswith("//"):
+        rest = rest[2:]
+        rest = rest[len("localhost"):] if rest.startswith("localhost/") else rest
+    return Path(rest)
 
 
 def _ranged(request: Request, data: bytes) -> Response:
