@@ -43,7 +43,7 @@ PRECONDITION_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412"}
 NOT_FOUND_CODES = {"NoSuchKey", "404", "NotFound"}
 
 
-def _client(options: dict[str, str], retries: int) -> Any:
+def _client(options: dict[str, str], retries: int, signature_version: str | None = None) -> Any:
     endpoint = options.get("s3.endpoint") or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     path_style = options.get("s3.path-style-access", "true" if endpoint else "false").lower() == "true"
     config = Config(
@@ -54,6 +54,7 @@ def _client(options: dict[str, str], retries: int) -> Any:
         s3={"addressing_style": "path" if path_style else "auto"},
         connect_timeout=5,
         read_timeout=30,
+        signature_version=signature_version,
     )
     return boto3.session.Session().client(
         "s3",
@@ -89,6 +90,8 @@ class S3Backend(PrefixedKeys, StorageBackend):
         options = options or {}
         self._client = _client(options, retries=3)
         self._conditional_client = _client(options, retries=1)
+        self._options = options
+        self._presigner: Any = None
 
     def get(self, key: str) -> ObjectData:
         try:
@@ -157,8 +160,10 @@ class S3Backend(PrefixedKeys, StorageBackend):
         bucket, _, key = url[len("s3://"):].partition("/")
         if not bucket or not key:
             return None
-        return self._client.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key},
-                                                   ExpiresIn=expires_s)
+        if self._presigner is None:  # SigV4 query signing (boto3 presigns with SigV2 unless told otherwise)
+            self._presigner = _client(self._options, retries=1, signature_version="s3v4")
+        return self._presigner.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key},
+                                                      ExpiresIn=expires_s)
 
     def list_page(self, prefix: str = "", page_size: int = 1000, page_token: str | None = None) -> ListPage:
         full_prefix = self._full_prefix(prefix)
