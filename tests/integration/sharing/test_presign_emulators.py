@@ -7,6 +7,7 @@ import uuid
 
 import httpx
 import pytest
+
 from support.storage_targets import StorageTarget
 
 pytestmark = [pytest.mark.emulator, pytest.mark.timeout(180)]

@@ -13,11 +13,11 @@ import httpx
 import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
+
+from arco.sharing.delta_source import delta_storage_options
 from support import emulators
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
 from support.storage_targets import StorageTarget
-
-from arco.sharing.delta_source import delta_storage_options
 
 pytestmark = [pytest.mark.emulator, pytest.mark.timeout(300)]
 
