@@ -145,6 +145,9 @@ def test_the_recipient_reads_an_iceberg_table_with_the_delta_sharing_client(prov
     assert len(delta_sharing.load_as_pandas(url, limit=1)) >= 1
     first = delta_sharing.get_table_version(url)
     assert sorted(delta_sharing.load_as_pandas(url, version=first - 1)["id"].tolist()) == [1, 2]
+    changes = delta_sharing.load_table_changes_as_pandas(url, starting_version=first - 1)
+    assert sorted(zip(changes["_commit_version"], changes["_change_type"], changes["id"], strict=True)) == [
+        (first - 1, "insert", 1), (first - 1, "insert", 2), (first, "insert", 3), (first, "insert", 4)]
 
 
 # -- the protocol on the wire ------------------------------------------------------------------------------------
@@ -233,6 +236,20 @@ def test_listings_page_and_refuse_bad_input(server: RunningServer, provider: dic
     assert ds(server, profile, "POST", "/shares/sales/schemas/lake/tables/nope/query", json={}).status_code == 404
     not_cdf = ds(server, profile, "GET", "/shares/sales/schemas/lake/tables/orders/changes")
     assert not_cdf.status_code == 400  # startingVersion is required
+
+
+def test_links_and_endpoints_come_from_the_external_url_never_the_host_header(warehouse: Path) -> None:
+    with arco_server(warehouse, warehouse.parent, admin_token=ARCO_TOKEN,
+                     extra_args=("--external-url", "https://sharing.example.com/")) as other:
+        made = httpx.post(f"{other.base_url}/api/2.1/unity-catalog/recipients", timeout=30,
+                          headers={"Authorization": f"Bearer {ARCO_TOKEN}", "Host": "evil.example.net"},
+                          json={"name": "hosted", "authentication_type": "TOKEN"})
+        assert made.status_code == 200, made.text
+        link = made.json()["tokens"][0]["activation_url"]
+        assert link.startswith("https://sharing.example.com/api/2.1/unity-catalog/public/data_sharing_activation/")
+        local_link = link.replace("https://sharing.example.com", other.base_url)
+        profile = httpx.get(local_link, headers={"Host": "evil.example.net"}, timeout=30).json()
+        assert profile["endpoint"] == "https://sharing.example.com/delta-sharing/"
 
 
 # -- recipients' credentials -------------------------------------------------------------------------------------
