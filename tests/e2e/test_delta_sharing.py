@@ -368,6 +368,42 @@ def test_readers_see_one_consistent_version_while_the_table_is_appended_to(serve
     assert len(seen) > 1  # the writer did commit while recipients read
 
 
+def test_iceberg_readers_see_one_consistent_version_while_it_is_appended_to(server: RunningServer,
+                                                                           provider: dict[str, Any]) -> None:
+    pytest.importorskip("arco.sharing.iceberg_source")
+    catalog = RestCatalog("arco", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    table = catalog.create_table("lake.ticks", schema=ROWS.schema)
+    table.append(ROWS.slice(0, 1))
+    recipient = share_with(server, "ticks", "ticks_reader", ["main.lake.ticks"])
+    _, profile = activate(recipient, Path(provider["profile_path"]).parent)
+    query = "/shares/ticks/schemas/lake/tables/ticks/query"
+    first = int(ds(server, profile, "POST", query, json={}).headers["delta-table-version"])
+    stop = threading.Event()
+
+    def writer() -> None:
+        appender = catalog.load_table("lake.ticks")
+        for _ in range(15):
+            if stop.is_set():
+                return
+            appender.append(ROWS.slice(0, 1))  # one file of one row per version
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        seen = set()
+        for _ in range(10):
+            answer = ds(server, profile, "POST", query, json={})
+            version = int(answer.headers["delta-table-version"])
+            files = ndjson(answer)[2:]
+            assert len(files) == 1 + version - first  # exactly the files of the version the header names
+            assert sum(json.loads(f["file"]["stats"])["numRecords"] for f in files) == len(files)
+            seen.add(version)
+    finally:
+        stop.set()
+        thread.join()
+    assert len(seen) > 1
+
+
 # -- audit and providers -----------------------------------------------------------------------------------------
 
 def test_every_read_is_recorded_with_the_recipient_name(server: RunningServer, provider: dict[str, Any],
