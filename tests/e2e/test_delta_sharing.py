@@ -206,6 +206,11 @@ def test_versions_metadata_and_queries_follow_the_protocol(server: RunningServer
     assert ds(server, profile, "POST", f"{table}/query", json={"version": 1, "timestamp": "2020-01-01T00:00:00Z"}
               ).status_code == 400
     assert ds(server, profile, "POST", f"{table}/query", content=b"{oops").status_code == 400
+    ended = ds(server, profile, "POST", f"{table}/query", json={},
+               headers={"delta-sharing-capabilities": "responseformat=parquet;includeEndStreamAction=true"})
+    assert ended.headers["delta-sharing-capabilities"] == "responseformat=parquet;includeendstreamaction=true"
+    last = ndjson(ended)[-1]["endStreamAction"]
+    assert last["minUrlExpirationTimestamp"] == min(line["file"]["expirationTimestamp"] for line in ndjson(ended)[2:-1])
     echoed = ds(server, profile, "POST", f"{table}/query", json={}, headers={"fileidhash": "DELTA"})
     assert echoed.headers["fileidhash"] == "delta"
     assert ds(server, profile, "POST", f"{table}/query", json={}, headers={"fileidhash": "md5"}).status_code == 400

@@ -24,6 +24,7 @@ from arco.storage.base import DoesNotExist, StorageBackend
 
 KEY_PATH = "_catalog/sharing/url-signing-key"
 FILES_PATH = "/delta-sharing/files/"
+EXPIRY_PROBE = "file:///"  # signing this tells a signer's expiry without naming a real file
 
 
 class BadSignedUrl(ValueError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import Route
@@ -58,12 +59,21 @@ async def _table(request: Request) -> tuple[Recipient, SharedTable]:
 
 
 def _answer(request: Request, answer: Answer, *, head: bool = False) -> Response:
-    headers = {"Delta-Table-Version": str(answer.version),
-               "delta-sharing-capabilities": f"responseformat={answer.fmt}"}
+    capabilities = f"responseformat={answer.fmt}"
+    lines = answer.lines
+    asked = protocol.capabilities(request.headers.get("delta-sharing-capabilities"))
+    if asked.get("includeendstreamaction") == ["true"]:
+        # Told in the response header, the client then requires the EndStreamAction as the last line.
+        capabilities += ";includeendstreamaction=true"
+        end: dict[str, Any] = {}
+        if answer.url_expiration_ms is not None:
+            end["minUrlExpirationTimestamp"] = answer.url_expiration_ms
+        lines = [*lines, orjson.dumps({"endStreamAction": end}) + b"\n"]
+    headers = {"Delta-Table-Version": str(answer.version), "delta-sharing-capabilities": capabilities}
     file_id_hash = request.headers.get("fileidhash")
     if file_id_hash is not None:
         headers["fileidhash"] = file_id_hash.strip().lower()
-    return Response(b"" if head else b"".join(answer.lines), media_type=NDJSON, headers=headers)
+    return Response(b"" if head else b"".join(lines), media_type=NDJSON, headers=headers)
 
 
 def _check_file_id_hash(request: Request) -> None:

@@ -53,6 +53,7 @@ class Answer:
     lines: list[bytes]
     version: int
     fmt: str
+    url_expiration_ms: int | None = None  # the earliest expiry of the answer's file URLs (EndStreamAction)
 
 
 class SharingServer:
@@ -192,9 +193,10 @@ class SharingServer:
         files = predicates.filter_files(read.version.files, body.predicate_hints, body.json_predicate_hints,
                                         body.limit_hint)
         time_travel = body.version is not None or body.timestamp_ms is not None
-        lines = list(responses.snapshot_lines(fmt, read.delta_protocol, read.version, files, self.signer(),
+        sign = self.signer()
+        lines = list(responses.snapshot_lines(fmt, read.delta_protocol, read.version, files, sign,
                                               time_travel=time_travel))
-        return Answer(lines, read.version.version, fmt)
+        return Answer(lines, read.version.version, fmt, sign(file_urls.EXPIRY_PROBE)[1])
 
     def changes(self, t: SharedTable, caps: dict[str, list[str]], params: dict[str, str]) -> Answer:
         starting = protocol.parse_version(params.get("startingVersion"), "startingVersion")
@@ -249,9 +251,10 @@ class SharingServer:
             raise _iceberg_error(exc) from None
         read = self._read(t, version=starting)
         fmt = protocol.response_format(caps, read.needs_delta_format)
-        lines = list(responses.change_lines(fmt, read.delta_protocol, read.version, files, self.signer(),
+        sign = self.signer()
+        lines = list(responses.change_lines(fmt, read.delta_protocol, read.version, files, sign,
                                             include_cdf=include_cdf))
-        return Answer(lines, starting, fmt)
+        return Answer(lines, starting, fmt, sign(file_urls.EXPIRY_PROBE)[1])
 
     def _change_data_file(self, t: SharedTable) -> delta_source.ChangeData:
         """Row-level change data of a rewriting version, kept once per version under ``_catalog/sharing/cdf``
