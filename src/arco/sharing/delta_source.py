@@ -18,10 +18,11 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
-from deltalake import DeltaTable
-from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from arco.sharing.actions import SharedFile, SharedVersion
+
+# deltalake.DeltaTable; the package is imported in open_table only, so the server starts without it.
+DeltaTable = Any
 
 # Reader features a parquet-format client reads correctly (its files are plain Parquet).
 PLAIN_READER_FEATURES = frozenset({"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"})
@@ -54,6 +55,12 @@ def delta_storage_options(storage_options: dict[str, str]) -> dict[str, str]:
 
 
 def open_table(location: str, storage_options: dict[str, str], version: int | None = None) -> DeltaTable:
+    # Imported here so that a server installed without deltalake still starts (and says what is missing).
+    try:
+        from deltalake import DeltaTable
+        from deltalake.exceptions import DeltaError, TableNotFoundError
+    except ImportError:
+        raise DeltaReadError("this server cannot read Delta tables: the deltalake package is not installed") from None
     try:
         return DeltaTable(location, version=version, storage_options=delta_storage_options(storage_options) or None)
     except TableNotFoundError:
