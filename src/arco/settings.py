@@ -39,6 +39,10 @@ class ServerSettings:
     scan_planning_tasks_per_chunk: int = 2000
     scan_plan_lifetime_s: int = 3600
     scan_plan_heartbeat_timeout_s: float = 60.0  # a submitted plan not heartbeating this long is failed
+    # The URL recipients reach this server at (behind a proxy or a DNS name it differs from host:port): activation
+    # links, profiles' endpoints and signed file URLs are built from it, never from a request's Host header.
+    external_url: str | None = None
+    sharing_url_lifetime_s: int = 3600  # how long a Delta Sharing file URL stays valid
 
     def __post_init__(self) -> None:
         if not VENDING_MIN_LIFETIME_S <= self.vending_lifetime_s <= VENDING_MAX_LIFETIME_S:
@@ -47,11 +51,23 @@ class ServerSettings:
         if self.vending_azure_sas_scope not in VENDING_AZURE_SAS_SCOPES:
             raise ValueError(f"the Azure SAS scope must be one of {VENDING_AZURE_SAS_SCOPES}, "
                              f"not {self.vending_azure_sas_scope!r}")
+        if self.external_url is not None and not self.external_url.startswith(("http://", "https://")):
+            raise ValueError(f"the external URL must start with http:// or https://, not {self.external_url!r}")
+        if not 60 <= self.sharing_url_lifetime_s <= 7 * 24 * 3600:
+            raise ValueError("the sharing URL lifetime must be 60 seconds to 7 days")
         if self.idempotency_in_progress_timeout_s > self.idempotency_key_lifetime_s:
             raise ValueError(
                 "the idempotency in-progress timeout must not exceed the idempotency key lifetime "
                 f"({self.idempotency_in_progress_timeout_s}s > {self.idempotency_key_lifetime_s}s)"
             )
+
+    def public_url(self) -> str:
+        """The external URL without a trailing slash; by default this server's own address (local use)."""
+        if self.external_url:
+            return self.external_url.rstrip("/")
+        host = "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}"
 
     def to_env(self) -> str:
         return orjson.dumps(asdict(self)).decode()

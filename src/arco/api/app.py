@@ -30,6 +30,8 @@ from arco.catalog.bootstrap import initialise_warehouse
 from arco.catalog.store import CatalogStore
 from arco.auth.tokens import hash_token
 from arco.iceberg import routes as iceberg_routes
+from arco.sharing import routes as sharing_routes
+from arco.sharing.service import SharingServer
 from arco.unity import routes as unity_routes
 from arco.unity import tokens_api
 from arco.ui import routes as ui_routes
@@ -99,6 +101,7 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
             Route("/health", health, methods=["GET"]),
             Route("/healthz", health, methods=["GET"]),
             Mount("/iceberg", routes=iceberg_routes.routes),
+            Mount("/delta-sharing", routes=sharing_routes.routes),
             Mount("/api/2.0/unity-catalog", routes=unity_routes.routes),
             Mount("/api/2.1/unity-catalog", routes=unity_routes.routes),
             Route("/api/2.0/settings/types/default_namespace_ws/names/default",
@@ -122,7 +125,8 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
     app.state.unity = UnityService(store, app.state.iceberg.tables)
     app.state.permissions = PermissionsService(store)
     app.state.named = NamedSecurables(store)
-    app.state.sharing = SharingService(store, app.state.named)
+    app.state.sharing = SharingService(store, app.state.named, settings.public_url())
+    app.state.delta_sharing = SharingServer(settings, store, storage, app.state.iceberg.tables)
     return app
 
 

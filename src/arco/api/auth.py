@@ -19,13 +19,17 @@ from arco.auth.authenticator import Authenticator
 from arco.ui import paths as ui_paths
 
 # Paths anyone may call: health checks, and the discovery document clients probe before they authenticate.
-PUBLIC_PATHS = frozenset({"/health", "/healthz", "/.well-known/databricks-config", "/iceberg/v1/oauth/tokens"})
+PUBLIC_PATHS = frozenset({"/health", "/healthz", "/.well-known/databricks-config", "/iceberg/v1/oauth/tokens",
+                          "/delta-sharing"})
 # The web UI's pages check the browser's session cookie themselves and show only the sign-in page without a valid
 # one (arco.ui.routes); its JSON API (/ui/api) is not among them.
 PUBLIC_PATHS |= ui_paths.PAGE_PATHS
 # Delta Sharing recipients download their credential with the activation link alone (it is the secret).
+# Delta Sharing recipients are not Arco principals: /delta-sharing authenticates their tokens itself
+# (arco.sharing.routes), and its signed file URLs carry their own credential.
 PUBLIC_PREFIXES = ("/api/2.1/unity-catalog/public/data_sharing_activation/",
-                   "/api/2.0/unity-catalog/public/data_sharing_activation/", *ui_paths.PAGE_PREFIXES)
+                   "/api/2.0/unity-catalog/public/data_sharing_activation/", "/delta-sharing/",
+                   *ui_paths.PAGE_PREFIXES)
 
 
 class BearerAuthMiddleware:

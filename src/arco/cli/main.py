@@ -78,12 +78,18 @@ def cli() -> None:
 @click.option("--scan-plan-heartbeat-timeout", "plan_heartbeat_timeout_s", default=60.0, show_default=True,
               type=click.FloatRange(1), help="Seconds without a heartbeat after which an asynchronous plan's "
               "server is taken for dead and the plan answered 'failed' (use one value for every server).")
+@click.option("--external-url", envvar="ARCO_EXTERNAL_URL", show_envvar=True, default=None,
+              help="URL recipients reach this server at: Delta Sharing activation links, profile endpoints and "
+                   "signed file URLs use it [default: http://<host>:<port>].")
+@click.option("--sharing-url-lifetime", "sharing_url_lifetime_s", default=3600, show_default=True,
+              type=click.IntRange(60, 7 * 24 * 3600), help="Seconds a Delta Sharing file URL stays valid.")
 def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int, workers: int,
           in_progress_timeout: int, max_body_bytes: int, access_log: bool, vending_s3_role_arn: str | None,
           vending_sts_endpoint: str | None, vending_lifetime_s: int, vending_azure_sas_scope: str,
           vending_gcs_credentials_file: str | None, async_manifests: int, tasks_per_chunk: int,
-          plan_lifetime_s: int, plan_heartbeat_timeout_s: float) -> None:
-    """Serve the Iceberg REST and Unity Catalog APIs for a warehouse.
+          plan_lifetime_s: int, plan_heartbeat_timeout_s: float, external_url: str | None,
+          sharing_url_lifetime_s: int) -> None:
+    """Serve the Iceberg REST, Unity Catalog and Delta Sharing APIs for a warehouse.
 
     The first start on a warehouse prints the bootstrap admin token (once; ARCO_ADMIN_TOKEN sets your own), then
     recipes for PyIceberg, Spark, DuckDB, the Databricks SDK and curl.
@@ -103,17 +109,21 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
     from arco.storage.factory import open_storage
     from arco.storage.probe import probe_conditional_writes
 
-    settings = ServerSettings(
-        warehouse=warehouse, storage_options=_parse_options(storage_options), host=host, port=port,
-        workers=workers, idempotency_in_progress_timeout_s=in_progress_timeout,
-        idempotency_key_lifetime_s=max(3600, in_progress_timeout), max_body_bytes=max_body_bytes,
-        access_log=access_log, vending_s3_role_arn=vending_s3_role_arn or None,
-        vending_sts_endpoint=vending_sts_endpoint or None, vending_lifetime_s=vending_lifetime_s,
-        vending_azure_sas_scope=vending_azure_sas_scope,
-        vending_gcs_credentials_file=vending_gcs_credentials_file or None,
-        scan_planning_async_manifests=async_manifests, scan_planning_tasks_per_chunk=tasks_per_chunk,
-        scan_plan_lifetime_s=plan_lifetime_s, scan_plan_heartbeat_timeout_s=plan_heartbeat_timeout_s,
-    )
+    try:
+        settings = ServerSettings(
+            warehouse=warehouse, storage_options=_parse_options(storage_options), host=host, port=port,
+            workers=workers, idempotency_in_progress_timeout_s=in_progress_timeout,
+            idempotency_key_lifetime_s=max(3600, in_progress_timeout), max_body_bytes=max_body_bytes,
+            access_log=access_log, vending_s3_role_arn=vending_s3_role_arn or None,
+            vending_sts_endpoint=vending_sts_endpoint or None, vending_lifetime_s=vending_lifetime_s,
+            vending_azure_sas_scope=vending_azure_sas_scope,
+            vending_gcs_credentials_file=vending_gcs_credentials_file or None,
+            scan_planning_async_manifests=async_manifests, scan_planning_tasks_per_chunk=tasks_per_chunk,
+            scan_plan_lifetime_s=plan_lifetime_s, scan_plan_heartbeat_timeout_s=plan_heartbeat_timeout_s,
+            external_url=external_url or None, sharing_url_lifetime_s=sharing_url_lifetime_s,
+        )
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
     check_port_free(host, port)  # before anything is written or printed (a generated token would be lost)
     try:
         storage = open_storage(settings.warehouse, settings.storage_options)

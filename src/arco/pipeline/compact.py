@@ -60,7 +60,7 @@ def kind_of(key: str) -> str | None:
         return "runs"
     parts = key.split("/")
     if len(parts) == 6 and key.startswith(f"{EVENTS}/") and parts[4] == "committed" and key.endswith(".json"):
-        return {"iceberg": "timeline", "catalog": "audit"}.get(parts[3])
+        return {"iceberg": "timeline", "catalog": "audit", "sharing": "audit"}.get(parts[3])
     return None
 
 
@@ -106,6 +106,9 @@ def compact_partition(spec: StorageSpec, batch_id: str, live_tables: set[str], i
                 row = rows.timeline_row(key, event, live_tables)
                 dropped += row["table_dropped"]
                 happened_ms = event.get("last_updated_ms")
+            elif kind == "audit" and event.get("event_type") == rows.SHARING_READ:
+                row = rows.sharing_read_row(key, event)
+                happened_ms = event.get("at_ms")
             elif kind == "audit":
                 row = rows.audit_row(key, event)
                 happened_ms = event.get("at_ms")

@@ -1,7 +1,8 @@
 """Receipts to rows (pure): the Parquet schemas of Tier 2 and the functions that fill them.
 
 ``timeline``  one row per committed metadata version of an Iceberg table (from ``IcebergCommitCommitted``)
-``audit``     one row per Tier 1 catalog mutation (from ``CatalogMutationCommitted``)
+``audit``     one row per Tier 1 catalog mutation (from ``CatalogMutationCommitted``) and per Delta Sharing
+              recipient read (from ``DeltaSharingRead``: the recipient is the row's principal)
 ``runs``      one row per pipeline run (from the run records)
 ``columns``   one row per column of each table's current schema (the schema projection)
 
@@ -134,6 +135,29 @@ def audit_row(receipt_key: str, event: dict[str, Any]) -> dict[str, Any]:
         }
     except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise BadReceipt(f"incomplete catalog receipt ({exc!r})") from None
+
+
+SHARING_READ = "DeltaSharingRead"
+
+
+def sharing_read_row(receipt_key: str, event: dict[str, Any]) -> dict[str, Any]:
+    """A recipient's read: op ``delta_sharing.<action>``, the recipient as principal, the share in ``namespace``."""
+    if event.get("event_type") != SHARING_READ:
+        raise BadReceipt(f"expected {SHARING_READ}, found {event.get('event_type')!r}")
+    try:
+        table = event.get("table")
+        return {
+            "receipt_key": receipt_key, "event_id": str(event["event_id"]), "seq": None,
+            "op": f"delta_sharing.{event['action']}", "object_type": "table" if table else "share",
+            "object_id": event.get("table_id"), "catalog_id": None,
+            "namespace": [str(p) for p in (event.get("share"), event.get("schema")) if p is not None],
+            "name": table or event.get("share"), "principal": f"recipient:{event['recipient']}",
+            "source_kind": "delta_sharing", "client_info": event.get("client_info"), "at": _ms(event["at_ms"]),
+            "details": orjson.dumps({k: event.get(k) for k in ("version", "files", "client_ip", "details")}).decode(),
+            "recorded_by": "sharing",
+        }
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        raise BadReceipt(f"incomplete sharing receipt ({exc!r})") from None
 
 
 def run_row(receipt_key: str, record: dict[str, Any]) -> dict[str, Any]:

@@ -7,11 +7,12 @@ automatic retries, for the same reason as on S3 (a retried successful write woul
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from azure.core import MatchConditions
 from azure.core.exceptions import AzureError, HttpResponseError, ResourceExistsError, ResourceNotFoundError
-from azure.storage.blob import BlobServiceClient, ContainerClient
+from azure.storage.blob import BlobSasPermissions, BlobServiceClient, ContainerClient, generate_blob_sas
 
 from arco.storage.base import (
     Capabilities,
@@ -136,6 +137,19 @@ class AzureBackend(PrefixedKeys, StorageBackend):
         except AzureError as exc:
             raise StorageUnavailable(f"Azure DELETE {key!r} failed: {exc}") from exc
         return Deleted()
+
+    def presign_get(self, url: str, expires_s: int) -> str | None:
+        """A read-only SAS for one blob of this warehouse, when the account key is at hand (else None)."""
+        root = self.url.rstrip("/") + "/"
+        credential = getattr(self._container, "credential", None)
+        account_key = getattr(credential, "account_key", None)
+        if not url.startswith(root) or not account_key:
+            return None
+        blob = self._container.get_blob_client(self._key(url[len(root):]))
+        sas = generate_blob_sas(blob.account_name, blob.container_name, blob.blob_name, account_key=account_key,
+                                permission=BlobSasPermissions(read=True),
+                                expiry=datetime.now(UTC) + timedelta(seconds=expires_s))
+        return f"{blob.url}?{sas}"
 
     def list_page(self, prefix: str = "", page_size: int = 1000, page_token: str | None = None) -> ListPage:
         full_prefix = self._full_prefix(prefix)

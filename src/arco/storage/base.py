@@ -202,6 +202,11 @@ class StorageBackend(abc.ABC):
         """The absolute location (URL) of a key, as written into Iceberg metadata for other engines to read."""
         return f"{self.url.rstrip('/')}/{key}"
 
+    def presign_get(self, url: str, expires_s: int) -> str | None:
+        """A URL that lets anyone GET one object (``url``, absolute) for ``expires_s`` seconds, or None when this
+        backend cannot mint one (Delta Sharing then serves the file through Arco at a URL Arco signs)."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release clients and connections; the default holds nothing."""
 

@@ -8,6 +8,7 @@ succeeded would report a precondition failure for our own write.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from typing import Any
 
 from google.api_core import exceptions as gexc
@@ -115,6 +116,18 @@ class GcsBackend(PrefixedKeys, StorageBackend):
         except gexc.GoogleAPIError as exc:
             raise StorageUnavailable(f"GCS DELETE {key!r} failed: {exc}") from exc
         return Deleted()
+
+    def presign_get(self, url: str, expires_s: int) -> str | None:
+        """A V4 signed GET URL for one object of this warehouse; None when the credentials cannot sign (ADC
+        without a private key, an emulator without auth): the file is then served through Arco."""
+        root = self.url.rstrip("/") + "/"
+        if not url.startswith(root):
+            return None
+        try:
+            return self._bucket.blob(self._key(url[len(root):])).generate_signed_url(
+                version="v4", expiration=timedelta(seconds=expires_s), method="GET")
+        except (AttributeError, TypeError, ValueError, gexc.GoogleAPIError):
+            return None
 
     def list_page(self, prefix: str = "", page_size: int = 1000, page_token: str | None = None) -> ListPage:
         full_prefix = self._full_prefix(prefix)

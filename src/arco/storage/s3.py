@@ -44,7 +44,7 @@ PRECONDITION_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412"}
 NOT_FOUND_CODES = {"NoSuchKey", "404", "NotFound"}
 
 
-def _client(options: dict[str, str], retries: int) -> Any:
+def _client(options: dict[str, str], retries: int, signature_version: str | None = None) -> Any:
     endpoint = options.get("s3.endpoint") or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     path_style = options.get("s3.path-style-access", "true" if endpoint else "false").lower() == "true"
     config = Config(
@@ -55,6 +55,7 @@ def _client(options: dict[str, str], retries: int) -> Any:
         s3={"addressing_style": "path" if path_style else "auto"},
         connect_timeout=5,
         read_timeout=30,
+        signature_version=signature_version,
     )
     return boto3.session.Session().client(
         "s3",
@@ -90,6 +91,8 @@ class S3Backend(PrefixedKeys, StorageBackend):
         options = options or {}
         self._client = _client(options, retries=3)
         self._conditional_client = _client(options, retries=1)
+        self._options = options
+        self._presigner: Any = None
 
     def get(self, key: str) -> ObjectData:
         try:
@@ -150,6 +153,18 @@ class S3Backend(PrefixedKeys, StorageBackend):
             raise StorageUnavailable(f"S3 DELETE {key!r} failed: {exc}") from exc
         except BotoCoreError as exc:
             raise StorageUnavailable(f"S3 DELETE {key!r} failed: {exc}") from exc
+
+    def presign_get(self, url: str, expires_s: int) -> str | None:
+        """A SigV4 query-signed GET of one object, with the credentials this backend uses (any bucket they read)."""
+        if not url.startswith("s3://"):
+            return None
+        bucket, _, key = url[len("s3://"):].partition("/")
+        if not bucket or not key:
+            return None
+        if self._presigner is None:  # SigV4 query signing (boto3 presigns with SigV2 unless told otherwise)
+            self._presigner = _client(self._options, retries=1, signature_version="s3v4")
+        return self._presigner.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key},
+                                                      ExpiresIn=expires_s)
 
     def list_page(self, prefix: str = "", page_size: int = 1000, page_token: str | None = None) -> ListPage:
         full_prefix = self._full_prefix(prefix)

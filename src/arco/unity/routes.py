@@ -282,10 +282,6 @@ def named_routes(kind_name: str, path: str, list_key: str, create_handler: Handl
             Route(path + "/{name}", delete, methods=["DELETE"])]
 
 
-def base_url(request: Request) -> str:
-    return str(request.base_url).rstrip("/")
-
-
 def sharing(request: Request) -> SharingService:
     return request.app.state.sharing
 
@@ -293,7 +289,7 @@ def sharing(request: Request) -> SharingService:
 @unity_errors
 async def create_recipient(request: Request) -> Response:
     body = await body_of(request)
-    return JsonResponse(await blocking(sharing(request).create_recipient, body, me(request), base_url(request)))
+    return JsonResponse(await blocking(sharing(request).create_recipient, body, me(request)))
 
 
 @unity_errors
@@ -314,8 +310,8 @@ async def recipient_share_permissions(request: Request) -> Response:
 @unity_errors
 async def rotate_recipient_token(request: Request) -> Response:
     body = await body_of(request)
-    return JsonResponse(await blocking(sharing(request).rotate_token, request.path_params["name"], body, me(request),
-                                       base_url(request)))
+    return JsonResponse(await blocking(sharing(request).rotate_token, request.path_params["name"], body,
+                                       me(request)))
 
 
 @unity_errors
@@ -326,8 +322,7 @@ async def provider_shares(request: Request) -> Response:
 @unity_errors
 async def activate_recipient(request: Request) -> Response:
     """Public: the recipient has no token yet; the activation id in the path is the secret."""
-    endpoint = f"{base_url(request)}/delta-sharing/"
-    return JsonResponse(await blocking(sharing(request).activate, request.path_params["activation"], endpoint))
+    return JsonResponse(await blocking(sharing(request).activate, request.path_params["activation"]))
 
 
 @unity_errors

@@ -14,6 +14,7 @@ import time
 import uuid
 from typing import Any
 
+import httpx
 import orjson
 
 from arco.auth import decisions as can
@@ -201,14 +202,27 @@ KINDS_BY_TYPE.update(SHARING_KINDS)
 class SharingService:
     """What shares, recipients and providers do beyond CRUD."""
 
-    def __init__(self, store: CatalogStore, named: NamedSecurables) -> None:
+    def __init__(self, store: CatalogStore, named: NamedSecurables, public_url: str) -> None:
         self.store = store
         self.named = named
+        # The server's configured external URL: activation links and profile endpoints are built from it, never
+        # from a request's Host header (which a caller chooses).
+        self.public_url = public_url.rstrip("/")
 
-    def create_recipient(self, body: dict[str, Any], caller: Principal, base_url: str) -> dict[str, Any]:
+    def activation_url(self, activation: str) -> str:
+        return f"{self.public_url}/api/2.1/unity-catalog/public/data_sharing_activation/{activation}"
+
+    def _with_activation_url(self, rendered: dict[str, Any], token_id: str, activation: str) -> dict[str, Any]:
+        """The link is a secret stored only hashed, so it is shown once: in the answer that made it."""
+        for token in rendered.get("tokens", []):
+            if token.get("id") == token_id:
+                token["activation_url"] = self.activation_url(activation)
+        return rendered
+
+    def create_recipient(self, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
         activation, token = new_activation()
-        token["activation_url"] = f"{base_url}/api/2.1/unity-catalog/public/data_sharing_activation/{activation}"
-        return self.named.create(SHARING_KINDS["recipient"], {**body, "__pending_token__": token}, caller)
+        created = self.named.create(SHARING_KINDS["recipient"], {**body, "__pending_token__": token}, caller)
+        return self._with_activation_url(created, token["id"], activation)
 
     def _owner_or_admin(self, state: CatalogState, caller: Principal, entry: SecurableEntry) -> bool:
         who = subject_of(state, caller)
@@ -262,12 +276,11 @@ class SharingService:
                         {"principal": recipient.name, "privileges": sorted(held)}]})
             return {"permissions_out": rows}
 
-    def rotate_token(self, name: str, body: dict[str, Any], caller: Principal, base_url: str) -> dict[str, Any]:
+    def rotate_token(self, name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
         expire_in = body.get("existing_token_expire_in_seconds")
         if not isinstance(expire_in, int) or isinstance(expire_in, bool) or expire_in < 0:
             raise invalid("existing_token_expire_in_seconds must be a non-negative integer")
         activation, token = new_activation()
-        token["activation_url"] = f"{base_url}/api/2.1/unity-catalog/public/data_sharing_activation/{activation}"
 
         def build(state: CatalogState) -> dict[str, Any]:
             recipient = self.named.entry(state, caller, "recipient", name)
@@ -285,9 +298,10 @@ class SharingService:
                     "metastore_id": recipient.metastore_id, "fields": {"tokens": [*tokens, token]}}
 
         self.store.execute(build, principal=caller.name)
-        return self.named.get(SHARING_KINDS["recipient"], name, caller)
+        return self._with_activation_url(self.named.get(SHARING_KINDS["recipient"], name, caller), token["id"],
+                                         activation)
 
-    def activate(self, activation: str, endpoint: str) -> dict[str, Any]:
+    def activate(self, activation: str) -> dict[str, Any]:
         """The recipient's one-time download of its profile: the bearer token is made now and only hashed."""
         raw_token = RECIPIENT_TOKEN_PREFIX + secrets.token_urlsafe(32)
         found: dict[str, Any] = {}
@@ -307,15 +321,14 @@ class SharingService:
             raise UnityError(404, "RESOURCE_DOES_NOT_EXIST", "unknown activation link")
 
         self.store.execute(build, principal="recipient-activation")
-        profile = {"shareCredentialsVersion": 1, "bearerToken": raw_token, "endpoint": endpoint}
+        profile = {"shareCredentialsVersion": 1, "bearerToken": raw_token,
+                   "endpoint": f"{self.public_url}/delta-sharing/"}
         if found.get("expiration_time"):
             profile["expirationTime"] = time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                       time.gmtime(found["expiration_time"] / 1000))
         return profile
 
     def provider_shares(self, name: str, caller: Principal) -> dict[str, Any]:
-        import httpx
-
         with self.store.read() as state:
             provider = self.named.entry(state, caller, "provider", name)
             if not self._owner_or_admin(state, caller, provider):

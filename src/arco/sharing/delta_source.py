@@ -1,0 +1,255 @@
+"""Delta tables as Delta Sharing versions, read through ``deltalake`` (delta-rs): no log parsing of our own.
+
+``deltalake`` replays the log (checkpoints included) and gives the protocol, the metadata, the add actions of a
+version with their partition values and statistics, and the commit history with timestamps. The files a
+version added or removed are the difference between the add actions of that version and of the one before,
+which is exactly what a commit's add/remove actions say (``OPTIMIZE`` commits rewrite files without changing
+data and are skipped for change queries, as Delta's change data feed does).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from arco.sharing.actions import SharedFile, SharedVersion
+
+# deltalake.DeltaTable; the package is imported in open_table only, so the server starts without it.
+DeltaTable = Any
+
+# Reader features a parquet-format client reads correctly (its files are plain Parquet).
+PLAIN_READER_FEATURES = frozenset({"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"})
+NO_DATA_CHANGE_OPERATIONS = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES",
+                                       "ADD CONSTRAINT", "DROP CONSTRAINT", "ADD FEATURE", "UPDATE TABLE METADATA"})
+
+
+class DeltaReadError(ValueError):
+    """The table cannot be read as asked (no such version, not a Delta table)."""
+
+
+@dataclass(frozen=True)
+class DeltaSnapshot:
+    version: SharedVersion
+    protocol: dict[str, Any]  # the table's Delta protocol action, for responseformat=delta
+    needs_delta_format: bool
+
+
+def delta_storage_options(storage_options: dict[str, str]) -> dict[str, str]:
+    """Arco's (Iceberg FileIO-style) storage options in the names delta-rs reads."""
+    names = {"s3.endpoint": "AWS_ENDPOINT_URL", "s3.access-key-id": "AWS_ACCESS_KEY_ID",
+             "s3.secret-access-key": "AWS_SECRET_ACCESS_KEY", "s3.session-token": "AWS_SESSION_TOKEN",
+             "s3.region": "AWS_REGION"}
+    out = {names[k]: v for k, v in storage_options.items() if k in names}
+    if out.get("AWS_ENDPOINT_URL", "").startswith("http://"):
+        out["AWS_ALLOW_HTTP"] = "true"
+    if "AWS_ENDPOINT_URL" in out:
+        out.setdefault("AWS_S3_ALLOW_UNSAFE_RENAME", "true")
+    return out
+
+
+def open_table(location: str, storage_options: dict[str, str], version: int | None = None) -> DeltaTable:
+    # Imported here so that a server installed without deltalake still starts (and says what is missing).
+    try:
+        from deltalake import DeltaTable
+        from deltalake.exceptions import DeltaError, TableNotFoundError
+    except ImportError:
+        raise DeltaReadError("this server cannot read Delta tables: the deltalake package is not installed") from None
+    try:
+        return DeltaTable(location, version=version, storage_options=delta_storage_options(storage_options) or None)
+    except TableNotFoundError:
+        raise DeltaReadError(f"no Delta table at {location}") from None
+    except (DeltaError, OSError, ValueError) as exc:
+        if version is not None:
+            raise DeltaReadError(f"version {version} of the table does not exist") from None
+        raise DeltaReadError(f"the Delta table cannot be read: {exc}") from None
+
+
+def commit_timestamps(table: DeltaTable) -> dict[int, int]:
+    """Version -> commit timestamp (ms) for every commit the log still has."""
+    return {int(h["version"]): int(h["timestamp"]) for h in table.history() if "version" in h and "timestamp" in h}
+
+
+def commit_operations(table: DeltaTable) -> dict[int, str]:
+    return {int(h["version"]): str(h.get("operation", "")) for h in table.history() if "version" in h}
+
+
+def version_at_or_after(timestamps: dict[int, int], timestamp_ms: int) -> int:
+    """The earliest version committed at or after ``timestamp_ms`` (``startingTimestamp``)."""
+    later = [v for v, ts in timestamps.items() if ts >= timestamp_ms]
+    if not later:
+        raise DeltaReadError("the timestamp is after the table's latest version")
+    return min(later)
+
+
+def version_as_of(timestamps: dict[int, int], timestamp_ms: int) -> int:
+    """The latest version committed at or before ``timestamp_ms`` (time travel by ``timestamp``)."""
+    earlier = [v for v, ts in timestamps.items() if ts <= timestamp_ms]
+    if not earlier:
+        raise DeltaReadError("the timestamp is before the table's first version")
+    return max(earlier)
+
+
+def _stats_default(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return float(value)
+    return None  # binary min/max values have no JSON form in Delta stats
+
+
+# Timestamps as Delta writes them in stats (UTC, "Z"); dates as ISO dates (orjson's own encoding of both).
+_STATS_OPTIONS = orjson.OPT_NAIVE_UTC | orjson.OPT_UTC_Z
+
+
+def _stats(row: dict[str, Any]) -> str | None:
+    if row.get("num_records") is None:
+        return None
+    stats: dict[str, Any] = {"numRecords": int(row["num_records"])}
+    for source, target in (("min", "minValues"), ("max", "maxValues"), ("null_count", "nullCount")):
+        if isinstance(row.get(source), dict):
+            stats[target] = row[source]
+    return orjson.dumps(stats, default=_stats_default, option=_STATS_OPTIONS).decode()
+
+
+def _partition_string(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return str(value)
+
+
+def file_id(path: str) -> str:
+    return hashlib.sha256(path.encode()).hexdigest()[:32]
+
+
+def _absolute(table_uri: str, path: str) -> str:
+    return path if "://" in path else f"{table_uri.rstrip('/')}/{path}"
+
+
+def add_files(table: DeltaTable, version: int | None = None, timestamp_ms: int | None = None) -> list[SharedFile]:
+    actions = pa.table(table.get_add_actions(flatten=False)).to_pylist()
+    uri = table.table_uri
+    return [SharedFile(url=_absolute(uri, row["path"]), id=file_id(row["path"]),
+                       partition_values={k: _partition_string(v) for k, v in (row.get("partition") or {}).items()},
+                       size=int(row["size_bytes"]), stats=_stats(row), version=version, timestamp_ms=timestamp_ms)
+            for row in actions]
+
+
+def protocol_of(table: DeltaTable) -> dict[str, Any]:
+    p = table.protocol()
+    out: dict[str, Any] = {"minReaderVersion": p.min_reader_version, "minWriterVersion": p.min_writer_version}
+    if p.reader_features:
+        out["readerFeatures"] = list(p.reader_features)
+    if p.writer_features:
+        out["writerFeatures"] = list(p.writer_features)
+    return out
+
+
+def metadata_of(table: DeltaTable) -> dict[str, Any]:
+    m = table.metadata()
+    out: dict[str, Any] = {"id": m.id, "format": {"provider": "parquet"}, "schemaString": table.schema().to_json(),
+                           "partitionColumns": list(m.partition_columns), "configuration": dict(m.configuration)}
+    if m.name:
+        out["name"] = m.name
+    if m.description:
+        out["description"] = m.description
+    if m.created_time:
+        out["createdTime"] = m.created_time
+    return out
+
+
+def snapshot(location: str, storage_options: dict[str, str], *, version: int | None = None,
+             timestamp_ms: int | None = None) -> DeltaSnapshot:
+    """One version of the table (the latest, a version, or the one current at a timestamp) with its files."""
+    table = open_table(location, storage_options)
+    timestamps = commit_timestamps(table) if (timestamp_ms is not None or version is not None) else {}
+    if timestamp_ms is not None:
+        version = version_as_of(timestamps, timestamp_ms)
+    if version is not None and version != table.version():
+        if version > table.version():
+            raise DeltaReadError(f"version {version} of the table does not exist (latest is {table.version()})")
+        table = open_table(location, storage_options, version)
+    current = table.version()
+    if not timestamps:
+        timestamps = {int(h["version"]): int(h["timestamp"]) for h in table.history(1)}
+    protocol = protocol_of(table)
+    features = set(protocol.get("readerFeatures") or [])
+    needs_delta = protocol["minReaderVersion"] == 2 or bool(features - PLAIN_READER_FEATURES)
+    shared = SharedVersion(version=current, timestamp_ms=timestamps.get(current, 0),
+                           min_reader_version=protocol["minReaderVersion"], metadata=metadata_of(table),
+                           files=add_files(table))
+    return DeltaSnapshot(shared, protocol, needs_delta)
+
+
+def latest_version(location: str, storage_options: dict[str, str]) -> int:
+    return open_table(location, storage_options).version()
+
+
+def starting_version_at(location: str, storage_options: dict[str, str], timestamp_ms: int) -> int:
+    return version_at_or_after(commit_timestamps(open_table(location, storage_options)), timestamp_ms)
+
+
+def change_rows(location: str, storage_options: dict[str, str], version: int) -> pa.Table:
+    """The row-level change data of one version (deltalake reads its cdc files), without the commit columns
+    (the client adds ``_commit_version`` / ``_commit_timestamp`` from the action itself)."""
+    table = open_table(location, storage_options)
+    data = pa.table(table.load_cdf(starting_version=version, ending_version=version).read_all())
+    return data.drop_columns([c for c in ("_commit_version", "_commit_timestamp") if c in data.column_names])
+
+
+ChangeData = Callable[[int, int], "SharedFile | None"]  # (version, timestamp) -> one change-data file
+
+
+def changes(location: str, storage_options: dict[str, str], starting_version: int,
+            ending_version: int | None, change_data: ChangeData | None = None) -> tuple[list[SharedFile], int]:
+    """The files each version in ``[starting, ending]`` added ("insert") or removed ("delete"); and the end.
+
+    A version that rewrote files (DELETE, UPDATE, MERGE) removes whole files whose other rows did not change;
+    with ``change_data`` such a version is answered by its row-level change data instead (one "cdf" file),
+    which is what Delta's change data feed means by the version's changes."""
+    latest = open_table(location, storage_options)
+    end = latest.version() if ending_version is None else min(ending_version, latest.version())
+    if starting_version > latest.version():
+        raise DeltaReadError(f"startingVersion {starting_version} is after the latest version {latest.version()}")
+    timestamps = commit_timestamps(latest)
+    operations = commit_operations(latest)
+    if starting_version == 0:
+        before: dict[str, SharedFile] = {}
+        table = None
+    else:
+        table = open_table(location, storage_options, starting_version - 1)
+        before = {f.id: f for f in add_files(table)}
+    out: list[SharedFile] = []
+    for version in range(starting_version, end + 1):
+        if table is None:
+            table = open_table(location, storage_options, version)
+        else:
+            table.load_as_version(version)
+        ts = timestamps.get(version, 0)
+        now = {f.id: f for f in add_files(table)}
+        removed = [f for fid, f in before.items() if fid not in now]
+        cdf = change_data(version, ts) if change_data is not None and removed else None
+        if cdf is not None:
+            out.append(cdf)
+        elif operations.get(version, "").upper() not in NO_DATA_CHANGE_OPERATIONS:
+            for fid, f in now.items():
+                if fid not in before:
+                    out.append(_at(f, version, ts, "insert"))
+            for fid, f in before.items():
+                if fid not in now:
+                    out.append(_at(f, version, ts, "delete"))
+        before = now
+    return out, end
+
+
+def _at(f: SharedFile, version: int, ts: int, change: str) -> SharedFile:
+    return SharedFile(f.url, f.id, f.partition_values, f.size, f.stats if change == "insert" else None, version, ts,
+                      change)

@@ -1,0 +1,97 @@
+"""Signed, expiring URLs to single files (pure apart from the key's storage).
+
+A recipient has no storage credentials and no Arco principal: for a local warehouse Arco itself serves each file
+it lists, at ``<external url>/delta-sharing/files/<payload>.<mac>``. The payload names exactly one storage URL
+and an expiry; the MAC (HMAC-SHA256 under a key kept in the warehouse) makes the pair unforgeable, so the URL
+needs no bearer token and cannot be bent to another file or a later time.
+
+The key is created once, create-only, under ``_catalog/`` so that every server of the warehouse signs and
+verifies with the same secret; it is never derived from anything public.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import threading
+from dataclasses import dataclass
+
+import orjson
+
+from arco.storage.base import DoesNotExist, StorageBackend
+
+KEY_PATH = "_catalog/sharing/url-signing-key"
+FILES_PATH = "/delta-sharing/files/"
+EXPIRY_PROBE = "file:///"  # signing this tells a signer's expiry without naming a real file
+
+
+class BadSignedUrl(ValueError):
+    """A file token that is malformed, tampered with or expired: answered 403."""
+
+
+@dataclass(frozen=True)
+class FileGrant:
+    url: str  # the storage URL of the one file this token opens
+    expires_ms: int
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def sign(key: bytes, url: str, expires_ms: int) -> str:
+    """The token for one file until ``expires_ms``."""
+    payload = _b64(orjson.dumps({"u": url, "e": expires_ms}))
+    mac = hmac.new(key, payload.encode(), hashlib.sha256).digest()
+    return f"{payload}.{_b64(mac)}"
+
+
+def verify(key: bytes, token: str, now_ms: int) -> FileGrant:
+    """The file a token opens, or :class:`BadSignedUrl`; the MAC is compared in constant time."""
+    payload, dot, mac = token.partition(".")
+    if not dot or not payload or not mac or len(token) > 8192:
+        raise BadSignedUrl("malformed file token")
+    expected = hmac.new(key, payload.encode(), hashlib.sha256).digest()
+    try:
+        given = _unb64(mac)
+    except (ValueError, TypeError):
+        raise BadSignedUrl("malformed file token") from None
+    if not hmac.compare_digest(expected, given):
+        raise BadSignedUrl("the file URL's signature does not match")
+    try:
+        fields = orjson.loads(_unb64(payload))
+        grant = FileGrant(str(fields["u"]), int(fields["e"]))
+    except (ValueError, TypeError, KeyError, orjson.JSONDecodeError):
+        raise BadSignedUrl("malformed file token") from None
+    if grant.expires_ms <= now_ms:
+        raise BadSignedUrl("the file URL has expired")
+    return grant
+
+
+class SigningKey:
+    """The warehouse's URL-signing key, read (or created, once for all servers) on first use."""
+
+    def __init__(self, storage: StorageBackend) -> None:
+        self.storage = storage
+        self._key: bytes | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> bytes:
+        with self._lock:
+            if self._key is None:
+                self._key = self._load()
+            return self._key
+
+    def _load(self) -> bytes:
+        existing = self.storage.get_or_none(KEY_PATH)
+        if existing is None:
+            # Create-only: two servers racing both end up with whichever key landed first.
+            self.storage.put(KEY_PATH, secrets.token_bytes(32).hex().encode(), DoesNotExist())
+            existing = self.storage.get(KEY_PATH)
+        return bytes.fromhex(existing.data.decode().strip())

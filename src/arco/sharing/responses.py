@@ -1,0 +1,109 @@
+"""The protocol's NDJSON lines for a shared version, in the parquet or the delta response format (pure).
+
+``sign`` turns a file's storage URL into the URL the recipient fetches (signed by Arco or pre-signed by the
+storage) and gives its expiry; the lines never carry a storage URL itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import Any
+
+import orjson
+
+from arco.sharing.actions import SharedFile, SharedVersion
+
+Signer = Callable[[str], tuple[str, int]]  # storage URL -> (fetchable URL, expiration timestamp ms)
+PARQUET_PROTOCOL = {"minReaderVersion": 1}  # the sharing protocol's reader version, not the table's
+ACTION_OF_CHANGE = {None: "add", "insert": "add", "delete": "remove"}  # anything else is a change-data file
+
+
+def line(obj: dict[str, Any]) -> bytes:
+    return orjson.dumps(obj) + b"\n"
+
+
+def protocol_line(fmt: str, delta_protocol: dict[str, Any]) -> bytes:
+    if fmt == "delta":
+        return line({"protocol": {"deltaProtocol": delta_protocol}})
+    return line({"protocol": PARQUET_PROTOCOL})
+
+
+def metadata_line(fmt: str, version: SharedVersion, *, with_version: bool = False,
+                  with_size: bool = True) -> bytes:
+    meta = version.metadata
+    extra: dict[str, Any] = {}
+    if with_version:
+        extra["version"] = version.version
+    if with_size:
+        extra["size"] = sum(f.size for f in version.files)
+        extra["numFiles"] = len(version.files)
+    if fmt == "delta":
+        return line({"metaData": {**extra, "deltaMetadata": _delta_metadata(meta)}})
+    out = {k: meta[k] for k in ("id", "name", "description", "format", "schemaString", "partitionColumns",
+                                "configuration") if meta.get(k) is not None}
+    out.setdefault("format", {"provider": "parquet"})
+    out.setdefault("partitionColumns", [])
+    return line({"metaData": {**out, **extra}})
+
+
+def _delta_metadata(meta: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in meta.items() if v is not None}
+    out.setdefault("format", {"provider": "parquet", "options": {}})
+    out["format"].setdefault("options", {})
+    out.setdefault("partitionColumns", [])
+    out.setdefault("configuration", {})
+    return out
+
+
+def file_line(fmt: str, f: SharedFile, sign: Signer, *, key: str = "file", with_version: bool = False) -> bytes:
+    """One file; ``key`` is ``file`` for a snapshot, else the change action (add / remove / cdf)."""
+    url, expires = sign(f.url)
+    if fmt == "delta":
+        action_name = "add" if key == "file" else key
+        action: dict[str, Any] = {"path": url, "partitionValues": f.partition_values, "size": f.size}
+        if action_name == "add":
+            action.update({"modificationTime": f.timestamp_ms or 0, "dataChange": True})
+            if f.stats:
+                action["stats"] = f.stats
+        elif action_name == "remove":
+            action.update({"deletionTimestamp": f.timestamp_ms or 0, "dataChange": True})
+        else:
+            action["dataChange"] = False
+        wrapper: dict[str, Any] = {"id": f.id, "expirationTimestamp": expires,
+                                   "deltaSingleAction": {action_name: action}}
+        if f.version is not None and (with_version or key != "file"):
+            wrapper.update({"version": f.version, "timestamp": f.timestamp_ms})
+        return line({"file": wrapper})
+    body: dict[str, Any] = {"url": url, "id": f.id, "partitionValues": f.partition_values, "size": f.size,
+                            "expirationTimestamp": expires}
+    if f.stats and key in ("file", "add"):
+        body["stats"] = f.stats
+    if f.version is not None and (with_version or key != "file"):
+        body.update({"version": f.version, "timestamp": f.timestamp_ms})
+    return line({key: body})
+
+
+def change_key(f: SharedFile) -> str:
+    return ACTION_OF_CHANGE.get(f.change_type, "cdf")
+
+
+def snapshot_lines(fmt: str, delta_protocol: dict[str, Any], version: SharedVersion, files: list[SharedFile],
+                   sign: Signer, *, time_travel: bool) -> Iterator[bytes]:
+    yield protocol_line(fmt, delta_protocol)
+    yield metadata_line(fmt, version, with_version=time_travel)
+    for f in files:
+        if time_travel:  # the protocol's version/timestamp of a time-travel answer: the version read
+            f = replace(f, version=version.version, timestamp_ms=version.timestamp_ms)
+        yield file_line(fmt, f, sign, with_version=time_travel)
+
+
+def change_lines(fmt: str, delta_protocol: dict[str, Any], version: SharedVersion, files: list[SharedFile],
+                 sign: Signer, *, include_cdf: bool) -> Iterator[bytes]:
+    yield protocol_line(fmt, delta_protocol)
+    yield metadata_line(fmt, version, with_version=fmt == "delta", with_size=False)
+    for f in files:
+        key = change_key(f)
+        if key == "cdf" and not include_cdf:
+            continue
+        yield file_line(fmt, f, sign, key=key)

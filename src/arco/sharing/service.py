@@ -1,0 +1,359 @@
+"""The Delta Sharing server's work: who the recipient is, what it may see, and one table version's actions.
+
+Every answer about a table comes from one version read once (a Delta version through ``deltalake``, an Iceberg
+metadata file through the catalog's pointer), so the ``Delta-Table-Version`` header, the metadata and the files
+of a response always agree, even while writers append to the table.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from arco.catalog.model import TableEntry
+from arco.catalog.securables import SecurableEntry
+from arco.catalog.state import CatalogState
+from arco.catalog.store import CatalogStore
+from arco.iceberg.tables import TableService
+from arco.settings import ServerSettings
+from arco.sharing import audit, delta_source, file_urls, predicates, protocol, responses
+from arco.sharing.actions import SharedFile, SharedVersion
+from arco.sharing.errors import SharingError, bad_request, forbidden, not_found
+from arco.sharing.recipients import Recipient, check_ip, recipient_for_token, visible_share, visible_shares
+from arco.storage.base import DoesNotExist, StorageBackend
+
+ICEBERG_PROTOCOL = {"minReaderVersion": 1, "minWriterVersion": 2}
+CDF_PREFIX = "_catalog/sharing/cdf"
+
+
+@dataclass(frozen=True)
+class SharedTable:
+    share: SecurableEntry
+    schema: str
+    name: str
+    obj: dict[str, Any]  # the share's object entry (name, shared_as, table_id, cdf_enabled, start_version ...)
+    table: TableEntry
+
+
+@dataclass(frozen=True)
+class TableRead:
+    version: SharedVersion
+    delta_protocol: dict[str, Any]
+    needs_delta_format: bool
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An NDJSON answer: the lines, the version header, and the format chosen."""
+
+    lines: list[bytes]
+    version: int
+    fmt: str
+    url_expiration_ms: int | None = None  # the earliest expiry of the answer's file URLs (EndStreamAction)
+
+
+class SharingServer:
+    def __init__(self, settings: ServerSettings, store: CatalogStore, storage: StorageBackend,
+                 tables: TableService) -> None:
+        self.settings = settings
+        self.store = store
+        self.storage = storage
+        self.tables = tables
+        self.signing_key = file_urls.SigningKey(storage)
+
+    # -- who and what ------------------------------------------------------------------------------------------
+
+    def authenticate(self, token: str | None, client_ip: str | None) -> Recipient:
+        with self.store.read() as state:
+            recipient = recipient_for_token(state.securables_in_every_metastore("recipient"), token, _now_ms())
+        check_ip(recipient, client_ip)
+        return recipient
+
+    def _shared_objects(self, state: CatalogState, share: SecurableEntry) -> list[SharedTable]:
+        out = []
+        for obj in share.fields.get("objects", []):
+            table = state.tables.get(obj.get("table_id", ""))
+            schema, _, name = str(obj.get("shared_as", "")).partition(".")
+            if table is not None and schema and name:  # a dropped table leaves the share's listings
+                out.append(SharedTable(share, schema, name, obj, table))
+        return out
+
+    def list_shares(self, recipient: Recipient, token: str | None, limit: str | None) -> dict[str, Any]:
+        with self.store.read() as state:
+            items = [_share_item(s) for s in visible_shares(state, recipient)]
+        return protocol.paginate("shares", items, "name", token, limit)
+
+    def get_share(self, recipient: Recipient, share: str) -> dict[str, Any]:
+        with self.store.read() as state:
+            return {"share": _share_item(visible_share(state, recipient, protocol.check_name("share", share)))}
+
+    def list_schemas(self, recipient: Recipient, share: str, token: str | None, limit: str | None) -> dict[str, Any]:
+        with self.store.read() as state:
+            entry = visible_share(state, recipient, protocol.check_name("share", share))
+            schemas = sorted({t.schema for t in self._shared_objects(state, entry)})
+        items = [{"name": s, "share": entry.name} for s in schemas]
+        return protocol.paginate(f"schemas:{entry.id}", items, "name", token, limit)
+
+    def list_tables(self, recipient: Recipient, share: str, schema: str | None, token: str | None,
+                    limit: str | None) -> dict[str, Any]:
+        with self.store.read() as state:
+            entry = visible_share(state, recipient, protocol.check_name("share", share))
+            objects = self._shared_objects(state, entry)
+        if schema is not None:
+            protocol.check_name("schema", schema)
+            objects = [t for t in objects if t.schema.casefold() == schema.casefold()]
+            if not objects:
+                raise not_found(f"schema {schema!r} is not in share {entry.name!r}")
+        items = [_table_item(t) for t in objects]
+        listing = f"tables:{entry.id}:{schema.casefold()}" if schema is not None else f"all-tables:{entry.id}"
+        return protocol.paginate(listing, items, "name", token, limit)
+
+    def table(self, recipient: Recipient, share: str, schema: str, name: str) -> SharedTable:
+        protocol.check_name("share", share)
+        protocol.check_name("schema", schema)
+        protocol.check_name("table", name)
+        with self.store.read() as state:
+            entry = visible_share(state, recipient, share)
+            for t in self._shared_objects(state, entry):
+                if t.schema.casefold() == schema.casefold() and t.name.casefold() == name.casefold():
+                    return t
+        raise not_found(f"table {share}.{schema}.{name} does not exist or is not shared with you")
+
+    # -- reading a table ---------------------------------------------------------------------------------------
+
+    def _read(self, t: SharedTable, *, version: int | None = None, timestamp_ms: int | None = None) -> TableRead:
+        fmt = t.table.format
+        try:
+            if fmt == "DELTA":
+                snap = delta_source.snapshot(t.table.location, self.settings.storage_options, version=version,
+                                             timestamp_ms=timestamp_ms)
+                return TableRead(snap.version, snap.protocol, snap.needs_delta_format)
+            if fmt == "ICEBERG":
+                iceberg_source = _iceberg_source()
+                metadata, io = self._iceberg(t)
+                shared = iceberg_source.iceberg_version(metadata, io, version=version, timestamp_ms=timestamp_ms)
+                return TableRead(shared, {**ICEBERG_PROTOCOL, "minReaderVersion": shared.min_reader_version}, False)
+        except delta_source.DeltaReadError as exc:
+            raise bad_request(str(exc)) from None
+        except ValueError as exc:  # the Iceberg source's "no such version", and UnsharableTable
+            raise _iceberg_error(exc) from None
+        raise bad_request(f"{t.share.name}.{t.schema}.{t.name} is a {fmt} table; only Delta and Iceberg tables "
+                          "can be read through Delta Sharing")
+
+    def _iceberg(self, t: SharedTable) -> tuple[Any, Any]:
+        from pyiceberg.io import load_file_io
+
+        pointer = self.tables.resolver.for_read(t.table.id)
+        if pointer is None or pointer.pointer.dropped:
+            raise not_found(f"table {t.share.name}.{t.schema}.{t.name} no longer exists")
+        metadata = self.tables.files.read(pointer.pointer.current_metadata_location)
+        return metadata, load_file_io(dict(self.settings.storage_options), metadata.location)
+
+    def table_version(self, t: SharedTable, starting_timestamp: str | None) -> int:
+        if starting_timestamp is None:
+            if t.table.format == "DELTA":
+                try:
+                    return delta_source.latest_version(t.table.location, self.settings.storage_options)
+                except delta_source.DeltaReadError as exc:
+                    raise bad_request(str(exc)) from None
+            return self._read(t).version.version
+        ts = protocol.parse_timestamp(starting_timestamp, "startingTimestamp")
+        try:
+            if t.table.format == "DELTA":
+                return delta_source.starting_version_at(t.table.location, self.settings.storage_options, ts)
+            if t.table.format == "ICEBERG":
+                metadata, _ = self._iceberg(t)
+                return int(_iceberg_source().iceberg_version_at(metadata, ts))
+        except delta_source.DeltaReadError as exc:
+            raise bad_request(str(exc)) from None
+        except ValueError as exc:
+            raise _iceberg_error(exc) from None
+        raise bad_request(f"a {t.table.format} table cannot be shared")
+
+    def metadata(self, t: SharedTable, caps: dict[str, list[str]], version: int | None,
+                 timestamp: str | None) -> Answer:
+        if version is not None and timestamp is not None:
+            raise bad_request("version and timestamp are mutually exclusive")
+        ts = protocol.parse_timestamp(timestamp, "timestamp") if timestamp is not None else None
+        read = self._read(t, version=version, timestamp_ms=ts)
+        fmt = protocol.response_format(caps, read.needs_delta_format)
+        lines = [responses.protocol_line(fmt, read.delta_protocol),
+                 responses.metadata_line(fmt, read.version, with_version=version is not None or ts is not None)]
+        return Answer(lines, read.version.version, fmt)
+
+    def query(self, t: SharedTable, caps: dict[str, list[str]], body: protocol.QueryBody) -> Answer:
+        if body.starting_version is not None:
+            return self._changes(t, caps, body.starting_version, body.ending_version, include_cdf=False)
+        read = self._read(t, version=body.version, timestamp_ms=body.timestamp_ms)
+        fmt = protocol.response_format(caps, read.needs_delta_format)
+        files = predicates.filter_files(read.version.files, body.predicate_hints, body.json_predicate_hints,
+                                        body.limit_hint)
+        time_travel = body.version is not None or body.timestamp_ms is not None
+        sign = self.signer()
+        lines = list(responses.snapshot_lines(fmt, read.delta_protocol, read.version, files, sign,
+                                              time_travel=time_travel))
+        return Answer(lines, read.version.version, fmt, sign(file_urls.EXPIRY_PROBE)[1])
+
+    def changes(self, t: SharedTable, caps: dict[str, list[str]], params: dict[str, str]) -> Answer:
+        starting = protocol.parse_version(params.get("startingVersion"), "startingVersion")
+        ending = protocol.parse_version(params.get("endingVersion"), "endingVersion")
+        if params.get("startingTimestamp") is not None:
+            if starting is not None:
+                raise bad_request("startingVersion and startingTimestamp are mutually exclusive")
+            starting = self.table_version(t, params["startingTimestamp"])
+        if params.get("endingTimestamp") is not None:
+            if ending is not None:
+                raise bad_request("endingVersion and endingTimestamp are mutually exclusive")
+            ending = self._version_as_of(t, protocol.parse_timestamp(params["endingTimestamp"], "endingTimestamp"))
+        if starting is None:
+            raise bad_request("startingVersion or startingTimestamp is required")
+        if ending is not None and ending < starting:
+            raise bad_request("the ending version must not be before the starting version")
+        if not self._has_change_data(t):
+            raise bad_request(f"table {t.share.name}.{t.schema}.{t.name} does not share its change data feed: "
+                              "enable it on the table (delta.enableChangeDataFeed) and on the share's object")
+        return self._changes(t, caps, starting, ending, include_cdf=True)
+
+    def _version_as_of(self, t: SharedTable, timestamp_ms: int) -> int:
+        return self._read(t, timestamp_ms=timestamp_ms).version.version
+
+    def _has_change_data(self, t: SharedTable) -> bool:
+        if t.obj.get("cdf_enabled") is False:
+            return False
+        if t.table.format == "ICEBERG":
+            return True  # an Iceberg table's appends are its change data (the source refuses anything else)
+        read = self._read(t)
+        return str(read.version.metadata.get("configuration", {}).get("delta.enableChangeDataFeed", "")).lower() \
+            == "true"
+
+    def _changes(self, t: SharedTable, caps: dict[str, list[str]], starting: int, ending: int | None, *,
+                 include_cdf: bool) -> Answer:
+        start_floor = t.obj.get("start_version")
+        if isinstance(start_floor, int) and starting < start_floor:
+            raise bad_request(f"the share's history of this table starts at version {start_floor}")
+        try:
+            if t.table.format == "DELTA":
+                change_data = self._change_data_file(t) if include_cdf and self._has_change_data(t) else None
+                files, _ = delta_source.changes(t.table.location, self.settings.storage_options, starting, ending,
+                                                change_data)
+            elif t.table.format == "ICEBERG":
+                metadata, io = self._iceberg(t)
+                files = list(_iceberg_source().iceberg_files_since(metadata, io, starting, ending))
+            else:
+                raise bad_request(f"a {t.table.format} table cannot be shared")
+        except delta_source.DeltaReadError as exc:
+            raise bad_request(str(exc)) from None
+        except ValueError as exc:
+            raise _iceberg_error(exc) from None
+        read = self._read(t, version=starting)
+        fmt = protocol.response_format(caps, read.needs_delta_format)
+        sign = self.signer()
+        lines = list(responses.change_lines(fmt, read.delta_protocol, read.version, files, sign,
+                                            include_cdf=include_cdf))
+        return Answer(lines, starting, fmt, sign(file_urls.EXPIRY_PROBE)[1])
+
+    def _change_data_file(self, t: SharedTable) -> delta_source.ChangeData:
+        """Row-level change data of a rewriting version, kept once per version under ``_catalog/sharing/cdf``
+        (create-only: derived data, the same for every server) so it has a URL like any data file."""
+
+        def materialize(version: int, timestamp_ms: int) -> SharedFile | None:
+            key = f"{CDF_PREFIX}/{t.table.id}/{version:020d}.parquet"
+            existing = self.storage.head(key)
+            if existing is None:
+                data = delta_source.change_rows(t.table.location, self.settings.storage_options, version)
+                if data.num_rows == 0:
+                    return None
+                sink = pa.BufferOutputStream()
+                pq.write_table(data, sink)
+                self.storage.put(key, sink.getvalue().to_pybytes(), DoesNotExist())
+                existing = self.storage.head(key)
+            assert existing is not None
+            return SharedFile(url=self.storage.location_of(key), id=f"cdf-{t.table.id}-{version}",
+                              partition_values={}, size=existing.size, stats=None, version=version,
+                              timestamp_ms=timestamp_ms, change_type="cdf")
+
+        return materialize
+
+    # -- file URLs ---------------------------------------------------------------------------------------------
+
+    def signer(self) -> responses.Signer:
+        lifetime = self.settings.sharing_url_lifetime_s
+        expires_ms = _now_ms() + lifetime * 1000
+        key = self.signing_key.get()
+        base = self.settings.public_url() + file_urls.FILES_PATH
+
+        def sign(url: str) -> tuple[str, int]:
+            presigned = None if url.startswith("file:") else self.storage.presign_get(url, lifetime)
+            if presigned:
+                return presigned, expires_ms
+            name = url.rstrip("/").rsplit("/", 1)[-1]
+            return f"{base}{file_urls.sign(key, url, expires_ms)}/{_safe_name(name)}", expires_ms
+
+        return sign
+
+    def open_file(self, token: str) -> file_urls.FileGrant:
+        try:
+            return file_urls.verify(self.signing_key.get(), token, _now_ms())
+        except file_urls.BadSignedUrl as exc:
+            raise forbidden(str(exc)) from None
+
+    def read_object(self, url: str) -> bytes:
+        """A file outside the local filesystem but inside the warehouse, through the storage backend."""
+        root = self.storage.url.rstrip("/") + "/"
+        if not url.startswith(root):
+            raise forbidden("this file cannot be served by Arco")
+        return self.storage.get(url[len(root):]).data
+
+    # -- audit -------------------------------------------------------------------------------------------------
+
+    def record(self, recipient: Recipient, action: str, *, share: str | None = None, t: SharedTable | None = None,
+               version: int | None = None, files: int | None = None, client_ip: str | None = None,
+               user_agent: str | None = None, details: dict[str, Any] | None = None) -> None:
+        event = audit.read_event(recipient.name, action, share=t.share.name if t else share,
+                                 schema=t.schema if t else None, table=t.name if t else None,
+                                 table_id=t.table.id if t else None, version=version, files=files,
+                                 client_ip=client_ip, user_agent=user_agent, details=details)
+        audit.record_read(self.storage, event)
+
+
+def _iceberg_source() -> Any:
+    try:
+        from arco.sharing import iceberg_source
+    except ImportError:
+        raise SharingError(501, "NOT_IMPLEMENTED", "Iceberg tables cannot be shared by this server yet") from None
+    return iceberg_source
+
+
+def _iceberg_error(exc: ValueError) -> SharingError:
+    try:
+        from arco.sharing.iceberg_source import UnsharableTable
+    except ImportError:
+        return bad_request(str(exc))
+    if isinstance(exc, UnsharableTable):
+        return bad_request(f"this Iceberg table cannot be shared as asked: {exc}")
+    return bad_request(str(exc))
+
+
+def _share_item(share: SecurableEntry) -> dict[str, Any]:
+    item: dict[str, Any] = {"name": share.name, "id": share.id}
+    if share.comment:
+        item["comment"] = share.comment
+    return item
+
+
+def _table_item(t: SharedTable) -> dict[str, Any]:
+    return {"name": t.name, "schema": t.schema, "share": t.share.name, "shareId": t.share.id, "id": t.table.id}
+
+
+def _safe_name(name: str) -> str:
+    from urllib.parse import quote
+
+    return quote(name, safe="") or "file"
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

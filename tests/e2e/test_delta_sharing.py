@@ -1,0 +1,431 @@
+"""The Delta Sharing server through its real client (the ``delta-sharing`` Python package) and raw HTTP for what
+the client does not reach: a provider shares a Delta table (written with ``deltalake``) and an Iceberg table
+(written with PyIceberg) with a recipient, who activates its link, saves the profile and reads with pandas.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import delta_sharing
+import httpx
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+from pyiceberg.catalog.rest import RestCatalog
+
+from arco.sharing import file_urls
+from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
+
+pytestmark = pytest.mark.timeout(600)
+ROWS = pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "region": pa.array(["eu", "eu", "us", "us"]),
+                 "amount": pa.array([1.5, 2.5, 3.5, 4.5])})
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("sharing") / "warehouse"
+
+
+@pytest.fixture(scope="module")
+def server(warehouse: Path) -> Iterator[RunningServer]:
+    with arco_server(warehouse, warehouse.parent, admin_token=ARCO_TOKEN) as s:
+        yield s
+
+
+def uc(server: RunningServer, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    return httpx.request(method, f"{server.base_url}/api/2.1/unity-catalog{path}",
+                         headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, timeout=30, **kwargs)
+
+
+def delta_table(server: RunningServer, schema: str, name: str, *, cdf: bool = True) -> str:
+    """A managed Delta table of ``main.<schema>``, written by deltalake at the location UC staged for it."""
+    staging = uc(server, "POST", "/staging-tables", json={"name": name, "catalog_name": "main",
+                                                          "schema_name": schema}).json()
+    location = staging["staging_location"]
+    config = {"delta.enableChangeDataFeed": "true"} if cdf else None
+    write_deltalake(location, ROWS.slice(0, 2), partition_by=["region"], configuration=config)
+    write_deltalake(location, ROWS.slice(2, 2), mode="append")
+    made = uc(server, "POST", "/tables", json={
+        "name": name, "catalog_name": "main", "schema_name": schema, "table_type": "MANAGED",
+        "data_source_format": "DELTA", "storage_location": location, "columns": [
+            {"name": "id", "type_name": "LONG", "type_text": "bigint", "position": 0, "type_json": "{}"},
+            {"name": "region", "type_name": "STRING", "type_text": "string", "position": 1, "type_json": "{}"},
+            {"name": "amount", "type_name": "DOUBLE", "type_text": "double", "position": 2, "type_json": "{}"}]})
+    assert made.status_code == 200, made.text
+    return location
+
+
+def share_with(server: RunningServer, share: str, recipient: str, tables: list[str],
+               **recipient_fields: Any) -> dict[str, Any]:
+    assert uc(server, "POST", "/shares", json={"name": share}).status_code == 200
+    updates = [{"action": "ADD", "data_object": {"name": t, "data_object_type": "TABLE"}} for t in tables]
+    added = uc(server, "PATCH", f"/shares/{share}", json={"updates": updates})
+    assert added.status_code == 200, added.text
+    made = uc(server, "POST", "/recipients", json={"name": recipient, "authentication_type": "TOKEN",
+                                                   **recipient_fields})
+    assert made.status_code == 200, made.text
+    granted = uc(server, "PATCH", f"/shares/{share}/permissions",
+                 json={"changes": [{"principal": recipient, "add": ["SELECT"]}]})
+    assert granted.status_code == 200, granted.text
+    return made.json()
+
+
+def activate(recipient: dict[str, Any], folder: Path) -> tuple[str, dict[str, Any]]:
+    """Follow the activation link (no token) and save the profile file, as a recipient does."""
+    profile = httpx.get(recipient["tokens"][-1]["activation_url"], timeout=30).json()
+    path = folder / f"{recipient['name']}.share"
+    path.write_text(json.dumps(profile))
+    return str(path), profile
+
+
+@pytest.fixture(scope="module")
+def provider(server: RunningServer, warehouse: Path) -> dict[str, Any]:
+    """A share ``sales`` with a Delta table (3 versions) and an Iceberg table, and an activated recipient."""
+    assert uc(server, "POST", "/schemas", json={"name": "lake", "catalog_name": "main"}).status_code == 200
+    location = delta_table(server, "lake", "orders")
+    DeltaTable(location).delete("id = 3")  # version 2: removes the file of region 'us' that held id 3
+    write_deltalake(location, ROWS.slice(2, 1), mode="append")  # version 3: id 3 back
+    catalog = RestCatalog("arco", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    iceberg = catalog.create_table("lake.events", schema=ROWS.schema)
+    iceberg.append(ROWS.slice(0, 2))
+    iceberg.append(ROWS.slice(2, 2))
+    recipient = share_with(server, "sales", "acme", ["main.lake.orders", "main.lake.events"])
+    profile_path, profile = activate(recipient, warehouse.parent)
+    return {"location": location, "profile_path": profile_path, "profile": profile, "recipient": recipient,
+            "iceberg": iceberg}
+
+
+def ds(server: RunningServer, profile: dict[str, Any], method: str, path: str, **kwargs: Any) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {profile['bearerToken']}", **kwargs.pop("headers", {})}
+    return httpx.request(method, f"{server.base_url}/delta-sharing{path}", headers=headers, timeout=60, **kwargs)
+
+
+def ndjson(response: httpx.Response) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in response.text.splitlines() if line.strip()]
+
+
+# -- the recipient's client --------------------------------------------------------------------------------------
+
+def test_the_recipient_reads_a_delta_table_with_the_delta_sharing_client(server: RunningServer,
+                                                                        provider: dict[str, Any]) -> None:
+    profile_path = provider["profile_path"]
+    assert provider["profile"]["endpoint"] == f"{server.base_url}/delta-sharing/"
+    client = delta_sharing.SharingClient(profile_path)
+    assert [s.name for s in client.list_shares()] == ["sales"]
+    assert sorted((t.share, t.schema, t.name) for t in client.list_all_tables()) == [
+        ("sales", "lake", "events"), ("sales", "lake", "orders")]
+    url = f"{profile_path}#sales.lake.orders"
+    frame = delta_sharing.load_as_pandas(url)
+    assert sorted(frame["id"].tolist()) == [1, 2, 3, 4]
+    assert set(frame["region"]) == {"eu", "us"}  # the partition column comes back from partitionValues
+    assert len(delta_sharing.load_as_pandas(url, limit=1)) == 1
+    assert sorted(delta_sharing.load_as_pandas(url, version=1)["id"].tolist()) == [1, 2, 3, 4]
+    assert sorted(delta_sharing.load_as_pandas(url, version=2)["id"].tolist()) == [1, 2, 4]
+    assert delta_sharing.get_table_version(url) == 3
+    changes = delta_sharing.load_table_changes_as_pandas(url, starting_version=1, ending_version=3)
+    by_version = sorted(zip(changes["_commit_version"], changes["_change_type"], changes["id"], strict=True))
+    assert (1, "insert", 3) in by_version and (1, "insert", 4) in by_version
+    assert (2, "delete", 3) in by_version and (3, "insert", 3) in by_version
+    # the DELETE rewrote the file holding ids 3 and 4: its change data says only id 3 went
+    assert [(t, i) for v, t, i in by_version if v == 2] == [("delete", 3)]
+    assert all(v in (1, 2, 3) for v, _, _ in by_version)
+
+
+def test_the_recipient_reads_an_iceberg_table_with_the_delta_sharing_client(provider: dict[str, Any]) -> None:
+    pytest.importorskip("arco.sharing.iceberg_source")
+    url = f"{provider['profile_path']}#sales.lake.events"
+    frame = delta_sharing.load_as_pandas(url)
+    assert sorted(frame["id"].tolist()) == [1, 2, 3, 4]
+    assert len(delta_sharing.load_as_pandas(url, limit=1)) >= 1
+    first = delta_sharing.get_table_version(url)
+    assert sorted(delta_sharing.load_as_pandas(url, version=first - 1)["id"].tolist()) == [1, 2]
+    changes = delta_sharing.load_table_changes_as_pandas(url, starting_version=first - 1)
+    assert sorted(zip(changes["_commit_version"], changes["_change_type"], changes["id"], strict=True)) == [
+        (first - 1, "insert", 1), (first - 1, "insert", 2), (first, "insert", 3), (first, "insert", 4)]
+
+
+# -- the protocol on the wire ------------------------------------------------------------------------------------
+
+def test_versions_metadata_and_queries_follow_the_protocol(server: RunningServer, provider: dict[str, Any]) -> None:
+    profile = provider["profile"]
+    table = "/shares/SALES/schemas/Lake/tables/ORDERS"  # names are case-insensitive
+    version = ds(server, profile, "GET", f"{table}/version")
+    assert version.status_code == 200 and version.headers["delta-table-version"] == "3"
+    head = ds(server, profile, "HEAD", table)
+    assert head.status_code == 200 and head.headers["delta-table-version"] == "3"
+    assert ds(server, profile, "GET", f"{table}/version",
+              params={"startingTimestamp": "2000-01-01T00:00:00Z"}).headers["delta-table-version"] == "0"
+    assert ds(server, profile, "GET", f"{table}/version",
+              params={"startingTimestamp": "yesterday"}).json()["errorCode"] == "INVALID_PARAMETER_VALUE"
+
+    metadata = ds(server, profile, "GET", f"{table}/metadata")
+    assert metadata.headers["content-type"].startswith("application/x-ndjson")
+    proto, meta = ndjson(metadata)
+    assert proto == {"protocol": {"minReaderVersion": 1}}
+    assert meta["metaData"]["partitionColumns"] == ["region"] and meta["metaData"]["numFiles"] == 3
+    assert [f["name"] for f in json.loads(meta["metaData"]["schemaString"])["fields"]] == ["id", "region", "amount"]
+
+    delta_format = ds(server, profile, "GET", f"{table}/metadata",
+                      headers={"delta-sharing-capabilities": "responseformat=delta;readerfeatures=deletionvectors"})
+    assert delta_format.headers["delta-sharing-capabilities"] == "responseformat=delta"
+    assert "deltaProtocol" in ndjson(delta_format)[0]["protocol"]
+    assert "deltaMetadata" in ndjson(delta_format)[1]["metaData"]
+
+    query = ds(server, profile, "POST", f"{table}/query", json={
+        "jsonPredicateHints": json.dumps({"op": "equal", "children": [
+            {"op": "column", "name": "region", "valueType": "string"},
+            {"op": "literal", "value": "eu", "valueType": "string"}]})})
+    files = [line["file"] for line in ndjson(query)[2:]]
+    assert query.headers["delta-table-version"] == "3"
+    assert files and all(f["partitionValues"] == {"region": "eu"} for f in files)
+    assert all(f["expirationTimestamp"] > time.time() * 1000 for f in files)
+    assert json.loads(files[0]["stats"])["numRecords"] == 2
+    sql = ds(server, profile, "POST", f"{table}/query", json={"predicateHints": ["region = 'us'"]})
+    assert {line["file"]["partitionValues"]["region"] for line in ndjson(sql)[2:]} == {"us"}
+    for malformed in ({"predicateHints": ["region = = 'us'", 42]}, {"jsonPredicateHints": "{not json"},
+                      {"jsonPredicateHints": json.dumps({"op": "equal", "children": [{"op": "column"}]})},
+                      {"predicateHints": "region = 'us'"}, {"limitHint": "ten"}):
+        ignored = ds(server, profile, "POST", f"{table}/query", json=malformed)
+        assert ignored.status_code == 200, (malformed, ignored.text)
+        assert len(ndjson(ignored)) == 2 + 3  # every file: a hint that cannot be used is skipped
+    limited = ds(server, profile, "POST", f"{table}/query", json={"limitHint": 1})
+    assert len(ndjson(limited)) == 3
+    old = ds(server, profile, "POST", f"{table}/query", json={"version": 1})
+    assert old.headers["delta-table-version"] == "1" and all(line["file"]["version"] == 1
+                                                            for line in ndjson(old)[2:])
+    since = ds(server, profile, "POST", f"{table}/query", json={"startingVersion": 2})
+    kinds = sorted((next(iter(line)), next(iter(line.values()))["version"]) for line in ndjson(since)[2:])
+    assert kinds == [("add", 2), ("add", 3), ("remove", 2)]  # the delete rewrote the file that held id 3
+    assert ds(server, profile, "POST", f"{table}/query", json={"version": 99}).status_code == 400
+    assert ds(server, profile, "POST", f"{table}/query", json={"version": 1, "timestamp": "2020-01-01T00:00:00Z"}
+              ).status_code == 400
+    assert ds(server, profile, "POST", f"{table}/query", content=b"{oops").status_code == 400
+    ended = ds(server, profile, "POST", f"{table}/query", json={},
+               headers={"delta-sharing-capabilities": "responseformat=parquet;includeEndStreamAction=true"})
+    assert ended.headers["delta-sharing-capabilities"] == "responseformat=parquet;includeendstreamaction=true"
+    last = ndjson(ended)[-1]["endStreamAction"]
+    assert last["minUrlExpirationTimestamp"] == min(line["file"]["expirationTimestamp"] for line in ndjson(ended)[2:-1])
+    echoed = ds(server, profile, "POST", f"{table}/query", json={}, headers={"fileidhash": "DELTA"})
+    assert echoed.headers["fileidhash"] == "delta"
+    assert ds(server, profile, "POST", f"{table}/query", json={}, headers={"fileidhash": "md5"}).status_code == 400
+
+
+def test_listings_page_and_refuse_bad_input(server: RunningServer, provider: dict[str, Any]) -> None:
+    profile = provider["profile"]
+    first = ds(server, profile, "GET", "/shares/sales/all-tables", params={"maxResults": 1}).json()
+    assert len(first["items"]) == 1 and first["nextPageToken"]
+    second = ds(server, profile, "GET", "/shares/sales/all-tables",
+                params={"maxResults": 1, "pageToken": first["nextPageToken"]}).json()
+    assert [i["name"] for i in first["items"] + second["items"]] == ["events", "orders"]
+    assert "nextPageToken" not in second
+    assert second["items"][0]["shareId"] and second["items"][0]["id"]
+    assert ds(server, profile, "GET", "/shares", params={"maxResults": 10**12}).status_code == 200
+    assert ds(server, profile, "GET", "/shares", params={"maxResults": 0}).json()["items"] == []
+    for bad in ({"maxResults": -1}, {"maxResults": "many"}, {"pageToken": first["nextPageToken"]},
+                {"pageToken": "garbage!"}):
+        refused = ds(server, profile, "GET", "/shares", params=bad)
+        assert refused.status_code == 400 and refused.json()["errorCode"] == "INVALID_PARAMETER_VALUE", bad
+    assert [s["name"] for s in ds(server, profile, "GET", "/shares/sales/schemas").json()["items"]] == ["lake"]
+    for path in ("/shares/nope", "/shares/nope/schemas", "/shares/sales/schemas/nope/tables",
+                 "/shares/sales/schemas/lake/tables/nope/version", "/shares/sales/schemas/lake/tables/nope/metadata",
+                 "/shares/a%20b/schemas", "/shares/sales/schemas/lake/tables/" + "x" * 300 + "/version"):
+        missing = ds(server, profile, "GET", path)
+        assert missing.status_code == 404, path
+        assert set(missing.json()) == {"errorCode", "message"}, path
+    assert ds(server, profile, "POST", "/shares/sales/schemas/lake/tables/nope/query", json={}).status_code == 404
+    not_cdf = ds(server, profile, "GET", "/shares/sales/schemas/lake/tables/orders/changes")
+    assert not_cdf.status_code == 400  # startingVersion is required
+
+
+def test_links_and_endpoints_come_from_the_external_url_never_the_host_header(warehouse: Path) -> None:
+    with arco_server(warehouse, warehouse.parent, admin_token=ARCO_TOKEN,
+                     extra_args=("--external-url", "https://sharing.example.com/")) as other:
+        made = httpx.post(f"{other.base_url}/api/2.1/unity-catalog/recipients", timeout=30,
+                          headers={"Authorization": f"Bearer {ARCO_TOKEN}", "Host": "evil.example.net"},
+                          json={"name": "hosted", "authentication_type": "TOKEN"})
+        assert made.status_code == 200, made.text
+        link = made.json()["tokens"][0]["activation_url"]
+        assert link.startswith("https://sharing.example.com/api/2.1/unity-catalog/public/data_sharing_activation/")
+        local_link = link.replace("https://sharing.example.com", other.base_url)
+        profile = httpx.get(local_link, headers={"Host": "evil.example.net"}, timeout=30).json()
+        assert profile["endpoint"] == "https://sharing.example.com/delta-sharing/"
+
+
+# -- recipients' credentials -------------------------------------------------------------------------------------
+
+def test_tokens_ip_lists_and_grants_decide_access(server: RunningServer, provider: dict[str, Any],
+                                                  warehouse: Path) -> None:
+    assert httpx.get(f"{server.base_url}/delta-sharing/shares").status_code == 401
+    wrong = httpx.get(f"{server.base_url}/delta-sharing/shares", headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 401 and wrong.json()["errorCode"] == "UNAUTHENTICATED"
+    admin = httpx.get(f"{server.base_url}/delta-sharing/shares", headers={"Authorization": f"Bearer {ARCO_TOKEN}"})
+    assert admin.status_code == 401  # an Arco principal's token is not a recipient's
+    # the activation link is shown once and stored only hashed: neither it nor the token is in the catalog
+    activation = provider["recipient"]["tokens"][0]["activation_url"].rsplit("/", 1)[-1]
+    catalog_text = b"".join(p.read_bytes() for p in (warehouse / "_catalog").rglob("*") if p.is_file())
+    assert activation.encode() not in catalog_text and provider["profile"]["bearerToken"].encode() not in catalog_text
+    assert httpx.get(provider["recipient"]["tokens"][0]["activation_url"]).status_code == 404  # used already
+
+    outsider = share_with(server, "walled", "outsider", ["main.lake.orders"],
+                          ip_access_list={"allowed_ip_addresses": ["10.0.0.0/8"]})
+    _, outsider_profile = activate(outsider, warehouse.parent)
+    blocked = ds(server, outsider_profile, "GET", "/shares")
+    assert blocked.status_code == 403 and blocked.json()["errorCode"] == "PERMISSION_DENIED"
+    assert uc(server, "PATCH", "/recipients/outsider", json={
+        "ip_access_list": {"allowed_ip_addresses": ["127.0.0.1"]}}).status_code == 200
+    assert [s["name"] for s in ds(server, outsider_profile, "GET", "/shares").json()["items"]] == ["walled"]
+
+    # a revoked grant hides the share at once
+    assert uc(server, "PATCH", "/shares/walled/permissions", json={"changes": [
+        {"principal": "outsider", "remove": ["SELECT"]}]}).status_code == 200
+    assert ds(server, outsider_profile, "GET", "/shares").json()["items"] == []
+    assert ds(server, outsider_profile, "GET", "/shares/walled").status_code == 404
+    lost = ds(server, outsider_profile, "POST", "/shares/walled/schemas/lake/tables/orders/query", json={})
+    assert lost.status_code == 404
+
+    # rotation: the old token works until the expiry it was given, then 401; the new one works
+    rotator = share_with(server, "rotating", "rotator", ["main.lake.orders"])
+    _, old_profile = activate(rotator, warehouse.parent)
+    rotated = uc(server, "POST", "/recipients/rotator/rotate-token",
+                 json={"existing_token_expire_in_seconds": 3}).json()
+    _, new_profile = activate(rotated, warehouse.parent)
+    assert ds(server, old_profile, "GET", "/shares").status_code == 200
+    time.sleep(3.5)
+    expired = ds(server, old_profile, "GET", "/shares")
+    assert expired.status_code == 401 and expired.json()["errorCode"] == "UNAUTHENTICATED"
+    assert [s["name"] for s in ds(server, new_profile, "GET", "/shares").json()["items"]] == ["rotating"]
+
+
+# -- signed file URLs --------------------------------------------------------------------------------------------
+
+def test_signed_file_urls_open_one_file_until_they_expire(server: RunningServer, provider: dict[str, Any],
+                                                          warehouse: Path) -> None:
+    profile = provider["profile"]
+    lines = ndjson(ds(server, profile, "POST", "/shares/sales/schemas/lake/tables/orders/query", json={}))
+    urls = [line["file"]["url"] for line in lines[2:]]
+    assert all(u.startswith(f"{server.base_url}/delta-sharing/files/") for u in urls)
+    whole = httpx.get(urls[0])  # no bearer token: the signature is the credential
+    assert whole.status_code == 200 and whole.content[:4] == b"PAR1"
+    head = httpx.head(urls[0])
+    assert head.status_code == 200 and int(head.headers["content-length"]) == len(whole.content)
+    ranged = httpx.get(urls[0], headers={"Range": "bytes=0-3"})
+    assert ranged.status_code == 206 and ranged.content == b"PAR1"
+    tail = httpx.get(urls[0], headers={"Range": "bytes=-8"})
+    assert tail.status_code == 206 and tail.content == whole.content[-8:]
+
+    token_a = urls[0].split("/files/")[1].split("/")[0]
+    token_b = urls[1].split("/files/")[1].split("/")[0]
+    payload_a, mac_a = token_a.split(".")
+    payload_b, _ = token_b.split(".")
+    base = f"{server.base_url}/delta-sharing/files/"
+    for forged in (f"{payload_b}.{mac_a}", f"{payload_a}.{mac_a[:-2]}AA", f"{payload_a[:-2]}xx.{mac_a}", "x",
+                   "", f"{payload_a}."):
+        refused = httpx.get(f"{base}{forged}/f.parquet")
+        assert refused.status_code in (403, 404), forged
+        if refused.status_code == 403:
+            assert refused.json()["errorCode"] == "PERMISSION_DENIED"
+    key = bytes.fromhex((warehouse / file_urls.KEY_PATH).read_text())
+    file_url = json.loads(file_urls._unb64(payload_a))["u"]
+    expired = file_urls.sign(key, file_url, int(time.time() * 1000) - 1)
+    assert httpx.get(f"{base}{expired}/f.parquet").status_code == 403
+    other_key = file_urls.sign(b"k" * 32, file_url, int(time.time() * 1000) + 60_000)
+    assert httpx.get(f"{base}{other_key}/f.parquet").status_code == 403
+
+
+# -- consistency while the table changes -------------------------------------------------------------------------
+
+def test_readers_see_one_consistent_version_while_the_table_is_appended_to(server: RunningServer,
+                                                                           provider: dict[str, Any]) -> None:
+    location = delta_table(server, "lake", "busy", cdf=False)
+    recipient = share_with(server, "busy", "busy_reader", ["main.lake.busy"])
+    profile_path, profile = activate(recipient, Path(provider["profile_path"]).parent)
+    stop = threading.Event()
+
+    def writer() -> None:
+        for _ in range(40):  # a bounded writer: the point is commits landing between and during reads
+            if stop.is_set():
+                return
+            write_deltalake(location, ROWS.slice(0, 1), mode="append")
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        seen = set()
+        for _ in range(8):
+            answer = ds(server, profile, "POST", "/shares/busy/schemas/lake/tables/busy/query", json={})
+            version = int(answer.headers["delta-table-version"])
+            files = {line["file"]["size"] for line in ndjson(answer)[2:]}
+            assert len(ndjson(answer)) - 2 == len(DeltaTable(location, version=version).file_uris())
+            assert files
+            seen.add(version)
+            frame = delta_sharing.load_as_pandas(f"{profile_path}#busy.lake.busy")
+            assert len(frame) >= 4
+    finally:
+        stop.set()
+        thread.join()
+    assert len(seen) > 1  # the writer did commit while recipients read
+
+
+def test_iceberg_readers_see_one_consistent_version_while_it_is_appended_to(server: RunningServer,
+                                                                           provider: dict[str, Any]) -> None:
+    pytest.importorskip("arco.sharing.iceberg_source")
+    catalog = RestCatalog("arco", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    table = catalog.create_table("lake.ticks", schema=ROWS.schema)
+    table.append(ROWS.slice(0, 1))
+    recipient = share_with(server, "ticks", "ticks_reader", ["main.lake.ticks"])
+    _, profile = activate(recipient, Path(provider["profile_path"]).parent)
+    query = "/shares/ticks/schemas/lake/tables/ticks/query"
+    first = int(ds(server, profile, "POST", query, json={}).headers["delta-table-version"])
+    stop = threading.Event()
+
+    def writer() -> None:
+        appender = catalog.load_table("lake.ticks")
+        for _ in range(15):
+            if stop.is_set():
+                return
+            appender.append(ROWS.slice(0, 1))  # one file of one row per version
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        seen = set()
+        for _ in range(10):
+            answer = ds(server, profile, "POST", query, json={})
+            version = int(answer.headers["delta-table-version"])
+            files = ndjson(answer)[2:]
+            assert len(files) == 1 + version - first  # exactly the files of the version the header names
+            assert sum(json.loads(f["file"]["stats"])["numRecords"] for f in files) == len(files)
+            seen.add(version)
+    finally:
+        stop.set()
+        thread.join()
+    assert len(seen) > 1
+
+
+# -- audit and providers -----------------------------------------------------------------------------------------
+
+def test_every_read_is_recorded_with_the_recipient_name(server: RunningServer, provider: dict[str, Any],
+                                                        warehouse: Path) -> None:
+    ds(server, provider["profile"], "POST", "/shares/sales/schemas/lake/tables/orders/query", json={})
+    receipts = sorted((json.loads(p.read_text()) for p in (warehouse / "_catalog" / "events").glob(
+        "*/sharing/committed/*")), key=lambda r: r["event_id"])  # uuid7: in time order
+    reads = [r for r in receipts if r["recipient"] == "acme" and r["action"] == "queryTable"]
+    assert reads and reads[-1]["share"] == "sales" and reads[-1]["table"] == "orders" and reads[-1]["version"] == 3
+    assert {r["action"] for r in receipts} >= {"listShares", "listAllTables", "queryTable", "getTableVersion"}
+
+
+def test_uc_lists_a_providers_shares_through_its_sharing_server(server: RunningServer,
+                                                                provider: dict[str, Any]) -> None:
+    made = uc(server, "POST", "/providers", json={"name": "ourselves", "authentication_type": "TOKEN",
+                                                  "recipient_profile_str": json.dumps(provider["profile"])})
+    assert made.status_code == 200, made.text
+    listed = uc(server, "GET", "/providers/ourselves/shares")
+    assert listed.status_code == 200, listed.text
+    assert [s["name"] for s in listed.json()["shares"]] == ["sales"]

@@ -1,0 +1,242 @@
+"""The sharing server's pure decisions: file URL signatures, recipients' tokens and IP lists, paging, request
+parsing, file skipping from hints, the NDJSON lines, and the audit row of a recipient's read."""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+import pytest
+
+from arco.auth.tokens import hash_token
+from arco.catalog.securables import SecurableEntry
+from arco.catalog.state import CatalogState
+from arco.pipeline import compact, rows
+from arco.sharing import audit, file_urls, predicates, protocol, responses
+from arco.sharing.actions import SharedFile, SharedVersion
+from arco.sharing.errors import SharingError
+from arco.sharing.recipients import ip_allowed, recipient_for_token, visible_share, visible_shares
+
+KEY = b"k" * 32
+NOW = 1_800_000_000_000
+
+
+# -- signed file URLs --------------------------------------------------------------------------------------------
+
+def test_a_signed_url_opens_its_one_file_until_it_expires() -> None:
+    token = file_urls.sign(KEY, "file:///w/t/a.parquet", NOW + 1000)
+    assert file_urls.verify(KEY, token, NOW) == file_urls.FileGrant("file:///w/t/a.parquet", NOW + 1000)
+    with pytest.raises(file_urls.BadSignedUrl, match="expired"):
+        file_urls.verify(KEY, token, NOW + 1000)
+    with pytest.raises(file_urls.BadSignedUrl, match="signature"):
+        file_urls.verify(b"other" * 8, token, NOW)
+
+
+def test_a_signature_cannot_be_moved_to_another_file_or_time() -> None:
+    a = file_urls.sign(KEY, "file:///w/t/a.parquet", NOW + 1000)
+    b = file_urls.sign(KEY, "file:///w/t/b.parquet", NOW + 1000)
+    later = file_urls.sign(KEY, "file:///w/t/a.parquet", NOW + 10**9)
+    for forged in (f"{b.split('.')[0]}.{a.split('.')[1]}", f"{later.split('.')[0]}.{a.split('.')[1]}",
+                   "nodot", ".", f"{a}x", "a" * 9000, f"{a.split('.')[0]}.!!!"):
+        with pytest.raises(file_urls.BadSignedUrl):
+            file_urls.verify(KEY, forged, NOW)
+
+
+def test_the_signing_key_is_made_once_per_warehouse() -> None:
+    from arco.storage.memory import MemoryBackend
+
+    storage = MemoryBackend()
+    first, second = file_urls.SigningKey(storage).get(), file_urls.SigningKey(storage).get()
+    assert first == second and len(first) == 32
+
+
+# -- recipients --------------------------------------------------------------------------------------------------
+
+def recipient(name: str, *tokens: dict, **fields: object) -> SecurableEntry:
+    return SecurableEntry(id=name, type="recipient", name=name, owner="admin",
+                          fields={"authentication_type": "TOKEN", "tokens": list(tokens), **fields})
+
+
+def test_a_token_names_its_recipient_until_its_expiry() -> None:
+    live = recipient("acme", {"token_hash": hash_token("t1"), "expiration_time": None},
+                     {"token_hash": hash_token("t2"), "expiration_time": NOW + 5})
+    assert recipient_for_token([live], "t1", NOW).name == "acme"
+    assert recipient_for_token([live], "t2", NOW + 4).name == "acme"
+    for token, now in (("t2", NOW + 5), ("t3", NOW), ("", NOW), (None, NOW)):
+        with pytest.raises(SharingError) as refused:
+            recipient_for_token([live], token, now)
+        assert refused.value.status == 401
+    pending = recipient("new", {"activation_hash": hash_token("a"), "token_hash": None})
+    with pytest.raises(SharingError):
+        recipient_for_token([pending], "a", NOW)  # an activation link is not a bearer token
+
+
+@pytest.mark.parametrize(("allowed", "ip", "expected"), [
+    (None, "1.2.3.4", True), ([], "1.2.3.4", True), (["1.2.3.4"], "1.2.3.4", True),
+    (["10.0.0.0/8"], "10.9.8.7", True), (["10.0.0.0/8"], "127.0.0.1", False), (["10.0.0.0/8"], None, False),
+    (["10.0.0.0/8"], "not-an-ip", False), (["::1"], "::1", True), (["bad", "127.0.0.1"], "127.0.0.1", True),
+])
+def test_ip_access_lists(allowed: list[str] | None, ip: str | None, expected: bool) -> None:
+    listed = {"allowed_ip_addresses": allowed} if allowed is not None else None
+    assert ip_allowed(listed, ip) is expected
+
+
+def test_only_shares_granting_select_are_visible() -> None:
+    state = CatalogState()
+    for name in ("granted", "other"):
+        state.store_securable(SecurableEntry(id=name, type="share", name=name, owner="admin"))
+    state.grants[("share", "granted")] = {"acme": ["SELECT"]}
+    acme = recipient_for_token([recipient("Acme", {"token_hash": hash_token("t")})], "t", NOW)
+    assert [s.name for s in visible_shares(state, acme)] == ["granted"]
+    assert visible_share(state, acme, "GRANTED").name == "granted"
+    with pytest.raises(SharingError) as hidden:
+        visible_share(state, acme, "other")
+    assert hidden.value.status == 404
+
+
+# -- request parsing ---------------------------------------------------------------------------------------------
+
+def test_pages_follow_their_own_listing_only() -> None:
+    items = [{"name": n} for n in ("b", "a", "c")]
+    first = protocol.paginate("shares", items, "name", None, "2")
+    assert [i["name"] for i in first["items"]] == ["a", "b"]
+    rest = protocol.paginate("shares", items, "name", first["nextPageToken"], "2")
+    assert [i["name"] for i in rest["items"]] == ["c"] and "nextPageToken" not in rest
+    assert protocol.paginate("shares", items, "name", None, "0")["items"] == []
+    assert len(protocol.paginate("shares", items * 600, "name", None, str(10**15))["items"]) == protocol.MAX_PAGE
+    for token, limit in ((first["nextPageToken"], None), ("junk", None), (None, "-1"), (None, "x")):
+        with pytest.raises(SharingError) as bad:
+            protocol.paginate("schemas:1", items, "name", token, limit)
+        assert bad.value.status == 400
+
+
+def test_same_table_names_in_two_schemas_page_apart() -> None:
+    items = [{"name": "t", "schema": "a"}, {"name": "t", "schema": "b"}]
+    first = protocol.paginate("all", items, "name", None, "1")
+    second = protocol.paginate("all", items, "name", first["nextPageToken"], "1")
+    assert [i["schema"] for i in first["items"] + second["items"]] == ["a", "b"]
+
+
+def test_capabilities_and_response_format() -> None:
+    caps = protocol.capabilities("responseFormat=Delta,Parquet; readerfeatures=deletionvectors")
+    assert caps == {"responseformat": ["delta", "parquet"], "readerfeatures": ["deletionvectors"]}
+    assert protocol.response_format(caps, needs_delta=False) == "parquet"
+    assert protocol.response_format(caps, needs_delta=True) == "delta"
+    assert protocol.response_format({}, needs_delta=False) == "parquet"
+    assert protocol.response_format(protocol.capabilities("responseformat=delta"), needs_delta=False) == "delta"
+    with pytest.raises(SharingError):
+        protocol.response_format({}, needs_delta=True)
+    with pytest.raises(SharingError):
+        protocol.response_format(protocol.capabilities("responseformat=csv"), needs_delta=False)
+
+
+def test_query_bodies_keep_usable_hints_and_check_time_travel() -> None:
+    body = protocol.query_body({"predicateHints": ["a = 1", 3], "limitHint": "x", "jsonPredicateHints": {"op": 1},
+                                "version": 2})
+    assert (body.predicate_hints, body.limit_hint, body.json_predicate_hints, body.version) == (["a = 1"], None,
+                                                                                                None, 2)
+    assert protocol.query_body({"timestamp": "2024-01-01T00:00:00Z"}).timestamp_ms == 1704067200000
+    for bad in ({"version": -1}, {"version": True}, {"version": 1, "startingVersion": 1}, {"endingVersion": 2},
+                {"startingVersion": 3, "endingVersion": 2}, {"timestamp": "soon"}, [1]):
+        with pytest.raises(SharingError):
+            protocol.query_body(bad)
+
+
+@pytest.mark.parametrize("name", ["", "a b", "a/b", "x" * 256, "tab\tle", "a.b"])
+def test_names_outside_the_protocols_rules_are_not_found(name: str) -> None:
+    with pytest.raises(SharingError) as refused:
+        protocol.check_name("table", name)
+    assert refused.value.status == 404
+
+
+# -- hints -------------------------------------------------------------------------------------------------------
+
+def f(region: str | None, n: int | None = 1, day: str = "2024-01-02") -> SharedFile:
+    stats = json.dumps({"numRecords": n}) if n is not None else None
+    return SharedFile(f"file:///{region}", str(region), {"region": region, "day": day, "n": "10"}, 1, stats)
+
+
+def test_json_predicates_skip_partitions_and_ignore_what_they_cannot_use() -> None:
+    files = [f("eu"), f("us"), f(None)]
+    eq = json.dumps({"op": "equal", "children": [{"op": "column", "name": "region", "valueType": "string"},
+                                                 {"op": "literal", "value": "eu", "valueType": "string"}]})
+    assert [x.id for x in predicates.filter_files(files, None, eq, None)] == ["eu"]
+    null = json.dumps({"op": "isNull", "children": [{"op": "column", "name": "region", "valueType": "string"}]})
+    assert [x.id for x in predicates.filter_files(files, None, null, None)] == ["None"]
+    either = json.dumps({"op": "or", "children": [json.loads(eq), {"op": "bogus"}]})
+    assert len(predicates.filter_files(files, None, either, None)) == 3  # unknown branch: cannot tell
+    both = json.dumps({"op": "and", "children": [json.loads(eq), {"op": "bogus"}]})
+    assert [x.id for x in predicates.filter_files(files, None, both, None)] == ["eu"]
+    numeric = json.dumps({"op": "lessThan", "children": [{"op": "column", "name": "n", "valueType": "int"},
+                                                         {"op": "literal", "value": "9", "valueType": "int"}]})
+    assert predicates.filter_files(files, None, numeric, None) == []  # 10 < 9 as numbers, not as text
+    deep: dict = {"op": "not", "children": []}
+    for _ in range(200):
+        deep = {"op": "not", "children": [deep]}
+    for junk in ("{", "[]", "null", json.dumps(deep), json.dumps({"op": "equal", "children": [{"op": "column"}]})):
+        assert len(predicates.filter_files(files, None, junk, None)) == 3, junk
+
+
+def test_sql_hints_and_limits() -> None:
+    files = [f("eu", 5), f("us", 5), f("ap", 5)]
+    assert [x.id for x in predicates.filter_files(files, ["region = 'us'"], None, None)] == ["us"]
+    assert [x.id for x in predicates.filter_files(files, ["'us' <> region"], None, None)] == ["eu", "ap"]
+    assert predicates.filter_files(files, ["n < 9"], None, None) == []  # 10 < 9 compared as numbers
+    assert len(predicates.filter_files(files, ["n > 9", "region > 'zz'", "nonsense ((", "x = 1"], None, None)) == 3
+    assert len(predicates.filter_files(files, ["day >= '2024-01-03'"], None, None)) == 0
+    assert len(predicates.filter_files(files, None, None, 6)) == 2
+    assert len(predicates.filter_files(files, None, None, 0)) == 1
+    assert len(predicates.filter_files([f("eu", None), f("us", None)], None, None, 1)) == 2  # no stats: all
+
+
+# -- lines -------------------------------------------------------------------------------------------------------
+
+VERSION = SharedVersion(7, 1000, 1, {"id": "t", "format": {"provider": "parquet"}, "schemaString": "{}",
+                                     "partitionColumns": ["region"], "configuration": {}}, [f("eu")])
+
+
+def sign(url: str) -> tuple[str, int]:
+    return f"https://signed/{url.rsplit('/', 1)[-1]}", 99
+
+
+def test_parquet_and_delta_lines() -> None:
+    lines = [orjson.loads(x) for x in responses.snapshot_lines("parquet", {"minReaderVersion": 3}, VERSION,
+                                                                VERSION.files, sign, time_travel=True)]
+    assert lines[0] == {"protocol": {"minReaderVersion": 1}}
+    assert lines[1]["metaData"]["version"] == 7 and lines[1]["metaData"]["numFiles"] == 1
+    assert lines[2]["file"] == {"url": "https://signed/eu", "id": "eu", "partitionValues": f("eu").partition_values,
+                                "size": 1, "expirationTimestamp": 99, "stats": f("eu").stats, "version": 7,
+                                "timestamp": 1000}
+    delta = [orjson.loads(x) for x in responses.snapshot_lines("delta", {"minReaderVersion": 3}, VERSION,
+                                                                VERSION.files, sign, time_travel=False)]
+    assert delta[0] == {"protocol": {"deltaProtocol": {"minReaderVersion": 3}}}
+    assert delta[2]["file"]["deltaSingleAction"]["add"]["path"] == "https://signed/eu"
+    changed = [SharedFile("file:///a", "a", {}, 1, None, 3, 5, "insert"),
+               SharedFile("file:///b", "b", {}, 1, None, 4, 6, "delete"),
+               SharedFile("file:///c", "c", {}, 1, None, 4, 6, "update_preimage")]
+    keys = [next(iter(orjson.loads(x))) for x in responses.change_lines("parquet", {}, VERSION, changed, sign,
+                                                                         include_cdf=True)][2:]
+    assert keys == ["add", "remove", "cdf"]
+    assert len(list(responses.change_lines("parquet", {}, VERSION, changed, sign, include_cdf=False))) == 4
+
+
+# -- audit -------------------------------------------------------------------------------------------------------
+
+def test_a_recipient_read_becomes_an_audit_row_with_its_name() -> None:
+    event = audit.read_event("acme", "queryTable", share="sales", schema="lake", table="orders", table_id="u1",
+                             version=3, files=2, at_ms=NOW)
+    key = audit.receipt_key(event)
+    assert compact.kind_of(key) == "audit"
+    row = rows.sharing_read_row(key, event)
+    assert (row["principal"], row["op"], row["namespace"], row["name"], row["object_id"]) == (
+        "recipient:acme", "delta_sharing.queryTable", ["sales", "lake"], "orders", "u1")
+    with pytest.raises(rows.BadReceipt):
+        rows.sharing_read_row(key, {"event_type": "DeltaSharingRead"})
+
+
+@pytest.mark.parametrize(("url", "path"), [("file:///w/a.parquet", "/w/a.parquet"), ("file:/w/a.parquet", "/w/a.parquet"),
+                                           ("file://localhost/w/a.parquet", "/w/a.parquet")])
+def test_local_file_urls_in_each_spelling(url: str, path: str) -> None:
+    from arco.sharing.routes import _local_path
+
+    assert str(_local_path(url)) == path
