@@ -9,7 +9,8 @@ Writers call :meth:`CatalogStore.execute` with a function that builds the operat
 may raise a catalog error: the name exists, the namespace is missing). The operation is checked against that
 state and appended at the next log position; if another process took the position first, the writer catches up
 and builds again, so the operation is always validated against the state it lands on. Once appended, the
-operation's receipt is written for the pipeline (best effort; the reconciler backfills it from the log).
+operation's receipt is written for the pipeline (best effort; the reconciler backfills it from the log). The
+names of what the operation is about go into the log entry too (``audit``, :mod:`arco.catalog.audit`).
 
 An operation may carry the hash of the Idempotency-Key it was made under (``request``): after a crash, the
 retry finds out whether the operation landed with :meth:`CatalogStore.find_request`.
@@ -24,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from arco.catalog import state as rules
+from arco.catalog.audit import audit_names
 from arco.catalog.errors import ConflictError
 from arco.catalog import log as catalog_log
 from arco.catalog.log import CatalogLog
@@ -124,12 +126,16 @@ class CatalogStore:
                 with self._apply_lock:
                     op = dict(build(self._state))
                     op.setdefault("at_ms", int(time.time() * 1000))
-                    op.setdefault("principal", principal)
+                    # Who made the change is the caller, always: an operation about another principal (a token
+                    # made for it) names that one in a field of its own.
+                    op["principal"] = principal
                     if request is not None:
                         op["request"] = request
                     if source is not None:
                         op["source"] = source
                     rules.check(self._state, op)
+                    # Named now, from the state the operation lands on: after a drop, its ids name nothing.
+                    op["audit"] = audit_names(self._state, op)
                     seq = self._state.seq + 1
                 if not self.log.append(seq, op):
                     continue  # another process took this position: catch up and build again
