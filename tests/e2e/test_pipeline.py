@@ -21,7 +21,6 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import SparkSession
-from support.arco_server import ARCO_TOKEN, RunningServer, arco_server, run_cli
 
 from arco.catalog.catalogs import create_catalog
 from arco.catalog.store import CatalogStore
@@ -34,6 +33,7 @@ from arco.pipeline.storage_spec import StorageSpec
 from arco.spark.session import rest_catalog_conf
 from arco.storage.faults import SimulatedCrash
 from arco.storage.local import LocalBackend
+from support.arco_server import ARCO_TOKEN, RunningServer, arco_server, run_cli
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 

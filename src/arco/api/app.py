@@ -21,6 +21,7 @@ from starlette.types import ASGIApp
 
 from arco.api.auth import BearerAuthMiddleware
 from arco.api.errors import ApiError, error_body, surface_of
+from arco.api.observability import METRICS_PATH, NoteRoute, RequestObserver, configure_logging, metrics_endpoint
 from arco.api.responses import JsonResponse
 from arco.auth.authenticator import Authenticator
 from arco.auth.bootstrap import read_stored_admin_hash
@@ -110,8 +111,11 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
             Route("/api/2.0/token/create", unity_routes.posted(tokens_api.create), methods=["POST"]),
             Route("/api/2.0/token/list", unity_routes.caller_only(tokens_api.list_mine), methods=["GET"]),
             Route("/api/2.0/token/delete", unity_routes.posted(tokens_api.delete), methods=["POST"]),
+            Route(METRICS_PATH, metrics_endpoint(store, settings.metrics_public), methods=["GET"]),
         ],
-        middleware=[Middleware(BearerAuthMiddleware, authenticator=authenticator)],
+        middleware=[Middleware(NoteRoute),
+                    Middleware(BearerAuthMiddleware, authenticator=authenticator,
+                               public_paths=frozenset({METRICS_PATH}) if settings.metrics_public else frozenset())],
         exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _unexpected_error},
     )
     initialise_warehouse(storage, admin_token=False, store=store)  # serve made the admin token, if it had to
@@ -127,10 +131,14 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
 
 def asgi_app(settings: ServerSettings, storage: StorageBackend | None = None,
              extra_principals: dict[str, Principal] | None = None) -> ASGIApp:
-    """The application as served: :func:`create_app` behind the path normalisation the Iceberg routes need."""
-    return iceberg_routes.keep_encoded_slashes(create_app(settings, storage, extra_principals))
+    """The application as served: :func:`create_app` behind the path normalisation the Iceberg routes need, and
+    behind the request observer (request ids, latency metrics, access log), outermost so it sees every answer."""
+    app = iceberg_routes.keep_encoded_slashes(create_app(settings, storage, extra_principals))
+    return RequestObserver(app, access_log_enabled=settings.access_log)
 
 
 def app_from_environment() -> ASGIApp:
     """The factory uvicorn's worker processes call: settings travel in the environment."""
-    return asgi_app(ServerSettings.from_env())
+    settings = ServerSettings.from_env()
+    configure_logging(settings.access_log)  # each worker is a process of its own
+    return asgi_app(settings)

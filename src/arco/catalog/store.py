@@ -30,10 +30,14 @@ from arco.catalog.errors import ConflictError
 from arco.catalog import log as catalog_log
 from arco.catalog.log import CatalogLog
 from arco.catalog.state import CatalogState, Operation
+from arco import metrics
 from arco.events.receipts import catalog_event, catalog_receipt_key, write_receipt
 from arco.storage.base import StorageBackend
 
 MAX_APPEND_ATTEMPTS = 50
+# A hit: this process's state was current (the freshness check found no new log entry, or another thread's
+# check answered for it); a miss: entries (or a newer snapshot) had to be read and applied first.
+_STATE_METER = metrics.CacheMeter("catalog_state")
 
 
 class CatalogStore:
@@ -57,6 +61,7 @@ class CatalogStore:
         with self._fresh:
             while True:
                 if not self._refreshing and self._last_refresh_started >= arrived:
+                    _STATE_METER.hit()
                     return
                 if not self._refreshing:
                     self._refreshing = True
@@ -64,26 +69,30 @@ class CatalogStore:
                     break
                 self._fresh.wait()
         try:
-            self._catch_up()
+            (_STATE_METER.miss if self._catch_up() else _STATE_METER.hit)()
         finally:
             with self._fresh:
                 self._refreshing = False
                 self._last_refresh_started = started
                 self._fresh.notify_all()
 
-    def _catch_up(self) -> None:
+    def _catch_up(self) -> bool:
+        """Apply what the log has beyond this process's state; whether anything was."""
+        changed = False
         with self._apply_lock:
             if not self._manifest_checked or self.log.manifest_is_due():
                 manifest = self.log.read_manifest()
                 self._manifest_checked = True
                 if manifest.snapshot_seq > self._state.seq:
                     self._state = CatalogState.from_snapshot(self.log.read_snapshot(manifest.snapshot_seq), self.storage.url)
+                    changed = True
                 self._snapshot_seq = max(self._snapshot_seq, manifest.snapshot_seq)
             while True:
                 entry = self.log.read_entry(self._state.seq + 1)
                 if entry is None:
-                    return
+                    return changed
                 rules.apply(self._state, entry, self._state.seq + 1)
+                changed = True
 
     @contextmanager
     def read(self) -> Iterator[CatalogState]:
@@ -137,7 +146,9 @@ class CatalogStore:
                     # Named now, from the state the operation lands on: after a drop, its ids name nothing.
                     op["audit"] = audit_names(self._state, op)
                     seq = self._state.seq + 1
-                if not self.log.append(seq, op):
+                appended = self.log.append(seq, op)
+                metrics.cas("catalog_log", appended)
+                if not appended:
                     continue  # another process took this position: catch up and build again
                 with self._apply_lock:
                     if self._state.seq == seq - 1:
