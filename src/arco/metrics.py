@@ -92,14 +92,23 @@ def counted_commit() -> Iterator[CommitTally]:
     try:
         yield tally
     except Exception as exc:
-        status = getattr(exc, "status", None)
-        COMMITS.labels("refused" if status == 409 else
-                       "rejected" if isinstance(status, int) and 400 <= status < 500 else "failed").inc()
+        COMMITS.labels(_outcome_of(exc)).inc()
         raise
     else:
         COMMITS.labels("conflict_retried" if tally.lost_cas else "committed").inc()
     finally:
         _commit_tally.reset(token)
+
+
+def _outcome_of(exc: Exception) -> str:
+    from arco.catalog.errors import CatalogError, ConflictError
+
+    status = getattr(exc, "status", None)  # Iceberg REST errors carry the status they answer with
+    if status == 409 or isinstance(exc, ConflictError):
+        return "refused"
+    if (isinstance(status, int) and 400 <= status < 500) or isinstance(exc, CatalogError):
+        return "rejected"  # the catalog's own errors are the caller's: a missing table, a taken name
+    return "failed"
 
 
 def exposition() -> tuple[bytes, str]:
