@@ -18,10 +18,10 @@ first middleware, writes them into the request's :class:`RequestRecord`, which t
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 import time
-import uuid
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
@@ -78,7 +78,7 @@ class RequestObserver:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        rid = incoming_request_id(scope) or uuid.uuid4().hex
+        rid = incoming_request_id(scope) or os.urandom(16).hex()  # uuid4().hex's shape at a seventh of its cost
         record = RequestRecord(rid)
         scope["arco.request"] = record
         rid_header = (REQUEST_ID_HEADER, rid.encode("ascii"))
