@@ -212,13 +212,18 @@ def wait_until_logged(logged, count: int) -> None:  # type: ignore[no-untyped-de
     wait_until(lambda: len(logged()) >= count, timeout=10)
 
 
-def test_several_workers_add_up_in_one_scrape(tmp_path: Path) -> None:
-    with arco_server(tmp_path / "wh", tmp_path, admin_token=ARCO_TOKEN, extra_args=("--workers", "2")) as server:
+def test_several_workers_add_up_in_one_scrape_and_each_writes_the_access_log(tmp_path: Path) -> None:
+    with arco_server(tmp_path / "wh", tmp_path, admin_token=ARCO_TOKEN,
+                     extra_args=("--workers", "2", "--access-log")) as server:
+        ids = set()
         for _ in range(20):
             # A fresh connection each time, so that both workers take some of the requests.
-            httpx.get(f"{server.iceberg_uri}/v1/config", headers={"Authorization": f"Bearer {ARCO_TOKEN}"},
-                      timeout=10).raise_for_status()
+            answer = httpx.get(f"{server.iceberg_uri}/v1/config", headers={"Authorization": f"Bearer {ARCO_TOKEN}"},
+                               timeout=10)
+            answer.raise_for_status()
+            ids.add(answer.headers["x-request-id"])
         for _ in range(3):  # whichever worker answers the scrape, it reports the whole server
             samples = scrape(server)
             assert value(samples, "arco_http_request_duration_seconds_count", route="/iceberg/v1/config",
                          status="200") == 20
+        wait_until_logged(lambda: [line for line in access_lines(server) if line["request_id"] in ids], 20)
