@@ -22,6 +22,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
@@ -146,7 +147,7 @@ class NoteRoute:
 METRICS_PATH = "/metrics"
 
 
-def metrics_endpoint(store: CatalogStore, public: bool):  # type: ignore[no-untyped-def]
+def metrics_endpoint(store: CatalogStore, public: bool) -> Callable[[Request], Awaitable[Response]]:
     """The ``/metrics`` handler: for metastore admins (and account admins), or anyone with ``public``."""
 
     async def metrics(request: Request) -> Response:
