@@ -27,6 +27,7 @@ class ServerSettings:
     idempotency_in_progress_timeout_s: int = 600
     max_body_bytes: int = 16 * 1024 * 1024
     access_log: bool = False
+    metrics_public: bool = False  # GET /metrics without a token (scrapers on a private network); else admins only
     # Credential vending (arco.vending): short-lived storage credentials scoped to one table's prefix.
     vending_s3_role_arn: str | None = None        # the IAM role STS AssumeRole takes on for S3 tables
     vending_sts_endpoint: str | None = None       # default: the s3.endpoint storage option, else AWS STS

@@ -12,6 +12,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
+import httpx
 import orjson
 import pyarrow as pa
 import pytest
@@ -19,7 +21,6 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import SparkSession
-from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
 
 from arco.catalog.catalogs import create_catalog
 from arco.catalog.store import CatalogStore
@@ -32,6 +33,7 @@ from arco.pipeline.storage_spec import StorageSpec
 from arco.spark.session import rest_catalog_conf
 from arco.storage.faults import SimulatedCrash
 from arco.storage.local import LocalBackend
+from support.arco_server import ARCO_TOKEN, RunningServer, arco_server, run_cli
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 
@@ -70,6 +72,15 @@ def populated(spark: SparkSession, server: RunningServer, warehouse: Path) -> St
     gone = py.create_table("raw.gone", Schema(NestedField(1, "id", LongType(), required=False)))
     gone.append(pa.table({"id": pa.array([1], pa.int64())}))
     py.drop_table("raw.gone")
+    # What the audit must name and credit rightly: a schema-only commit, a grant, a token an admin makes by CLI.
+    with table.update_schema() as update:
+        update.add_column("country", StringType())
+    run_cli(warehouse, "user", "create", "ann@x.com")
+    run_cli(warehouse, "token", "create", "ann@x.com")
+    granted = httpx.patch(f"{server.base_url}/api/2.1/unity-catalog/permissions/table/main.raw.cities",
+                          json={"changes": [{"principal": "ann@x.com", "add": ["SELECT"]}]},
+                          headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, timeout=30)
+    assert granted.status_code == 200, granted.text
     return StorageSpec(storage.url)
 
 
@@ -123,6 +134,43 @@ def test_compaction_matches_the_receipts_row_by_row(spark: SparkSession, populat
     assert events == ["id", "payload", "payload.kind", "payload.n"]
     assert {c["catalog"] for c in columns} == {"main", "sales"}
     assert "gone" not in {c["table_name"] for c in columns}
+
+
+def duckdb_history(warehouse: Path, kind: str) -> tuple[duckdb.DuckDBPyConnection, str]:
+    """A DuckDB connection with the committed Parquet files of one history table as the view ``h``."""
+    files = [str(warehouse / key) for key in checkpoint.history_keys(LocalBackend(warehouse), kind)]
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW h AS SELECT * FROM read_parquet({files!r}, union_by_name = true)")
+    return con, kind
+
+
+def test_duckdb_reads_every_history_column_by_its_bare_name_and_the_audit_names_its_objects(
+        spark: SparkSession, populated: StorageSpec, warehouse: Path) -> None:
+    run_compact(spark, populated)
+    keywords = duckdb.sql("SELECT keyword_name FROM duckdb_keywords() "
+                          "WHERE keyword_category IN ('reserved', 'type_function')").fetchall()
+    unusable = {k for (k,) in keywords}
+    for kind in checkpoint.KINDS:
+        con, _ = duckdb_history(warehouse, kind)
+        columns = [c for (c,) in con.execute("SELECT column_name FROM (DESCRIBE h)").fetchall()]
+        assert columns and not set(columns) & unusable, (kind, set(columns) & unusable)
+        # Unquoted, in the clauses where a keyword would break the parse.
+        for column in columns:
+            con.execute(f"SELECT {column} FROM h WHERE {column} IS NOT NULL OR {column} IS NULL "
+                        f"ORDER BY {column} LIMIT 1").fetchall()
+
+    con, _ = duckdb_history(warehouse, "audit")
+    assert con.execute("SELECT count(*) FROM h WHERE name IS NULL").fetchone() == (0,)
+    named = set(con.execute("SELECT op, name, principal FROM h").fetchall())
+    assert {("create_namespace", "raw", "admin"), ("create_namespace", "eu", "admin"),
+            ("drop_table", "gone", "admin"), ("update_grants", "main.raw.cities", "admin"),
+            ("create_token", "ann@x.com", "admin")} <= named
+    assert con.execute("SELECT max(committed_at) > TIMESTAMPTZ '2020-01-01' FROM h").fetchone() == (True,)
+
+    con, _ = duckdb_history(warehouse, "timeline")
+    cities = con.execute("SELECT operation FROM h WHERE table_name = 'cities' ORDER BY sequence_number, "
+                         "committed_at").fetchall()
+    assert [op for (op,) in cities] == ["create", "append", "update-metadata"]
 
 
 def test_a_rerun_with_nothing_new_writes_nothing(spark: SparkSession, populated: StorageSpec) -> None:

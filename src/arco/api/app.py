@@ -22,6 +22,7 @@ from starlette.types import ASGIApp
 from arco.api.auth import BearerAuthMiddleware
 from arco.api.errors import ApiError, error_body, surface_of
 from arco.api.faults import ContainErrors
+from arco.api.observability import METRICS_PATH, NoteRoute, RequestObserver, configure_logging, metrics_endpoint
 from arco.api.responses import JsonResponse
 from arco.auth.authenticator import Authenticator
 from arco.auth.bootstrap import read_stored_admin_hash
@@ -112,10 +113,13 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
             Route("/api/2.0/token/delete", unity_routes.posted(tokens_api.delete), methods=["POST"]),
             # The web UI at / (arco.ui): pages behind a session cookie, its JSON API under /ui/api.
             *ui_routes.routes,
+            Route(METRICS_PATH, metrics_endpoint(store, settings.metrics_public), methods=["GET"]),
         ],
-        # ContainErrors, outermost, answers what no handler did (storage faults 503, bugs 500) without the
-        # connection drop a Starlette handler for Exception would cause (see arco.api.faults).
-        middleware=[Middleware(ContainErrors), Middleware(BearerAuthMiddleware, authenticator=authenticator)],
+        # ContainErrors, outermost inside the request observer, answers what no handler did (storage faults 503,
+        # bugs 500) without the connection drop a Starlette handler for Exception would cause (arco.api.faults).
+        middleware=[Middleware(ContainErrors), Middleware(NoteRoute),
+                    Middleware(BearerAuthMiddleware, authenticator=authenticator,
+                               public_paths=frozenset({METRICS_PATH}) if settings.metrics_public else frozenset())],
         exception_handlers={ApiError: _api_error, HTTPException: _http_error},
     )
     initialise_warehouse(storage, admin_token=False, store=store)  # serve made the admin token, if it had to
@@ -132,10 +136,14 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
 
 def asgi_app(settings: ServerSettings, storage: StorageBackend | None = None,
              extra_principals: dict[str, Principal] | None = None) -> ASGIApp:
-    """The application as served: :func:`create_app` behind the path normalisation the Iceberg routes need."""
-    return iceberg_routes.keep_encoded_slashes(create_app(settings, storage, extra_principals))
+    """The application as served: :func:`create_app` behind the path normalisation the Iceberg routes need, and
+    behind the request observer (request ids, latency metrics, access log), outermost so it sees every answer."""
+    app = iceberg_routes.keep_encoded_slashes(create_app(settings, storage, extra_principals))
+    return RequestObserver(app, access_log_enabled=settings.access_log)
 
 
 def app_from_environment() -> ASGIApp:
     """The factory uvicorn's worker processes call: settings travel in the environment."""
-    return asgi_app(ServerSettings.from_env())
+    settings = ServerSettings.from_env()
+    configure_logging(settings.access_log)  # each worker is a process of its own
+    return asgi_app(settings)

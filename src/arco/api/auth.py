@@ -33,12 +33,13 @@ PUBLIC_PREFIXES = ("/api/2.1/unity-catalog/public/data_sharing_activation/",
 
 
 class BearerAuthMiddleware:
-    def __init__(self, app: ASGIApp, authenticator: Authenticator) -> None:
+    def __init__(self, app: ASGIApp, authenticator: Authenticator, public_paths: frozenset[str] = frozenset()) -> None:
         self.app = app
         self.authenticator = authenticator
+        self.public_paths = PUBLIC_PATHS | public_paths  # and what the server was told to open (--metrics-public)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS or scope["path"].startswith(PUBLIC_PREFIXES):
+        if scope["type"] != "http" or scope["path"] in self.public_paths or scope["path"].startswith(PUBLIC_PREFIXES):
             await self.app(scope, receive, send)
             return
         token = _bearer_token(scope)

@@ -68,7 +68,7 @@ def create_token(store: CatalogStore, principal: str, *, by: str, lifetime_s: in
     token_id = uuid.uuid4().hex
     expires = int((time.time() + lifetime_s) * 1000) if lifetime_s else None
     store.execute(lambda state: {"op": "create_token", "id": token_id, "token_hash": hash_token(raw),
-                                 "principal": state.principal(principal).name, "comment": comment,
+                                 "owner": state.principal(principal).name, "comment": comment,
                                  "expires_at_ms": expires, "workspace_id": workspace_id}, principal=by)
     with store.read() as state:
         return IssuedToken(raw, state.tokens[token_id])

@@ -159,14 +159,20 @@ def _apply_update_principal(state: Any, op: dict[str, Any]) -> None:
         state.oauth_not_before[principal_key(entry.name)] = op["at_ms"]
 
 
+def token_owner(op: dict[str, Any]) -> str:
+    """Whom a ``create_token`` operation makes a token for: ``owner``. Entries logged before ``owner`` existed
+    named the owner in ``principal``, the field that otherwise names who made the change."""
+    return op["owner"] if "owner" in op else op["principal"]
+
+
 def _check_create_token(state: Any, op: dict[str, Any]) -> None:
-    state.principal(op["principal"])
+    state.principal(token_owner(op))
     if op["token_hash"] in state.token_by_hash:
         raise AlreadyExistsError("token", op["id"])
 
 
 def _apply_create_token(state: Any, op: dict[str, Any]) -> None:
-    token = TokenEntry(id=op["id"], token_hash=op["token_hash"], principal=op["principal"],
+    token = TokenEntry(id=op["id"], token_hash=op["token_hash"], principal=token_owner(op),
                        comment=op.get("comment"), created_at_ms=op["at_ms"], expires_at_ms=op.get("expires_at_ms"),
                        workspace_id=op.get("workspace_id"))
     state.tokens[token.id] = token

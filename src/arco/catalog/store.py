@@ -9,7 +9,8 @@ Writers call :meth:`CatalogStore.execute` with a function that builds the operat
 may raise a catalog error: the name exists, the namespace is missing). The operation is checked against that
 state and appended at the next log position; if another process took the position first, the writer catches up
 and builds again, so the operation is always validated against the state it lands on. Once appended, the
-operation's receipt is written for the pipeline (best effort; the reconciler backfills it from the log).
+operation's receipt is written for the pipeline (best effort; the reconciler backfills it from the log). The
+names of what the operation is about go into the log entry too (``audit``, :mod:`arco.catalog.audit`).
 
 An operation may carry the hash of the Idempotency-Key it was made under (``request``): after a crash, the
 retry finds out whether the operation landed with :meth:`CatalogStore.find_request`.
@@ -25,16 +26,21 @@ from contextlib import contextmanager
 from typing import Any
 
 from arco.catalog import state as rules
+from arco.catalog.audit import audit_names
 from arco.catalog.errors import ConflictError
 from arco.catalog import log as catalog_log
 from arco.catalog.log import CatalogLog
 from arco.catalog.state import CatalogState, Operation
+from arco import metrics
 from arco.events.receipts import catalog_event, catalog_receipt_key, write_receipt
 from arco.storage.base import StorageBackend, StorageError
 
 _log = logging.getLogger("arco.catalog")
 
 MAX_APPEND_ATTEMPTS = 50
+# A hit: this process's state was current (the freshness check found no new log entry, or another thread's
+# check answered for it); a miss: entries (or a newer snapshot) had to be read and applied first.
+_STATE_METER = metrics.CacheMeter("catalog_state")
 
 
 class CatalogStore:
@@ -58,6 +64,7 @@ class CatalogStore:
         with self._fresh:
             while True:
                 if not self._refreshing and self._last_refresh_started >= arrived:
+                    _STATE_METER.hit()
                     return
                 if not self._refreshing:
                     self._refreshing = True
@@ -65,26 +72,30 @@ class CatalogStore:
                     break
                 self._fresh.wait()
         try:
-            self._catch_up()
+            (_STATE_METER.miss if self._catch_up() else _STATE_METER.hit)()
         finally:
             with self._fresh:
                 self._refreshing = False
                 self._last_refresh_started = started
                 self._fresh.notify_all()
 
-    def _catch_up(self) -> None:
+    def _catch_up(self) -> bool:
+        """Apply what the log has beyond this process's state; whether anything was."""
+        changed = False
         with self._apply_lock:
             if not self._manifest_checked or self.log.manifest_is_due():
                 manifest = self.log.read_manifest()
                 self._manifest_checked = True
                 if manifest.snapshot_seq > self._state.seq:
                     self._state = CatalogState.from_snapshot(self.log.read_snapshot(manifest.snapshot_seq), self.storage.url)
+                    changed = True
                 self._snapshot_seq = max(self._snapshot_seq, manifest.snapshot_seq)
             while True:
                 entry = self.log.read_entry(self._state.seq + 1)
                 if entry is None:
-                    return
+                    return changed
                 rules.apply(self._state, entry, self._state.seq + 1)
+                changed = True
 
     @contextmanager
     def read(self) -> Iterator[CatalogState]:
@@ -127,14 +138,20 @@ class CatalogStore:
                 with self._apply_lock:
                     op = dict(build(self._state))
                     op.setdefault("at_ms", int(time.time() * 1000))
-                    op.setdefault("principal", principal)
+                    # Who made the change is the caller, always: an operation about another principal (a token
+                    # made for it) names that one in a field of its own.
+                    op["principal"] = principal
                     if request is not None:
                         op["request"] = request
                     if source is not None:
                         op["source"] = source
                     rules.check(self._state, op)
+                    # Named now, from the state the operation lands on: after a drop, its ids name nothing.
+                    op["audit"] = audit_names(self._state, op)
                     seq = self._state.seq + 1
-                if not self.log.append(seq, op):
+                appended = self.log.append(seq, op)
+                metrics.cas("catalog_log", appended)
+                if not appended:
                     continue  # another process took this position: catch up and build again
                 with self._apply_lock:
                     if self._state.seq == seq - 1:

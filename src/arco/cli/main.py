@@ -52,7 +52,11 @@ def cli() -> None:
 @click.option("--max-body-bytes", default=16 * 1024 * 1024, show_default=True, type=click.IntRange(1024),
               help="Largest request body accepted; larger ones get 413.")
 @click.option("--access-log/--no-access-log", default=False, show_default=True,
-              help="Log every request (uvicorn's access log) to stderr.")
+              help="Log one JSON line per request to stderr: request id, method, route, status, duration, "
+                   "principal.")
+@click.option("--metrics-public", is_flag=True, default=False,
+              help="Serve GET /metrics (Prometheus) without a token, for scrapers on a private network [default: "
+                   "metastore admins' tokens only].")
 @click.option("--vending-s3-role-arn", envvar="ARCO_VENDING_S3_ROLE_ARN", show_envvar=True, default=None,
               help="IAM role that STS AssumeRole takes on to vend S3 credentials scoped to one table.")
 @click.option("--vending-sts-endpoint", envvar="ARCO_VENDING_STS_ENDPOINT", show_envvar=True, default=None,
@@ -84,7 +88,8 @@ def cli() -> None:
 @click.option("--sharing-url-lifetime", "sharing_url_lifetime_s", default=3600, show_default=True,
               type=click.IntRange(60, 7 * 24 * 3600), help="Seconds a Delta Sharing file URL stays valid.")
 def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int, workers: int,
-          in_progress_timeout: int, max_body_bytes: int, access_log: bool, vending_s3_role_arn: str | None,
+          in_progress_timeout: int, max_body_bytes: int, access_log: bool, metrics_public: bool,
+          vending_s3_role_arn: str | None,
           vending_sts_endpoint: str | None, vending_lifetime_s: int, vending_azure_sas_scope: str,
           vending_gcs_credentials_file: str | None, async_manifests: int, tasks_per_chunk: int,
           plan_lifetime_s: int, plan_heartbeat_timeout_s: float, external_url: str | None,
@@ -114,7 +119,8 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
             warehouse=warehouse, storage_options=_parse_options(storage_options), host=host, port=port,
             workers=workers, idempotency_in_progress_timeout_s=in_progress_timeout,
             idempotency_key_lifetime_s=max(3600, in_progress_timeout), max_body_bytes=max_body_bytes,
-            access_log=access_log, vending_s3_role_arn=vending_s3_role_arn or None,
+            access_log=access_log, metrics_public=metrics_public,
+            vending_s3_role_arn=vending_s3_role_arn or None,
             vending_sts_endpoint=vending_sts_endpoint or None, vending_lifetime_s=vending_lifetime_s,
             vending_azure_sas_scope=vending_azure_sas_scope,
             vending_gcs_credentials_file=vending_gcs_credentials_file or None,
@@ -136,14 +142,24 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
         raise click.ClickException(f"cannot open the warehouse {settings.warehouse_display()}: {exc}") from exc
     click.echo(startup_banner(settings, generated, env_token_set=bool(env_token)), err=True)
     sys.stderr.flush()
-    common = dict(host=host, port=port, log_level="warning", access_log=access_log, server_header=False)
+    # uvicorn's own access log stays off: Arco's (--access-log) carries request ids, route templates and principals.
+    common = dict(host=host, port=port, log_level="warning", access_log=False, server_header=False)
     if workers == 1:
         from arco.api.app import asgi_app
+        from arco.api.observability import configure_logging
 
+        configure_logging(access_log)
         uvicorn.run(asgi_app(settings, storage), **common)
     else:
+        import tempfile
+
+        from arco.metrics import MULTIPROCESS_ENV
+
         os.environ[SETTINGS_ENV] = settings.to_env()
-        uvicorn.run("arco.api.app:app_from_environment", factory=True, workers=workers, **common)
+        # Each worker process keeps its metric samples in files here; /metrics sums them (arco.metrics).
+        with tempfile.TemporaryDirectory(prefix="arco-metrics-") as samples:
+            os.environ[MULTIPROCESS_ENV] = samples
+            uvicorn.run("arco.api.app:app_from_environment", factory=True, workers=workers, **common)
 
 
 @cli.command("admin-token")

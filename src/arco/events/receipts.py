@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import orjson
 from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.snapshots import Snapshot
 from uuid6 import uuid7
 
 from arco.storage.base import DoesNotExist, StorageBackend, StorageError
@@ -52,9 +53,12 @@ def catalog_receipt_key(seq: int, at_ms: int) -> str:
 def iceberg_event(kind: IcebergReceiptKind, *, table_uuid: str, metadata_location: str, metadata: TableMetadata,
                   previous_metadata_location: str | None, source: dict[str, Any],
                   identifier: dict[str, Any] | None = None, recorded_by: str = "commit") -> dict[str, Any]:
-    """``IcebergCommitPending`` / ``IcebergCommitCommitted`` (section 4.3), with what the pipeline's history needs."""
-    snapshot = metadata.snapshot_by_id(metadata.current_snapshot_id) if metadata.current_snapshot_id else None
-    summary = snapshot.summary.model_dump(by_alias=True) if snapshot is not None and snapshot.summary else None
+    """``IcebergCommitPending`` / ``IcebergCommitCommitted`` (section 4.3), with what the pipeline's history needs.
+
+    ``operation`` is :func:`commit_operation`'s; ``summary`` is the summary of the snapshot the commit added, if it
+    added one (a schema change leaves the current snapshot as it was, and its summary describes an older commit)."""
+    operation, added = commit_operation(metadata, previous_metadata_location)
+    summary = added.summary.model_dump(by_alias=True) if added is not None and added.summary else None
     return {
         "event_type": "IcebergCommitPending" if kind == "pending" else "IcebergCommitCommitted",
         "schema_version": SCHEMA_VERSION,
@@ -68,13 +72,48 @@ def iceberg_event(kind: IcebergReceiptKind, *, table_uuid: str, metadata_locatio
         "last_updated_ms": metadata.last_updated_ms,
         "sequence_number": getattr(metadata, "last_sequence_number", 0) or 0,
         "snapshot_id": metadata.current_snapshot_id,
-        "operation": (summary or {}).get("operation"),
+        "operation": operation,
         "summary": summary,
         "schema_id": metadata.current_schema_id,
         "source": source,
         "recorded_by": recorded_by,
         "recorded_at_ms": int(time.time() * 1000),
     }
+
+
+CREATE = "create"
+SET_CURRENT_SNAPSHOT = "set-current-snapshot"
+UPDATE_METADATA = "update-metadata"
+
+
+def commit_operation(metadata: TableMetadata, previous_metadata_location: str | None) -> tuple[str, Snapshot | None]:
+    """What a commit did, from the metadata it wrote, and the snapshot it made current if it added that snapshot.
+
+    ``create``                a table's first metadata version
+    the snapshot's operation  the commit added the current snapshot (``append``, ``overwrite``, ``delete``,
+                              ``replace``, from its summary)
+    ``set-current-snapshot``  the main branch moved to a snapshot the table already had (a rollback)
+    ``update-metadata``       anything else: schema, partition spec, sort order, properties, branches and tags,
+                              statistics, expired snapshots, location
+
+    The receipt is built from the new metadata alone (the base is not at hand where receipts are written, nor for
+    versions the reconciler backfills), so "added" is judged the way Iceberg's metadata builders (Java's, and
+    PyIceberg's, which Arco applies commits with) stamp a version: adding a snapshot sets the version's
+    ``last-updated-ms`` to the snapshot's ``timestamp-ms``, and moving the main branch appends a snapshot-log entry
+    stamped with it; any other change stamps the version with the time of the commit.
+    """
+    if previous_metadata_location is None and not metadata.metadata_log:
+        current = metadata.snapshot_by_id(metadata.current_snapshot_id) if metadata.current_snapshot_id else None
+        return CREATE, current if current is not None and current.timestamp_ms == metadata.last_updated_ms else None
+    current = metadata.snapshot_by_id(metadata.current_snapshot_id) if metadata.current_snapshot_id else None
+    if current is not None and current.timestamp_ms == metadata.last_updated_ms:
+        operation = current.summary.operation.value if current.summary is not None else None
+        return operation or UPDATE_METADATA, current
+    last_move = metadata.snapshot_log[-1] if metadata.snapshot_log else None
+    if (current is not None and last_move is not None and last_move.snapshot_id == current.snapshot_id
+            and last_move.timestamp_ms == metadata.last_updated_ms):
+        return SET_CURRENT_SNAPSHOT, None
+    return UPDATE_METADATA, None
 
 
 def catalog_event(seq: int, op: dict[str, Any], *, recorded_by: str = "commit") -> dict[str, Any]:

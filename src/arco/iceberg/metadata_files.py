@@ -14,9 +14,11 @@ from collections import OrderedDict
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
 from pyiceberg.typedef import IcebergBaseModel
 
+from arco.metrics import CacheMeter
 from arco.storage.base import DoesNotExist, StorageBackend, StorageError, Written
 
 CACHE_ENTRIES = 512
+_METER = CacheMeter("metadata_files")
 
 
 def metadata_bytes(metadata: TableMetadata) -> bytes:
@@ -53,7 +55,9 @@ class MetadataFiles:
             cached = self._cache.get(location)
             if cached is not None:
                 self._cache.move_to_end(location)
+                _METER.hit()
                 return cached
+        _METER.miss()
         metadata = TableMetadataUtil.parse_raw(self.storage.get(self.key_of(location)).data)
         self._remember(location, metadata)
         return metadata

@@ -18,6 +18,7 @@ from typing import Any
 
 from pyiceberg.table.update import AssertCreate
 
+from arco import metrics
 from arco.auth.principals import Principal
 from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.store import CatalogStore
@@ -131,8 +132,9 @@ class Mutations:
     def commit_table(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, body: dict[str, Any],
                      caller: Caller) -> Outcome:
         def work(tag: str | None) -> Outcome:
-            result = commit.commit_table(self.tables, catalog, namespace, name, body, caller.principal,
-                                         caller.source, tag, caller.who)
+            with metrics.counted_commit():  # only attempts: a replayed Idempotency-Key answer is no commit
+                result = commit.commit_table(self.tables, catalog, namespace, name, body, caller.principal,
+                                             caller.source, tag, caller.who)
             return Outcome(200, metadata_location=result.metadata_location)
 
         requirements, _ = commit.parse_commit(body)
@@ -169,7 +171,9 @@ class Mutations:
 
     def commit_transaction(self, catalog: CatalogEntry, body: dict[str, Any], caller: Caller) -> Outcome:
         def work(tag: str | None) -> Outcome:
-            commit.commit_transaction(self.tables, catalog, body, caller.principal, caller.source, tag, caller.who)
+            with metrics.counted_commit():
+                commit.commit_transaction(self.tables, catalog, body, caller.principal, caller.source, tag,
+                                          caller.who)
             return Outcome(204)
 
         namespace, name, _ = parse_table_changes(body)[0]

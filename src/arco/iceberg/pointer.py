@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from arco import metrics
 from arco.storage.base import DoesNotExist, MatchesVersion, NotFound, StorageBackend, WriteResult
 
 POINTER_FORMAT_VERSION = 1
@@ -90,7 +91,10 @@ class PointerStore:
         return self.storage.put(pointer_key(pointer.table_uuid), pointer.to_bytes(), DoesNotExist())
 
     def swap(self, expected_version: str, pointer: TablePointer) -> WriteResult:
-        return self.storage.put(pointer_key(pointer.table_uuid), pointer.to_bytes(), MatchesVersion(expected_version))
+        written = self.storage.put(pointer_key(pointer.table_uuid), pointer.to_bytes(),
+                                   MatchesVersion(expected_version))
+        metrics.cas("table_pointer", written.ok)  # a lost swap means a concurrent commit: the caller retries
+        return written
 
     def create_or_revive(self, pointer: TablePointer) -> bool:
         """Create the pointer, or replace a tombstone of the same uuid by CAS (the files of a dropped table or view

@@ -10,6 +10,7 @@ import orjson
 from pyiceberg.table.metadata import TableMetadata
 
 from arco.iceberg.metadata_files import metadata_bytes
+from arco.metrics import CacheMeter
 
 CACHE_ENTRIES = 256
 
@@ -21,6 +22,9 @@ def metadata_json(metadata: TableMetadata, snapshots: str = "all") -> dict[str, 
         referenced = {ref["snapshot-id"] for ref in body.get("refs", {}).values()}
         body["snapshots"] = [s for s in body["snapshots"] if s["snapshot-id"] in referenced]
     return body
+
+
+_METER = CacheMeter("load_table_responses")
 
 
 class LoadResultCache:
@@ -37,7 +41,9 @@ class LoadResultCache:
             body = self._cache.get(key)
             if body is not None:
                 self._cache.move_to_end(key)
+                _METER.hit()
                 return body
+        _METER.miss()
         body = orjson.dumps({"metadata-location": location, "metadata": metadata_json(metadata, snapshots),
                              "config": {}})
         with self._lock:

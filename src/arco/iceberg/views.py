@@ -46,11 +46,13 @@ from arco.iceberg.mutations import Caller, Mutations
 from arco.iceberg.paging import page
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
 from arco.iceberg.tables import Placement, TableService, metadata_file_location, metadata_sequence
+from arco.metrics import CacheMeter
 from arco.storage.base import DoesNotExist, StorageBackend, StorageError, Written
 from arco.storage.urls import within
 
 MAX_COMMIT_ATTEMPTS = 10
 CACHE_ENTRIES = 256
+_METER = CacheMeter("view_metadata")
 
 
 def view_metadata_bytes(metadata: ViewMetadata) -> bytes:
@@ -75,7 +77,9 @@ class ViewFiles:
             cached = self._cache.get(location)
             if cached is not None:
                 self._cache.move_to_end(location)
+                _METER.hit()
                 return cached
+        _METER.miss()
         metadata = ViewMetadata.model_validate_json(self.storage.get(self.files.key_of(location)).data)
         self._remember(location, metadata)
         return metadata

@@ -40,7 +40,7 @@ AUDIT = pa.schema([
     ("receipt_key", pa.string()), ("event_id", pa.string()), ("seq", pa.int64()), ("op", pa.string()),
     ("object_type", pa.string()), ("object_id", pa.string()), ("catalog_id", pa.string()),
     ("namespace", pa.list_(pa.string())), ("name", pa.string()), ("principal", pa.string()),
-    ("source_kind", pa.string()), ("client_info", pa.string()), ("at", pa.timestamp("ms", tz="UTC")),
+    ("source_kind", pa.string()), ("client_info", pa.string()), ("committed_at", pa.timestamp("ms", tz="UTC")),
     ("details", pa.string()), ("recorded_by", pa.string()),
 ])
 
@@ -113,7 +113,48 @@ def timeline_row(receipt_key: str, event: dict[str, Any], live_tables: set[str])
         raise BadReceipt(f"incomplete commit receipt ({exc!r})") from None
 
 
-_OBJECT_TYPES = {"catalog": "catalog", "namespace": "namespace", "table": "table"}
+# What each operation is about, by the operation's name; the named-securable and schema-object operations say
+# their type in the operation (``type``), and grants in ``securable_type``.
+_OBJECT_TYPES = {
+    "create_catalog": "catalog", "update_catalog": "catalog", "drop_catalog": "catalog",
+    "create_namespace": "namespace", "update_namespace": "namespace", "drop_namespace": "namespace",
+    "create_table": "table", "update_table": "table", "rename_table": "table", "drop_table": "table",
+    "create_token": "token", "revoke_token": "token",
+    "create_principal": "principal", "update_principal": "principal",
+    "create_model_version": "model_version", "update_model_version": "model_version",
+    "drop_model_version": "model_version", "drop_metastore": "metastore",
+}
+_TYPED_OPS = ("create_securable", "update_securable", "drop_securable", "create_schema_object",
+              "update_schema_object", "drop_schema_object")
+
+
+def object_type_of(op: dict[str, Any]) -> str:
+    name = str(op.get("op"))
+    if name in _OBJECT_TYPES:
+        return _OBJECT_TYPES[name]
+    if name in _TYPED_OPS and op.get("type"):
+        return str(op["type"])
+    if name == "update_grants":
+        return "grants"
+    return "other"
+
+
+def _names_of(op: dict[str, Any]) -> dict[str, Any]:
+    """The names the writer logged with the operation (:mod:`arco.catalog.audit`); for entries logged before it
+    did, what the operation itself says (its id-only operations stay unnamed)."""
+    logged = op.get("audit")
+    if isinstance(logged, dict):
+        return logged
+    path = op.get("path") if op.get("op") == "create_namespace" else None
+    return {"catalog_id": op.get("catalog_id"),
+            "namespace": path if path is not None else op.get("namespace"),
+            "name": ".".join(str(p) for p in path) if isinstance(path, list) else op.get("name")}
+
+
+def _without_secrets(op: dict[str, Any]) -> dict[str, Any]:
+    """The operation without token and client-secret hashes: they are lookup keys of credentials, and the audit
+    table is read by more people than the catalog log."""
+    return {k: v for k, v in op.items() if not k.endswith("_hash")}
 
 
 def audit_row(receipt_key: str, event: dict[str, Any]) -> dict[str, Any]:
@@ -121,17 +162,19 @@ def audit_row(receipt_key: str, event: dict[str, Any]) -> dict[str, Any]:
         raise BadReceipt(f"expected CatalogMutationCommitted, found {event.get('event_type')!r}")
     try:
         op = event["operation"]
-        name = str(op["op"])
-        object_type = next((t for key, t in _OBJECT_TYPES.items() if name.endswith(key)), "other")
+        names = _names_of(op)
+        namespace = names.get("namespace")
         source = event.get("source") or {}
-        namespace = op.get("path") if object_type == "namespace" else op.get("namespace")
         return {
-            "receipt_key": receipt_key, "event_id": str(event["event_id"]), "seq": int(event["seq"]), "op": name,
-            "object_type": object_type, "object_id": op.get("id"), "catalog_id": op.get("catalog_id"),
+            "receipt_key": receipt_key, "event_id": str(event["event_id"]), "seq": int(event["seq"]),
+            "op": str(op["op"]), "object_type": object_type_of(op),
+            "object_id": op.get("id") or op.get("securable_id"),
+            "catalog_id": names.get("catalog_id"),
             "namespace": [str(p) for p in namespace] if isinstance(namespace, list) else None,
-            "name": op.get("name"), "principal": event.get("principal"),
+            "name": names.get("name"), "principal": event.get("principal"),
             "source_kind": source.get("kind"), "client_info": source.get("client_info"),
-            "at": _ms(event["at_ms"]), "details": orjson.dumps(op).decode(), "recorded_by": event.get("recorded_by"),
+            "committed_at": _ms(event["at_ms"]), "details": orjson.dumps(_without_secrets(op)).decode(),
+            "recorded_by": event.get("recorded_by"),
         }
     except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise BadReceipt(f"incomplete catalog receipt ({exc!r})") from None

@@ -34,7 +34,14 @@ def split_warehouse_url(url: str) -> tuple[str, dict[str, str]]:
 
 
 def open_storage(url: str | Path, options: dict[str, str] | None = None) -> StorageBackend:
-    """Open the backend that ``url`` names; see the module docstring for the forms it takes."""
+    """Open the backend that ``url`` names (see the module docstring for the forms it takes), its calls timed
+    into the storage latency metric (:mod:`arco.storage.timed`)."""
+    from arco.storage.timed import timed
+
+    return timed(_open_backend(url, options))
+
+
+def _open_backend(url: str | Path, options: dict[str, str] | None = None) -> StorageBackend:
     base, query_options = split_warehouse_url(str(url))
     opts = {**query_options, **(options or {})}
     if "://" not in base:

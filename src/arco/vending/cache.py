@@ -11,10 +11,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
+from arco.metrics import CacheMeter
 from arco.vending.model import VendedCredential
 
 MIN_REMAINING_MS = 60_000
 MAX_ENTRIES = 10_000
+_METER = CacheMeter("vended_credentials")
 
 
 def still_fresh(credential: VendedCredential, minted_at_ms: int, now_ms: int) -> bool:
@@ -39,7 +41,9 @@ class CredentialCache:
             hit = self._entries.get(key)
             if hit is not None and still_fresh(hit[0], hit[1], now):
                 self._entries.move_to_end(key)
+                _METER.hit()
                 return hit[0]
+        _METER.miss()
         # Minted outside the lock: a slow STS call must not hold up every other table. Two concurrent misses
         # for one key both mint; both credentials are valid, the later one is kept.
         credential = mint()
