@@ -162,7 +162,7 @@ class SigningKeys:
 
 def revoke_tokens(store: CatalogStore, principal: str, *, by: str) -> None:
     """End every OAuth token issued to ``principal`` so far (one Tier 1 entry, whatever the number of tokens)."""
-    store.execute(lambda state: {"op": "revoke_oauth_tokens", "principal": state.principal(principal).name},
+    store.execute(lambda state: {"op": "revoke_oauth_tokens", "subject": state.principal(principal).name},
                   principal=by)
 
 

@@ -189,11 +189,11 @@ def _apply_revoke_token(state: Any, op: dict[str, Any]) -> None:
 
 
 def _check_revoke_oauth_tokens(state: Any, op: dict[str, Any]) -> None:
-    state.principal(op["principal"])
+    state.principal(op["subject"])  # whose tokens end; ``principal`` names who ended them, as on every operation
 
 
 def _apply_revoke_oauth_tokens(state: Any, op: dict[str, Any]) -> None:
-    state.oauth_not_before[principal_key(op["principal"])] = op["at_ms"]
+    state.oauth_not_before[principal_key(op["subject"])] = op["at_ms"]
 
 
 def _check_rotate_oauth_key(state: Any, op: dict[str, Any]) -> None:

@@ -94,6 +94,8 @@ def _resolve(state: Any, op: dict[str, Any]) -> dict[str, Any]:
     if kind in ("create_schema_object", "update_schema_object", "drop_schema_object",
                 "create_model_version", "update_model_version", "drop_model_version"):
         return _schema_object_names(state, op.get("schema_id"), op.get("name"))
+    if kind == "revoke_oauth_tokens":
+        return _names(None, None, op.get("subject"))
     if kind == "drop_metastore":
         return _names(None, None, op.get("metastore_id"))
     return _names(op.get("catalog_id"), None, op.get("name"))

@@ -12,6 +12,7 @@ from pyiceberg.table.update import AddSchemaUpdate, SetCurrentSchemaUpdate, SetP
 from pyiceberg.types import LongType, NestedField, StringType
 
 from arco.auth.identity import create_principal, create_token, revoke_token
+from arco.auth.oauth_tokens import revoke_tokens
 from arco.catalog.catalogs import create_catalog
 from arco.catalog.store import CatalogStore
 from arco.events.receipts import EVENTS, commit_operation, iceberg_event
@@ -79,6 +80,16 @@ def test_a_token_made_by_an_admin_is_credited_to_the_admin_and_names_its_owner(s
     assert "token_hash" not in orjson.loads(made["details"])  # a credential's lookup key stays out of the audit
     with store.read() as state:
         assert state.tokens[issued.entry.id].principal == "ann@x.com"  # the token still authenticates ann
+
+
+def test_revoking_a_principals_oauth_tokens_credits_the_actor_and_names_the_principal(store: CatalogStore) -> None:
+    create_principal(store, "service_principal", "etl", by="admin")
+    revoke_tokens(store, "etl", by="ops@x.com")
+
+    (revoked,) = [r for r in audit_rows(store.storage) if r["op"] == "revoke_oauth_tokens"]
+    assert (revoked["principal"], revoked["name"]) == ("ops@x.com", "etl")
+    with store.read() as state:
+        assert "etl" in state.oauth_not_before  # the revocation applies to etl, not to whoever ran it
 
 
 def test_a_token_logged_before_owner_existed_still_belongs_to_the_principal_it_named() -> None:
