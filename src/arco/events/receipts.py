@@ -41,8 +41,12 @@ def day_of(timestamp_ms: int) -> str:
     return datetime.fromtimestamp(timestamp_ms / 1000, UTC).strftime("%Y-%m-%d")
 
 
-def iceberg_receipt_key(kind: IcebergReceiptKind, metadata_location: str, last_updated_ms: int) -> str:
-    return f"{EVENTS}/{day_of(last_updated_ms)}/iceberg/{kind}/{commit_key(metadata_location)}.json"
+def iceberg_receipt_key(kind: IcebergReceiptKind, metadata_location: str, last_updated_ms: int,
+                        member: int = 0) -> str:
+    """``member``: a request's position in a group commit (:mod:`arco.iceberg.group_commit`), whose members share
+    one metadata file; the first member (and every ungrouped commit) has the plain key, member i adds ``-i``."""
+    suffix = f"-{member}" if member else ""
+    return f"{EVENTS}/{day_of(last_updated_ms)}/iceberg/{kind}/{commit_key(metadata_location)}{suffix}.json"
 
 
 def catalog_receipt_key(seq: int, at_ms: int) -> str:
@@ -51,8 +55,12 @@ def catalog_receipt_key(seq: int, at_ms: int) -> str:
 
 def iceberg_event(kind: IcebergReceiptKind, *, table_uuid: str, metadata_location: str, metadata: TableMetadata,
                   previous_metadata_location: str | None, source: dict[str, Any],
-                  identifier: dict[str, Any] | None = None, recorded_by: str = "commit") -> dict[str, Any]:
-    """``IcebergCommitPending`` / ``IcebergCommitCommitted`` (section 4.3), with what the pipeline's history needs."""
+                  identifier: dict[str, Any] | None = None, recorded_by: str = "commit",
+                  group: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``IcebergCommitPending`` / ``IcebergCommitCommitted`` (section 4.3), with what the pipeline's history needs.
+
+    ``group``: for a request committed in a group, its place in it (``index``, ``size``) and the update actions
+    it applied, since the metadata file holds the changes of every member."""
     snapshot = metadata.snapshot_by_id(metadata.current_snapshot_id) if metadata.current_snapshot_id else None
     summary = snapshot.summary.model_dump(by_alias=True) if snapshot is not None and snapshot.summary else None
     return {
@@ -74,6 +82,7 @@ def iceberg_event(kind: IcebergReceiptKind, *, table_uuid: str, metadata_locatio
         "source": source,
         "recorded_by": recorded_by,
         "recorded_at_ms": int(time.time() * 1000),
+        **({"group": group} if group is not None else {}),
     }
 
 
@@ -105,8 +114,10 @@ def write_receipt(storage: StorageBackend, key: str, event: dict[str, Any]) -> b
 
 def write_iceberg_receipt(storage: StorageBackend, kind: IcebergReceiptKind, *, table_uuid: str,
                           metadata_location: str, metadata: TableMetadata, previous_metadata_location: str | None,
-                          source: dict[str, Any], identifier: dict[str, Any] | None = None) -> bool:
+                          source: dict[str, Any], identifier: dict[str, Any] | None = None, member: int = 0,
+                          group: dict[str, Any] | None = None) -> bool:
     event = iceberg_event(kind, table_uuid=table_uuid, metadata_location=metadata_location, metadata=metadata,
                           previous_metadata_location=previous_metadata_location, source=source,
-                          identifier=identifier)
-    return write_receipt(storage, iceberg_receipt_key(kind, metadata_location, metadata.last_updated_ms), event)
+                          identifier=identifier, group=group)
+    return write_receipt(storage, iceberg_receipt_key(kind, metadata_location, metadata.last_updated_ms, member),
+                         event)
