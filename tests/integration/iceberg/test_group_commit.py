@@ -3,6 +3,7 @@ its own requirement check, answer, Idempotency-Key recovery, receipt and history
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Callable
@@ -321,3 +322,26 @@ def test_backoff_is_jittered_and_capped() -> None:
     delays = [backoff_delay(attempt, rng) for attempt in range(40)]
     assert all(0 <= d <= 0.25 for d in delays)
     assert len(set(delays)) == len(delays)
+
+
+# -- garbage collection of what lost or crashed groups leave -------------------------------------------------------
+
+
+def test_gc_removes_group_records_outside_the_history_and_counts_member_receipts_as_committed(
+        table: Harness) -> None:
+    from arco.iceberg.group_commit import GroupMember, GroupRecord, group_record_key
+    from arco.pipeline.gc import group_record_deletions, known_commit_keys
+    from arco.pipeline.gc_rules import GcPolicy
+
+    results = run_grouped(table, [commit_call(table, i, set_property(f"p{i}")) for i in range(3)])
+    landed = results[0].metadata_location  # type: ignore[union-attr]
+    uuid = table_uuid(table)
+    lost = landed.replace("-group-", "-group-0")  # a record whose file never became a version
+    table.tables.groups.write(GroupRecord(uuid, lost, history(table)[1], [GroupMember(None, "x", {}, [])]))
+    policy = GcPolicy()
+    now = time.time() + policy.orphan_metadata_age_s + 60
+    chosen = group_record_deletions(table.storage, policy, now)
+    assert [d.key for d in chosen] == [group_record_key(uuid, lost)]
+    assert group_record_deletions(table.storage, policy, time.time()) == []  # too young to judge
+    # Every member's receipt names the same committed file: GC knows it was a table version.
+    assert hashlib.sha256(landed.encode()).hexdigest() in known_commit_keys(table.storage)

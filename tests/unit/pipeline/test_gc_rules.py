@@ -44,3 +44,10 @@ def test_transaction_records_go_once_nothing_points_at_them() -> None:
     assert gc_rules.txn_record("t", "COMMITTED", 2 * DAY, referenced=True, policy=POLICY) is None
     assert gc_rules.txn_record("t", "PENDING", 20 * DAY, referenced=False, policy=POLICY) is None
     assert gc_rules.txn_record("t", "ABORTED", HOUR, referenced=False, policy=POLICY) is None
+
+
+def test_a_group_record_goes_once_its_file_is_outside_the_history_and_old() -> None:
+    old = POLICY.orphan_metadata_age_s + 1
+    assert gc_rules.group_record("g", old, in_history=False, policy=POLICY) is not None
+    assert gc_rules.group_record("g", old, in_history=True, policy=POLICY) is None
+    assert gc_rules.group_record("g", old - 2, in_history=False, policy=POLICY) is None
