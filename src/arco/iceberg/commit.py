@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -216,18 +218,32 @@ def plan_attempt(waiting: list[Pending[CommitRequest]], base: TableMetadata, bas
 
 
 def write_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> None:
-    """Step 7 (the metadata file), then for a group its record (which recovery and the reconciler need, so the
-    commit does not go ahead without it), else step 8 (the pending receipt, best effort)."""
-    assert tried.metadata is not None
-    tables.files.write(tried.location, tried.metadata)
+    """Step 7 (the metadata file) and, at the same time, for a group its record (which recovery and the reconciler
+    need, so the commit does not go ahead without it), else step 8 (the pending receipt, best effort). The two are
+    independent and both precede the CAS, so they cost one storage round trip, not two."""
+    metadata = tried.metadata
+    assert metadata is not None
     if tried.grouped:
-        tables.groups.write(GroupRecord(table_uuid, tried.location, tried.base_location,
-                                        [pending.item.member() for pending in tried.accepted]))
+        record = GroupRecord(table_uuid, tried.location, tried.base_location,
+                             [pending.item.member() for pending in tried.accepted])
+        _at_once(lambda: tables.files.write(tried.location, metadata), lambda: tables.groups.write(record))
     else:
         request = tried.accepted[0].item
-        write_iceberg_receipt(tables.storage, "pending", table_uuid=table_uuid, metadata_location=tried.location,
-                              metadata=tried.metadata, previous_metadata_location=tried.base_location,
-                              source=request.source, identifier=request.identifier)
+        _at_once(lambda: tables.files.write(tried.location, metadata),
+                 lambda: write_iceberg_receipt(tables.storage, "pending", table_uuid=table_uuid,
+                                               metadata_location=tried.location, metadata=metadata,
+                                               previous_metadata_location=tried.base_location,
+                                               source=request.source, identifier=request.identifier))
+
+
+_SIDE_WRITES = ThreadPoolExecutor(max_workers=8, thread_name_prefix="arco-commit-side")
+
+
+def _at_once(first: Callable[[], object], second: Callable[[], object]) -> None:
+    """Run two independent writes concurrently; return once both are done, raising the first failure."""
+    future = _SIDE_WRITES.submit(second)
+    first()
+    future.result()
 
 
 def discard_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> None:
