@@ -15,14 +15,30 @@ import orjson
 import pytest
 from uuid6 import uuid7
 
+from arco.catalog.store import CatalogStore
 from arco.events.receipts import EVENTS, iceberg_receipt_key
 from arco.events.reconcile import reconcile_table, table_history
+from arco.iceberg import commit
 from arco.iceberg.errors import CommitFailed, IcebergError, ServiceUnavailable
-from arco.iceberg.group_commit import GROUPS, Coalescer, GroupRecords, Pending, backoff_delay, is_group_file
+from arco.iceberg.group_commit import (
+    GROUPS,
+    Coalescer,
+    GroupMember,
+    GroupRecord,
+    GroupRecords,
+    Pending,
+    backoff_delay,
+    group_record_key,
+    is_group_file,
+)
 from arco.iceberg.idempotency import Outcome, key_hash
 from arco.iceberg.mutations import Caller
 from arco.iceberg.pointer import POINTERS
+from arco.iceberg.tables import TableService
+from arco.pipeline.gc import group_record_deletions, known_commit_keys
+from arco.pipeline.gc_rules import GcPolicy
 from arco.pipeline.rows import timeline_row
+from arco.storage.base import PreconditionFailed
 from arco.storage.faults import FaultRule, SimulatedCrash
 from support.iceberg_harness import Harness, make_harness
 
@@ -329,10 +345,6 @@ def test_backoff_is_jittered_and_capped() -> None:
 
 def test_gc_removes_group_records_outside_the_history_and_counts_member_receipts_as_committed(
         table: Harness) -> None:
-    from arco.iceberg.group_commit import GroupMember, GroupRecord, group_record_key
-    from arco.pipeline.gc import group_record_deletions, known_commit_keys
-    from arco.pipeline.gc_rules import GcPolicy
-
     results = run_grouped(table, [commit_call(table, i, set_property(f"p{i}")) for i in range(3)])
     landed = results[0].metadata_location  # type: ignore[union-attr]
     uuid = table_uuid(table)
@@ -345,3 +357,34 @@ def test_gc_removes_group_records_outside_the_history_and_counts_member_receipts
     assert group_record_deletions(table.storage, policy, time.time()) == []  # too young to judge
     # Every member's receipt names the same committed file: GC knows it was a table version.
     assert hashlib.sha256(landed.encode()).hexdigest() in known_commit_keys(table.storage)
+
+
+# -- a CAS that landed although the storage client reported a lost race ---------------------------------------
+
+
+class _LandsButReportsLost:
+    """Wraps a backend: the first pointer compare-and-swap is applied, then reported as a failed precondition, as
+    an S3 client that retried a put whose first try had in fact succeeded would report it."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.fired = inner, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def put(self, key: str, data: bytes, precondition: Any = None) -> Any:
+        result = self.inner.put(key, data, precondition)
+        if key.startswith(f"{POINTERS}/") and result.ok and not self.fired:
+            self.fired = True
+            return PreconditionFailed()
+        return result
+
+
+def test_a_cas_reported_lost_that_landed_is_answered_once_and_its_file_kept(table: Harness) -> None:
+    storage = _LandsButReportsLost(table.storage)
+    tables = TableService(CatalogStore(storage), storage)  # type: ignore[arg-type]
+    result = commit.commit_table(tables, table.catalog, ("db",), "t", set_property("once"), "admin", {"kind": "t"})
+    assert storage.fired
+    versions = history(table.reopen())
+    assert len(versions) == 2 and versions[0] == result.metadata_location, "applied once, not re-applied"
+    assert table.storage.head(table.tables.files.key_of(result.metadata_location)) is not None
