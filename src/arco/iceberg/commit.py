@@ -175,6 +175,7 @@ def commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> N
         if not tried.accepted:
             return  # every request failed against the table as it is: nothing to write
         write_attempt(tables, table_uuid, tried)  # steps 7-8
+        # The pointer names one writer: the group's last member (each member's own source is in its receipt).
         proposed = pointer_for(table_uuid, tried.location, tried.metadata, base_location,  # type: ignore[arg-type]
                                tried.accepted[-1].item.source)
         if tables.pointers.swap(current.version, proposed).ok:  # step 9, the commit point
