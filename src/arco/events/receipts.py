@@ -2,6 +2,7 @@
 
     _catalog/events/{YYYY-MM-DD}/iceberg/pending/{commit_key}.json     an Iceberg commit attempt, before the CAS
     _catalog/events/{YYYY-MM-DD}/iceberg/committed/{commit_key}.json   an Iceberg commit that landed
+    _catalog/events/{YYYY-MM-DD}/iceberg/committed/{commit_key}-{i}.json   member i > 0 of a group commit
     _catalog/events/{YYYY-MM-DD}/catalog/committed/{seq:020d}.json     a Tier 1 change (namespaces, tables, ...)
 
 ``commit_key = SHA-256(metadata_location)``, and the day is the UTC day of the new metadata's
@@ -11,6 +12,11 @@ the reconciler finds by reading the log. Every receipt is written create-only, s
 reconciler) leaves the first. Receipts are best effort at commit time: a failure to write one never fails the
 commit, since the reconciler backfills committed receipts; pending receipts only serve observability (section
 4.4: the compactor ignores them).
+
+A group commit (:mod:`arco.iceberg.group_commit`) writes one metadata file for N requests: each request gets its
+own committed receipt (its source and principal, the shared metadata location, its place in the group), the first
+at the plain key; no pending receipts are written for a group, whose group record, written before the CAS, says
+the same and more. The reconciler backfills every member's receipt from that record.
 """
 
 from __future__ import annotations
