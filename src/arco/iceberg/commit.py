@@ -237,7 +237,8 @@ def write_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> None
                                                source=request.source, identifier=request.identifier))
 
 
-_SIDE_WRITES = ThreadPoolExecutor(max_workers=8, thread_name_prefix="arco-commit-side")
+# One slot per table committing at once (a server has one leader per hot table); threads start on demand.
+_SIDE_WRITES = ThreadPoolExecutor(max_workers=32, thread_name_prefix="arco-commit-side")
 
 
 def _at_once(first: Callable[[], object], second: Callable[[], object]) -> None:
