@@ -8,8 +8,8 @@
     7 write the new metadata file          (create-only, name derived from the base sequence)
     9 pointer compare-and-swap             (the commit point)
 
-    8 pending receipt                      (best effort; a group writes its group record instead, mandatory)
-    10 committed receipt                   (best effort; the reconciler backfills)
+    8 pending receipt                      (best effort, beside step 7; a group writes its record instead)
+    10 committed receipt                   (best effort, beside the marker's finalization; the reconciler backfills)
 
 Requests to one table that meet in one server go through steps 2-9 together, as one group commit: one base, each
 request's requirements checked and updates applied in arrival order, one metadata file, one CAS (see
@@ -26,12 +26,14 @@ crash tells whether the commit landed.
 
 from __future__ import annotations
 
+import functools
+import threading
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import AssertCreate
@@ -54,6 +56,8 @@ from arco.iceberg.tables import (
 from arco.iceberg.transactions import PreparedChange, mark_and_commit, parse_table_changes
 from arco.storage.base import StorageError
 
+P = ParamSpec("P")
+R = TypeVar("R")
 MAX_COMMIT_ATTEMPTS = 10
 # A batch tries longer than a transaction: its tries back off with jitter (arco.iceberg.group_commit), so they
 # cost little, and a hot table served by several servers loses races as a matter of course.
@@ -88,8 +92,36 @@ def commit_table(tables: TableService, catalog: CatalogEntry, namespace: Namespa
     request = CommitRequest(entry, namespace, name, requirements, updates, principal, source, tag,
                             identifier_of(catalog, namespace, name))
     landed: Landed = tables.committer.submit(entry.id, request, lambda batch: commit_batch(tables, batch))
-    write_member_receipt(tables, request, landed)
+    deferred: list[Future[None]] | None = getattr(_receipts_later, "futures", None)
+    if deferred is None:
+        write_member_receipt(tables, request, landed)
+    else:
+        deferred.append(_SIDE_WRITES.submit(write_member_receipt, tables, request, landed))
     return landed.result
+
+
+_receipts_later = threading.local()
+
+
+def committed_receipt_beside_marker(fn: Callable[P, R]) -> Callable[P, R]:
+    """For the route that wraps a commit in its Idempotency-Key marker: step 10 (the committed receipt, best
+    effort) is written on a side thread while the caller finalizes the marker (step 11), and awaited before the
+    call returns. The two writes are independent, so the commit's sequential writes are the seed's four: claim,
+    metadata file (with the pending receipt beside it), pointer CAS, finalize (with the receipt beside it)."""
+
+    @functools.wraps(fn)
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> R:
+        outer = getattr(_receipts_later, "futures", None)
+        futures: list[Future[None]] = []
+        _receipts_later.futures = futures
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _receipts_later.futures = outer
+            for future in futures:
+                future.result()
+
+    return wrapped
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,14 @@
 """Storage calls per request, counted, so that a regression shows as a number.
 
-A warm, keyed, metadata-only commit makes the seed's writes (section 5) and nothing else:
+A warm, keyed, metadata-only commit makes the seed's writes (section 5) and nothing else, in four sequential
+rounds (the best-effort receipts are written on a side thread beside the write they are independent of):
 
     1 claim the Idempotency-Key marker      create-only        (step 4)
-    2 the new metadata file                 create-only        (step 7)  } written at the same time
-      the pending receipt                   create-only        (step 8)  } (best effort)
+    2 the new metadata file                 create-only        (step 7)
+      + the pending receipt                 create-only        (step 8, best effort, side thread)
     3 the pointer                           compare-and-swap   (step 9, the commit point)
-      the committed receipt                 create-only        (step 10, best effort)
     4 finalize the marker                   compare-and-swap   (step 11)
+      + the committed receipt               create-only        (step 10, best effort, side thread)
 
 and reads the pointer once (the base metadata is cached by location: files are immutable). A group of N requests
 makes one metadata file, one group record and one CAS for all of them.
@@ -77,6 +78,20 @@ def test_a_warm_keyed_commit_makes_the_seeds_writes_and_nothing_more(warm: Harne
     # the commit's own name lookup (each a read of an absent object on a quiet catalog).
     assert reads == {"pointer": 1, "tier 1": 2}
     assert not any(op in ("list", "delete") for op, _ in calls)
+
+
+def test_the_receipts_are_written_beside_the_critical_path(warm: Harness) -> None:
+    threads: dict[str, str] = {}
+    put = warm.storage.put
+
+    def recording_put(key: str, data: bytes, precondition: Any = None) -> Any:
+        threads[kind_of(key)] = threading.current_thread().name
+        return put(key, data, precondition)
+
+    warm.storage.put = recording_put  # type: ignore[method-assign]
+    commit(warm)
+    side = {kind for kind, name in threads.items() if name.startswith("arco-commit-side")}
+    assert side == {"pending receipt", "committed receipt"}
 
 
 def test_a_warm_load_reads_the_pointer_and_probes_tier1_once(warm: Harness) -> None:
