@@ -60,8 +60,10 @@ P = ParamSpec("P")
 R = TypeVar("R")
 MAX_COMMIT_ATTEMPTS = 10
 # A batch tries longer than a transaction: its tries back off with jitter (arco.iceberg.group_commit), so they
-# cost little, and a hot table served by several servers loses races as a matter of course.
-MAX_BATCH_ATTEMPTS = 30
+# cost little, and a hot table served by several servers loses races as a matter of course; a server whose tries
+# are slower (it parses each base the other server wrote, where the winner has its own cached) can lose many in a
+# row. 60 tries wait at most about 15 s in all, far below the Idempotency-Key in-progress timeout.
+MAX_BATCH_ATTEMPTS = 60
 
 
 @dataclass(frozen=True)
