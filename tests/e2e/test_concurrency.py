@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import multiprocessing
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import httpx
+import orjson
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
@@ -14,6 +16,12 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
+from uuid6 import uuid7
+
+from arco.events.receipts import EVENTS
+from arco.iceberg.group_commit import is_group_file
+from arco.iceberg.metadata_files import MetadataFiles
+from arco.storage.local import LocalBackend
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -107,3 +115,77 @@ def test_servers_see_each_others_writes_at_once(two_servers: tuple[RunningServer
     assert not ca.table_exists("ryw.t") and ca.table_exists("ryw.u")
     ca.drop_table("ryw.u")
     assert not cb.table_exists("ryw.u")
+
+
+STORM_WRITERS, STORM_COMMITS = 16, 10
+
+
+def _storm_worker(uri: str, writer: int, barrier: object, results: object) -> None:
+    """Keyed set-properties commits; a 5xx is retried with the same key, as a client's retry loop would."""
+    headers = {"Authorization": f"Bearer {ARCO_TOKEN}"}
+    prefix = httpx.get(f"{uri}/v1/config?warehouse=main", headers=headers).json()["overrides"]["prefix"]
+    url = f"{uri}/v1/{prefix}/namespaces/storm/tables/hot"
+    answers: list[tuple[str, int, str | None]] = []
+    with httpx.Client(timeout=120, headers=headers) as http:
+        barrier.wait(60)  # type: ignore[attr-defined]
+        for n in range(STORM_COMMITS):
+            name = f"w{writer}-{n}"
+            requirements = [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": 7}] if n == 9 and \
+                writer % 4 == 0 else []  # a few requests fail their requirement on purpose
+            body = {"requirements": requirements,
+                    "updates": [{"action": "set-properties", "updates": {name: str(writer)}}]}
+            key = str(uuid7())
+            for _ in range(20):
+                r = http.post(url, json=body, headers={"Idempotency-Key": key})
+                if r.status_code < 500:
+                    break
+            location = r.json().get("metadata-location") if r.status_code == 200 else None
+            answers.append((name, r.status_code, location))
+    results.put(answers)  # type: ignore[attr-defined]
+
+
+def _warehouse_of(server: RunningServer) -> LocalBackend:
+    args = list(server.process.args)  # type: ignore[arg-type]
+    return LocalBackend(Path(args[args.index("--warehouse") + 1]))
+
+
+def test_storm_of_keyed_commits_through_two_servers(two_servers: tuple[RunningServer, RunningServer]) -> None:
+    a, b = two_servers
+    catalog = RestCatalog("setup", uri=a.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    catalog.create_namespace("storm")
+    catalog.create_table("storm.hot", SCHEMA, properties={"write.metadata.previous-versions-max": "1000"})
+    barrier, results = _fork.Barrier(STORM_WRITERS), _fork.Queue()
+    procs = [_fork.Process(target=_storm_worker, args=((a, b)[w % 2].iceberg_uri, w, barrier, results))
+             for w in range(STORM_WRITERS)]
+    for p in procs:
+        p.start()
+    answers = [answer for _ in procs for answer in results.get(timeout=500)]
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+
+    planted = {f"w{w}-9" for w in range(0, STORM_WRITERS, 4)}
+    acked = {name for name, status, _ in answers if status == 200}
+    assert {name for name, status, _ in answers if status == 409} == planted, "409 only for planted requirements"
+    assert acked == {f"w{w}-{n}" for w in range(STORM_WRITERS) for n in range(STORM_COMMITS)} - planted
+
+    table = RestCatalog("check", uri=b.iceberg_uri, warehouse="main", token=ARCO_TOKEN).load_table("storm.hot")
+    assert acked <= set(table.metadata.properties) and not planted & set(table.metadata.properties)
+    # The metadata log is one chain from the create to the current file, and every answer names a version of it.
+    versions = [e.metadata_file for e in table.metadata.metadata_log] + [table.metadata_location]
+    storage = _warehouse_of(a)
+    files = MetadataFiles(storage)
+    for older, newer in pairwise(versions):
+        assert files.read(newer).metadata_log[-1].metadata_file == older
+    assert {location for _, status, location in answers if status == 200} <= set(versions)
+    assert any(is_group_file(v) for v in versions), "sixteen writers on two servers always meet"
+    # One committed receipt per acknowledged request (plus the create's), none twice.
+    uuid = str(table.metadata.table_uuid)
+    receipts = [orjson.loads(storage.get(m.key).data) for m in storage.list(f"{EVENTS}/")
+                if "/iceberg/committed/" in m.key]
+    mine = [r for r in receipts if r["table_uuid"] == uuid]
+    assert len(mine) == len(acked) + 1
+    # Lost races deleted their files: the metadata folder holds the history and nothing else.
+    folder = files.key_of(table.metadata.location.rstrip("/") + "/metadata/")
+    on_disk = {m.key for m in storage.list(folder) if m.key.endswith(".metadata.json")}
+    assert on_disk == {files.key_of(v) for v in versions}

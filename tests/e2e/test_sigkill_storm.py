@@ -2,7 +2,8 @@
 
 Every client retries each request with its key against either server until it gets an answer, as the README tells
 clients to. At the end, every commit that was answered 200 is in the table's history exactly once (its key's tag
-is in exactly one metadata file name), nothing else is, and after the reconciler every version has its receipt.
+is in exactly one metadata file name, or one group record), nothing else is, and after the reconciler every
+request of every version has its receipt.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from uuid6 import uuid7
 
 from arco.events.receipts import iceberg_receipt_key
 from arco.events.reconcile import table_history
+from arco.iceberg.group_commit import GroupRecords, is_group_file
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.storage.local import LocalBackend
 
@@ -125,12 +127,21 @@ def test_commits_are_applied_exactly_once_while_a_server_is_killed(tmp_path: Pat
         files = MetadataFiles(storage)
         loaded = httpx.get(urls[0], headers=HEADERS).json()
         versions = [location for location, _ in table_history(files, loaded["metadata-location"])]
-        names = [v.rsplit("/", 1)[-1] for v in versions]
+        # Which requests each version applied: the tag in its name, or the members of its group record.
+        groups = GroupRecords(storage)
+        applied: list[str | None] = []
+        members_of: dict[str, int] = {}
+        for version in versions[:-1]:  # the oldest is the create
+            record = groups.read(loaded["metadata"]["table-uuid"], version) if is_group_file(version) else None
+            assert record is not None or not is_group_file(version), f"group file {version} without its record"
+            tags = [m.tag for m in record.members] if record is not None else [version.rsplit("/", 1)[-1].split("-")[1]]
+            members_of[version] = len(tags)
+            applied += tags
         for key in ok:
-            assert sum(f"-{tag(key)}-" in n for n in names) == 1, f"commit {key} not applied exactly once"
+            assert applied.count(tag(key)) == 1, f"commit {key} not applied exactly once"
         for key in refused:
-            assert not any(f"-{tag(key)}-" in n for n in names), f"refused commit {key} was applied"
-        assert len(versions) == 1 + len(ok)  # the create, then one version per answered commit: nothing doubled
+            assert tag(key) not in applied, f"refused commit {key} was applied"
+        assert len(applied) == len(ok)  # one application per answered commit: nothing doubled, nothing else
         final = loaded["metadata"]["properties"]
         assert all(final[f"c{c}"] == str(COMMITS - 1) for c in range(CLIENTS))
 
@@ -138,7 +149,9 @@ def test_commits_are_applied_exactly_once_while_a_server_is_killed(tmp_path: Pat
                                    capture_output=True, text=True, timeout=300)
         assert reconcile.returncode == 0, reconcile.stderr
         for location, updated_ms in table_history(files, loaded["metadata-location"]):
-            assert storage.head(iceberg_receipt_key("committed", location, updated_ms)) is not None, location
+            for member in range(members_of.get(location, 1)):  # one receipt per request of a group
+                key = iceberg_receipt_key("committed", location, updated_ms, member)
+                assert storage.head(key) is not None, (location, member)
         print(f"\n{len(ok)} commits, {len(refused)} refused and retried with new keys, {kills} kills, "
               f"{connection_errors} connection errors and {busy} answers of 503 (key in flight) retried")
     finally:

@@ -2,6 +2,7 @@
 
     _catalog/events/{YYYY-MM-DD}/iceberg/pending/{commit_key}.json     an Iceberg commit attempt, before the CAS
     _catalog/events/{YYYY-MM-DD}/iceberg/committed/{commit_key}.json   an Iceberg commit that landed
+    _catalog/events/{YYYY-MM-DD}/iceberg/committed/{commit_key}-{i}.json   member i > 0 of a group commit
     _catalog/events/{YYYY-MM-DD}/catalog/committed/{seq:020d}.json     a Tier 1 change (namespaces, tables, ...)
 
 ``commit_key = SHA-256(metadata_location)``, and the day is the UTC day of the new metadata's
@@ -11,6 +12,11 @@ the reconciler finds by reading the log. Every receipt is written create-only, s
 reconciler) leaves the first. Receipts are best effort at commit time: a failure to write one never fails the
 commit, since the reconciler backfills committed receipts; pending receipts only serve observability (section
 4.4: the compactor ignores them).
+
+A group commit (:mod:`arco.iceberg.group_commit`) writes one metadata file for N requests: each request gets its
+own committed receipt (its source and principal, the shared metadata location, its place in the group), the first
+at the plain key; no pending receipts are written for a group, whose group record, written before the CAS, says
+the same and more. The reconciler backfills every member's receipt from that record.
 """
 
 from __future__ import annotations
@@ -42,8 +48,12 @@ def day_of(timestamp_ms: int) -> str:
     return datetime.fromtimestamp(timestamp_ms / 1000, UTC).strftime("%Y-%m-%d")
 
 
-def iceberg_receipt_key(kind: IcebergReceiptKind, metadata_location: str, last_updated_ms: int) -> str:
-    return f"{EVENTS}/{day_of(last_updated_ms)}/iceberg/{kind}/{commit_key(metadata_location)}.json"
+def iceberg_receipt_key(kind: IcebergReceiptKind, metadata_location: str, last_updated_ms: int,
+                        member: int = 0) -> str:
+    """``member``: a request's position in a group commit (:mod:`arco.iceberg.group_commit`), whose members share
+    one metadata file; the first member (and every ungrouped commit) has the plain key, member i adds ``-i``."""
+    suffix = f"-{member}" if member else ""
+    return f"{EVENTS}/{day_of(last_updated_ms)}/iceberg/{kind}/{commit_key(metadata_location)}{suffix}.json"
 
 
 def catalog_receipt_key(seq: int, at_ms: int) -> str:
@@ -52,11 +62,14 @@ def catalog_receipt_key(seq: int, at_ms: int) -> str:
 
 def iceberg_event(kind: IcebergReceiptKind, *, table_uuid: str, metadata_location: str, metadata: TableMetadata,
                   previous_metadata_location: str | None, source: dict[str, Any],
-                  identifier: dict[str, Any] | None = None, recorded_by: str = "commit") -> dict[str, Any]:
+                  identifier: dict[str, Any] | None = None, recorded_by: str = "commit",
+                  group: dict[str, Any] | None = None) -> dict[str, Any]:
     """``IcebergCommitPending`` / ``IcebergCommitCommitted`` (section 4.3), with what the pipeline's history needs.
 
     ``operation`` is :func:`commit_operation`'s; ``summary`` is the summary of the snapshot the commit added, if it
-    added one (a schema change leaves the current snapshot as it was, and its summary describes an older commit)."""
+    added one (a schema change leaves the current snapshot as it was, and its summary describes an older commit).
+    ``group``: for a request committed in a group, its place in it (``index``, ``size``) and the update actions
+    it applied, since the metadata file holds the changes of every member."""
     operation, added = commit_operation(metadata, previous_metadata_location)
     summary = added.summary.model_dump(by_alias=True) if added is not None and added.summary else None
     return {
@@ -78,6 +91,7 @@ def iceberg_event(kind: IcebergReceiptKind, *, table_uuid: str, metadata_locatio
         "source": source,
         "recorded_by": recorded_by,
         "recorded_at_ms": int(time.time() * 1000),
+        **({"group": group} if group is not None else {}),
     }
 
 
@@ -144,8 +158,10 @@ def write_receipt(storage: StorageBackend, key: str, event: dict[str, Any]) -> b
 
 def write_iceberg_receipt(storage: StorageBackend, kind: IcebergReceiptKind, *, table_uuid: str,
                           metadata_location: str, metadata: TableMetadata, previous_metadata_location: str | None,
-                          source: dict[str, Any], identifier: dict[str, Any] | None = None) -> bool:
+                          source: dict[str, Any], identifier: dict[str, Any] | None = None, member: int = 0,
+                          group: dict[str, Any] | None = None) -> bool:
     event = iceberg_event(kind, table_uuid=table_uuid, metadata_location=metadata_location, metadata=metadata,
                           previous_metadata_location=previous_metadata_location, source=source,
-                          identifier=identifier)
-    return write_receipt(storage, iceberg_receipt_key(kind, metadata_location, metadata.last_updated_ms), event)
+                          identifier=identifier, group=group)
+    return write_receipt(storage, iceberg_receipt_key(kind, metadata_location, metadata.last_updated_ms, member),
+                         event)

@@ -1,8 +1,9 @@
 """The anti-entropy reconciler (seed section 4.5): backfill every missing committed receipt, without listing.
 
 For an Iceberg table, the history is its metadata log: the current metadata file (from the pointer) and the
-files its ``metadata-log`` names. Each has a deterministic receipt path (:mod:`arco.events.receipts`), so the
-reconciler checks each one and writes the missing ones create-only. For Tier 1, the history is the operation log.
+files its ``metadata-log`` names. Each has a deterministic receipt path (:mod:`arco.events.receipts`; one per
+request for the file of a group commit, whose group record lists its members), so the reconciler checks each one
+and writes the missing ones create-only. For Tier 1, the history is the operation log.
 
 :func:`reconcile_table` is the per-table unit of work: a plain function of its inputs, so a Spark job can run it
 over many tables in parallel. Unreadable metadata files are skipped and counted, never fatal; the walk stops after
@@ -25,6 +26,7 @@ from arco.events.receipts import (
     iceberg_receipt_key,
     write_receipt,
 )
+from arco.iceberg.group_commit import GroupRecords, is_group_file
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.iceberg.transactions import PointerResolver
 from arco.storage.base import StorageBackend
@@ -95,11 +97,16 @@ def reconcile_table(storage: StorageBackend, files: MetadataFiles, resolver: Poi
     if len(history) > max_depth:
         counts.truncated += 1
         history = history[:max_depth]
+    groups = GroupRecords(storage)
     for index, (location, last_updated_ms) in enumerate(history):
         counts.versions += 1
-        key = iceberg_receipt_key("committed", location, last_updated_ms)
-        if storage.head(key) is not None:
-            counts.present += 1
+        # A group commit's file holds several requests, each with its own receipt (arco.iceberg.group_commit).
+        record = groups.read(table.id, location) if is_group_file(location) else None
+        members = record.members if record is not None else [None]
+        keys = [iceberg_receipt_key("committed", location, last_updated_ms, member) for member in range(len(members))]
+        missing = [(member, key) for member, key in enumerate(keys) if storage.head(key) is None]
+        counts.present += len(keys) - len(missing)
+        if not missing:
             continue
         try:
             metadata = files.read(location)
@@ -108,15 +115,21 @@ def reconcile_table(storage: StorageBackend, files: MetadataFiles, resolver: Poi
             continue
         previous = history[index + 1][0] if index + 1 < len(history) else None
         is_current = index == 0
-        event = iceberg_event("committed", table_uuid=table.id, metadata_location=location, metadata=metadata,
-                              previous_metadata_location=previous,
-                              source=pointer.pointer.updated_by if is_current and pointer.pointer.updated_by
-                              else UNKNOWN_SOURCE,
-                              identifier=identifier, recorded_by="reconciler")
-        if write_receipt(storage, key, event):
-            counts.backfilled += 1
-        else:
-            counts.present += 1
+        for member, key in missing:
+            grouped = members[member]
+            if grouped is not None:
+                source = grouped.source
+                group = {"index": member, "size": len(members), "actions": grouped.actions}
+            else:
+                source = pointer.pointer.updated_by if is_current and pointer.pointer.updated_by else UNKNOWN_SOURCE
+                group = None
+            event = iceberg_event("committed", table_uuid=table.id, metadata_location=location, metadata=metadata,
+                                  previous_metadata_location=previous, source=source, identifier=identifier,
+                                  recorded_by="reconciler", group=group)
+            if write_receipt(storage, key, event):
+                counts.backfilled += 1
+            else:
+                counts.present += 1
     return counts
 
 

@@ -8,21 +8,32 @@
     7 write the new metadata file          (create-only, name derived from the base sequence)
     9 pointer compare-and-swap             (the commit point)
 
-On a lost pointer race the requirements are checked again against the new base and the updates re-applied, as
-the reference implementation does (Spark retries a 409 only a few times, and Iceberg's compatibility kit expects
-the server to absorb benign races); only a failed requirement, or running out of attempts, answers 409.
-    8 pending receipt                      (best effort)
-    10 committed receipt                   (best effort; the reconciler backfills)
+    8 pending receipt                      (best effort, beside step 7; a group writes its record instead)
+    10 committed receipt                   (best effort, beside the marker's finalization; the reconciler backfills)
+
+Requests to one table that meet in one server go through steps 2-9 together, as one group commit: one base, each
+request's requirements checked and updates applied in arrival order, one metadata file, one CAS (see
+:mod:`arco.iceberg.group_commit` for what clients, the metadata log and the history see). On a lost pointer race
+the batch backs off with jitter, then the requirements are checked again against the new base and the updates
+re-applied, as the reference implementation does (Spark retries a 409 only a few times, and Iceberg's
+compatibility kit expects the server to absorb benign races); only a failed requirement, or running out of
+attempts, answers 409. The file of a lost race is deleted once the new base shows it did not land.
 
 Steps 4 and 11 (the Idempotency-Key marker) wrap this flow in :mod:`arco.iceberg.mutations`; the marker's tag
-goes into the new metadata file's name, which is how a retry after a crash tells whether the commit landed.
+goes into the new metadata file's name (or, for a group, into its group record), which is how a retry after a
+crash tells whether the commit landed.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
+import time
 import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import AssertCreate
@@ -32,18 +43,27 @@ from arco.catalog import locations
 from arco.catalog.errors import AlreadyExistsError
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.names import check_name
-from arco.iceberg import commit_rules
 from arco.events.receipts import write_iceberg_receipt
+from arco.iceberg import commit_rules
 from arco.iceberg.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchTable
-from arco.iceberg.transactions import PreparedChange, mark_and_commit, parse_table_changes
+from arco.iceberg.group_commit import GROUP_NAME_MARK, GroupMember, GroupRecord, Pending, backoff_delay, is_group_file
 from arco.iceberg.tables import (
     TableService,
     metadata_file_location,
     metadata_sequence,
     pointer_for,
 )
+from arco.iceberg.transactions import PreparedChange, mark_and_commit, parse_table_changes
+from arco.storage.base import StorageError
 
+P = ParamSpec("P")
+R = TypeVar("R")
 MAX_COMMIT_ATTEMPTS = 10
+# A batch tries longer than a transaction: its tries back off with jitter (arco.iceberg.group_commit), so they
+# cost little, and a hot table served by several servers loses races as a matter of course; a server whose tries
+# are slower (it parses each base the other server wrote, where the winner has its own cached) can lose many in a
+# row. 60 tries wait at most about 15 s in all, far below the Idempotency-Key in-progress timeout.
+MAX_BATCH_ATTEMPTS = 60
 
 
 @dataclass(frozen=True)
@@ -63,20 +83,225 @@ def parse_commit(body: Any) -> tuple[list[Any], list[Any]]:
 def commit_table(tables: TableService, catalog: CatalogEntry, namespace: NamespacePath, name: str, body: Any,
                  principal: str, source: dict[str, Any], tag: str | None = None,
                  who: Principal | None = None) -> CommitResult:
-    """Commit one table; ``tag`` (an Idempotency-Key hash) goes into the new metadata file's name."""
+    """Commit one table; ``tag`` (an Idempotency-Key hash) goes where recovery finds it (the new metadata file's
+    name, or the group record of a grouped commit). Requests that meet in this process go as one group commit."""
     requirements, updates = parse_commit(body)
     if any(isinstance(r, AssertCreate) for r in requirements):
         return _create_by_commit(tables, catalog, namespace, name, requirements, updates, principal, source, tag,
                                  who)
-    entry = tables.entry(catalog, namespace, name)
-    identity = identifier_of(catalog, namespace, name)
-    for _ in range(MAX_COMMIT_ATTEMPTS):
-        change = prepare_change(tables, entry, namespace, name, requirements, updates, source, tag)
-        write_pending_receipt(tables, change, identity)
-        if tables.pointers.swap(change.base.version, change.proposed).ok:
-            write_committed_receipt(tables, change, identity)
-            return CommitResult(change.proposed.current_metadata_location, change.metadata)
-    raise CommitFailed(f"Commit failed: {name} changed concurrently {MAX_COMMIT_ATTEMPTS} times; retry")
+    entry = tables.entry(catalog, namespace, name)  # step 1
+    commit_rules.check_guardrails(updates, allowed_location=entry.location)  # depends on the request alone
+    request = CommitRequest(entry, namespace, name, requirements, updates, principal, source, tag,
+                            identifier_of(catalog, namespace, name))
+    landed: Landed = tables.committer.submit(entry.id, request, lambda batch: commit_batch(tables, batch))
+    deferred: list[Future[None]] | None = getattr(_receipts_later, "futures", None)
+    if deferred is None:
+        write_member_receipt(tables, request, landed)
+    else:
+        deferred.append(_SIDE_WRITES.submit(write_member_receipt, tables, request, landed))
+    return landed.result
+
+
+_receipts_later = threading.local()
+
+
+def committed_receipt_beside_marker(fn: Callable[P, R]) -> Callable[P, R]:
+    """For the route that wraps a commit in its Idempotency-Key marker: step 10 (the committed receipt, best
+    effort) is written on a side thread while the caller finalizes the marker (step 11), and awaited before the
+    call returns. The two writes are independent, so the commit's sequential writes are the seed's four: claim,
+    metadata file (with the pending receipt beside it), pointer CAS, finalize (with the receipt beside it)."""
+
+    @functools.wraps(fn)
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> R:
+        outer = getattr(_receipts_later, "futures", None)
+        futures: list[Future[None]] = []
+        _receipts_later.futures = futures
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _receipts_later.futures = outer
+            for future in futures:
+                future.result()
+
+    return wrapped
+
+
+@dataclass(frozen=True)
+class CommitRequest:
+    """One updateTable request waiting to be committed (alone or in a group)."""
+
+    entry: TableEntry
+    namespace: NamespacePath
+    name: str
+    requirements: list[Any]
+    updates: list[Any]
+    principal: str
+    source: dict[str, Any]
+    tag: str | None
+    identifier: dict[str, Any]
+
+    def member(self) -> GroupMember:
+        return GroupMember(self.tag, self.principal, self.source, [str(u.action) for u in self.updates])
+
+
+@dataclass(frozen=True)
+class Landed:
+    """A request's commit as it landed: the shared result, and the request's place in its group (if any)."""
+
+    result: CommitResult
+    base_location: str
+    member: int = 0
+    group_size: int = 1
+
+
+@dataclass
+class Attempt:
+    """One try of a batch against one base: who is in, who failed a requirement only because of an earlier member
+    (final only if this try lands), and what it wrote."""
+
+    base_location: str
+    accepted: list[Pending[CommitRequest]]
+    deferred: list[tuple[Pending[CommitRequest], BaseException]]
+    metadata: TableMetadata | None = None
+    location: str = ""
+    grouped: bool = False
+
+    def landed_in(self, current_location: str, current: TableMetadata) -> bool:
+        """Whether this try's file is the table's version or in its history (a CAS the storage client retried
+        after it had in fact succeeded reports a lost race)."""
+        return current_location == self.location or any(
+            entry.metadata_file == self.location for entry in current.metadata_log)
+
+    def deliver(self) -> None:
+        assert self.metadata is not None
+        result = CommitResult(self.location, self.metadata)
+        size = len(self.accepted)
+        for index, pending in enumerate(self.accepted):
+            pending.succeed(Landed(result, self.base_location, index if self.grouped else 0, size))
+        for pending, error in self.deferred:
+            pending.fail(error)
+
+
+def commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> None:
+    """Steps 2-9 for a batch of requests to one table, in arrival order; decides every member (see
+    :mod:`arco.iceberg.group_commit`). A lost CAS backs off with jitter and redoes the batch on the new base."""
+    table_uuid = batch[0].item.entry.id
+    waiting = list(batch)
+    lost: Attempt | None = None
+    for attempt in range(MAX_BATCH_ATTEMPTS + 1):
+        current = tables.resolver.for_write(table_uuid)  # step 2
+        if lost is not None:
+            if current is not None and _landed(tables, lost, current.pointer.current_metadata_location):
+                lost.deliver()
+                return
+            discard_attempt(tables, table_uuid, lost)
+            if attempt == MAX_BATCH_ATTEMPTS:
+                break
+        if current is None or current.pointer.dropped:
+            for pending in waiting:
+                request = pending.item
+                pending.fail(NoSuchTable(f"Table does not exist: {'.'.join((*request.namespace, request.name))}"))
+            return
+        base_location = current.pointer.current_metadata_location
+        base = tables.files.read(base_location)  # step 3
+        tried = plan_attempt(waiting, base, base_location)  # steps 5-6
+        waiting = [pending for pending in waiting if not pending.done]
+        if not tried.accepted:
+            return  # every request failed against the table as it is: nothing to write
+        write_attempt(tables, table_uuid, tried)  # steps 7-8
+        # The pointer names one writer: the group's last member (each member's own source is in its receipt).
+        proposed = pointer_for(table_uuid, tried.location, tried.metadata, base_location,  # type: ignore[arg-type]
+                               tried.accepted[-1].item.source)
+        if tables.pointers.swap(current.version, proposed).ok:  # step 9, the commit point
+            tried.deliver()
+            return
+        lost = tried
+        time.sleep(backoff_delay(attempt))
+    for pending in waiting:
+        pending.fail(CommitFailed(f"Commit failed: {pending.item.name} changed concurrently "
+                                  f"{MAX_BATCH_ATTEMPTS} times; retry"))
+
+
+def _landed(tables: TableService, attempt: Attempt, current_location: str) -> bool:
+    return attempt.landed_in(current_location, tables.files.read(current_location))
+
+
+def plan_attempt(waiting: list[Pending[CommitRequest]], base: TableMetadata, base_location: str) -> Attempt:
+    """Steps 5-6 for each request in order, against the metadata as the earlier ones left it. A request failing
+    against the base itself is answered at once; one failing only after earlier members' changes is deferred."""
+    tried = Attempt(base_location, [], [])
+    running, changed = base, False
+    for pending in waiting:
+        request = pending.item
+        try:
+            commit_rules.check_requirements(request.requirements, running)
+            running_next, member_changed = commit_rules.apply_member_updates(running, request.updates)
+        except Exception as exc:  # noqa: BLE001 - a request's own failure is its answer, not the batch's
+            if tried.accepted:
+                tried.deferred.append((pending, exc))
+            else:
+                pending.fail(exc)
+            continue
+        running, changed = running_next, changed or member_changed
+        tried.accepted.append(pending)
+    if tried.accepted:
+        tried.metadata = commit_rules.close_group(base, running, base_location, changed)
+        tried.grouped = len(tried.accepted) > 1
+        suffix = f"{GROUP_NAME_MARK}-{uuid.uuid4().hex}" if tried.grouped else file_suffix(tried.accepted[0].item.tag)
+        tried.location = metadata_file_location(tried.metadata.location, metadata_sequence(base_location) + 1, suffix)
+    return tried
+
+
+def write_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> None:
+    """Step 7 (the metadata file) and, at the same time, for a group its record (which recovery and the reconciler
+    need, so the commit does not go ahead without it), else step 8 (the pending receipt, best effort). The two are
+    independent and both precede the CAS, so they cost one storage round trip, not two."""
+    metadata = tried.metadata
+    assert metadata is not None
+    if tried.grouped:
+        record = GroupRecord(table_uuid, tried.location, tried.base_location,
+                             [pending.item.member() for pending in tried.accepted])
+        _at_once(lambda: tables.files.write(tried.location, metadata), lambda: tables.groups.write(record))
+    else:
+        request = tried.accepted[0].item
+        _at_once(lambda: tables.files.write(tried.location, metadata),
+                 lambda: write_iceberg_receipt(tables.storage, "pending", table_uuid=table_uuid,
+                                               metadata_location=tried.location, metadata=metadata,
+                                               previous_metadata_location=tried.base_location,
+                                               source=request.source, identifier=request.identifier))
+
+
+# One slot per table committing at once (a server has one leader per hot table); threads start on demand.
+_SIDE_WRITES = ThreadPoolExecutor(max_workers=32, thread_name_prefix="arco-commit-side")
+
+
+def _at_once(first: Callable[[], object], second: Callable[[], object]) -> None:
+    """Run two independent writes concurrently; return once both are done, raising the first failure."""
+    future = _SIDE_WRITES.submit(second)
+    first()
+    future.result()
+
+
+def discard_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> None:
+    """A try that lost its CAS (and is known not to have landed) leaves nothing: its file and record are deleted,
+    best effort (garbage collection removes what a crash leaves)."""
+    try:
+        tables.storage.delete(tables.files.key_of(tried.location))
+        if tried.grouped:
+            tables.groups.delete(table_uuid, tried.location)
+    except (StorageError, OSError):
+        pass
+
+
+def write_member_receipt(tables: TableService, request: CommitRequest, landed: Landed) -> None:
+    """Step 10 for one request: its own committed receipt (its source, the shared metadata file), best effort."""
+    group = None
+    if landed.group_size > 1:
+        group = {"index": landed.member, "size": landed.group_size, "actions": request.member().actions}
+    write_iceberg_receipt(tables.storage, "committed", table_uuid=request.entry.id,
+                          metadata_location=landed.result.metadata_location, metadata=landed.result.metadata,
+                          previous_metadata_location=landed.base_location, source=request.source,
+                          identifier=request.identifier, member=landed.member, group=group)
 
 
 def identifier_of(catalog: CatalogEntry, namespace: NamespacePath, name: str) -> dict[str, Any]:
@@ -101,18 +326,22 @@ def write_committed_receipt(tables: TableService, change: PreparedCommit, identi
 
 def landed_location(tables: TableService, table_uuid: str, tag: str) -> str | None:
     """The metadata file written by the commit tagged ``tag``, if the table's history (current file and metadata
-    log) contains it. The log keeps ``write.metadata.previous-versions-max`` versions (100 by default), which
-    bounds how many later commits a crashed commit can be recovered across."""
+    log) contains it: by the tag in the file's name, or, for a group's file, in its group record. The log keeps
+    ``write.metadata.previous-versions-max`` versions (100 by default), which bounds how many later commits a
+    crashed commit can be recovered across."""
     current = tables.resolver.for_read(table_uuid)
     if current is None:
         return None
     marker = f"-{tag}-"
     location = current.pointer.current_metadata_location
-    if marker in location.rsplit("/", 1)[-1]:
-        return location
-    for entry in reversed(tables.files.read(location).metadata_log):
-        if marker in entry.metadata_file.rsplit("/", 1)[-1]:
-            return entry.metadata_file
+    history = [location, *(entry.metadata_file for entry in reversed(tables.files.read(location).metadata_log))]
+    for candidate in history:
+        if marker in candidate.rsplit("/", 1)[-1]:
+            return candidate
+        if is_group_file(candidate):
+            record = tables.groups.read(table_uuid, candidate)
+            if record is not None and record.member_of(tag) is not None:
+                return candidate
     return None
 
 

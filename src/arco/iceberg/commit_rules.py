@@ -380,9 +380,10 @@ def _apply_one(update: TableUpdate, metadata: TableMetadata, context: _TableMeta
 
 
 def _update_metadata(base: TableMetadata, updates: Sequence[TableUpdate], enforce_validation: bool,
-                     metadata_location: str | None) -> TableMetadata:
+                     metadata_location: str | None,
+                     context: _TableMetadataUpdateContext | None = None) -> TableMetadata:
     """``pyiceberg.table.update.update_table_metadata``, step for step, with format v3 upgrades admitted."""
-    context = _TableMetadataUpdateContext()
+    context = context if context is not None else _TableMetadataUpdateContext()
     new = base
     for update in updates:
         new = _apply_one(update, new, context)
@@ -401,6 +402,29 @@ def _update_metadata(base: TableMetadata, updates: Sequence[TableUpdate], enforc
     if enforce_validation:
         return TableMetadataUtil.parse_obj(new.model_dump())
     return new.model_copy(deep=True)
+
+
+def apply_member_updates(running: TableMetadata, updates: Sequence[TableUpdate]) -> tuple[TableMetadata, bool]:
+    """One request of a group commit: :func:`apply_updates` on an existing table, without the metadata-log entry
+    (the group adds one entry, for its base, in :func:`close_group`); and whether anything changed."""
+    start = with_row_lineage(running)
+    try:
+        context = _TableMetadataUpdateContext()
+        new = _update_metadata(start, assign_spec_and_order_ids(start, updates), enforce_validation=False,
+                               metadata_location=None, context=context)
+        return with_row_lineage(new), context.has_changes()
+    except CommitFailedException as exc:
+        raise CommitFailed(str(exc)) from None
+    except (ValueError, ValidationError) as exc:
+        raise BadRequest(f"cannot apply the updates: {exc}") from None
+
+
+def close_group(base: TableMetadata, new: TableMetadata, base_location: str, changed: bool) -> TableMetadata:
+    """The metadata a group commit writes: its members' changes, and the base in the metadata log (once), exactly
+    as :func:`apply_updates` would have logged a single commit."""
+    if not changed:
+        return new
+    return _update_table_metadata_log(new, base_location, base.last_updated_ms)
 
 
 def apply_updates(base: TableMetadata | None, updates: Sequence[TableUpdate], base_location: str | None) -> TableMetadata:

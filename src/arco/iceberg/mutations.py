@@ -129,6 +129,7 @@ class Mutations:
 
         return run_once(keyed, work, self._table_created())
 
+    @commit.committed_receipt_beside_marker
     def commit_table(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, body: dict[str, Any],
                      caller: Caller) -> Outcome:
         def work(tag: str | None) -> Outcome:

@@ -42,6 +42,7 @@ from arco.iceberg.commit_rules import (
     with_row_lineage,
 )
 from arco.iceberg.errors import AlreadyExists, BadRequest, NoSuchTable
+from arco.iceberg.group_commit import Coalescer, GroupRecords
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.iceberg.paging import page
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
@@ -97,6 +98,9 @@ class TableService:
         self.pointers = PointerStore(storage)
         self.resolver = PointerResolver(self.pointers, TxnRecords(storage))
         self.files = MetadataFiles(storage)
+        # Commits to one table that meet in this process go together (arco.iceberg.group_commit).
+        self.committer = Coalescer()
+        self.groups = GroupRecords(storage)
 
     # -- reading ---------------------------------------------------------------------------------------------
 

@@ -2,9 +2,9 @@
 
 Per table, in Spark tasks: metadata files outside the table's history (orphans of lost or crashed commits, and
 versions expired from the log of tables that ask for ``write.metadata.delete-after-commit.enabled``). In the
-driver: idempotency markers, receipts, transaction records, stale compaction files and expired server-side scan
-plans. ``--dry-run`` decides the
-same way and deletes nothing. Users' data files are not touched here (orphan data files are ``maintain``'s).
+driver: idempotency markers, receipts, transaction records, group commit records, stale compaction files,
+expired server-side scan plans and temporary files of interrupted writes. ``--dry-run`` decides the same way and
+deletes nothing. Users' data files are not touched here (orphan data files are ``maintain``'s).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from arco.catalog.store import CatalogStore
 from arco.events.reconcile import iceberg_tables
 from arco.events.receipts import EVENTS
 from arco.iceberg.commit import landed_location
+from arco.iceberg.group_commit import GROUPS, GroupRecord
 from arco.iceberg.idempotency import Marker
 from arco.iceberg.plan_store import PLANS, PlanRecord
 from arco.iceberg.pointer import PointerStore
@@ -74,7 +75,9 @@ def _commit_key(location: str) -> str:
 
 def known_commit_keys(storage: StorageBackend) -> set[str]:
     """Commit keys of every metadata file that was ever a table version: committed receipts and the timeline."""
-    keys = {m.key.rsplit("/", 1)[-1][:-5] for m in storage.list(f"{EVENTS}/") if "/iceberg/committed/" in m.key}
+    # A group commit's members after the first have receipts named {commit_key}-{member}.json.
+    keys = {m.key.rsplit("/", 1)[-1][:-5].split("-", 1)[0] for m in storage.list(f"{EVENTS}/")
+            if "/iceberg/committed/" in m.key}
     state = load_state(storage)
     timeline = read_many(storage, state.files("timeline"), SCHEMAS_BY_KIND["timeline"], columns=["commit_key"])
     keys.update(timeline.column("commit_key").to_pylist())
@@ -130,6 +133,47 @@ def receipt_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> 
         if meta.key not in committed_files and now - meta.modified_at > policy.orphan_metadata_age_s:
             chosen.append(Deletion(meta.key, "compaction output of a run that never committed"))
     return chosen
+
+
+def group_record_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> list[Deletion]:
+    """Group records (:mod:`arco.iceberg.group_commit`) whose metadata file is not in its table's history."""
+    service = TableService(CatalogStore(storage), storage)
+    histories: dict[str, set[str] | None] = {}
+    chosen = []
+    for meta in storage.list(f"{GROUPS}/"):
+        age = now - meta.modified_at
+        if age <= policy.orphan_metadata_age_s:
+            continue
+        table_uuid = meta.key[len(GROUPS) + 1:].split("/", 1)[0]
+        if table_uuid not in histories:
+            histories[table_uuid] = _history_of(service, table_uuid)
+        history = histories[table_uuid]
+        if history is None:
+            continue  # unreadable: judged on a later run
+        found = storage.get_or_none(meta.key)
+        if found is None:
+            continue
+        try:
+            location = GroupRecord.from_bytes(found.data).metadata_location
+        except Exception:  # noqa: BLE001 - an unreadable record is left for a person to look at
+            continue
+        decision = gc_rules.group_record(meta.key, age, location in history, policy)
+        if decision is not None:
+            chosen.append(decision)
+    return chosen
+
+
+def _history_of(service: TableService, table_uuid: str) -> set[str] | None:
+    """The metadata locations of a table's history (empty for a missing or dropped table), None if unreadable."""
+    pointer = service.resolver.for_read(table_uuid)
+    if pointer is None or pointer.pointer.dropped:
+        return set()
+    current = pointer.pointer.current_metadata_location
+    try:
+        metadata = service.files.read(current)
+    except Exception:  # noqa: BLE001 - without a readable current file nothing of this table is judged
+        return None
+    return {current, *(entry.metadata_file for entry in metadata.metadata_log)}
 
 
 def txn_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> list[Deletion]:
@@ -221,6 +265,7 @@ def run_gc(spark: Any, spec: StorageSpec, run: Run, policy: GcPolicy, *, dry_run
     chosen += receipt_deletions(storage, policy, now)
     chosen += txn_deletions(storage, policy, now)
     chosen += plan_deletions(storage, policy, now)
+    chosen += group_record_deletions(storage, policy, now)
     temp = temp_file_deletions(storage, policy, now)
     for deletion in chosen + temp:
         run.count(("would delete: " if dry_run else "deleted: ") + deletion.reason.split(" (")[0])

@@ -78,6 +78,14 @@ def table_metadata(files: dict[str, float], in_history: set[str], known_committe
     return chosen
 
 
+def group_record(key: str, age_s: float, in_history: bool, policy: GcPolicy) -> Deletion | None:
+    """A group commit's record (its members, for crash recovery and receipts) is needed while its metadata file is
+    in the table's history; outside it, the commit lost its race, crashed, or expired from the log."""
+    if in_history or age_s <= policy.orphan_metadata_age_s:
+        return None
+    return Deletion(key, "group record of a metadata file outside its table's history")
+
+
 def txn_record(key: str, state: str, age_s: float, referenced: bool, policy: GcPolicy) -> Deletion | None:
     if referenced or state == "PENDING" or age_s <= policy.txn_record_age_s:
         return None

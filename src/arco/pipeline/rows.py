@@ -1,6 +1,7 @@
 """Receipts to rows (pure): the Parquet schemas of Tier 2 and the functions that fill them.
 
-``timeline``  one row per committed metadata version of an Iceberg table (from ``IcebergCommitCommitted``)
+``timeline``  one row per committed metadata version of an Iceberg table (from ``IcebergCommitCommitted``), and per
+              request: a group commit's N requests share a version and have a receipt, so a row, each
 ``audit``     one row per Tier 1 catalog mutation (from ``CatalogMutationCommitted``) and per Delta Sharing
               recipient read (from ``DeltaSharingRead``: the recipient is the row's principal)
 ``runs``      one row per pipeline run (from the run records)

@@ -190,3 +190,36 @@ def test_an_existing_table_upgrades_to_v3_but_not_beyond() -> None:
         apply(base(2), [{"action": "upgrade-format-version", "format-version": 4}])
     with pytest.raises(BadRequest, match="downgrade"):
         apply(upgraded, [{"action": "upgrade-format-version", "format-version": 2}])
+
+
+# -- group commit: members applied one after another, one metadata-log entry -------------------------------------
+
+GROUP_MEMBERS = [
+    [{"action": "set-properties", "updates": {"a": "1"}}],
+    [{"action": "add-schema", "schema": {**SCHEMA, "schema-id": 1, "fields": [
+        *SCHEMA["fields"], {"id": 3, "name": "t", "required": False, "type": "string"}]}},
+     {"action": "set-current-schema", "schema-id": -1}],
+    [{"action": "add-sort-order", "sort-order": order(1, 1)}, {"action": "set-default-sort-order", "sort-order-id": -1}],
+    [{"action": "remove-properties", "removals": ["a"]}, {"action": "set-properties", "updates": {"b": "2"}}],
+]
+
+
+def test_a_group_ends_where_one_commit_of_all_its_updates_ends() -> None:
+    start = base()
+    alone = rules.apply_updates(start, rules.parse_updates([u for m in GROUP_MEMBERS for u in m]), "file:///wh/0.json")
+    running, changed = start, False
+    for member in GROUP_MEMBERS:
+        running, member_changed = rules.apply_member_updates(running, rules.parse_updates(member))
+        changed = changed or member_changed
+    grouped = rules.close_group(start, running, "file:///wh/0.json", changed)
+    without_time = {"last_updated_ms"}
+    assert grouped.model_dump(exclude=without_time) == alone.model_dump(exclude=without_time)
+    assert [e.metadata_file for e in grouped.metadata_log] == ["file:///wh/0.json"]
+    assert grouped.metadata_log[0].timestamp_ms == start.last_updated_ms
+    assert grouped.last_updated_ms >= start.last_updated_ms
+
+
+def test_a_group_that_changes_nothing_adds_no_log_entry() -> None:
+    start = base()
+    running, changed = rules.apply_member_updates(start, [])
+    assert not changed and rules.close_group(start, running, "file:///wh/0.json", changed).metadata_log == []

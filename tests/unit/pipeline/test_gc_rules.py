@@ -72,3 +72,10 @@ def test_temporary_files_go_only_after_their_grace_period() -> None:
     assert gc_rules.temp_file(".arco-tmp/1-ab", HOUR + 1, POLICY) is not None
     assert gc_rules.temp_file(".arco-tmp/1-ab", HOUR - 1, POLICY) is None  # maybe a write in progress
     assert gc_rules.temp_file(".arco-tmp/1-ab", 120, GcPolicy(temp_file_age_s=60)) is not None
+
+
+def test_a_group_record_goes_once_its_file_is_outside_the_history_and_old() -> None:
+    old = POLICY.orphan_metadata_age_s + 1
+    assert gc_rules.group_record("g", old, in_history=False, policy=POLICY) is not None
+    assert gc_rules.group_record("g", old, in_history=True, policy=POLICY) is None
+    assert gc_rules.group_record("g", old - 2, in_history=False, policy=POLICY) is None
