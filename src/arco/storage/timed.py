@@ -97,6 +97,10 @@ class TimedBackend(StorageBackend):
     def location_of(self, key: str) -> str:
         return self.inner.location_of(key)
 
+    def presign_get(self, url: str, expires_s: int) -> str | None:
+        # StorageBackend's default declines; the wrapped backend may know how (S3, Azure, GCS).
+        return self.inner.presign_get(url, expires_s)
+
     def close(self) -> None:
         self.inner.close()
 

@@ -127,15 +127,19 @@ def test_concurrent_commits_that_lose_a_swap_are_counted_as_conflict_retried(ser
     def moved(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)
 
-    # Six writers on one table: some commits lose swaps and retry; a few may lose ten times and get a 409.
-    assert set(statuses) <= {200, 409} and len(statuses) == 24
+    # Six writers on one table through one server: their commits meet in groups (arco.iceberg.group_commit), each
+    # group one swap, so nothing is refused and there are at most as many swaps won as commits.
+    assert statuses == [200] * 24
     committed, retried, refused = (moved("arco_iceberg_commits_total", outcome=o)
                                    for o in ("committed", "conflict_retried", "refused"))
-    assert committed + retried == statuses.count(200) and refused == statuses.count(409)
+    assert committed + retried == 24 and refused == 0
     lost = moved("arco_cas_attempts_total", target="table_pointer", outcome="lost")
-    assert moved("arco_cas_attempts_total", target="table_pointer", outcome="won") == statuses.count(200)
-    assert retried + 10 * refused <= lost  # a retried commit lost a swap at least once; a refused one ten times
-    assert (lost == 0) == (retried + refused == 0)
+    won = moved("arco_cas_attempts_total", target="table_pointer", outcome="won")
+    assert 1 <= won <= 24
+    assert retried <= lost  # a commit counted as retried lost a swap at least once
+    with iceberg_client(server) as client:
+        properties = client.get("/namespaces/obs_race/tables/hot").json()["metadata"]["properties"]
+    assert all(properties.get(f"w{n}") == "3" for n in range(6))
 
 
 def test_metrics_need_a_metastore_admin_token_unless_served_public(server: RunningServer, tmp_path: Path) -> None:

@@ -176,7 +176,9 @@ def test_a_write_storm_through_a_storage_outage(served: tuple[FaultyBackend, str
     metadata = loaded["metadata"]
     assert set(acked) <= set(metadata["properties"])
     log = metadata["metadata-log"]
-    assert len(log) == len(acked)  # the create, then one file per acknowledged commit, none twice
+    # The create, then one file per group of acknowledged commits (arco.iceberg.group_commit): never more files
+    # than commits, and no file twice.
+    assert 1 <= len(log) <= len(acked)
     stamps = [e["timestamp-ms"] for e in log] + [metadata["last-updated-ms"]]
     assert stamps == sorted(stamps)
     files = [e["metadata-file"] for e in log] + [loaded["metadata-location"]]
