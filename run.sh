@@ -35,6 +35,18 @@ install_locked() {
   echo "$want" > "$stamp"
 }
 
+# Install packages whose own version caps conflict with the locked stack, without their dependencies (the file says
+# why each is there); once per content of the file.
+install_unpinned_deps() {
+  local list=$1 stamp="$VENV/.installed-$(basename "$1")"
+  local want
+  want=$(sha256sum "$list" | cut -d' ' -f1)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return; fi
+  say "installing $list into $VENV (without dependencies)"
+  "$PY" -m pip install --quiet --disable-pip-version-check --no-deps -r "$list"
+  echo "$want" > "$stamp"
+}
+
 setup_runtime() {
   if [ ! -x "$PY" ]; then
     say "creating $VENV"
@@ -59,6 +71,7 @@ ensure_java() {
 setup_tests() {
   setup_runtime
   install_locked requirements-test.lock
+  install_unpinned_deps requirements-recipient.txt
   ensure_java
   bash scripts/install-emulators.sh
 }
