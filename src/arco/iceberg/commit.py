@@ -188,8 +188,14 @@ def commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> N
     table_uuid = batch[0].item.entry.id
     waiting = list(batch)
     lost: Attempt | None = None
+    # Step 2 starts from this process's copy of the pointer when it has one (it wrote or read it last): the CAS
+    # checks it, so a warm writer reads nothing before its writes. A copy is never trusted to refuse a request.
+    copy = tables.pointers.cached(table_uuid)
+    if copy is not None and (copy.pointer.dropped or copy.pointer.pending_txn is not None):
+        copy = None
+    lost_to_copy = 0
     for attempt in range(MAX_BATCH_ATTEMPTS + 1):
-        current = tables.resolver.for_write(table_uuid)  # step 2
+        current = copy if copy is not None else tables.resolver.for_write(table_uuid)  # step 2
         if lost is not None:
             if current is not None and _landed(tables, lost, current.pointer.current_metadata_location):
                 lost.deliver()
@@ -204,7 +210,10 @@ def commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> N
             return
         base_location = current.pointer.current_metadata_location
         base = tables.files.read(base_location)  # step 3
-        tried = plan_attempt(waiting, base, base_location)  # steps 5-6
+        tried = plan_attempt(waiting, base, base_location, final=copy is None)  # steps 5-6
+        if tried is None:  # a request fails against the copy: decide it against the pointer as it is
+            copy = None
+            continue
         waiting = [pending for pending in waiting if not pending.done]
         if not tried.accepted:
             return  # every request failed against the table as it is: nothing to write
@@ -216,7 +225,11 @@ def commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> N
             tried.deliver()
             return
         lost = tried
-        time.sleep(backoff_delay(attempt))
+        if copy is not None:
+            copy = None  # the copy was stale: another server committed since; no race to back off from yet
+            lost_to_copy += 1
+            continue
+        time.sleep(backoff_delay(attempt - lost_to_copy))
     for pending in waiting:
         pending.fail(CommitFailed(f"Commit failed: {pending.item.name} changed concurrently "
                                   f"{MAX_BATCH_ATTEMPTS} times; retry"))
@@ -226,9 +239,11 @@ def _landed(tables: TableService, attempt: Attempt, current_location: str) -> bo
     return attempt.landed_in(current_location, tables.files.read(current_location))
 
 
-def plan_attempt(waiting: list[Pending[CommitRequest]], base: TableMetadata, base_location: str) -> Attempt:
+def plan_attempt(waiting: list[Pending[CommitRequest]], base: TableMetadata, base_location: str,
+                 final: bool = True) -> Attempt | None:
     """Steps 5-6 for each request in order, against the metadata as the earlier ones left it. A request failing
-    against the base itself is answered at once; one failing only after earlier members' changes is deferred."""
+    against the base itself is answered at once; one failing only after earlier members' changes is deferred.
+    Against a base that may be stale (``final`` False), any failure answers nobody: None, read the pointer."""
     tried = Attempt(base_location, [], [])
     running, changed = base, False
     for pending in waiting:
@@ -237,6 +252,8 @@ def plan_attempt(waiting: list[Pending[CommitRequest]], base: TableMetadata, bas
             commit_rules.check_requirements(request.requirements, running)
             running_next, member_changed = commit_rules.apply_member_updates(running, request.updates)
         except Exception as exc:  # noqa: BLE001 - a request's own failure is its answer, not the batch's
+            if not final:
+                return None
             if tried.accepted:
                 tried.deferred.append((pending, exc))
             else:

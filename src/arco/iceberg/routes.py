@@ -186,15 +186,22 @@ async def register_table(request: Request) -> Response:
 
 @iceberg_errors
 async def load_table(request: Request) -> Response:
-    catalog = await catalog_of(request)
     namespace, name = existing_table_path(request)
+    svc = services(request)
+    # A table this server knows has its pointer read now, beside the catalog check the lookups below make, so
+    # the load waits for one storage round trip; the check decides whether the guess was right (tables.load).
+    ahead = None
+    if not svc.store.is_fresh():
+        known = svc.tables.known_entry(request.path_params["prefix"], namespace, name, principal_of(request))
+        if known is not None:
+            ahead = (known.id, svc.tables.read_pointer_ahead(known.id))
+    catalog = await catalog_of(request)
     snapshots = request.query_params.get("snapshots") or "all"
     if snapshots not in ("all", "refs"):
         raise errors.BadRequest(f"snapshots must be 'all' or 'refs', got {snapshots!r}")
     modes = delegation_modes(request.headers.get("x-iceberg-access-delegation"))
-    svc = services(request)
     await allow(request, "table", catalog, namespace, name, "read")
-    loaded = await blocking(svc.tables.load, catalog, namespace, name)
+    loaded = await blocking(svc.tables.load, catalog, namespace, name, ahead)
     granted = TableAccess()
     if modes:
         granted = await blocking(granted_access, request, catalog, namespace, name, loaded.metadata.location, modes)
