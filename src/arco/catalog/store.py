@@ -31,11 +31,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
 from arco.catalog import state as rules
 from arco.catalog.audit import audit_names
-from arco.catalog.errors import ConflictError
+from arco.catalog.errors import ConflictError, NotFoundError
 from arco.catalog import log as catalog_log
 from arco.catalog.log import CatalogLog
 from arco.catalog.state import CatalogState, Operation
@@ -52,6 +52,8 @@ _STATE_METER = metrics.CacheMeter("catalog_state")
 # The monotonic time a freshness check must have started at or after to answer for the current request (None: the
 # caller is not inside a request scope, and every check is its own).
 _ANSWERS_FROM: ContextVar[float | None] = ContextVar("arco_catalog_answers_from", default=None)
+_ARRIVED: ContextVar[float | None] = ContextVar("arco_catalog_request_arrived", default=None)
+T = TypeVar("T")
 
 
 class CatalogStore:
@@ -79,9 +81,11 @@ class CatalogStore:
             return
         start = time.monotonic() if arrived is None else arrived
         token = _ANSWERS_FROM.set(start - max(0.0, window_s))
+        arrival = _ARRIVED.set(start)
         try:
             yield
         finally:
+            _ARRIVED.reset(arrival)
             _ANSWERS_FROM.reset(token)
 
     def ensure_fresh(self, since: float | None = None) -> None:
@@ -141,6 +145,20 @@ class CatalogStore:
         arrived = _ANSWERS_FROM.get()
         with self._fresh:
             return arrived is not None and not self._refreshing and self._last_refresh_started >= arrived
+
+    def find(self, lookup: Callable[[CatalogState], T]) -> T:
+        """``lookup`` against a current view; a lookup that finds nothing in a view older than the request (a read
+        window) is asked again of a view checked now, so a window never hides a name made elsewhere."""
+        try:
+            with self.read() as state:
+                return lookup(state)
+        except NotFoundError:
+            arrived = _ARRIVED.get()
+            if arrived is None or self._last_refresh_started >= arrived:
+                raise
+        self.ensure_fresh(time.monotonic())
+        with self._apply_lock:
+            return lookup(self._state)
 
     @contextmanager
     def read_cached(self) -> Iterator[CatalogState]:

@@ -121,8 +121,7 @@ class TableService:
     def entry(self, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> TableEntry:
         # A missing namespace is NoSuchTable here, as in the reference implementation: Spark probes the metadata
         # table db.t.snapshots as table "snapshots" in namespace db.t and only falls back on NoSuchTable.
-        with self.store.read() as state:
-            return _iceberg_table(state, catalog, namespace, name)
+        return self.store.find(lambda state: _iceberg_table(state, catalog, namespace, name))
 
     def entry_absent(self, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> None:
         """Raise unless the namespace exists and has no table or view of this name."""

@@ -274,3 +274,12 @@ def test_the_tier1_probe_is_a_read_of_the_next_log_position(warm: Harness) -> No
     warm.tables.load(warm.catalog, ("db",), "t")
     (probe,) = [c.key for c in warm.storage.calls if kind_of(c.key) == "tier 1"]
     assert probe.startswith("_catalog/core/log/")
+
+
+def test_a_window_never_hides_a_table_made_on_another_server(warm: Harness) -> None:
+    """A name not found in a view older than the request is looked up again in a view checked now."""
+    with CatalogStore.fresh_as_of(window_s=60.0), read_window(60.0):
+        warm.tables.load(warm.catalog, ("db",), "t")
+    warm.reopen().create_table("made_elsewhere")
+    with CatalogStore.fresh_as_of(window_s=60.0), read_window(60.0):
+        assert warm.tables.load(warm.catalog, ("db",), "made_elsewhere").entry.name == "made_elsewhere"
