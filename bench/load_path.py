@@ -95,8 +95,9 @@ def timed_interleaved(ops: dict[str, Callable[[], object]], rounds: int) -> dict
     return results
 
 
-def catalog_of(server: Any) -> RestCatalog:
-    return RestCatalog(f"arco-{uuid.uuid4().hex[:6]}", uri=server.iceberg_uri, warehouse="main", token=TOKEN)
+def catalog_of(server: Any, props: dict[str, str] | None = None) -> RestCatalog:
+    return RestCatalog(f"arco-{uuid.uuid4().hex[:6]}", uri=server.iceberg_uri, warehouse="main", token=TOKEN,
+                       **(props or {}))
 
 
 @contextmanager
@@ -119,7 +120,7 @@ def canned_server(workdir: Path, config: bytes, table: bytes) -> Iterator[str]:
 
 
 def load_figures(warehouse: str, workdir: Path, rounds: int, env: dict[str, str] | None = None,
-                 args: tuple[str, ...] = ()) -> dict[str, float]:
+                 args: tuple[str, ...] = (), props: dict[str, str] | None = None) -> dict[str, float]:
     """cold / warm / hot loadTable p50 (ms), and the canned-response floor, on one warehouse."""
     figures: dict[str, float] = {}
     with ExitStack() as stack:
@@ -127,14 +128,14 @@ def load_figures(warehouse: str, workdir: Path, rounds: int, env: dict[str, str]
         maker = stack.enter_context(arco_server(warehouse, workdir, admin_token=TOKEN, env=env, extra_args=args))
         hot = stack.enter_context(arco_server(warehouse, workdir, admin_token=TOKEN, env=env,
                                               extra_args=(*args, "--read-freshness-ms", "60000")))
-        making = catalog_of(maker)
+        making = catalog_of(maker, props)
         making.create_namespace("bench")
         table = making.create_table(("bench", "small"), SCHEMA)
         table.append(ROWS)
         cold_names = [f"cold_{i}" for i in range(rounds + WARMUP)]
         for name in cold_names:  # made by the other server: the measured one has read none of them
             making.create_table(("bench", name), SCHEMA)
-        warm_catalog, hot_catalog = catalog_of(server), catalog_of(hot)
+        warm_catalog, hot_catalog = catalog_of(server, props), catalog_of(hot, props)
         cold = iter(cold_names)
         ops: dict[str, Callable[[], object]] = {
             "load cold": lambda: warm_catalog.load_table(("bench", next(cold))),
@@ -148,7 +149,7 @@ def load_figures(warehouse: str, workdir: Path, rounds: int, env: dict[str, str]
         body = httpx.get(f"{server.iceberg_uri}/v1/{prefix}/namespaces/bench/tables/small",
                          headers={**headers, "X-Iceberg-Access-Delegation": "vended-credentials"}).content
         canned_uri = stack.enter_context(canned_server(workdir / uuid.uuid4().hex[:6], config.content, body))
-        canned = RestCatalog("canned", uri=canned_uri, warehouse="main", token=TOKEN)
+        canned = RestCatalog("canned", uri=canned_uri, warehouse="main", token=TOKEN, **(props or {}))
         ops["floor"] = lambda: canned.load_table(("bench", "small"))
         results = timed_interleaved(ops, rounds)
     for name, samples in results.items():
@@ -206,7 +207,9 @@ def s3_figures(workdir: Path, rounds: int) -> dict[str, float]:
 
             results = timed_interleaved({"s3 put": put, "s3 commit": commit}, rounds)
             figures.update({name: p50(samples) for name, samples in results.items()})
-        loads = load_figures(f"s3://{bucket}/loads", workdir, max(20, rounds // 2), env=env, args=args)
+        props = {"s3.endpoint": options["s3.endpoint"], "s3.access-key-id": options["s3.access-key-id"],
+                 "s3.secret-access-key": options["s3.secret-access-key"], "s3.region": env["AWS_REGION"]}
+        loads = load_figures(f"s3://{bucket}/loads", workdir, max(20, rounds // 2), env=env, args=args, props=props)
         figures.update({f"s3 {name}": value for name, value in loads.items()})
     return figures
 
