@@ -42,12 +42,11 @@ from uuid6 import uuid7
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from support import emulators  # noqa: E402
-from support.arco_server import arco_server  # noqa: E402
-from support.net import free_port, stop, wait_for_http  # noqa: E402
-
-from arco.storage.base import DoesNotExist  # noqa: E402
-from arco.storage.factory import open_storage  # noqa: E402
+from arco.storage.base import DoesNotExist
+from arco.storage.factory import open_storage
+from support import emulators
+from support.arco_server import arco_server
+from support.net import free_port, stop, wait_for_http
 
 TOKEN = "bench-token"
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "city", StringType(), required=False))
