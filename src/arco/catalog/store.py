@@ -140,6 +140,12 @@ class CatalogStore:
         with self._apply_lock:
             yield self._state
 
+    @staticmethod
+    def scope_start() -> float:
+        """The time a check must have started at or after to answer for the current request (now, outside one)."""
+        start = _ANSWERS_FROM.get()
+        return start if start is not None else time.monotonic()
+
     def is_fresh(self) -> bool:
         """Whether :meth:`ensure_fresh` would return without asking storage (the request's check is done)."""
         arrived = _ANSWERS_FROM.get()

@@ -12,6 +12,7 @@ the outcome it answers with, and the recovery that tells, after a crash, whether
 from __future__ import annotations
 
 import contextvars
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -153,10 +154,19 @@ class Mutations:
                 return work(None)
             # An internal tag in the new metadata file's name lets this server tell, should storage fail, whether
             # the commit landed, and answer CommitStateUnknown only when that cannot be read either.
-            table_uuid = self.tables.entry(catalog, namespace, name).id
+            # The table this process knows (the commit confirms it beside its first write) or, failing that, a
+            # lookup; a commit that finds the name moved (commit.NameMoved) committed nothing, and is made again
+            # against the name as it is now.
+            known = None if self.store.is_fresh() else self.tables.known_entry(catalog, namespace, name)
+            table_uuid = known.id if known is not None else self.tables.entry(catalog, namespace, name).id
             tag = uuid.uuid4().hex
             try:
-                return work(tag)
+                try:
+                    return work(tag)
+                except commit.NameMoved:
+                    self.store.ensure_fresh(time.monotonic())
+                    table_uuid = self.tables.entry(catalog, namespace, name).id
+                    return work(tag)
             except StorageError as exc:
                 def recover() -> Outcome | None:
                     location = commit.landed_location(self.tables, table_uuid, tag)
@@ -198,7 +208,10 @@ class Mutations:
                 raise _MovedUnderKey() from exc
             if entry.id != known.id:
                 raise _MovedUnderKey()
-            return work(tag)
+            try:
+                return work(tag)
+            except commit.NameMoved as exc:  # moved between this check and the commit's: as if found here
+                raise _MovedUnderKey() from exc
 
         keyed = Keyed(self.markers, known.id, key, "updateTable", request_hash("updateTable", target, body))
         return run_once(keyed, confirmed_work, self._commit_recovery(known.id), commit_route=True)

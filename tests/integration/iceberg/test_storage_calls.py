@@ -13,7 +13,8 @@ check runs beside the marker claim):
       + the committed receipt               create-only        (step 10, best effort, side thread)
 
 The pointer is not read: this process wrote it last, and the compare-and-swap checks the copy it kept. The base
-metadata is cached by location (files are immutable). A warm load makes two reads in one round: the catalog
+metadata is cached by location (files are immutable). Without a key there is no marker: the catalog check runs
+beside the metadata file's write and must pass before the CAS, so such a commit waits for three rounds. A warm load makes two reads in one round: the catalog
 check and, beside it, the pointer's conditional read (``get_if_changed``: a 304 on S3). A group of N requests
 makes one metadata file, one group record and one CAS for all of them.
 """
@@ -143,12 +144,30 @@ def test_a_warm_keyed_commit_waits_for_four_sequential_storage_rounds(warm: Harn
     assert slow.rounds() == 4
 
 
-def test_a_warm_unkeyed_commit_waits_for_four_rounds(warm: Harness) -> None:
-    """No marker: the catalog check, the metadata file (with the pending receipt beside it), the CAS, and the
-    committed receipt, which has no marker write to go beside."""
+def test_a_warm_unkeyed_commit_waits_for_three_rounds(warm: Harness) -> None:
+    """No marker (PyIceberg sends no Idempotency-Key): the metadata file with the pending receipt and the catalog
+    check beside it, the CAS, and the committed receipt, which has no marker write to go beside."""
     with slowed(warm) as slow:
         warm.mutations().commit_table(warm.catalog, ("db",), "t", BODY, Caller("admin", SOURCE))
-    assert slow.rounds() == 4
+    assert slow.rounds() == 3
+    assert {kind for (op, kind) in counted(warm) if op == "get"} == {"tier 1"}
+
+
+def test_an_unkeyed_commit_to_a_name_that_moved_commits_to_the_table_it_names_now(warm: Harness) -> None:
+    """The commit went ahead on the table this process knew; the check beside its first write finds the name
+    moved: nothing is committed there (its file is deleted), and the commit is made to the table named now."""
+    other = warm.reopen()
+    old_uuid = warm.tables.entry(warm.catalog, ("db",), "t").id
+    other.tables.rename(warm.catalog, ("db",), "t", ("db",), "old", "admin")
+    other.create_table("t")
+    old_before = other.tables.load(warm.catalog, ("db",), "old").pointer.pointer.current_metadata_location
+    warm.mutations().commit_table(warm.catalog, ("db",), "t", {"requirements": [], "updates": [
+        {"action": "set-properties", "updates": {"new": "1"}}]}, Caller("admin", SOURCE))
+    assert "new" in other.tables.load(warm.catalog, ("db",), "t").metadata.properties
+    old = other.tables.load(warm.catalog, ("db",), "old")
+    assert old.entry.id == old_uuid and old.pointer.pointer.current_metadata_location == old_before
+    deleted = [c.key for c in warm.storage.calls if c.op == "delete"]
+    assert len(deleted) == 1 and deleted[0].endswith(".metadata.json")
 
 
 def test_the_receipts_are_written_beside_the_critical_path(warm: Harness) -> None:
