@@ -17,7 +17,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from arco.api.auth import BearerAuthMiddleware
 from arco.api.errors import ApiError, error_body, surface_of
@@ -41,6 +41,7 @@ from arco.unity.named import NamedSecurables
 from arco.unity.sharing import SharingService
 from arco.unity.permissions import PermissionsService
 from arco.unity.service import UnityService
+from arco.iceberg.pointer import read_window
 from arco.iceberg.routes import IcebergServices
 from arco.settings import ServerSettings
 from arco.storage.base import StorageBackend
@@ -57,6 +58,23 @@ class Services:
     settings: ServerSettings
     storage: StorageBackend
     authenticator: Authenticator
+
+
+class FreshnessScope:
+    """One catalog freshness check per request (:meth:`CatalogStore.fresh_as_of`), from the request's arrival;
+    reads (GET, HEAD) may be answered from a check up to ``window_s`` older (``--read-freshness-ms``)."""
+
+    def __init__(self, app: ASGIApp, window_s: float = 0.0) -> None:
+        self.app = app
+        self.window_s = window_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        window = self.window_s if scope.get("method") in ("GET", "HEAD") else 0.0
+        with CatalogStore.fresh_as_of(window_s=window), read_window(window):
+            await self.app(scope, receive, send)
 
 
 async def health(request: Request) -> JsonResponse:
@@ -117,7 +135,8 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
         ],
         # ContainErrors, outermost inside the request observer, answers what no handler did (storage faults 503,
         # bugs 500) without the connection drop a Starlette handler for Exception would cause (arco.api.faults).
-        middleware=[Middleware(ContainErrors), Middleware(NoteRoute),
+        middleware=[Middleware(FreshnessScope, window_s=settings.read_freshness_ms / 1000),
+                    Middleware(ContainErrors), Middleware(NoteRoute),
                     Middleware(BearerAuthMiddleware, authenticator=authenticator,
                                public_paths=frozenset({METRICS_PATH}) if settings.metrics_public else frozenset())],
         exception_handlers={ApiError: _api_error, HTTPException: _http_error},

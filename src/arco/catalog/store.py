@@ -12,6 +12,13 @@ and builds again, so the operation is always validated against the state it land
 operation's receipt is written for the pipeline (best effort; the reconciler backfills it from the log). The
 names of what the operation is about go into the log entry too (``audit``, :mod:`arco.catalog.audit`).
 
+Within one request, the freshness check is made once (:meth:`CatalogStore.fresh_as_of`): authentication, the
+catalog lookup, the grant checks and the service all need a view at least as new as the request's arrival, and a
+check that started after the request arrived is exactly that. Read-only requests may also be given a short
+validity window (``--read-freshness-ms``, default 0): a check that started at most that long before the request
+arrived answers for it, so another server's catalog change shows within that window; this process's own changes
+are applied to its state as they are made, so a client always sees them on the server that made them.
+
 An operation may carry the hash of the Idempotency-Key it was made under (``request``): after a crash, the
 retry finds out whether the operation landed with :meth:`CatalogStore.find_request`.
 """
@@ -23,11 +30,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from contextvars import ContextVar
+from typing import Any, TypeVar
 
 from arco.catalog import state as rules
 from arco.catalog.audit import audit_names
-from arco.catalog.errors import ConflictError
+from arco.catalog.errors import ConflictError, NotFoundError
 from arco.catalog import log as catalog_log
 from arco.catalog.log import CatalogLog
 from arco.catalog.state import CatalogState, Operation
@@ -41,6 +49,11 @@ MAX_APPEND_ATTEMPTS = 50
 # A hit: this process's state was current (the freshness check found no new log entry, or another thread's
 # check answered for it); a miss: entries (or a newer snapshot) had to be read and applied first.
 _STATE_METER = metrics.CacheMeter("catalog_state")
+# The monotonic time a freshness check must have started at or after to answer for the current request (None: the
+# caller is not inside a request scope, and every check is its own).
+_ANSWERS_FROM: ContextVar[float | None] = ContextVar("arco_catalog_answers_from", default=None)
+_ARRIVED: ContextVar[float | None] = ContextVar("arco_catalog_request_arrived", default=None)
+T = TypeVar("T")
 
 
 class CatalogStore:
@@ -58,9 +71,29 @@ class CatalogStore:
 
     # -- freshness -------------------------------------------------------------------------------------------
 
-    def ensure_fresh(self) -> None:
-        """Return once this process has applied every entry that existed when the call began."""
-        arrived = time.monotonic()
+    @staticmethod
+    @contextmanager
+    def fresh_as_of(arrived: float | None = None, window_s: float = 0.0) -> Iterator[None]:
+        """Inside the block, one freshness check that started at or after ``arrived - window_s`` (monotonic; now by
+        default) answers every :meth:`ensure_fresh`: one request, one check, however many parts of it ask."""
+        if arrived is None and _ANSWERS_FROM.get() is not None:
+            yield  # already inside a request's scope: it stands
+            return
+        start = time.monotonic() if arrived is None else arrived
+        token = _ANSWERS_FROM.set(start - max(0.0, window_s))
+        arrival = _ARRIVED.set(start)
+        try:
+            yield
+        finally:
+            _ARRIVED.reset(arrival)
+            _ANSWERS_FROM.reset(token)
+
+    def ensure_fresh(self, since: float | None = None) -> None:
+        """Return once this process has applied every entry that existed at ``since`` (monotonic): by default when
+        the enclosing request scope began (:meth:`fresh_as_of`), else when the call began."""
+        arrived = since if since is not None else _ANSWERS_FROM.get()
+        if arrived is None:
+            arrived = time.monotonic()
         with self._fresh:
             while True:
                 if not self._refreshing and self._last_refresh_started >= arrived:
@@ -71,12 +104,15 @@ class CatalogStore:
                     started = time.monotonic()
                     break
                 self._fresh.wait()
+        caught_up = False
         try:
             (_STATE_METER.miss if self._catch_up() else _STATE_METER.hit)()
+            caught_up = True
         finally:
             with self._fresh:
                 self._refreshing = False
-                self._last_refresh_started = started
+                if caught_up:  # a check that failed answers nobody: the next caller checks again
+                    self._last_refresh_started = started
                 self._fresh.notify_all()
 
     def _catch_up(self) -> bool:
@@ -104,6 +140,32 @@ class CatalogStore:
         with self._apply_lock:
             yield self._state
 
+    @staticmethod
+    def scope_start() -> float:
+        """The time a check must have started at or after to answer for the current request (now, outside one)."""
+        start = _ANSWERS_FROM.get()
+        return start if start is not None else time.monotonic()
+
+    def is_fresh(self) -> bool:
+        """Whether :meth:`ensure_fresh` would return without asking storage (the request's check is done)."""
+        arrived = _ANSWERS_FROM.get()
+        with self._fresh:
+            return arrived is not None and not self._refreshing and self._last_refresh_started >= arrived
+
+    def find(self, lookup: Callable[[CatalogState], T]) -> T:
+        """``lookup`` against a current view; a lookup that finds nothing in a view older than the request (a read
+        window) is asked again of a view checked now, so a window never hides a name made elsewhere."""
+        try:
+            with self.read() as state:
+                return lookup(state)
+        except NotFoundError:
+            arrived = _ARRIVED.get()
+            if arrived is None or self._last_refresh_started >= arrived:
+                raise
+        self.ensure_fresh(time.monotonic())
+        with self._apply_lock:
+            return lookup(self._state)
+
     @contextmanager
     def read_cached(self) -> Iterator[CatalogState]:
         """This process's view without a freshness check: for callers that validate by other means."""
@@ -119,7 +181,7 @@ class CatalogStore:
 
     def find_request(self, after_seq: int, request: str) -> tuple[int, Operation] | None:
         """The operation tagged with ``request`` appended after ``after_seq``, if there is one."""
-        self.ensure_fresh()
+        self.ensure_fresh(time.monotonic())  # recovery decides by it: never from an older check
         for seq in range(after_seq + 1, self._state.seq + 1):
             entry = self.log.read_entry(seq)
             if entry is not None and entry.get("request") == request:
@@ -133,8 +195,9 @@ class CatalogStore:
         ``request`` tags the operation with an Idempotency-Key hash; ``source`` says who made it (seed section 8).
         """
         with self._write_lock:
-            for _ in range(MAX_APPEND_ATTEMPTS):
-                self.ensure_fresh()
+            for attempt in range(MAX_APPEND_ATTEMPTS):
+                # After a lost append the state is known to be behind: catch up now, whatever the request scope.
+                self.ensure_fresh(None if attempt == 0 else time.monotonic())
                 with self._apply_lock:
                     op = dict(build(self._state))
                     op.setdefault("at_ms", int(time.time() * 1000))

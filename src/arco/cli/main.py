@@ -87,13 +87,18 @@ def cli() -> None:
                    "signed file URLs use it [default: http://<host>:<port>].")
 @click.option("--sharing-url-lifetime", "sharing_url_lifetime_s", default=3600, show_default=True,
               type=click.IntRange(60, 7 * 24 * 3600), help="Seconds a Delta Sharing file URL stays valid.")
+@click.option("--read-freshness-ms", "read_freshness_ms", envvar="ARCO_READ_FRESHNESS_MS", show_envvar=True,
+              default=0, show_default=True, type=click.IntRange(0, 60_000),
+              help="Reads (GET, HEAD) may answer from what this server checked at most this many milliseconds "
+                   "before they arrived: another server's commit or catalog change shows within this window. "
+                   "0 checks storage on every read. A server's own writes always show at once on it.")
 def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int, workers: int,
           in_progress_timeout: int, max_body_bytes: int, access_log: bool, metrics_public: bool,
           vending_s3_role_arn: str | None,
           vending_sts_endpoint: str | None, vending_lifetime_s: int, vending_azure_sas_scope: str,
           vending_gcs_credentials_file: str | None, async_manifests: int, tasks_per_chunk: int,
           plan_lifetime_s: int, plan_heartbeat_timeout_s: float, external_url: str | None,
-          sharing_url_lifetime_s: int) -> None:
+          sharing_url_lifetime_s: int, read_freshness_ms: int) -> None:
     """Serve the Iceberg REST, Unity Catalog and Delta Sharing APIs for a warehouse.
 
     The first start on a warehouse prints the bootstrap admin token (once; ARCO_ADMIN_TOKEN sets your own), then
@@ -119,7 +124,7 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
             warehouse=warehouse, storage_options=_parse_options(storage_options), host=host, port=port,
             workers=workers, idempotency_in_progress_timeout_s=in_progress_timeout,
             idempotency_key_lifetime_s=max(3600, in_progress_timeout), max_body_bytes=max_body_bytes,
-            access_log=access_log, metrics_public=metrics_public,
+            access_log=access_log, metrics_public=metrics_public, read_freshness_ms=read_freshness_ms,
             vending_s3_role_arn=vending_s3_role_arn or None,
             vending_sts_endpoint=vending_sts_endpoint or None, vending_lifetime_s=vending_lifetime_s,
             vending_azure_sas_scope=vending_azure_sas_scope,

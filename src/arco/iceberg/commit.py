@@ -1,7 +1,8 @@
 """The table commit (seed section 5), each I/O step named so crash tests can stop between any two.
 
-    1 resolve the table in Tier 1          (no lock; a cached identity and a freshness check)
-    2 load the pointer and its version
+    1 resolve the table in Tier 1          (no lock; the table this process knows, confirmed by a catalog check
+                                            that runs beside step 7 and must pass before step 9)
+    2 load the pointer and its version     (this process's copy when it has one: step 9's CAS checks it)
     3 load the base metadata file          (cached by location: files are immutable)
     5 check the requirements               (pure, :mod:`arco.iceberg.commit_rules`)
     6 compute the new metadata             (pure)
@@ -89,10 +90,14 @@ def commit_table(tables: TableService, catalog: CatalogEntry, namespace: Namespa
     if any(isinstance(r, AssertCreate) for r in requirements):
         return _create_by_commit(tables, catalog, namespace, name, requirements, updates, principal, source, tag,
                                  who)
-    entry = tables.entry(catalog, namespace, name)  # step 1
+    # Step 1. A table this process knows goes ahead on that knowledge; the catalog check runs beside the metadata
+    # file's write and is confirmed before the CAS (commit_batch), so it costs no round trip of its own.
+    known = None if tables.store.is_fresh() else tables.known_entry(catalog, namespace, name)
+    entry = known if known is not None else tables.entry(catalog, namespace, name)
     commit_rules.check_guardrails(updates, allowed_location=entry.location)  # depends on the request alone
     request = CommitRequest(entry, namespace, name, requirements, updates, principal, source, tag,
-                            identifier_of(catalog, namespace, name))
+                            identifier_of(catalog, namespace, name), catalog=catalog,
+                            unconfirmed_since=tables.store.scope_start() if known is not None else None)
     landed: Landed = tables.committer.submit(entry.id, request, lambda batch: commit_batch(tables, batch))
     deferred: list[Future[None]] | None = getattr(_receipts_later, "futures", None)
     if deferred is None:
@@ -139,6 +144,10 @@ class CommitRequest:
     source: dict[str, Any]
     tag: str | None
     identifier: dict[str, Any]
+    catalog: CatalogEntry | None = None
+    # Set when ``entry`` is this process's knowledge, not yet confirmed by a catalog check: the monotonic time the
+    # check must have started at or after (the request's arrival).
+    unconfirmed_since: float | None = None
 
     def member(self) -> GroupMember:
         return GroupMember(self.tag, self.principal, self.source, [str(u.action) for u in self.updates])
@@ -188,8 +197,15 @@ def commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> N
     table_uuid = batch[0].item.entry.id
     waiting = list(batch)
     lost: Attempt | None = None
+    # Step 2 starts from this process's copy of the pointer when it has one (it wrote or read it last): the CAS
+    # checks it, so a warm writer reads nothing before its writes. A copy is never trusted to refuse a request.
+    copy = tables.pointers.cached(table_uuid)
+    if copy is not None and (copy.pointer.dropped or copy.pointer.pending_txn is not None):
+        copy = None
+    lost_to_copy = 0
+    confirmed: set[int] = set()  # members whose table the catalog check has confirmed
     for attempt in range(MAX_BATCH_ATTEMPTS + 1):
-        current = tables.resolver.for_write(table_uuid)  # step 2
+        current = copy if copy is not None else tables.resolver.for_write(table_uuid)  # step 2
         if lost is not None:
             if current is not None and _landed(tables, lost, current.pointer.current_metadata_location):
                 lost.deliver()
@@ -204,11 +220,34 @@ def commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> N
             return
         base_location = current.pointer.current_metadata_location
         base = tables.files.read(base_location)  # step 3
-        tried = plan_attempt(waiting, base, base_location)  # steps 5-6
+        tried = plan_attempt(waiting, base, base_location, final=copy is None)  # steps 5-6
+        if tried is None:  # a request fails against the copy: decide it against the pointer as it is
+            copy = None
+            continue
         waiting = [pending for pending in waiting if not pending.done]
         if not tried.accepted:
             return  # every request failed against the table as it is: nothing to write
-        write_attempt(tables, table_uuid, tried)  # steps 7-8
+        unconfirmed = [p for p in tried.accepted if p.item.unconfirmed_since is not None and id(p) not in confirmed]
+        check = None
+        if unconfirmed:  # step 1's catalog check, beside the metadata file's write
+            since = max(p.item.unconfirmed_since for p in unconfirmed)  # type: ignore[type-var]
+            check = _SIDE_WRITES.submit(tables.store.ensure_fresh, since)
+        try:
+            write_attempt(tables, table_uuid, tried)  # steps 7-8
+        finally:
+            if check is not None:
+                check.result()
+        if unconfirmed:
+            moved = [p for p in unconfirmed if not _still_named(tables, p.item)]
+            confirmed.update(id(p) for p in unconfirmed)
+            if moved:  # the name names another table (or none) now: those go the long way, the rest try again
+                for pending in moved:
+                    pending.fail(NameMoved(f"{'.'.join((*pending.item.namespace, pending.item.name))} moved"))
+                discard_attempt(tables, table_uuid, tried)
+                waiting = [pending for pending in waiting if not pending.done]
+                if not waiting:
+                    return
+                continue
         # The pointer names one writer: the group's last member (each member's own source is in its receipt).
         proposed = pointer_for(table_uuid, tried.location, tried.metadata, base_location,  # type: ignore[arg-type]
                                tried.accepted[-1].item.source)
@@ -216,19 +255,36 @@ def commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> N
             tried.deliver()
             return
         lost = tried
-        time.sleep(backoff_delay(attempt))
+        if copy is not None:
+            copy = None  # the copy was stale: another server committed since; no race to back off from yet
+            lost_to_copy += 1
+            continue
+        time.sleep(backoff_delay(attempt - lost_to_copy))
     for pending in waiting:
         pending.fail(CommitFailed(f"Commit failed: {pending.item.name} changed concurrently "
                                   f"{MAX_BATCH_ATTEMPTS} times; retry"))
+
+
+class NameMoved(Exception):
+    """A commit went ahead on the table this process knew by that name; the catalog check found the name now names
+    another table, or none. Nothing was committed: the caller resolves the name afresh and tries again."""
+
+
+def _still_named(tables: TableService, request: CommitRequest) -> bool:
+    assert request.catalog is not None
+    now = tables.known_entry(request.catalog, request.namespace, request.name)  # the state the check brought
+    return now is not None and now.id == request.entry.id
 
 
 def _landed(tables: TableService, attempt: Attempt, current_location: str) -> bool:
     return attempt.landed_in(current_location, tables.files.read(current_location))
 
 
-def plan_attempt(waiting: list[Pending[CommitRequest]], base: TableMetadata, base_location: str) -> Attempt:
+def plan_attempt(waiting: list[Pending[CommitRequest]], base: TableMetadata, base_location: str,
+                 final: bool = True) -> Attempt | None:
     """Steps 5-6 for each request in order, against the metadata as the earlier ones left it. A request failing
-    against the base itself is answered at once; one failing only after earlier members' changes is deferred."""
+    against the base itself is answered at once; one failing only after earlier members' changes is deferred.
+    Against a base that may be stale (``final`` False), any failure answers nobody: None, read the pointer."""
     tried = Attempt(base_location, [], [])
     running, changed = base, False
     for pending in waiting:
@@ -237,6 +293,8 @@ def plan_attempt(waiting: list[Pending[CommitRequest]], base: TableMetadata, bas
             commit_rules.check_requirements(request.requirements, running)
             running_next, member_changed = commit_rules.apply_member_updates(running, request.updates)
         except Exception as exc:  # noqa: BLE001 - a request's own failure is its answer, not the batch's
+            if not final:
+                return None
             if tried.accepted:
                 tried.deferred.append((pending, exc))
             else:

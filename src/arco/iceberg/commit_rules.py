@@ -401,7 +401,10 @@ def _update_metadata(base: TableMetadata, updates: Sequence[TableUpdate], enforc
             check_field_defaults(schema, new.format_version)
     if enforce_validation:
         return TableMetadataUtil.parse_obj(new.model_dump())
-    return new.model_copy(deep=True)
+    # PyIceberg deep-copies here; Arco does not. The models are frozen and every applier builds new containers, so
+    # the new metadata may share what did not change with its (cached, never mutated) base. The copy costs 40 ms
+    # for a table of 1,000 snapshots, on every commit's critical path, and grows with the table's history.
+    return new
 
 
 def apply_member_updates(running: TableMetadata, updates: Sequence[TableUpdate]) -> tuple[TableMetadata, bool]:

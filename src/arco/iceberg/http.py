@@ -160,8 +160,7 @@ def identifier(raw: Any) -> tuple[NamespacePath, str]:
 
 def lookup_catalog(store: CatalogStore, principal: Principal, name: str) -> CatalogEntry:
     """The catalog ``name`` of the metastore the caller's workspace works in (:mod:`arco.catalog.tenancy`)."""
-    with store.read() as state:
-        return state.catalog(name, state.tenant_of_workspace(principal.workspace_id).scope)
+    return store.find(lambda state: state.catalog(name, state.tenant_of_workspace(principal.workspace_id).scope))
 
 
 async def catalog_of(request: Request) -> CatalogEntry:

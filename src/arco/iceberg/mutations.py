@@ -11,8 +11,11 @@ the outcome it answers with, and the recovery that tells, after a crash, whether
 
 from __future__ import annotations
 
+import contextvars
+import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +23,11 @@ from pyiceberg.table.update import AssertCreate
 
 from arco import metrics
 from arco.auth.principals import Principal
-from arco.catalog.model import CatalogEntry, NamespacePath
+from arco.catalog.errors import CatalogError
+from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.store import CatalogStore
 from arco.iceberg import commit
+from arco.iceberg.errors import IcebergError
 from arco.iceberg.idempotency import (
     IdempotencyMarkers,
     Keyed,
@@ -132,6 +137,11 @@ class Mutations:
     @commit.committed_receipt_beside_marker
     def commit_table(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, body: dict[str, Any],
                      caller: Caller) -> Outcome:
+        with CatalogStore.fresh_as_of():  # one catalog check for the whole commit, however many parts ask
+            return self._commit_table(catalog, namespace, name, body, caller)
+
+    def _commit_table(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, body: dict[str, Any],
+                      caller: Caller) -> Outcome:
         def work(tag: str | None) -> Outcome:
             with metrics.counted_commit():  # only attempts: a replayed Idempotency-Key answer is no commit
                 result = commit.commit_table(self.tables, catalog, namespace, name, body, caller.principal,
@@ -144,10 +154,19 @@ class Mutations:
                 return work(None)
             # An internal tag in the new metadata file's name lets this server tell, should storage fail, whether
             # the commit landed, and answer CommitStateUnknown only when that cannot be read either.
-            table_uuid = self.tables.entry(catalog, namespace, name).id
+            # The table this process knows (the commit confirms it beside its first write) or, failing that, a
+            # lookup; a commit that finds the name moved (commit.NameMoved) committed nothing, and is made again
+            # against the name as it is now.
+            known = None if self.store.is_fresh() else self.tables.known_entry(catalog, namespace, name)
+            table_uuid = known.id if known is not None else self.tables.entry(catalog, namespace, name).id
             tag = uuid.uuid4().hex
             try:
-                return work(tag)
+                try:
+                    return work(tag)
+                except commit.NameMoved:
+                    self.store.ensure_fresh(time.monotonic())
+                    table_uuid = self.tables.entry(catalog, namespace, name).id
+                    return work(tag)
             except StorageError as exc:
                 def recover() -> Outcome | None:
                     location = commit.landed_location(self.tables, table_uuid, tag)
@@ -158,10 +177,44 @@ class Mutations:
         if any(isinstance(r, AssertCreate) for r in requirements):  # a staged create: the table is new
             return run_once(self._catalog_keyed(caller, catalog, "updateTable", target, body), work,
                             self._table_created(), commit_route=True)
+        key = check_key(caller.key)
+        known = None if self.store.is_fresh() else self.tables.known_entry(catalog, namespace, name)
+        if known is not None:
+            try:
+                return self._keyed_commit_beside_check(catalog, namespace, name, known, key, target, body, work)
+            except _MovedUnderKey:
+                pass  # the name names another table (or none) now: its marker is released; go the long way
         entry = self.tables.entry(catalog, namespace, name)
-        keyed = Keyed(self.markers, entry.id, check_key(caller.key), "updateTable",
-                      request_hash("updateTable", target, body))
+        keyed = Keyed(self.markers, entry.id, key, "updateTable", request_hash("updateTable", target, body))
         return run_once(keyed, work, self._commit_recovery(entry.id), commit_route=True)
+
+    def _keyed_commit_beside_check(self, catalog: CatalogEntry, namespace: NamespacePath, name: str,
+                                   known: TableEntry, key: str, target: str, body: dict[str, Any],
+                                   work: Callable[[str | None], Outcome]) -> Outcome:
+        """The marker is scoped by the table's uuid, which this process knows: claim it while the catalog check
+        runs beside it, so the check costs no round trip of its own. Before any work the check must confirm the
+        name still names that table; if not, the claim is released (as for any attempt that did not land) and
+        :class:`_MovedUnderKey` sends the caller the long way, which resolves the name first."""
+        check = _BESIDE.submit(contextvars.copy_context().run, self.store.ensure_fresh)
+
+        def confirmed_work(tag: str | None) -> Outcome:
+            try:
+                check.result()
+            except StorageError:
+                pass  # the lookup below checks again, and fails the same way if storage is still down
+            try:
+                entry = self.tables.entry(catalog, namespace, name)
+            except (CatalogError, IcebergError) as exc:
+                raise _MovedUnderKey() from exc
+            if entry.id != known.id:
+                raise _MovedUnderKey()
+            try:
+                return work(tag)
+            except commit.NameMoved as exc:  # moved between this check and the commit's: as if found here
+                raise _MovedUnderKey() from exc
+
+        keyed = Keyed(self.markers, known.id, key, "updateTable", request_hash("updateTable", target, body))
+        return run_once(keyed, confirmed_work, self._commit_recovery(known.id), commit_route=True)
 
     def _commit_recovery(self, table_uuid: str) -> Recover:
         def recover(marker: Marker) -> Outcome | None:
@@ -234,6 +287,14 @@ class Mutations:
             return Outcome(204)
 
         return run_once(keyed, work, self._tier1_recovery(lambda op: Outcome(204)))
+
+
+class _MovedUnderKey(Exception):
+    """The table a keyed commit's marker was claimed for is no longer the one its name names."""
+
+
+# The catalog check a keyed commit runs beside its marker claim (threads on demand, one per commit in flight).
+_BESIDE = ThreadPoolExecutor(max_workers=32, thread_name_prefix="arco-catalog-check")
 
 
 def _dotted(path: tuple[str, ...]) -> str:

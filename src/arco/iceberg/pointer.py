@@ -7,12 +7,24 @@ refs, last sequence number). A dropped table's pointer becomes a *tombstone*, wr
 put rather than deleted, because a conditional delete is not enforced by every store (fake-gcs-server ignores it)
 and an in-flight commit holding the old version must fail either way. Every write carries a fresh ``write_id``,
 so two writes never have the same bytes (an S3 version is a hash of the content).
+
+Each process keeps the pointers it read or wrote, with their versions (:class:`PointerStore`). A read revalidates
+its copy with one conditional read (``get_if_changed``: on S3 a GET with ``If-None-Match`` answered 304), so an
+unchanged pointer costs a round trip but no bytes or parsing; a read inside a request given a validity window
+(:func:`read_window`, ``--read-freshness-ms``) uses a copy checked within that window without asking storage. A
+successful swap replaces the copy, so this process sees its own commits at once. Writers may start from the
+copy (:meth:`PointerStore.cached`): their compare-and-swap is the check, and a stale copy fails it.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -23,6 +35,20 @@ from arco.storage.base import DoesNotExist, MatchesVersion, NotFound, StorageBac
 
 POINTER_FORMAT_VERSION = 1
 POINTERS = "_catalog/iceberg_pointers"
+CACHE_ENTRIES = 4096
+_METER = metrics.CacheMeter("table_pointers")
+# How old (seconds) a pointer copy this process checked may be for the current request to use it unchecked.
+_WINDOW: ContextVar[float] = ContextVar("arco_pointer_read_window", default=0.0)
+
+
+@contextmanager
+def read_window(window_s: float) -> Iterator[None]:
+    """Inside the block, :meth:`PointerStore.load` may answer from a copy checked at most ``window_s`` ago."""
+    token = _WINDOW.set(max(0.0, window_s))
+    try:
+        yield
+    finally:
+        _WINDOW.reset(token)
 
 
 def pointer_key(table_uuid: str) -> str:
@@ -76,24 +102,83 @@ class VersionedPointer:
 
 
 class PointerStore:
-    def __init__(self, storage: StorageBackend) -> None:
+    def __init__(self, storage: StorageBackend, cache_entries: int = CACHE_ENTRIES) -> None:
         self.storage = storage
+        # table uuid -> (the pointer as last read or written here, when storage last confirmed it: monotonic)
+        self._cache: OrderedDict[str, tuple[VersionedPointer, float]] = OrderedDict()
+        self._cache_entries = cache_entries
+        self._lock = threading.Lock()
 
     def load(self, table_uuid: str) -> VersionedPointer | None:
-        """The pointer and its storage version, or None if there is none (tombstones are returned as such)."""
-        try:
-            found = self.storage.get(pointer_key(table_uuid))
-        except NotFound:
-            return None
-        return VersionedPointer(TablePointer.from_bytes(found.data), found.version)
+        """The pointer and its storage version, or None if there is none (tombstones are returned as such).
+
+        One conditional read when this process has a copy (unless the request's window covers the copy's age),
+        else one plain read."""
+        started = time.monotonic()
+        with self._lock:
+            held = self._cache.get(table_uuid)
+        if held is not None:
+            copy, checked_at = held
+            window = _WINDOW.get()
+            if window > 0 and started - checked_at <= window and copy.pointer.pending_txn is None:
+                _METER.hit()
+                return copy
+            try:
+                found = self.storage.get_if_changed(pointer_key(table_uuid), copy.version)
+            except NotFound:
+                self.forget(table_uuid)
+                return None
+            if found is None:
+                self._remember(copy, started)
+                _METER.hit()
+                return copy
+        else:
+            try:
+                found = self.storage.get(pointer_key(table_uuid))
+            except NotFound:
+                return None
+        _METER.miss()
+        loaded = VersionedPointer(TablePointer.from_bytes(found.data), found.version)
+        self._remember(loaded, started)
+        return loaded
+
+    def cached(self, table_uuid: str) -> VersionedPointer | None:
+        """This process's copy, unchecked: for a writer whose compare-and-swap against it is the check."""
+        with self._lock:
+            held = self._cache.get(table_uuid)
+        return held[0] if held is not None else None
+
+    def forget(self, table_uuid: str) -> None:
+        with self._lock:
+            self._cache.pop(table_uuid, None)
+
+    def _remember(self, pointer: VersionedPointer, checked_at: float) -> None:
+        table_uuid = pointer.pointer.table_uuid
+        with self._lock:
+            held = self._cache.get(table_uuid)
+            if held is not None and held[1] > checked_at:
+                return  # a newer confirmation (another thread's read or swap) stays
+            self._cache[table_uuid] = (pointer, checked_at)
+            self._cache.move_to_end(table_uuid)
+            while len(self._cache) > self._cache_entries:
+                self._cache.popitem(last=False)
 
     def create(self, pointer: TablePointer) -> WriteResult:
-        return self.storage.put(pointer_key(pointer.table_uuid), pointer.to_bytes(), DoesNotExist())
+        written = self.storage.put(pointer_key(pointer.table_uuid), pointer.to_bytes(), DoesNotExist())
+        if written.ok:
+            self._remember(VersionedPointer(pointer, written.version), time.monotonic())  # type: ignore[union-attr]
+        return written
 
     def swap(self, expected_version: str, pointer: TablePointer) -> WriteResult:
         written = self.storage.put(pointer_key(pointer.table_uuid), pointer.to_bytes(),
                                    MatchesVersion(expected_version))
         metrics.cas("table_pointer", written.ok)  # a lost swap means a concurrent commit: the caller retries
+        if written.ok:
+            # Stamped when the write is known to have landed, so a read that started before (and may have seen the
+            # old version) never replaces it; a read stamps the time it started, for the same reason.
+            self._remember(VersionedPointer(pointer, written.version), time.monotonic())  # type: ignore[union-attr]
+        else:
+            self.forget(pointer.table_uuid)  # it changed under us: the next reader reads it afresh
         return written
 
     def create_or_revive(self, pointer: TablePointer) -> bool:

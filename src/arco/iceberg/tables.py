@@ -15,9 +15,11 @@ Orders of writes, chosen so a crash between any two leaves nothing visible half-
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import uuid
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +32,7 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
 from arco.auth.principals import Principal
 from arco.auth.subjects import subject_of
 from arco.catalog import locations
+from arco.catalog.errors import CatalogError
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.names import check_name
 from arco.catalog.state import CatalogState, dotted, refuse_taken_name
@@ -41,7 +44,7 @@ from arco.iceberg.commit_rules import (
     keep_field_defaults,
     with_row_lineage,
 )
-from arco.iceberg.errors import AlreadyExists, BadRequest, NoSuchTable
+from arco.iceberg.errors import AlreadyExists, BadRequest, IcebergError, NoSuchTable
 from arco.iceberg.group_commit import Coalescer, GroupRecords
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.iceberg.paging import page
@@ -49,6 +52,10 @@ from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
 from arco.iceberg.transactions import PointerResolver, TxnRecords
 from arco.storage.base import StorageBackend, StorageError
 from arco.storage.urls import within
+
+
+# Pointer reads started ahead of the catalog check they run beside (one per load in flight; threads on demand).
+_AHEAD = ThreadPoolExecutor(max_workers=32, thread_name_prefix="arco-read-ahead")
 
 
 @dataclass(frozen=True)
@@ -114,8 +121,7 @@ class TableService:
     def entry(self, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> TableEntry:
         # A missing namespace is NoSuchTable here, as in the reference implementation: Spark probes the metadata
         # table db.t.snapshots as table "snapshots" in namespace db.t and only falls back on NoSuchTable.
-        with self.store.read() as state:
-            return _iceberg_table(state, catalog, namespace, name)
+        return self.store.find(lambda state: _iceberg_table(state, catalog, namespace, name))
 
     def entry_absent(self, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> None:
         """Raise unless the namespace exists and has no table or view of this name."""
@@ -123,9 +129,44 @@ class TableService:
             state.namespace(catalog.id, namespace)
             refuse_taken_name(state, catalog.id, namespace, name)
 
-    def load(self, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> LoadedTable:
-        entry = self.entry(catalog, namespace, name)
-        pointer = self.resolver.for_read(entry.id)
+    def known_entry(self, catalog: CatalogEntry | str, namespace: NamespacePath, name: str,
+                    principal: Principal | None = None) -> TableEntry | None:
+        """The table as this process last knew it, without asking storage (None if unknown): a guess, for work
+        that may start before the catalog check confirms it (the check runs beside it, and decides)."""
+        try:
+            with self.store.read_cached() as state:
+                if isinstance(catalog, str):
+                    if principal is None:
+                        return None
+                    catalog = state.catalog(catalog, state.tenant_of_workspace(principal.workspace_id).scope)
+                return _iceberg_table(state, catalog, namespace, name)
+        except (CatalogError, IcebergError):
+            return None
+
+    def read_pointer_ahead(self, table_uuid: str) -> Future[VersionedPointer | None]:
+        """Start reading a table's pointer on a side thread (in the caller's request scope), for :meth:`load`."""
+        return _AHEAD.submit(contextvars.copy_context().run, self.resolver.for_read, table_uuid)
+
+    def load(self, catalog: CatalogEntry, namespace: NamespacePath, name: str,
+             ahead: tuple[str, Future[VersionedPointer | None]] | None = None) -> LoadedTable:
+        """The table now. Its catalog entry and its pointer are two reads; when this process knows the table
+        already, the pointer is read beside the catalog check (``ahead``, from :meth:`read_pointer_ahead`, or
+        started here), so a load waits for one storage round trip. The catalog check decides: if the name now
+        names another table, that table's pointer is read."""
+        if ahead is None and not self.store.is_fresh():
+            known = self.known_entry(catalog, namespace, name)
+            if known is not None:
+                ahead = (known.id, self.read_pointer_ahead(known.id))
+        try:
+            entry = self.entry(catalog, namespace, name)
+        except BaseException:
+            if ahead is not None:
+                ahead[1].cancel()
+            raise
+        if ahead is not None and ahead[0] == entry.id:
+            pointer = ahead[1].result()
+        else:
+            pointer = self.resolver.for_read(entry.id)
         if pointer is None or pointer.pointer.dropped:
             raise NoSuchTable(f"Table does not exist: {dotted((*namespace, name))}")
         return LoadedTable(entry, pointer, self.files.read(pointer.pointer.current_metadata_location))

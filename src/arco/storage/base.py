@@ -192,6 +192,15 @@ class StorageBackend(abc.ABC):
                 return
             token = page.next_token
 
+    def get_if_changed(self, key: str, version: str) -> ObjectData | None:
+        """The object if its version is no longer ``version``, None if it is unchanged; :class:`NotFound` if gone.
+
+        Backends that can ask storage conditionally (S3's ``If-None-Match``, answered 304 without a body) do so;
+        this default reads the object and compares versions, which costs the same one call.
+        """
+        found = self.get(key)
+        return None if found.version == version else found
+
     def get_or_none(self, key: str) -> ObjectData | None:
         try:
             return self.get(key)

@@ -121,6 +121,10 @@ class FaultyBackend(StorageBackend):
     def get(self, key: str) -> ObjectData:
         return self._run("get", key, self.inner.get, key)
 
+    def get_if_changed(self, key: str, version: str) -> ObjectData | None:
+        # Counted as a get: it is one read call, whatever storage answers (the body or "not modified").
+        return self._run("get", key, self.inner.get_if_changed, key, version)
+
     def head(self, key: str) -> ObjectMeta | None:
         return self._run("head", key, self.inner.head, key)
 

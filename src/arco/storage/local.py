@@ -148,6 +148,22 @@ class LocalBackend(StorageBackend):
             raise StorageUnavailable(f"cannot read {key!r}: {type(exc).__name__}: {exc.strerror or exc}") from exc
         return ObjectData(data=data, version=_version_of(st))
 
+    def get_if_changed(self, key: str, version: str) -> ObjectData | None:
+        """One open and fstat; the bytes are read only if the version (inode and mtime) differs."""
+        path = self._path(key)
+        try:
+            with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
+                current = _version_of(st)
+                if current == version:
+                    return None
+                data = f.read()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            raise NotFound(key) from None
+        except OSError as exc:
+            raise StorageUnavailable(f"cannot read {key!r}: {type(exc).__name__}: {exc.strerror or exc}") from exc
+        return ObjectData(data=data, version=current)
+
     def head(self, key: str) -> ObjectMeta | None:
         try:
             with _io(f"stat {key!r}"):

@@ -105,6 +105,20 @@ class S3Backend(PrefixedKeys, StorageBackend):
         except BotoCoreError as exc:
             raise StorageUnavailable(f"S3 GET {key!r} failed: {exc}") from exc
 
+    def get_if_changed(self, key: str, version: str) -> ObjectData | None:
+        """A GET with ``If-None-Match: <etag>``: S3 answers 304 with no body when the object is unchanged."""
+        try:
+            response = self._client.get_object(Bucket=self.bucket, Key=self._key(key), IfNoneMatch=version)
+            return ObjectData(data=response["Body"].read(), version=response["ETag"])
+        except ClientError as exc:
+            if _status(exc) == 304 or _code(exc) in ("304", "NotModified"):
+                return None
+            if _code(exc) in NOT_FOUND_CODES:
+                raise NotFound(key) from None
+            raise StorageUnavailable(f"S3 GET {key!r} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise StorageUnavailable(f"S3 GET {key!r} failed: {exc}") from exc
+
     def head(self, key: str) -> ObjectMeta | None:
         try:
             r = self._client.head_object(Bucket=self.bucket, Key=self._key(key))

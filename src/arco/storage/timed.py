@@ -54,6 +54,19 @@ class TimedBackend(StorageBackend):
         finally:
             self._observe("get", outcome, started)
 
+    def get_if_changed(self, key: str, version: str) -> ObjectData | None:
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            found = self.inner.get_if_changed(key, version)
+            outcome = "ok" if found is not None else "not_modified"
+            return found
+        except NotFound:
+            outcome = "not_found"
+            raise
+        finally:
+            self._observe("get", outcome, started)
+
     def head(self, key: str) -> ObjectMeta | None:
         started = time.perf_counter()
         outcome = "error"

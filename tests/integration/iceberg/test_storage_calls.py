@@ -1,16 +1,21 @@
-"""Storage calls per request, counted, so that a regression shows as a number.
+"""Storage calls per request, and sequential storage round trips, counted, so that a regression shows as a number.
 
-A warm, keyed, metadata-only commit makes the seed's writes (section 5) and nothing else, in four sequential
-rounds (the best-effort receipts are written on a side thread beside the write they are independent of):
+A warm, keyed, metadata-only commit makes the seed's writes (section 5) and one read, in four sequential rounds
+(the best-effort receipts are written on a side thread beside the write they are independent of, and the catalog
+check runs beside the marker claim):
 
     1 claim the Idempotency-Key marker      create-only        (step 4)
+      + the catalog log's freshness check   a read             (step 1, beside the claim)
     2 the new metadata file                 create-only        (step 7)
       + the pending receipt                 create-only        (step 8, best effort, side thread)
     3 the pointer                           compare-and-swap   (step 9, the commit point)
     4 finalize the marker                   compare-and-swap   (step 11)
       + the committed receipt               create-only        (step 10, best effort, side thread)
 
-and reads the pointer once (the base metadata is cached by location: files are immutable). A group of N requests
+The pointer is not read: this process wrote it last, and the compare-and-swap checks the copy it kept. The base
+metadata is cached by location (files are immutable). Without a key there is no marker: the catalog check runs
+beside the metadata file's write and must pass before the CAS, so such a commit waits for three rounds. A warm load makes two reads in one round: the catalog
+check and, beside it, the pointer's conditional read (``get_if_changed``: a 304 on S3). A group of N requests
 makes one metadata file, one group record and one CAS for all of them.
 """
 
@@ -19,14 +24,19 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from uuid6 import uuid7
 
+from arco.catalog.errors import TableNotFound
+from arco.catalog.store import CatalogStore
 from arco.iceberg.group_commit import GROUPS
 from arco.iceberg.mutations import Caller
-from arco.iceberg.pointer import POINTERS
+from arco.iceberg.pointer import POINTERS, read_window
+from arco.storage.base import StorageBackend
 from support.iceberg_harness import Harness
 
 SOURCE = {"kind": "iceberg_rest", "client_info": "test", "principal": "admin"}
@@ -55,6 +65,53 @@ def counted(h: Harness) -> Counter[tuple[str, str]]:
     return Counter((call.op, kind_of(call.key)) for call in h.storage.calls)
 
 
+LATENCY_S = 0.03
+
+
+class Slowed:
+    """Every storage call takes ``LATENCY_S`` longer, and its interval is recorded: the longest chain of calls
+    each starting after the previous one ended is the number of sequential round trips a client waits for."""
+
+    def __init__(self, inner: StorageBackend) -> None:
+        self.inner = inner
+        self.intervals: list[tuple[float, float]] = []
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self.inner, name)
+        if name not in ("get", "get_if_changed", "head", "put", "delete", "list_page"):
+            return target
+
+        def slowed(*args: Any, **kwargs: Any) -> Any:
+            started = time.monotonic()
+            try:
+                time.sleep(LATENCY_S)
+                return target(*args, **kwargs)
+            finally:
+                with self._lock:
+                    self.intervals.append((started, time.monotonic()))
+
+        return slowed
+
+    def rounds(self) -> int:
+        depth: list[int] = []
+        ordered = sorted(self.intervals)
+        for i, (start, _) in enumerate(ordered):
+            depth.append(1 + max((depth[j] for j in range(i) if ordered[j][1] <= start), default=0))
+        return max(depth, default=0)
+
+
+@contextmanager
+def slowed(h: Harness) -> Iterator[Slowed]:
+    inner = h.storage.inner
+    slow = Slowed(inner)
+    h.storage.inner = slow  # type: ignore[assignment]
+    try:
+        yield slow
+    finally:
+        h.storage.inner = inner
+
+
 @pytest.fixture
 def warm(harness: Harness) -> Harness:
     harness.create_table("t")
@@ -74,10 +131,43 @@ def test_a_warm_keyed_commit_makes_the_seeds_writes_and_nothing_more(warm: Harne
     puts = {kind: n for (op, kind), n in calls.items() if op == "put"}
     assert puts == {"marker": 2, "metadata file": 1, "pending receipt": 1, "pointer": 1, "committed receipt": 1}
     reads = {kind: n for (op, kind), n in calls.items() if op in ("get", "head")}
-    # The pointer once; the Tier 1 log's next position is probed for freshness by the marker's scope lookup and by
-    # the commit's own name lookup (each a read of an absent object on a quiet catalog).
-    assert reads == {"pointer": 1, "tier 1": 2}
+    # The Tier 1 log's next position, probed once for freshness (a read of an absent object on a quiet catalog);
+    # the pointer not at all: the CAS checks this process's copy.
+    assert reads == {"tier 1": 1}
     assert not any(op in ("list", "delete") for op, _ in calls)
+
+
+def test_a_warm_keyed_commit_waits_for_four_sequential_storage_rounds(warm: Harness) -> None:
+    with slowed(warm) as slow:
+        commit(warm)
+    assert len(slow.intervals) == 7
+    assert slow.rounds() == 4
+
+
+def test_a_warm_unkeyed_commit_waits_for_three_rounds(warm: Harness) -> None:
+    """No marker (PyIceberg sends no Idempotency-Key): the metadata file with the pending receipt and the catalog
+    check beside it, the CAS, and the committed receipt, which has no marker write to go beside."""
+    with slowed(warm) as slow:
+        warm.mutations().commit_table(warm.catalog, ("db",), "t", BODY, Caller("admin", SOURCE))
+    assert slow.rounds() == 3
+    assert {kind for (op, kind) in counted(warm) if op == "get"} == {"tier 1"}
+
+
+def test_an_unkeyed_commit_to_a_name_that_moved_commits_to_the_table_it_names_now(warm: Harness) -> None:
+    """The commit went ahead on the table this process knew; the check beside its first write finds the name
+    moved: nothing is committed there (its file is deleted), and the commit is made to the table named now."""
+    other = warm.reopen()
+    old_uuid = warm.tables.entry(warm.catalog, ("db",), "t").id
+    other.tables.rename(warm.catalog, ("db",), "t", ("db",), "old", "admin")
+    other.create_table("t")
+    old_before = other.tables.load(warm.catalog, ("db",), "old").pointer.pointer.current_metadata_location
+    warm.mutations().commit_table(warm.catalog, ("db",), "t", {"requirements": [], "updates": [
+        {"action": "set-properties", "updates": {"new": "1"}}]}, Caller("admin", SOURCE))
+    assert "new" in other.tables.load(warm.catalog, ("db",), "t").metadata.properties
+    old = other.tables.load(warm.catalog, ("db",), "old")
+    assert old.entry.id == old_uuid and old.pointer.pointer.current_metadata_location == old_before
+    deleted = [c.key for c in warm.storage.calls if c.op == "delete"]
+    assert len(deleted) == 1 and deleted[0].endswith(".metadata.json")
 
 
 def test_the_receipts_are_written_beside_the_critical_path(warm: Harness) -> None:
@@ -94,9 +184,89 @@ def test_the_receipts_are_written_beside_the_critical_path(warm: Harness) -> Non
     assert side == {"pending receipt", "committed receipt"}
 
 
-def test_a_warm_load_reads_the_pointer_and_probes_tier1_once(warm: Harness) -> None:
-    warm.tables.load(warm.catalog, ("db",), "t")
+def test_a_warm_load_reads_the_pointer_and_probes_tier1_once_in_one_round(warm: Harness) -> None:
+    with slowed(warm) as slow:
+        warm.tables.load(warm.catalog, ("db",), "t")
     assert counted(warm) == Counter({("get", "pointer"): 1, ("get", "tier 1"): 1})
+    assert slow.rounds() == 1
+
+
+def test_a_load_inside_the_read_window_asks_storage_nothing(warm: Harness) -> None:
+    with CatalogStore.fresh_as_of(window_s=5.0), read_window(5.0):
+        loaded = warm.tables.load(warm.catalog, ("db",), "t")
+    assert warm.storage.calls == []
+    assert loaded.pointer.pointer.current_metadata_location == warm.tables.pointers.cached(loaded.entry.id).pointer \
+        .current_metadata_location  # type: ignore[union-attr]
+
+
+def test_the_writer_sees_its_own_commit_inside_the_window(warm: Harness) -> None:
+    with CatalogStore.fresh_as_of(window_s=60.0), read_window(60.0):
+        before = warm.tables.load(warm.catalog, ("db",), "t").metadata.properties
+    commit(warm, {"requirements": [], "updates": [{"action": "set-properties", "updates": {"mine": "yes"}}]})
+    warm.storage.calls.clear()
+    with CatalogStore.fresh_as_of(window_s=60.0), read_window(60.0):
+        after = warm.tables.load(warm.catalog, ("db",), "t").metadata.properties
+    assert "mine" not in before and after["mine"] == "yes"
+    assert warm.storage.calls == []
+
+
+def test_another_servers_commit_shows_on_the_next_load_without_a_window(warm: Harness) -> None:
+    other = warm.reopen()
+    other.tables.load(warm.catalog, ("db",), "t")
+    other.mutations().commit_table(warm.catalog, ("db",), "t", {"requirements": [], "updates": [
+        {"action": "set-properties", "updates": {"elsewhere": "1"}}]}, Caller("admin", SOURCE, str(uuid7())))
+    warm.storage.calls.clear()
+    loaded = warm.tables.load(warm.catalog, ("db",), "t")
+    assert loaded.metadata.properties["elsewhere"] == "1"
+    # The pointer's conditional read returns the new pointer, which names a metadata file this server never read.
+    assert counted(warm) == Counter({("get", "pointer"): 1, ("get", "tier 1"): 1, ("get", "metadata file"): 1})
+
+
+def test_another_servers_commit_shows_once_the_window_has_passed(warm: Harness) -> None:
+    other = warm.reopen()
+    with CatalogStore.fresh_as_of(window_s=0.2), read_window(0.2):
+        warm.tables.load(warm.catalog, ("db",), "t")
+    other.mutations().commit_table(warm.catalog, ("db",), "t", {"requirements": [], "updates": [
+        {"action": "set-properties", "updates": {"elsewhere": "1"}}]}, Caller("admin", SOURCE, str(uuid7())))
+    time.sleep(0.25)
+    with CatalogStore.fresh_as_of(window_s=0.2), read_window(0.2):
+        loaded = warm.tables.load(warm.catalog, ("db",), "t")
+    assert loaded.metadata.properties["elsewhere"] == "1"
+
+
+def test_a_stale_copy_neither_loses_a_commit_nor_refuses_one(warm: Harness) -> None:
+    """Another server committed since this one wrote: the CAS against the copy fails, the pointer is read, and the
+    commit lands; a requirement that holds now but not against the copy is not refused."""
+    other = warm.reopen()
+    table = other.tables.load(warm.catalog, ("db",), "t")
+    other.mutations().commit_table(warm.catalog, ("db",), "t", {"requirements": [], "updates": [
+        {"action": "add-schema", "schema": {"type": "struct", "schema-id": 1, "fields": [
+            *table.metadata.schema().model_dump(by_alias=True)["fields"],
+            {"id": 3, "name": "x", "required": False, "type": "long"}]}},
+        {"action": "set-current-schema", "schema-id": -1}]}, Caller("admin", SOURCE, str(uuid7())))
+    commit(warm, {"requirements": [{"type": "assert-current-schema-id", "current-schema-id": 1}],
+                  "updates": [{"action": "set-properties", "updates": {"after": "schema"}}]})
+    loaded = other.tables.load(warm.catalog, ("db",), "t")
+    assert loaded.metadata.current_schema_id == 1 and loaded.metadata.properties["after"] == "schema"
+
+
+def test_a_rename_on_another_server_shows_on_the_next_load(warm: Harness) -> None:
+    other = warm.reopen()
+    other.tables.rename(warm.catalog, ("db",), "t", ("db",), "u", "admin")
+    with pytest.raises(TableNotFound):
+        warm.tables.load(warm.catalog, ("db",), "t")
+    assert warm.tables.load(warm.catalog, ("db",), "u").entry.name == "u"
+
+
+def test_a_keyed_commit_to_a_name_that_moved_commits_to_the_table_it_names_now(warm: Harness) -> None:
+    """The marker was claimed, beside the catalog check, for the table this process knew; the check finds the
+    name names another table now: the claim is released and the commit goes to the new table."""
+    other = warm.reopen()
+    other.tables.rename(warm.catalog, ("db",), "t", ("db",), "old", "admin")
+    other.create_table("t")
+    commit(warm, {"requirements": [], "updates": [{"action": "set-properties", "updates": {"new": "1"}}]})
+    assert "new" in other.tables.load(warm.catalog, ("db",), "t").metadata.properties
+    assert "new" not in other.tables.load(warm.catalog, ("db",), "old").metadata.properties
 
 
 def test_a_group_of_n_makes_one_metadata_file_one_record_and_one_cas(warm: Harness) -> None:
@@ -115,7 +285,7 @@ def test_a_group_of_n_makes_one_metadata_file_one_record_and_one_cas(warm: Harne
         thread.join(30)
     puts = {kind: count for (op, kind), count in counted(warm).items() if op == "put"}
     assert puts == {"marker": 2 * n, "metadata file": 1, "group record": 1, "pointer": 1, "committed receipt": n}
-    assert counted(warm)[("get", "pointer")] == 1
+    assert counted(warm)[("get", "pointer")] == 0  # the CAS checks the copy this process wrote
 
 
 def test_the_tier1_probe_is_a_read_of_the_next_log_position(warm: Harness) -> None:
@@ -123,3 +293,12 @@ def test_the_tier1_probe_is_a_read_of_the_next_log_position(warm: Harness) -> No
     warm.tables.load(warm.catalog, ("db",), "t")
     (probe,) = [c.key for c in warm.storage.calls if kind_of(c.key) == "tier 1"]
     assert probe.startswith("_catalog/core/log/")
+
+
+def test_a_window_never_hides_a_table_made_on_another_server(warm: Harness) -> None:
+    """A name not found in a view older than the request is looked up again in a view checked now."""
+    with CatalogStore.fresh_as_of(window_s=60.0), read_window(60.0):
+        warm.tables.load(warm.catalog, ("db",), "t")
+    warm.reopen().create_table("made_elsewhere")
+    with CatalogStore.fresh_as_of(window_s=60.0), read_window(60.0):
+        assert warm.tables.load(warm.catalog, ("db",), "made_elsewhere").entry.name == "made_elsewhere"

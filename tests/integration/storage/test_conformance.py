@@ -121,6 +121,17 @@ def test_keys_with_spaces_and_non_ascii(storage: StorageBackend, key: str) -> No
     assert storage.head(key) is None
 
 
+def test_get_if_changed_answers_nothing_for_the_same_version_and_the_object_for_another(
+        storage: StorageBackend) -> None:
+    first = storage.put("conditional-get", b"one")
+    assert storage.get_if_changed("conditional-get", first.version) is None  # type: ignore[union-attr]
+    second = storage.put("conditional-get", b"two")
+    found = storage.get_if_changed("conditional-get", first.version)  # type: ignore[union-attr]
+    assert found is not None and found.data == b"two" and found.version == second.version  # type: ignore[union-attr]
+    with pytest.raises(NotFound):
+        storage.get_if_changed("no-such-object", first.version)  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize("key", ["", "/abs", "a//b", "a/../b", "..", "./a", "a/", "ctl\x01key", "nul\x00", "x" * 300])
 def test_invalid_keys_are_refused_everywhere(storage: StorageBackend, key: str) -> None:
     with pytest.raises(InvalidKey):

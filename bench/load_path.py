@@ -1,0 +1,243 @@
+"""The storage path of loadTable and of a commit, each next to its floor, measured in one run.
+
+Local directory warehouse, through PyIceberg's RestCatalog:
+  load cold      `load_table` of a table this server has not read yet (made by a second server on the warehouse)
+  load warm      `load_table` again: the catalog check and the pointer's conditional read, in one round trip
+  load hot       `load_table` from a server run with --read-freshness-ms 60000: no storage call at all
+  floor          `load_table` from a canned Starlette server answering the same config and LoadTableResult bytes
+  append         `table.append` of 10 rows through Arco, next to PyIceberg's SqlCatalog on SQLite (same rows)
+
+SeaweedFS warehouse (S3 on loopback), started here:
+  put            one create-only put of a small object (the storage floor), interleaved with the commits
+  commit         a keyed metadata-only commit over HTTP (set-properties with an Idempotency-Key): its critical
+                 path is the seed's four sequential conditional writes, so the ratio to 4 puts is the overhead
+  load warm/hot  as above, on S3 (the pointer's conditional read is a GET answered 304)
+
+Rounds of the peers being compared are interleaved (a, b, a, b, ...), so a noisy neighbour slows both alike.
+
+    .venv/bin/python bench/load_path.py [--rounds 200] [--no-s3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pyarrow as pa
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, StringType
+from uuid6 import uuid7
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from arco.storage.base import DoesNotExist
+from arco.storage.factory import open_storage
+from support import emulators
+from support.arco_server import arco_server
+from support.net import free_port, stop, wait_for_http
+
+TOKEN = "bench-token"
+SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "city", StringType(), required=False))
+ROWS = pa.table({"id": pa.array(range(10), pa.int64()), "city": pa.array(["oslo"] * 10, pa.string())})
+WARMUP = 5
+
+CANNED_SERVER = '''
+import sys
+from pathlib import Path
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.routing import Route
+import uvicorn
+
+folder = Path(sys.argv[1])
+config, table = (folder / "config.json").read_bytes(), (folder / "table.json").read_bytes()
+
+async def get_config(request):
+    return Response(config, media_type="application/json")
+
+async def load_table(request):
+    return Response(table, media_type="application/json", headers={"ETag": '"canned"'})
+
+async def health(request):
+    return Response(b"{}", media_type="application/json")
+
+app = Starlette(routes=[Route("/v1/config", get_config), Route("/health", health),
+                        Route("/v1/{prefix}/namespaces/{namespace}/tables/{table}", load_table)])
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+'''
+
+
+def p50(samples: list[float]) -> float:
+    return statistics.median(samples)
+
+
+def timed_interleaved(ops: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
+    results: dict[str, list[float]] = {name: [] for name in ops}
+    for i in range(-WARMUP, rounds):
+        for name, fn in ops.items():
+            start = time.perf_counter()
+            fn()
+            if i >= 0:
+                results[name].append((time.perf_counter() - start) * 1000)
+    return results
+
+
+def catalog_of(server: Any, props: dict[str, str] | None = None) -> RestCatalog:
+    return RestCatalog(f"arco-{uuid.uuid4().hex[:6]}", uri=server.iceberg_uri, warehouse="main", token=TOKEN,
+                       **(props or {}))
+
+
+@contextmanager
+def canned_server(workdir: Path, config: bytes, table: bytes) -> Iterator[str]:
+    folder = workdir / "canned"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_bytes(config)
+    (folder / "table.json").write_bytes(table)
+    (folder / "server.py").write_text(CANNED_SERVER)
+    port = free_port()
+    log_path = folder / "server.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen([sys.executable, str(folder / "server.py"), str(folder), str(port)], stdout=log,
+                                   stderr=subprocess.STDOUT)
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/health", timeout=30, process=process, log_path=log_path)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop(process)
+
+
+def load_figures(warehouse: str, workdir: Path, rounds: int, env: dict[str, str] | None = None,
+                 args: tuple[str, ...] = (), props: dict[str, str] | None = None) -> dict[str, float]:
+    """cold / warm / hot loadTable p50 (ms), and the canned-response floor, on one warehouse."""
+    figures: dict[str, float] = {}
+    with ExitStack() as stack:
+        server = stack.enter_context(arco_server(warehouse, workdir, admin_token=TOKEN, env=env, extra_args=args))
+        maker = stack.enter_context(arco_server(warehouse, workdir, admin_token=TOKEN, env=env, extra_args=args))
+        hot = stack.enter_context(arco_server(warehouse, workdir, admin_token=TOKEN, env=env,
+                                              extra_args=(*args, "--read-freshness-ms", "60000")))
+        making = catalog_of(maker, props)
+        making.create_namespace("bench")
+        table = making.create_table(("bench", "small"), SCHEMA)
+        table.append(ROWS)
+        cold_names = [f"cold_{i}" for i in range(rounds + WARMUP)]
+        for name in cold_names:  # made by the other server: the measured one has read none of them
+            making.create_table(("bench", name), SCHEMA)
+        warm_catalog, hot_catalog = catalog_of(server, props), catalog_of(hot, props)
+        cold = iter(cold_names)
+        ops: dict[str, Callable[[], object]] = {
+            "load cold": lambda: warm_catalog.load_table(("bench", next(cold))),
+            "load warm": lambda: warm_catalog.load_table(("bench", "small")),
+            "load hot": lambda: hot_catalog.load_table(("bench", "small")),
+        }
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        config = httpx.get(f"{server.iceberg_uri}/v1/config?warehouse=main", headers=headers)
+        prefix = config.json()["overrides"]["prefix"]
+        # The same bytes PyIceberg gets from Arco (it asks for vended credentials: so does this request).
+        body = httpx.get(f"{server.iceberg_uri}/v1/{prefix}/namespaces/bench/tables/small",
+                         headers={**headers, "X-Iceberg-Access-Delegation": "vended-credentials"}).content
+        canned_uri = stack.enter_context(canned_server(workdir / uuid.uuid4().hex[:6], config.content, body))
+        canned = RestCatalog("canned", uri=canned_uri, warehouse="main", token=TOKEN, **(props or {}))
+        ops["floor"] = lambda: canned.load_table(("bench", "small"))
+        results = timed_interleaved(ops, rounds)
+    for name, samples in results.items():
+        figures[name] = p50(samples)
+    return figures
+
+
+def append_figures(workdir: Path, rounds: int) -> dict[str, float]:
+    with arco_server(workdir / "append-warehouse", workdir, admin_token=TOKEN) as server:
+        arco = catalog_of(server)
+        arco.create_namespace("bench")
+        arco_table = arco.create_table(("bench", "appended"), SCHEMA)
+        (workdir / "sql-warehouse").mkdir()
+        sql = SqlCatalog("sql", uri=f"sqlite:///{workdir}/sql.db", warehouse=f"file://{workdir}/sql-warehouse")
+        sql.create_namespace("bench")
+        sql_table = sql.create_table(("bench", "appended"), SCHEMA)
+        results = timed_interleaved({"append arco": lambda: arco_table.append(ROWS),
+                                     "append sql": lambda: sql_table.append(ROWS)}, rounds)
+    return {name: p50(samples) for name, samples in results.items()}
+
+
+def s3_figures(workdir: Path, rounds: int) -> dict[str, float]:
+    from arco.storage.s3 import create_bucket
+
+    with emulators.seaweedfs(workdir) as s3:
+        bucket = f"bench-{uuid.uuid4().hex[:8]}"
+        create_bucket(bucket, s3.options())
+        options = s3.options()
+        env = {"AWS_ACCESS_KEY_ID": options["s3.access-key-id"],
+               "AWS_SECRET_ACCESS_KEY": options["s3.secret-access-key"],
+               "AWS_ENDPOINT_URL_S3": options["s3.endpoint"], "AWS_REGION": options.get("s3.region", "us-east-1")}
+        warehouse = f"s3://{bucket}/arco"
+        args = tuple(arg for key, value in options.items() for arg in ("--storage-option", f"{key}={value}"))
+        raw = open_storage(f"s3://{bucket}/raw", options)
+        figures: dict[str, float] = {}
+        with arco_server(warehouse, workdir, admin_token=TOKEN, env=env, extra_args=args) as server:
+            headers = {"Authorization": f"Bearer {TOKEN}"}
+            catalog = catalog_of(server)
+            catalog.create_namespace("bench")
+            catalog.create_table(("bench", "committed"), SCHEMA)
+            prefix = httpx.get(f"{server.iceberg_uri}/v1/config?warehouse=main", headers=headers).json()[
+                "overrides"]["prefix"]
+            url = f"{server.iceberg_uri}/v1/{prefix}/namespaces/bench/tables/committed"
+            http = httpx.Client(timeout=60)
+            counter = iter(range(10**9))
+
+            def commit() -> None:
+                i = next(counter)
+                response = http.post(url, headers={**headers, "Idempotency-Key": str(uuid7())}, json={
+                    "requirements": [], "updates": [{"action": "set-properties", "updates": {"n": str(i)}}]})
+                assert response.status_code == 200, response.text
+
+            def put() -> None:
+                assert raw.put(f"puts/{uuid.uuid4().hex}", b"x" * 600, DoesNotExist()).ok
+
+            results = timed_interleaved({"s3 put": put, "s3 commit": commit}, rounds)
+            figures.update({name: p50(samples) for name, samples in results.items()})
+        props = {"s3.endpoint": options["s3.endpoint"], "s3.access-key-id": options["s3.access-key-id"],
+                 "s3.secret-access-key": options["s3.secret-access-key"], "s3.region": env["AWS_REGION"]}
+        loads = load_figures(f"s3://{bucket}/loads", workdir, max(20, rounds // 2), env=env, args=args, props=props)
+        figures.update({f"s3 {name}": value for name, value in loads.items()})
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--no-s3", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="arco-load-path-") as tmp:
+        workdir = Path(tmp)
+        print("local directory: loadTable (cold, warm, hot) and the canned-response floor ...", flush=True)
+        loads = load_figures(str(workdir / "warehouse"), workdir, args.rounds)
+        print("local directory: append of 10 rows, Arco and SqlCatalog ...", flush=True)
+        appends = append_figures(workdir, max(20, args.rounds // 2))
+        s3 = {} if args.no_s3 else s3_figures(workdir, args.rounds)
+    print("\np50 milliseconds")
+    for name in ("load cold", "load warm", "load hot", "floor"):
+        print(f"  {name:<12} {loads[name]:8.2f}   {loads[name] / loads['floor']:5.2f}x the floor")
+    print(f"  {'append arco':<12} {appends['append arco']:8.2f}   "
+          f"{appends['append arco'] / appends['append sql']:5.2f}x SqlCatalog")
+    print(f"  {'append sql':<12} {appends['append sql']:8.2f}")
+    if s3:
+        print(f"  {'s3 put':<12} {s3['s3 put']:8.2f}")
+        print(f"  {'s3 commit':<12} {s3['s3 commit']:8.2f}   {s3['s3 commit'] / (4 * s3['s3 put']):5.2f}x 4 puts")
+        for name in ("load cold", "load warm", "load hot", "floor"):
+            print(f"  {'s3 ' + name:<12} {s3['s3 ' + name]:8.2f}   {s3['s3 ' + name] / s3['s3 floor']:5.2f}x "
+                  "the floor")
+
+
+if __name__ == "__main__":
+    main()
