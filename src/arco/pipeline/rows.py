@@ -65,7 +65,9 @@ TABLES = pa.schema([
     ("owner", pa.string()),
 ])
 
-SCHEMAS_BY_KIND = {"timeline": TIMELINE, "audit": AUDIT, "runs": RUNS}
+from arco.pipeline.lineage import LINEAGE, REPORTS  # noqa: E402 - lineage's schemas live with its logic
+
+SCHEMAS_BY_KIND = {"timeline": TIMELINE, "audit": AUDIT, "runs": RUNS, "reports": REPORTS, "lineage": LINEAGE}
 
 
 class BadReceipt(ValueError):
