@@ -213,3 +213,43 @@ def commits_of(timeline_rows: Iterable[dict[str, Any]],
             source_kind=str(row["source_kind"] or "iceberg_rest"), app_id=app_id, engine=engine,
             run_id=details.get("run_id") if isinstance(details, dict) else None))
     return commits
+
+
+# -- walking the graph (for the lineage endpoint) ---------------------------------------------------------------
+
+MAX_DEPTH = 10
+DIRECTIONS = ("upstream", "downstream", "both")
+
+
+def walk(edge_rows: Iterable[dict[str, Any]], start: str, direction: str, depth: int,
+         may_see: Any = lambda uuid: True) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """The tables within ``depth`` edges of ``start`` (by uuid) in ``direction``, and the edges between them.
+
+    Returns ``({uuid: hops}, edges)``. A table ``may_see(uuid)`` refuses is reached but not walked through: what
+    lies beyond a table the caller cannot see is not theirs to learn from its lineage."""
+    upstream: dict[str, list[dict[str, Any]]] = {}
+    downstream: dict[str, list[dict[str, Any]]] = {}
+    for edge in edge_rows:
+        upstream.setdefault(edge["target_uuid"], []).append(edge)
+        downstream.setdefault(edge["source_uuid"], []).append(edge)
+    hops = {start: 0}
+    found: dict[int, dict[str, Any]] = {}
+    frontier = [start]
+    for level in range(1, depth + 1):
+        following: list[str] = []
+        for uuid in frontier:
+            steps = []
+            if direction in ("upstream", "both"):
+                steps += [(e, e["source_uuid"]) for e in upstream.get(uuid, [])]
+            if direction in ("downstream", "both"):
+                steps += [(e, e["target_uuid"]) for e in downstream.get(uuid, [])]
+            for edge, other in steps:
+                found[id(edge)] = edge
+                if other not in hops:
+                    hops[other] = level
+                    if may_see(other):
+                        following.append(other)
+        frontier = following
+    ordered = sorted(found.values(), key=lambda e: (e["observed_at"], e["source_uuid"], e["target_uuid"],
+                                                     e["source_snapshot_id"] or 0, e["target_snapshot_id"] or 0))
+    return hops, ordered

@@ -19,6 +19,8 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from arco.pipeline.lineage import LINEAGE, REPORTS
+
 # Seed section 8.1: how far a change's lineage and quality can be trusted, by who made it.
 TRUST_BY_SOURCE = {
     "pipeline": ("Verified", "NotChecked"),  # Arco's own jobs: execution observed, data not checked by them
@@ -64,8 +66,6 @@ TABLES = pa.schema([
     ("table_name", pa.string()), ("kind", pa.string()), ("format", pa.string()), ("location", pa.string()),
     ("owner", pa.string()),
 ])
-
-from arco.pipeline.lineage import LINEAGE, REPORTS  # noqa: E402 - lineage's schemas live with its logic
 
 SCHEMAS_BY_KIND = {"timeline": TIMELINE, "audit": AUDIT, "runs": RUNS, "reports": REPORTS, "lineage": LINEAGE}
 
