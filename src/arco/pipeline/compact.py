@@ -32,7 +32,7 @@ from arco.catalog.store import CatalogStore
 from arco.events.receipts import EVENTS
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.iceberg.pointer import PointerStore
-from arco.pipeline import lineage, rows
+from arco.pipeline import lineage, rows, system_tables
 from arco.pipeline.checkpoint import (
     ALL_KINDS,
     HISTORY,
@@ -185,7 +185,8 @@ def live_table_ids(storage: StorageBackend) -> set[str]:
         return set(state.tables)
 
 
-def run_compact(spark: Any, spec: StorageSpec, run: Run, progress: Any | None = None) -> dict[str, int]:
+def run_compact(spark: Any, spec: StorageSpec, run: Run, progress: Any | None = None,
+                publish: bool = True) -> dict[str, int]:
     """The job: plan, compact new receipts in Spark tasks, commit the batch, refresh the projection."""
     from arco.pipeline.session import spark_progress
 
@@ -197,6 +198,8 @@ def run_compact(spark: Any, spec: StorageSpec, run: Run, progress: Any | None = 
     run.count("stale_files_removed", len(work.stale_files))
     run.count("receipts_new", len(work.new))
     if not work.new:
+        if publish and state.batches:
+            publish_system_tables(storage, state, run)  # completes a publication a failure left undone
         return run.counts
     batch_id = str(uuid7())
     slices = max(1, min(len(work.new) // RECEIPTS_PER_TASK + 1, spark.sparkContext.defaultParallelism * 4))
@@ -236,9 +239,25 @@ def run_compact(spark: Any, spec: StorageSpec, run: Run, progress: Any | None = 
         if unreadable:
             run.count("tables_with_unreadable_metadata", unreadable)
             run.errors.append(f"{unreadable} table(s) left out of the column projection: metadata unreadable")
-        commit_batch(storage, state, {"batch_id": batch_id, "run_id": run.run_id,
-                                      "files": {k: sorted(v) for k, v in files.items() if v}})
+        own = system_tables.system_only(
+            read_many(storage, files["timeline"], rows.TIMELINE, columns=["catalog"]).to_pylist(),
+            read_many(storage, files["audit"], rows.AUDIT, columns=["principal"]).to_pylist(),
+            read_many(storage, files["runs"], rows.RUNS, columns=["job"]).to_pylist(),
+            sum(summary["counts"].get("reports", 0) for summary in summaries), len(files["lineage"]))
+        state = commit_batch(storage, state, {"batch_id": batch_id, "run_id": run.run_id, "system_only": own,
+                                              "files": {k: sorted(v) for k, v in files.items() if v}})
+        if publish:
+            publish_system_tables(storage, state, run)
     return run.counts
+
+
+def publish_system_tables(storage: StorageBackend, state: CompactState, run: Run) -> None:
+    """After the commit point: a failure leaves the history compacted, and the next run publishes it."""
+    try:
+        system_tables.publish(storage, state, run)
+    except Exception as exc:  # noqa: BLE001 - reported in the run record; the compaction itself succeeded
+        run.count("system_tables_failed")
+        run.errors.append(f"system tables not published (the next run tries again): {str(exc)[:500]}")
 
 
 _COMMIT_COLUMNS = ["receipt_key", "table_uuid", "catalog", "namespace", "table_name", "metadata_location",

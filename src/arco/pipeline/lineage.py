@@ -13,8 +13,8 @@ An edge says: ``source table@snapshot -> target table@snapshot``, with how far i
                         previous commit bounds what this one could have used, the window bounds an application
                         that commits rarely). Scans of the target itself are left out: a table's own history
                         already links its snapshots. The engine says what it read; Arco did not see the data flow.
-``Verified``            a commit of Arco's own pipeline (``arco pipeline maintain``): the job knows it rewrote the
-                        table from itself, so the edge is ``table@parent -> table@new``.
+``Verified``            a rewrite (``replace``) committed by Arco's own pipeline (``arco pipeline maintain``): the
+                        job knows it rewrote the table from itself, so the edge is ``table@parent -> table@new``.
 no edge                 admin changes, commits without an application id, and commits that added no snapshot
                         (schema or property changes, rollbacks).
 
@@ -126,7 +126,10 @@ def edges(new_commits: Iterable[Commit], all_commits: Iterable[Commit], scans: I
         if commit.snapshot_id is None or commit.operation in NO_SNAPSHOT_OPERATIONS:
             continue
         if commit.source_kind == "pipeline":
-            if commit.parent_snapshot_id is not None and commit.parent_snapshot_id != commit.snapshot_id:
+            # Only a rewrite (maintain's rewrite_data_files) has the table as its one input; the pipeline's
+            # appends (the system tables) come from receipts, not from tables.
+            if (commit.operation == "replace" and commit.parent_snapshot_id is not None
+                    and commit.parent_snapshot_id != commit.snapshot_id):
                 out.append(_edge(commit, commit.table, commit.parent_snapshot_id, VERIFIED))
             continue
         if commit.source_kind != "iceberg_rest" or not commit.app_id:

@@ -57,6 +57,8 @@ CASES = [
      [("u1", 10, "u2", 20, DECLARED)]),
     ("Arco's maintenance rewrote the table from itself", commit(kind="pipeline", app=None, operation="replace"), [],
      [], [("u2", 19, "u2", 20, VERIFIED)]),
+    ("the pipeline's appends (the system tables) have no table as input",
+     commit(kind="pipeline", app=None, operation="append"), [], [], []),
     ("... and its scans are not declared lineage", commit(kind="pipeline", operation="replace", parent=None), [],
      [scan()], []),
 ]
