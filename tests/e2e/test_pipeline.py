@@ -104,8 +104,10 @@ def history(storage: LocalBackend, kind: str) -> pa.Table:
 
 
 def run_compact(spark: SparkSession, spec: StorageSpec) -> Run:
+    """The compaction into Parquet alone: publishing the system tables (tests/e2e/test_history_tables.py) commits
+    to Iceberg tables, whose receipts would be new for the next run and break the receipt counts made here."""
     run = Run("compact")
-    compact.run_compact(spark, spec, run)
+    compact.run_compact(spark, spec, run, publish=False)
     return run
 
 
