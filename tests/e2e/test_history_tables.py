@@ -208,11 +208,13 @@ def test_a_rerun_adds_nothing(spark: SparkSession, world: dict) -> None:
     storage = world["storage"]
     spec = StorageSpec(storage.url)
     edges_before = read_many(storage, checkpoint.history_keys(storage, "lineage"), LINEAGE).num_rows
-    # The first re-run finds the system tables' own commits (from publishing) and publishes nothing for them.
-    first = Run("compact")
-    compact.run_compact(spark, spec, first)
-    assert "system_table_appends" not in first.counts and not first.errors, (first.counts, first.errors)
-    second = Run("compact")
-    compact.run_compact(spark, spec, second)
-    assert second.counts == {"stale_files_removed": 0, "receipts_new": 0}
+    # The grants and reads of the tests above are history, published by the first run; the second finds only the
+    # system tables' own commits, and publishes nothing for them; the third finds nothing.
+    runs = [Run("compact") for _ in range(3)]
+    for run in runs:
+        compact.run_compact(spark, spec, run)
+        assert not run.errors, run.errors
+    assert runs[0].counts.get("system_table_appends", 0) >= 1
+    assert "system_table_appends" not in runs[1].counts, runs[1].counts
+    assert runs[2].counts == {"stale_files_removed": 0, "receipts_new": 0}
     assert read_many(storage, checkpoint.history_keys(storage, "lineage"), LINEAGE).num_rows == edges_before

@@ -198,7 +198,7 @@ def test_a_crash_before_the_commit_point_then_a_rerun_counts_each_receipt_once(
         run_compact(spark, populated)
     monkeypatch.undo()
     orphans = [m.key for m in storage.list(f"{checkpoint.HISTORY}/")
-               if m.key not in set(sum((checkpoint.history_keys(storage, k) for k in checkpoint.KINDS), []))]
+               if m.key not in set(sum((checkpoint.history_keys(storage, k) for k in checkpoint.ALL_KINDS), []))]
     assert orphans  # the crashed run's part files, listed by no batch
 
     run = run_compact(spark, populated)
