@@ -6,7 +6,18 @@ from datetime import UTC, datetime
 
 import pytest
 
-from arco.pipeline.lineage import DECLARED, VERIFIED, WINDOW_MS, Commit, Scan, TableRef, commits_of, edges, report_row
+from arco.pipeline.lineage import (
+    DECLARED,
+    VERIFIED,
+    WINDOW_MS,
+    Commit,
+    Scan,
+    TableRef,
+    commits_of,
+    edges,
+    report_row,
+    walk,
+)
 
 T1 = TableRef("u1", "main", ("raw",), "t1")
 T2 = TableRef("u2", "main", ("raw",), "t2")
@@ -98,3 +109,32 @@ def test_the_app_id_comes_from_the_summary_or_else_the_commit_report_and_the_par
 def test_a_stored_report_of_another_kind_is_refused() -> None:
     with pytest.raises(ValueError):
         report_row("r", {"kind": "something"})
+
+
+def edge_row(source: str, target: str, at: int) -> dict:
+    return {"source_uuid": source, "target_uuid": target, "source_snapshot_id": 1, "target_snapshot_id": 2,
+            "observed_at": datetime.fromtimestamp(at, UTC)}
+
+
+GRAPH = [edge_row("a", "b", 1), edge_row("b", "c", 2), edge_row("c", "d", 3), edge_row("x", "c", 4)]
+
+
+@pytest.mark.parametrize(("start", "direction", "depth", "hops"), [
+    ("c", "upstream", 1, {"c": 0, "b": 1, "x": 1}),
+    ("c", "upstream", 2, {"c": 0, "b": 1, "x": 1, "a": 2}),
+    ("c", "downstream", 10, {"c": 0, "d": 1}),
+    ("b", "both", 2, {"b": 0, "a": 1, "c": 1, "d": 2, "x": 2}),
+])
+def test_walk(start: str, direction: str, depth: int, hops: dict) -> None:
+    found, edges_found = walk(GRAPH, start, direction, depth)
+    assert found == hops
+    assert {(e["source_uuid"], e["target_uuid"]) for e in edges_found} == {
+        (e["source_uuid"], e["target_uuid"]) for e in GRAPH
+        if e["source_uuid"] in hops and e["target_uuid"] in hops and (hops[e["source_uuid"]] < depth or
+                                                                       hops[e["target_uuid"]] < depth)}
+
+
+def test_a_table_the_caller_may_not_see_is_reached_but_not_walked_through() -> None:
+    found, edges_found = walk(GRAPH, "c", "upstream", 5, may_see=lambda uuid: uuid != "b")
+    assert found == {"c": 0, "b": 1, "x": 1}  # a, behind b, stays unknown
+    assert {(e["source_uuid"], e["target_uuid"]) for e in edges_found} == {("b", "c"), ("x", "c")}
