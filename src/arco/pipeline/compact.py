@@ -15,7 +15,9 @@ before the commit that used it, so its report is in this batch or an earlier one
 writes nothing, and a run that crashes before committing its batch leaves files no reader sees, which the next
 run removes. Spark spreads the receipts over tasks; each task reads its receipts and writes its part files
 through the storage backend, so nothing assumes a disk shared between driver and executors. Only committed
-receipts are read (section 4.4); pending ones are not listed.
+receipts are read (section 4.4); pending ones are not listed. Once a batch is committed, the history is
+published as the ``system`` catalog's Iceberg tables (:mod:`arco.pipeline.system_tables`); a failure there is
+reported in the run and made good by the next run.
 """
 
 from __future__ import annotations
