@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from arco.auth.principals import PIPELINE
 from arco.catalog.errors import ReadOnlyCatalogError
 from arco.catalog.model import CatalogEntry
 
 SYSTEM_CATALOG = "system"
 SYSTEM_PROPERTY = "arco.system"
-PIPELINE_PRINCIPAL = "arco-pipeline"  # arco.auth.principals.PIPELINE's name, known in-process only
+PIPELINE_PRINCIPAL = PIPELINE.name  # Tier 1 operations name their principal only; it is known in-process only
 
 
 def is_system(catalog: CatalogEntry | None) -> bool:

@@ -93,3 +93,14 @@ def test_rows_are_published_with_microsecond_timestamps() -> None:
     table = pa.table({"x": ["a"], "at": pa.array([1000], pa.timestamp("ms", tz="UTC"))})
     converted = as_iceberg(table, schema)
     assert converted.schema.names == ["at", "x"] and converted.schema.field("at").type == pa.timestamp("us", "UTC")
+
+
+def test_no_principal_can_be_made_with_the_pipeline_s_name() -> None:
+    from arco.catalog.access import ACCESS_RULES
+    from arco.catalog.errors import AlreadyExistsError
+    from arco.catalog.state import CatalogState
+
+    check, _ = ACCESS_RULES["create_principal"]
+    with pytest.raises(AlreadyExistsError):
+        check(CatalogState("file:///w"), {"op": "create_principal", "kind": "service_principal",
+                                          "name": "Arco-Pipeline", "id": "x"})
