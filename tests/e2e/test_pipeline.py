@@ -104,8 +104,10 @@ def history(storage: LocalBackend, kind: str) -> pa.Table:
 
 
 def run_compact(spark: SparkSession, spec: StorageSpec) -> Run:
+    """The compaction into Parquet alone: publishing the system tables (tests/e2e/test_history_tables.py) commits
+    to Iceberg tables, whose receipts would be new for the next run and break the receipt counts made here."""
     run = Run("compact")
-    compact.run_compact(spark, spec, run)
+    compact.run_compact(spark, spec, run, publish=False)
     return run
 
 
@@ -196,7 +198,7 @@ def test_a_crash_before_the_commit_point_then_a_rerun_counts_each_receipt_once(
         run_compact(spark, populated)
     monkeypatch.undo()
     orphans = [m.key for m in storage.list(f"{checkpoint.HISTORY}/")
-               if m.key not in set(sum((checkpoint.history_keys(storage, k) for k in checkpoint.KINDS), []))]
+               if m.key not in set(sum((checkpoint.history_keys(storage, k) for k in checkpoint.ALL_KINDS), []))]
     assert orphans  # the crashed run's part files, listed by no batch
 
     run = run_compact(spark, populated)

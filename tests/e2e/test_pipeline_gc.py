@@ -85,7 +85,7 @@ def test_gc_removes_exactly_the_eligible_files(spark: SparkSession, server: Runn
         PlanStore(storage, 0).write_chunk(record.plan_id, 1, b"{}")
         PlanStore(storage, 0).create(record)
 
-    compact.run_compact(spark, spec, Run("compact"))
+    compact.run_compact(spark, spec, Run("compact"), publish=False)  # no system tables: receipts as listed here
     late = py.load_table("g.plain")
     late.append(pa.table({"id": pa.array([99], pa.int64())}))  # after compaction: its committed receipt stays
 

@@ -88,7 +88,7 @@ def run(block: Block, server: RunningServer) -> subprocess.CompletedProcess[str]
     address = server.base_url.removeprefix("http://")
     code = block.code.replace("127.0.0.1:8181", address)
     env = {**os.environ, "ARCO_TOKEN": ARCO_TOKEN, "ARCO_WAREHOUSE": server.warehouse,  # type: ignore[attr-defined]
-           "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO / "tests")}
+           "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO / "tests")])}
     if block.language in ("bash", "sh"):
         command = ["bash", "-euo", "pipefail", "-c", code]
     elif block.language == "python":

@@ -22,3 +22,8 @@ class Principal:
 BOOTSTRAP_ADMIN = Principal(name="admin", kind="user", is_account_admin=True)
 # Arco's own batch jobs, when they commit through the catalog (table maintenance); only known in-process.
 PIPELINE = Principal(name="arco-pipeline", kind="service_principal", is_account_admin=True)
+
+
+def is_pipeline(principal: Principal) -> bool:
+    """Arco's own jobs (the only principal that writes the ``system`` catalog)."""
+    return principal.name == PIPELINE.name and principal.kind == PIPELINE.kind and principal.is_account_admin

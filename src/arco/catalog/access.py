@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from arco.auth.principals import PIPELINE
 from arco.catalog.errors import AlreadyExistsError, InvalidRequestError, NotFoundError
 
 PrincipalType = Literal["user", "group", "service_principal"]
@@ -120,6 +121,9 @@ class AccessState:
 
 def _check_create_principal(state: Any, op: dict[str, Any]) -> None:
     if principal_key(op["name"]) in state.principals or principal_key(op["name"]) == ACCOUNT_USERS:
+        raise AlreadyExistsError(op["kind"].replace("_", " "), op["name"])
+    if principal_key(op["name"]) == principal_key(PIPELINE.name):
+        # Reserved: Tier 1 knows a change's author by name, and this name alone may write the system catalog.
         raise AlreadyExistsError(op["kind"].replace("_", " "), op["name"])
     for member in op.get("members", []):
         state.principal(member)

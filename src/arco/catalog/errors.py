@@ -57,3 +57,7 @@ class InvalidRequestError(CatalogError):
 
 class ConflictError(CatalogError):
     """A concurrent change made the operation impossible; retrying may succeed."""
+
+
+class ReadOnlyCatalogError(CatalogError):
+    """A change to the read-only ``system`` catalog, which only Arco's pipeline writes (403)."""

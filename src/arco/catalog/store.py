@@ -39,6 +39,7 @@ from arco.catalog.errors import ConflictError, NotFoundError
 from arco.catalog import log as catalog_log
 from arco.catalog.log import CatalogLog
 from arco.catalog.state import CatalogState, Operation
+from arco.catalog.system import check_writable
 from arco import metrics
 from arco.events.receipts import catalog_event, catalog_receipt_key, write_receipt
 from arco.storage.base import StorageBackend, StorageError
@@ -208,6 +209,7 @@ class CatalogStore:
                         op["request"] = request
                     if source is not None:
                         op["source"] = source
+                    check_writable(self._state, op, principal)
                     rules.check(self._state, op)
                     # Named now, from the state the operation lands on: after a drop, its ids name nothing.
                     op["audit"] = audit_names(self._state, op)

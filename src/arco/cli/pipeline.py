@@ -45,7 +45,8 @@ def pipeline() -> None:
 @pipeline.command()
 @common_options
 def compact(warehouse: str, storage_options: tuple[str, ...], master: str | None) -> None:
-    """Compact committed receipts and run records into Parquet history; refresh the schema projection."""
+    """Compact receipts, run records and engine reports into Parquet history and lineage; refresh the schema
+    projection; publish it all as the read-only `system` catalog's Iceberg tables."""
     from arco.pipeline.compact import run_compact
     from arco.pipeline.runs import Run, print_summary
     from arco.pipeline.session import new_progress, pipeline_session

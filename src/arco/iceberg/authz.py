@@ -13,12 +13,13 @@ from typing import Any
 
 from arco.auth import decisions as can
 from arco.auth.decisions import Securable, Subject
-from arco.auth.principals import Principal
+from arco.auth.principals import Principal, is_pipeline
 from arco.auth.subjects import securable, subject_of
 from arco.catalog.errors import NotFoundError
 from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
+from arco.catalog.system import is_system
 from arco.iceberg.errors import Forbidden
 
 TableRule = Callable[[Subject, Securable, Securable, Securable], bool]
@@ -88,6 +89,8 @@ class IcebergGuard:
 
     def may_write(self, principal: Principal, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> bool:
         """Whether storage access for this table may be read-write (MODIFY), not only read (SELECT)."""
+        if is_system(catalog) and not is_pipeline(principal):
+            return False  # the system catalog is read-only (arco.catalog.system)
         if principal.is_account_admin:
             return True
         with self.store.read() as state:

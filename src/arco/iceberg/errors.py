@@ -96,6 +96,8 @@ def from_catalog_error(exc: Exception) -> IcebergError:
         return NamespaceNotEmpty(str(exc))
     if isinstance(exc, ce.InvalidRequestError):
         return BadRequest(str(exc))
+    if isinstance(exc, ce.ReadOnlyCatalogError):
+        return Forbidden(f"Forbidden: {exc}")
     if isinstance(exc, ce.ConflictError):
         return ServiceUnavailable(str(exc), headers={"Retry-After": "1"})
     return IcebergError(str(exc))

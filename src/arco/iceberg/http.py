@@ -14,11 +14,12 @@ from starlette.responses import Response
 
 from arco.api.requests import BodyError, blocking, client_source, principal_of, read_json
 from arco.api.responses import JsonResponse
-from arco.auth.principals import Principal
+from arco.auth.principals import Principal, is_pipeline
 from arco.catalog.errors import CatalogError, InvalidRequestError
 from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.names import check_name, check_namespace
 from arco.catalog.store import CatalogStore
+from arco.catalog.system import is_system, refusal
 from arco.iceberg import errors
 from arco.iceberg.access import StorageAccess, TableAccess
 from arco.iceberg.authz import IcebergGuard
@@ -62,8 +63,18 @@ class IcebergServices:
 async def allow(request: Request, check: str, *args: Any) -> None:
     """Raise 403 unless the caller may do this (:mod:`arco.iceberg.authz`); account admins pass at no cost."""
     principal = principal_of(request)
+    if _writes(check, args) and is_system(args[0]) and not is_pipeline(principal):
+        raise errors.Forbidden(f"Forbidden: {refusal(args[0].name)}")  # account admins too: only the pipeline
     if not principal.is_account_admin:
         await blocking(getattr(services(request).guard, check), principal, *args)
+
+
+def _writes(check: str, args: tuple[Any, ...]) -> bool:
+    """Whether an :func:`allow` check is for a change (of a table, view or namespace) rather than a read."""
+    if check in ("create_table", "create_view"):
+        return True
+    action = args[-1] if args else None
+    return check in ("table", "view", "namespace") and action not in ("read", "see")
 
 
 def caller_of(request: Request) -> Caller:

@@ -20,6 +20,10 @@ from arco.storage.base import DoesNotExist, MatchesVersion, StorageBackend
 STATE_KEY = "_catalog/pipeline/compact/state.json"
 HISTORY = "_catalog/history"
 KINDS = ("timeline", "audit", "runs")
+# Engines' scan and commit reports (for lineage), and the lineage edges the compactor derives from them and the
+# timeline: kept apart from KINDS, whose tables every history reader has always found non-empty.
+EXTRA_KINDS = ("reports", "lineage")
+ALL_KINDS = KINDS + EXTRA_KINDS
 
 
 @dataclass

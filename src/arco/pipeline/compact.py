@@ -3,15 +3,21 @@
     _catalog/history/timeline/batch=<id>/part-<n>.parquet   one row per committed Iceberg metadata version
     _catalog/history/audit/batch=<id>/part-<n>.parquet      one row per Tier 1 catalog mutation
     _catalog/history/runs/batch=<id>/part-<n>.parquet       one row per pipeline run
+    _catalog/history/reports/batch=<id>/part-<n>.parquet    one row per engine scan/commit report (metrics)
+    _catalog/history/lineage/batch=<id>/part-lineage.parquet  lineage edges into the batch's commits
     _catalog/core/snapshots/columns.parquet                 one row per column of each table's current schema
     _catalog/core/snapshots/tables.parquet                  one row per table (with its format tag)
 
-(schemas: :mod:`arco.pipeline.rows`). Incremental and idempotent: a receipt is consumed once its key is in the
+(schemas: :mod:`arco.pipeline.rows`, :mod:`arco.pipeline.lineage`). Lineage is derived in the driver once the
+tasks are done: the edges into the commits of this batch, from every report compacted so far (a scan is reported
+before the commit that used it, so its report is in this batch or an earlier one). Incremental and idempotent: a receipt is consumed once its key is in the
 ``receipt_key`` column of a committed batch (:mod:`arco.pipeline.checkpoint`), so a re-run with nothing new
 writes nothing, and a run that crashes before committing its batch leaves files no reader sees, which the next
 run removes. Spark spreads the receipts over tasks; each task reads its receipts and writes its part files
 through the storage backend, so nothing assumes a disk shared between driver and executors. Only committed
-receipts are read (section 4.4); pending ones are not listed.
+receipts are read (section 4.4); pending ones are not listed. Once a batch is committed, the history is
+published as the ``system`` catalog's Iceberg tables (:mod:`arco.pipeline.system_tables`); a failure there is
+reported in the run and made good by the next run.
 """
 
 from __future__ import annotations
@@ -28,10 +34,10 @@ from arco.catalog.store import CatalogStore
 from arco.events.receipts import EVENTS
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.iceberg.pointer import PointerStore
-from arco.pipeline import rows
+from arco.pipeline import lineage, rows, system_tables
 from arco.pipeline.checkpoint import (
+    ALL_KINDS,
     HISTORY,
-    KINDS,
     CompactState,
     batch_prefix,
     commit_batch,
@@ -59,6 +65,8 @@ def kind_of(key: str) -> str | None:
     if key.startswith(RUNS_PREFIX) and key.endswith(".json"):
         return "runs"
     parts = key.split("/")
+    if len(parts) == 5 and key.startswith(f"{EVENTS}/") and parts[3] == "metrics" and key.endswith(".json"):
+        return "reports"  # written once when received (arco.iceberg.routes): nothing pending about them
     if len(parts) == 6 and key.startswith(f"{EVENTS}/") and parts[4] == "committed" and key.endswith(".json"):
         return {"iceberg": "timeline", "catalog": "audit", "sharing": "audit"}.get(parts[3])
     return None
@@ -66,12 +74,12 @@ def kind_of(key: str) -> str | None:
 
 def plan(storage: StorageBackend, state: CompactState) -> Plan:
     consumed: set[str] = set()
-    for kind in KINDS:
+    for kind in ALL_KINDS:
         table = read_many(storage, state.files(kind), rows.SCHEMAS_BY_KIND[kind], columns=["receipt_key"])
         consumed.update(table.column("receipt_key").to_pylist())
     listed = [m.key for m in storage.list(f"{EVENTS}/")] + [m.key for m in storage.list(RUNS_PREFIX)]
     new = sorted(k for k in listed if kind_of(k) and k not in consumed)
-    committed_files = {f for kind in KINDS for f in state.files(kind)}
+    committed_files = {f for kind in ALL_KINDS for f in state.files(kind)}
     stale = [m.key for m in storage.list(f"{HISTORY}/") if m.key not in committed_files]
     return Plan(new, stale)
 
@@ -94,7 +102,7 @@ def compact_partition(spec: StorageSpec, batch_id: str, live_tables: set[str], i
                       keys: Iterator[str]) -> Iterator[dict[str, Any]]:
     """One Spark task: read receipts, build rows, write one part file per history kind. Returns a summary."""
     storage = spec.open()
-    built: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+    built: dict[str, list[dict[str, Any]]] = {kind: [] for kind in ALL_KINDS if kind != "lineage"}
     bad: list[str] = []
     skewed = dropped = 0
     now_ms = time.time() * 1000
@@ -112,6 +120,12 @@ def compact_partition(spec: StorageSpec, batch_id: str, live_tables: set[str], i
             elif kind == "audit":
                 row = rows.audit_row(key, event)
                 happened_ms = event.get("at_ms")
+            elif kind == "reports":
+                try:
+                    row = lineage.report_row(key, event)
+                except (KeyError, TypeError, ValueError, OverflowError) as exc:
+                    raise rows.BadReceipt(f"incomplete metrics report ({exc!r})") from None
+                happened_ms = event.get("received_at_ms")
             else:
                 row = rows.run_row(key, event)
                 happened_ms = None
@@ -173,7 +187,8 @@ def live_table_ids(storage: StorageBackend) -> set[str]:
         return set(state.tables)
 
 
-def run_compact(spark: Any, spec: StorageSpec, run: Run, progress: Any | None = None) -> dict[str, int]:
+def run_compact(spark: Any, spec: StorageSpec, run: Run, progress: Any | None = None,
+                publish: bool = True) -> dict[str, int]:
     """The job: plan, compact new receipts in Spark tasks, commit the batch, refresh the projection."""
     from arco.pipeline.session import spark_progress
 
@@ -185,6 +200,8 @@ def run_compact(spark: Any, spec: StorageSpec, run: Run, progress: Any | None = 
     run.count("stale_files_removed", len(work.stale_files))
     run.count("receipts_new", len(work.new))
     if not work.new:
+        if publish and state.batches:
+            publish_system_tables(storage, state, run)  # completes a publication a failure left undone
         return run.counts
     batch_id = str(uuid7())
     slices = max(1, min(len(work.new) // RECEIPTS_PER_TASK + 1, spark.sparkContext.defaultParallelism * 4))
@@ -196,7 +213,7 @@ def run_compact(spark: Any, spec: StorageSpec, run: Run, progress: Any | None = 
             summaries = rdd.mapPartitionsWithIndex(task).collect()
     else:
         summaries = rdd.mapPartitionsWithIndex(task).collect()
-    files: dict[str, list[str]] = {kind: [] for kind in KINDS}
+    files: dict[str, list[str]] = {kind: [] for kind in ALL_KINDS}
     for summary in summaries:
         for kind, keys in summary["files"].items():
             files[kind] += keys
@@ -206,6 +223,12 @@ def run_compact(spark: Any, spec: StorageSpec, run: Run, progress: Any | None = 
         run.count("receipts_skipped", len(summary["bad"]))
         run.count("clock_skewed", summary["skewed"])
         run.count("for_dropped_tables", summary["dropped"])
+    if files["timeline"]:
+        edges = lineage_edges(storage, state, files["timeline"], files["reports"])
+        if edges:
+            key = f"{batch_prefix('lineage', batch_id)}part-lineage.parquet"
+            run.count("lineage_rows", write_rows(storage, key, edges, rows.SCHEMAS_BY_KIND["lineage"]))
+            files["lineage"].append(key)
     if any(files.values()):
         # The run's own record goes into its batch, so the next run has nothing new to find in it.
         own = f"{batch_prefix('runs', batch_id)}part-self.parquet"
@@ -218,9 +241,42 @@ def run_compact(spark: Any, spec: StorageSpec, run: Run, progress: Any | None = 
         if unreadable:
             run.count("tables_with_unreadable_metadata", unreadable)
             run.errors.append(f"{unreadable} table(s) left out of the column projection: metadata unreadable")
-        commit_batch(storage, state, {"batch_id": batch_id, "run_id": run.run_id,
-                                      "files": {k: sorted(v) for k, v in files.items() if v}})
+        own = system_tables.system_only(
+            read_many(storage, files["timeline"], rows.TIMELINE, columns=["catalog"]).to_pylist(),
+            read_many(storage, files["audit"], rows.AUDIT, columns=["principal"]).to_pylist(),
+            read_many(storage, files["runs"], rows.RUNS, columns=["job"]).to_pylist(),
+            sum(summary["counts"].get("reports", 0) for summary in summaries), len(files["lineage"]))
+        state = commit_batch(storage, state, {"batch_id": batch_id, "run_id": run.run_id, "system_only": own,
+                                              "files": {k: sorted(v) for k, v in files.items() if v}})
+        if publish:
+            publish_system_tables(storage, state, run)
     return run.counts
+
+
+def publish_system_tables(storage: StorageBackend, state: CompactState, run: Run) -> None:
+    """After the commit point: a failure leaves the history compacted, and the next run publishes it."""
+    try:
+        system_tables.publish(storage, state, run)
+    except Exception as exc:  # noqa: BLE001 - reported in the run record; the compaction itself succeeded
+        run.count("system_tables_failed")
+        run.errors.append(f"system tables not published (the next run tries again): {str(exc)[:500]}")
+
+
+_COMMIT_COLUMNS = ["receipt_key", "table_uuid", "catalog", "namespace", "table_name", "metadata_location",
+                   "previous_metadata_location", "snapshot_id", "operation", "summary", "source_kind",
+                   "source_details", "committed_at"]
+
+
+def lineage_edges(storage: StorageBackend, state: CompactState, new_timeline: list[str],
+                  new_reports: list[str]) -> list[dict[str, Any]]:
+    """The edges into the commits in ``new_timeline`` (this batch's timeline files), from every report and
+    commit compacted so far and in this batch (:mod:`arco.pipeline.lineage`)."""
+    reports = read_many(storage, [*state.files("reports"), *new_reports], rows.SCHEMAS_BY_KIND["reports"]).to_pylist()
+    new_rows = read_many(storage, new_timeline, rows.TIMELINE, columns=_COMMIT_COLUMNS).to_pylist()
+    old_rows = read_many(storage, state.files("timeline"), rows.TIMELINE, columns=_COMMIT_COLUMNS).to_pylist()
+    commits = lineage.commits_of([*old_rows, *new_rows], reports)
+    new_keys = {r["receipt_key"] for r in new_rows}
+    return lineage.edges([c for c in commits if c.receipt_key in new_keys], commits, lineage.scans_of(reports))
 
 
 class _Task:

@@ -28,7 +28,7 @@ from arco.iceberg.pointer import PointerStore
 from arco.iceberg.tables import TableService
 from arco.iceberg.transactions import TxnRecords
 from arco.pipeline import gc_rules
-from arco.pipeline.checkpoint import HISTORY, KINDS, load_state
+from arco.pipeline.checkpoint import ALL_KINDS, HISTORY, load_state
 from arco.pipeline.gc_rules import Deletion, GcPolicy
 from arco.pipeline.parquet_io import read_many
 from arco.pipeline.rows import SCHEMAS_BY_KIND
@@ -117,7 +117,7 @@ def _landed(service: TableService, key: str, marker: Marker) -> bool:
 def receipt_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> list[Deletion]:
     state = load_state(storage)
     compacted: set[str] = set()
-    for kind in KINDS:
+    for kind in ALL_KINDS:
         table = read_many(storage, state.files(kind), SCHEMAS_BY_KIND[kind], columns=["receipt_key"])
         compacted.update(table.column("receipt_key").to_pylist())
     chosen = []
@@ -128,7 +128,7 @@ def receipt_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> 
             decision = gc_rules.receipt(meta.key, kind, now - meta.modified_at, meta.key in compacted, policy)
             if decision is not None:
                 chosen.append(decision)
-    committed_files = {f for kind in KINDS for f in state.files(kind)}
+    committed_files = {f for kind in ALL_KINDS for f in state.files(kind)}
     for meta in storage.list(f"{HISTORY}/"):
         if meta.key not in committed_files and now - meta.modified_at > policy.orphan_metadata_age_s:
             chosen.append(Deletion(meta.key, "compaction output of a run that never committed"))

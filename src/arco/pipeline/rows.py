@@ -19,6 +19,8 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from arco.pipeline.lineage import LINEAGE, REPORTS
+
 # Seed section 8.1: how far a change's lineage and quality can be trusted, by who made it.
 TRUST_BY_SOURCE = {
     "pipeline": ("Verified", "NotChecked"),  # Arco's own jobs: execution observed, data not checked by them
@@ -65,7 +67,7 @@ TABLES = pa.schema([
     ("owner", pa.string()),
 ])
 
-SCHEMAS_BY_KIND = {"timeline": TIMELINE, "audit": AUDIT, "runs": RUNS}
+SCHEMAS_BY_KIND = {"timeline": TIMELINE, "audit": AUDIT, "runs": RUNS, "reports": REPORTS, "lineage": LINEAGE}
 
 
 class BadReceipt(ValueError):
@@ -196,7 +198,7 @@ def sharing_read_row(receipt_key: str, event: dict[str, Any]) -> dict[str, Any]:
             "object_id": event.get("table_id"), "catalog_id": None,
             "namespace": [str(p) for p in (event.get("share"), event.get("schema")) if p is not None],
             "name": table or event.get("share"), "principal": f"recipient:{event['recipient']}",
-            "source_kind": "delta_sharing", "client_info": event.get("client_info"), "at": _ms(event["at_ms"]),
+            "source_kind": "delta_sharing", "client_info": event.get("client_info"), "committed_at": _ms(event["at_ms"]),
             "details": orjson.dumps({k: event.get(k) for k in ("version", "files", "client_ip", "details")}).decode(),
             "recorded_by": "sharing",
         }

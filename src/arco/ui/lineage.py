@@ -1,14 +1,19 @@
-"""A table's lineage a step up and a step down, for its page.
+"""A table's lineage a step up and a step down, for its page: the edges the compactor derived
+(:mod:`arco.pipeline.lineage`), one per pair of tables and confidence, whatever the snapshots.
 
-No part of Arco records lineage edges yet: the compacted timeline carries each version's lineage *confidence*
-(seed section 8.1) but not its inputs. So this answers "unknown" for every table today; it is the one function
-the table page reads, to be replaced by a reader of declared or observed lineage when one exists.
+``known`` is False when no edge touches the table: the page then says "unknown" rather than "no inputs", since an
+engine that reports no scans, or a pipeline not yet run, leaves a table without edges either way. ``may_see``
+(a table uuid -> whether the viewer may read it) leaves out the neighbours the viewer cannot read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from arco.pipeline.checkpoint import history_keys
+from arco.pipeline.lineage import LINEAGE
+from arco.pipeline.parquet_io import read_many
 from arco.storage.base import StorageBackend
 
 
@@ -27,6 +32,27 @@ class Lineage:
     known: bool = False  # False: nothing recorded, shown as "unknown" rather than as "no inputs"
 
 
-def lineage_of(storage: StorageBackend, table_uuid: str, full_name: str) -> Lineage:
-    """Edges into and out of the table; none are recorded yet (see the module's docstring)."""
-    return Lineage(full_name)
+def _name(row: dict, side: str) -> str:
+    return ".".join(str(p) for p in (row[f"{side}_catalog"], *(row[f"{side}_namespace"] or []), row[f"{side}_table"]))
+
+
+def lineage_of(storage: StorageBackend, table_uuid: str, full_name: str,
+               may_see: Callable[[str], bool] | None = None) -> Lineage:
+    """Edges into and out of the table, as recorded by the last compaction; a table's edges to itself (the
+    pipeline's own rewrites) are left out: its versions above say as much."""
+    columns = ["source_uuid", "source_catalog", "source_namespace", "source_table", "target_uuid", "target_catalog",
+               "target_namespace", "target_table", "confidence"]
+    rows = read_many(storage, history_keys(storage, "lineage"), LINEAGE, columns=columns).to_pylist()
+    upstream: dict[tuple[str, str], Edge] = {}
+    downstream: dict[tuple[str, str], Edge] = {}
+    for row in rows:
+        if row["source_uuid"] == row["target_uuid"]:
+            continue
+        if row["target_uuid"] == table_uuid and (may_see is None or may_see(row["source_uuid"])):
+            upstream.setdefault((row["source_uuid"], row["confidence"]),
+                                Edge(_name(row, "source"), full_name, row["confidence"]))
+        if row["source_uuid"] == table_uuid and (may_see is None or may_see(row["target_uuid"])):
+            downstream.setdefault((row["target_uuid"], row["confidence"]),
+                                  Edge(full_name, _name(row, "target"), row["confidence"]))
+    return Lineage(full_name, sorted(upstream.values(), key=lambda e: e.upstream),
+                   sorted(downstream.values(), key=lambda e: e.downstream), known=bool(upstream or downstream))

@@ -20,6 +20,7 @@ from arco.auth.principals import Principal
 from arco.ui import charts, history
 from arco.ui.lineage import Lineage, lineage_of
 from arco.ui.pages import SERVICE_ERRORS, PageError, full_name_parts, page_error
+from arco.unity.lineage import may_read_table
 from arco.unity.service import catalog_in
 
 VERSIONS_PER_PAGE = 50
@@ -227,7 +228,11 @@ def table_page(app: State, caller: Principal, full_name: str, version_page: int 
             page.columns = [Column(0, c.get("name", ""), str(c.get("type_text", "")), not c.get("nullable", True),
                                    None, c.get("comment")) for c in info.get("columns", [])]
             page.properties = sorted((info.get("properties") or {}).items())
-        page.lineage = lineage_of(app.services.storage, entry.id, real_name)
+        def may_see(uuid: str) -> bool:  # asked of the neighbours only
+            with app.iceberg.store.read() as state:
+                return may_read_table(state, caller, uuid)
+
+        page.lineage = lineage_of(app.services.storage, entry.id, real_name, may_see)
         _grants(app, page, caller)
     except SERVICE_ERRORS as exc:
         raise page_error(exc) from None

@@ -18,6 +18,7 @@ from arco.unity.errors import UnityError, from_catalog_error, invalid
 from arco.unity import credentials, objects, whoami
 from arco.unity.effective import EffectivePermissions
 from arco.unity.functions import FunctionService
+from arco.unity.lineage import table_lineage as lineage_of
 from arco.unity.models import ModelService
 from arco.unity.volumes import VolumeService
 from arco.unity.metastores import MetastoreService
@@ -447,7 +448,16 @@ async def table_exists(request: Request) -> Response:
                                        me(request)))
 
 
+@unity_errors
+async def table_lineage(request: Request) -> Response:
+    q = request.query_params
+    return JsonResponse(await blocking(lineage_of, service(request), request.app.state.services.storage,
+                                       request.path_params["full_name"], q.get("direction"), q.get("depth"),
+                                       me(request)))
+
+
 routes = [
+    Route("/lineage/tables/{full_name}", table_lineage, methods=["GET"]),
     Route("/effective-permissions/{securable_type}/{full_name}", effective_permissions, methods=["GET"]),
     Route("/tables/{full_name}/exists", table_exists, methods=["GET"]),
     *object_routes("/volumes", "volumes", volumes, methods=("GET", "PATCH", "DELETE")),

@@ -230,6 +230,7 @@ def test_a_recipient_read_becomes_an_audit_row_with_its_name() -> None:
     row = rows.sharing_read_row(key, event)
     assert (row["principal"], row["op"], row["namespace"], row["name"], row["object_id"]) == (
         "recipient:acme", "delta_sharing.queryTable", ["sales", "lake"], "orders", "u1")
+    assert row["committed_at"] is not None and set(row) <= set(rows.AUDIT.names)  # every value has its column
     with pytest.raises(rows.BadReceipt):
         rows.sharing_read_row(key, {"event_type": "DeltaSharingRead"})
 
