@@ -61,10 +61,11 @@ def delta_table(server: RunningServer, schema: str, name: str, *, cdf: bool = Tr
     return location
 
 
-def share_with(server: RunningServer, share: str, recipient: str, tables: list[str],
+def share_with(server: RunningServer, share: str, recipient: str, tables: list[str], *, history: bool = True,
                **recipient_fields: Any) -> dict[str, Any]:
     assert uc(server, "POST", "/shares", json={"name": share}).status_code == 200
-    updates = [{"action": "ADD", "data_object": {"name": t, "data_object_type": "TABLE"}} for t in tables]
+    status = {"history_data_sharing_status": "ENABLED"} if history else {}
+    updates = [{"action": "ADD", "data_object": {"name": t, "data_object_type": "TABLE", **status}} for t in tables]
     added = uc(server, "PATCH", f"/shares/{share}", json={"updates": updates})
     assert added.status_code == 200, added.text
     made = uc(server, "POST", "/recipients", json={"name": recipient, "authentication_type": "TOKEN",
@@ -214,6 +215,63 @@ def test_versions_metadata_and_queries_follow_the_protocol(server: RunningServer
     echoed = ds(server, profile, "POST", f"{table}/query", json={}, headers={"fileidhash": "DELTA"})
     assert echoed.headers["fileidhash"] == "delta"
     assert ds(server, profile, "POST", f"{table}/query", json={}, headers={"fileidhash": "md5"}).status_code == 400
+
+
+def test_a_share_without_history_serves_the_latest_version_only(server: RunningServer, provider: dict[str, Any],
+                                                                 tmp_path: Path) -> None:
+    """history_data_sharing_status absent means DISABLED: time travel, streaming and the change data feed are
+    refused with the protocol's INVALID_PARAMETER_VALUE; enabling history (with a start_version) opens them from
+    that version on."""
+    recipient = share_with(server, "latest_only", "nohistory", ["main.lake.orders", "main.lake.events"],
+                           history=False)
+    path, profile = activate(recipient, tmp_path)
+    url = f"{path}#latest_only.lake.orders"
+    assert sorted(delta_sharing.load_as_pandas(url)["id"].tolist()) == [1, 2, 3, 4]
+    with pytest.raises(Exception, match="history sharing is not enabled"):
+        delta_sharing.load_as_pandas(url, version=1)
+    with pytest.raises(Exception, match="cdf is not enabled"):
+        delta_sharing.load_table_changes_as_pandas(url, starting_version=1)
+    for name in ("orders", "events"):
+        table = f"/shares/latest_only/schemas/lake/tables/{name}"
+        refused = [ds(server, profile, "POST", f"{table}/query", json={"version": 1}),
+                   ds(server, profile, "POST", f"{table}/query", json={"timestamp": "2030-01-01T00:00:00Z"}),
+                   ds(server, profile, "POST", f"{table}/query", json={"startingVersion": 1}),
+                   ds(server, profile, "GET", f"{table}/metadata", params={"version": "1"}),
+                   ds(server, profile, "GET", f"{table}/version", params={"startingTimestamp": "2000-01-01T00:00:00Z"}),
+                   ds(server, profile, "GET", f"{table}/changes", params={"startingVersion": "1"})]
+        for answer in refused:
+            assert answer.status_code == 400, answer.text
+            assert answer.json()["errorCode"] == "INVALID_PARAMETER_VALUE"
+        assert ds(server, profile, "POST", f"{table}/query", json={}).status_code == 200
+
+    # Enabled from version 2 on: version 2 and later are readable, version 1 is not.
+    assert uc(server, "PATCH", "/shares/latest_only", json={"updates": [{"action": "UPDATE", "data_object": {
+        "name": "main.lake.orders", "history_data_sharing_status": "ENABLED", "start_version": 2}}]}).status_code == 200
+    assert sorted(delta_sharing.load_as_pandas(url, version=2)["id"].tolist()) == [1, 2, 4]
+    changes = delta_sharing.load_table_changes_as_pandas(url, starting_version=2)
+    assert sorted(set(changes["_commit_version"])) == [2, 3]
+    with pytest.raises(Exception, match="starts at version 2"):
+        delta_sharing.load_as_pandas(url, version=1)
+    assert ds(server, profile, "GET", "/shares/latest_only/schemas/lake/tables/orders/changes",
+              params={"startingVersion": "1"}).status_code == 400
+    bad = uc(server, "PATCH", "/shares/latest_only", json={"updates": [{"action": "UPDATE", "data_object": {
+        "name": "main.lake.orders", "history_data_sharing_status": "SOMETIMES"}}]})
+    assert bad.status_code == 400
+
+
+def test_iceberg_changes_cap_an_ending_version_past_the_latest(server: RunningServer,
+                                                              provider: dict[str, Any]) -> None:
+    table = "/shares/sales/schemas/lake/tables/events"
+    latest = int(ds(server, provider["profile"], "GET", f"{table}/version").headers["delta-table-version"])
+    capped = ds(server, provider["profile"], "GET", f"{table}/changes",
+                params={"startingVersion": str(latest - 1), "endingVersion": str(latest + 5)})
+    exact = ds(server, provider["profile"], "GET", f"{table}/changes",
+               params={"startingVersion": str(latest - 1), "endingVersion": str(latest)})
+    assert capped.status_code == exact.status_code == 200, capped.text
+    assert [json.loads(x)["add"]["version"] for x in capped.text.splitlines()[2:]] == \
+        [json.loads(x)["add"]["version"] for x in exact.text.splitlines()[2:]]
+    after = ds(server, provider["profile"], "GET", f"{table}/changes", params={"startingVersion": str(latest + 1)})
+    assert after.status_code == 400 and after.json()["errorCode"] == "INVALID_PARAMETER_VALUE"
 
 
 def test_listings_page_and_refuse_bad_input(server: RunningServer, provider: dict[str, Any]) -> None:

@@ -198,9 +198,11 @@ class _TableCache:
         if self.table is None:
             self.table = open_table(location, storage_options)
             return self.table
+        from deltalake.exceptions import DeltaError  # importable: open_table succeeded before
+
         try:
             self.table.update_incremental()
-        except Exception:  # the log was rewritten or removed under us: start over (which says what is wrong)
+        except (DeltaError, OSError, ValueError):  # the log was rewritten or removed: start over (says what is wrong)
             self.table = None
             self.snapshots.clear()
             self.table = open_table(location, storage_options)

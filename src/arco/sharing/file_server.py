@@ -63,12 +63,12 @@ def parse_ranges(header: str | None, size: int) -> Ranges | None:
                 asked.append((max(size - n, 0), size - 1))
                 continue
             start = int(first)
-            end = int(last) if last else size - 1
-            if start < 0 or end < start:
+            end = int(last) if last else None
+            if start < 0 or (end is not None and end < start):
                 return None
             if start >= size:
                 continue  # not satisfiable on its own; the others may be
-            asked.append((start, min(end, size - 1)))
+            asked.append((start, size - 1 if end is None else min(end, size - 1)))
     except ValueError:
         return None
     if not asked:

@@ -20,7 +20,7 @@ from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.iceberg.tables import TableService
 from arco.settings import ServerSettings
-from arco.sharing import audit, delta_source, file_urls, predicates, protocol, responses
+from arco.sharing import audit, delta_source, file_urls, history, predicates, protocol, responses
 from arco.sharing.actions import SharedFile, SharedVersion
 from arco.sharing.errors import SharingError, bad_request, forbidden, not_found
 from arco.sharing.recipients import Recipient, check_ip, recipient_for_token, visible_share, visible_shares
@@ -162,6 +162,7 @@ class SharingServer:
                     raise bad_request(str(exc)) from None
             return self._read(t).version.version
         ts = protocol.parse_timestamp(starting_timestamp, "startingTimestamp")
+        history.check_history(t.obj, "looking up a version by startingTimestamp")
         try:
             if t.table.format == "DELTA":
                 return delta_source.starting_version_at(t.table.location, self.settings.storage_options, ts)
@@ -179,7 +180,11 @@ class SharingServer:
         if version is not None and timestamp is not None:
             raise bad_request("version and timestamp are mutually exclusive")
         ts = protocol.parse_timestamp(timestamp, "timestamp") if timestamp is not None else None
+        if version is not None or ts is not None:
+            history.check_history(t.obj, "reading the table's metadata by version or timestamp")
         read = self._read(t, version=version, timestamp_ms=ts)
+        if version is not None or ts is not None:
+            history.check_floor(t.obj, read.version.version)
         fmt = protocol.response_format(caps, read.needs_delta_format)
         lines = [responses.protocol_line(fmt, read.delta_protocol),
                  responses.metadata_line(fmt, read.version, with_version=version is not None or ts is not None)]
@@ -187,18 +192,24 @@ class SharingServer:
 
     def query(self, t: SharedTable, caps: dict[str, list[str]], body: protocol.QueryBody) -> Answer:
         if body.starting_version is not None:
+            history.check_history(t.obj, "querying the table's changes by startingVersion")
             return self._changes(t, caps, body.starting_version, body.ending_version, include_cdf=False)
+        time_travel = body.version is not None or body.timestamp_ms is not None
+        if time_travel:
+            history.check_history(t.obj, "reading the table by version or timestamp")
         read = self._read(t, version=body.version, timestamp_ms=body.timestamp_ms)
+        if time_travel:
+            history.check_floor(t.obj, read.version.version)
         fmt = protocol.response_format(caps, read.needs_delta_format)
         files = predicates.filter_files(read.version.files, body.predicate_hints, body.json_predicate_hints,
                                         body.limit_hint)
-        time_travel = body.version is not None or body.timestamp_ms is not None
         sign = self.signer()
         lines = list(responses.snapshot_lines(fmt, read.delta_protocol, read.version, files, sign,
                                               time_travel=time_travel))
         return Answer(lines, read.version.version, fmt, sign(file_urls.EXPIRY_PROBE)[1])
 
     def changes(self, t: SharedTable, caps: dict[str, list[str]], params: dict[str, str]) -> Answer:
+        history.check_change_data(t.obj, f"{t.share.name}.{t.schema}.{t.name}")
         starting = protocol.parse_version(params.get("startingVersion"), "startingVersion")
         ending = protocol.parse_version(params.get("endingVersion"), "endingVersion")
         if params.get("startingTimestamp") is not None:
@@ -222,7 +233,7 @@ class SharingServer:
         return self._read(t, timestamp_ms=timestamp_ms).version.version
 
     def _has_change_data(self, t: SharedTable) -> bool:
-        if t.obj.get("cdf_enabled") is False:
+        if not history.change_data_shared(t.obj):
             return False
         if t.table.format == "ICEBERG":
             return True  # an Iceberg table's appends are its change data (the source refuses anything else)
@@ -232,9 +243,7 @@ class SharingServer:
 
     def _changes(self, t: SharedTable, caps: dict[str, list[str]], starting: int, ending: int | None, *,
                  include_cdf: bool) -> Answer:
-        start_floor = t.obj.get("start_version")
-        if isinstance(start_floor, int) and starting < start_floor:
-            raise bad_request(f"the share's history of this table starts at version {start_floor}")
+        history.check_floor(t.obj, starting)
         try:
             if t.table.format == "DELTA":
                 change_data = self._change_data_file(t) if include_cdf and self._has_change_data(t) else None

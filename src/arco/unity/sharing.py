@@ -53,7 +53,22 @@ def _share_object(raw: Any, state: CatalogState, owner: str, caller: Principal, 
     for optional in ("comment", "cdf_enabled", "start_version", "partition_specification", "history_data_sharing_status"):
         if raw.get(optional) is not None:
             out[optional] = raw[optional]
+    _check_history_fields(out)
     return out
+
+
+def _check_history_fields(obj: dict[str, Any]) -> None:
+    """The fields the Delta Sharing server enforces (arco.sharing.history) must mean something."""
+    status = obj.get("history_data_sharing_status")
+    if status is not None:
+        if str(status).upper() not in ("ENABLED", "DISABLED"):
+            raise invalid("history_data_sharing_status must be ENABLED or DISABLED")
+        obj["history_data_sharing_status"] = str(status).upper()
+    if "cdf_enabled" in obj and not isinstance(obj["cdf_enabled"], bool):
+        raise invalid("cdf_enabled must be a boolean")
+    floor = obj.get("start_version")
+    if floor is not None and (isinstance(floor, bool) or not isinstance(floor, int) or floor < 0):
+        raise invalid("start_version must be a non-negative integer")
 
 
 def _share_fields(body: dict[str, Any], creating: bool, state: CatalogState, old: SecurableEntry | None,

@@ -1,0 +1,110 @@
+"""The pure rules of the signed-file path (ranges) and of history sharing, and the file path end to end in-process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from arco.sharing import file_urls, history
+from arco.sharing.errors import SharingError
+from arco.sharing.file_server import SignedFiles, Unsatisfiable, parse_ranges
+
+
+@pytest.mark.parametrize(("header", "expected"), [
+    (None, None),
+    ("", None),
+    ("bytes=0-9", [(0, 9)]),
+    ("bytes=90-", [(90, 99)]),
+    ("bytes=-10", [(90, 99)]),
+    ("bytes=-500", [(0, 99)]),
+    ("bytes=95-200", [(95, 99)]),
+    ("bytes=0-4, 5-9", [(0, 9)]),  # adjacent ranges coalesce
+    ("bytes=50-59,0-9,5-12", [(0, 12), (50, 59)]),  # sorted, overlaps merged
+    ("bytes=200-300,0-0", [(0, 0)]),  # an unsatisfiable range among others is dropped
+    ("items=0-9", None),  # another unit: the whole file
+    ("bytes=9-0", None),  # malformed: ignored, as RFC 9110 says
+    ("bytes=abc", None),
+])
+def test_ranges_are_parsed_sorted_and_coalesced(header: str | None, expected: list[tuple[int, int]] | None) -> None:
+    assert parse_ranges(header, 100) == expected
+
+
+@pytest.mark.parametrize("header", ["bytes=100-", "bytes=200-300", "bytes=-0"])
+def test_ranges_wholly_past_the_end_are_unsatisfiable(header: str) -> None:
+    with pytest.raises(Unsatisfiable):
+        parse_ranges(header, 100)
+
+
+class _Server:
+    """What SignedFiles needs of the sharing server: the token check (the real one) and storage reads."""
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+
+    def open_file(self, token: str) -> file_urls.FileGrant:
+        try:
+            return file_urls.verify(self.key, token, 0)
+        except file_urls.BadSignedUrl as exc:
+            raise SharingError(403, "PERMISSION_DENIED", str(exc)) from None
+
+    def read_object(self, url: str) -> bytes:
+        raise AssertionError("local files are read directly")
+
+
+def test_the_file_path_answers_head_ranges_and_bad_tokens(tmp_path: Path) -> None:
+    data = bytes(range(256)) * 40  # 10,240 bytes
+    (tmp_path / "f.parquet").write_bytes(data)
+    key = b"k" * 32
+    token = file_urls.sign(key, f"file://{tmp_path}/f.parquet", 2**62)
+    client = TestClient(SignedFiles(_Server(key)))
+    url = f"/delta-sharing/files/{token}/f.parquet"
+
+    head = client.head(url)
+    assert head.status_code == 200 and head.headers["content-length"] == "10240"
+    assert head.headers["accept-ranges"] == "bytes" and head.content == b""
+    assert client.get(url).content == data
+    tail = client.get(url, headers={"Range": "bytes=-8"})
+    assert tail.status_code == 206 and tail.content == data[-8:]
+    assert tail.headers["content-range"] == "bytes 10232-10239/10240"
+    assert client.get(url, headers={"Range": "bytes=10000-"}).content == data[10000:]
+    multi = client.get(url, headers={"Range": "bytes=0-1,100-101"})
+    assert multi.status_code == 206 and multi.headers["content-type"].startswith("multipart/byteranges")
+    assert multi.content.count(b"Content-Range: bytes ") == 2 and int(multi.headers["content-length"]) == \
+        len(multi.content)
+    past = client.get(url, headers={"Range": "bytes=20000-"})
+    assert past.status_code == 416 and past.headers["content-range"] == "bytes */10240"
+
+    forged = client.get(f"/delta-sharing/files/{token[:-2]}xx/f.parquet")
+    assert forged.status_code == 403 and forged.json()["errorCode"] == "PERMISSION_DENIED"
+    (tmp_path / "f.parquet").unlink()
+    gone = client.get(url)
+    assert gone.status_code == 404 and gone.json()["errorCode"] == "RESOURCE_DOES_NOT_EXIST"
+    assert client.post(url).status_code == 405
+
+
+def test_history_is_shared_only_when_the_share_says_so() -> None:
+    assert not history.history_shared({})
+    assert not history.history_shared({"history_data_sharing_status": "DISABLED"})
+    assert history.history_shared({"history_data_sharing_status": "enabled"})
+    with pytest.raises(SharingError, match="history sharing is not enabled"):
+        history.check_history({}, "reading by version")
+    history.check_history({"history_data_sharing_status": "ENABLED"}, "reading by version")
+
+
+@pytest.mark.parametrize(("obj", "shared"), [
+    ({}, False),
+    ({"history_data_sharing_status": "ENABLED"}, True),
+    ({"cdf_enabled": True}, True),  # the legacy flag alone still shares the change data feed
+    ({"history_data_sharing_status": "ENABLED", "cdf_enabled": False}, False),  # an explicit no wins
+])
+def test_change_data_follows_history_or_the_cdf_flag(obj: dict[str, object], shared: bool) -> None:
+    assert history.change_data_shared(obj) is shared
+
+
+def test_start_version_is_the_first_readable_version() -> None:
+    history.check_floor({"start_version": 2}, 2)
+    history.check_floor({}, 0)
+    with pytest.raises(SharingError, match="starts at version 2"):
+        history.check_floor({"start_version": 2}, 1)
