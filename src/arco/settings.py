@@ -44,6 +44,7 @@ class ServerSettings:
     # links, profiles' endpoints and signed file URLs are built from it, never from a request's Host header.
     external_url: str | None = None
     sharing_url_lifetime_s: int = 3600  # how long a Delta Sharing file URL stays valid
+    recipient_token_lifetime_s: int | None = None  # a new recipient token's lifetime; None: no expiry
 
     def __post_init__(self) -> None:
         if not VENDING_MIN_LIFETIME_S <= self.vending_lifetime_s <= VENDING_MAX_LIFETIME_S:
@@ -56,6 +57,8 @@ class ServerSettings:
             raise ValueError(f"the external URL must start with http:// or https://, not {self.external_url!r}")
         if not 60 <= self.sharing_url_lifetime_s <= 7 * 24 * 3600:
             raise ValueError("the sharing URL lifetime must be 60 seconds to 7 days")
+        if self.recipient_token_lifetime_s is not None and self.recipient_token_lifetime_s < 60:
+            raise ValueError("the recipient token lifetime must be at least 60 seconds")
         if self.idempotency_in_progress_timeout_s > self.idempotency_key_lifetime_s:
             raise ValueError(
                 "the idempotency in-progress timeout must not exceed the idempotency key lifetime "

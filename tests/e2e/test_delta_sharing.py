@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import delta_sharing
 import httpx
 import pyarrow as pa
 import pytest
+from delta_sharing.protocol import DeltaSharingProfile
 from deltalake import DeltaTable, write_deltalake
 from pyiceberg.catalog.rest import RestCatalog
 
@@ -301,9 +303,14 @@ def test_listings_page_and_refuse_bad_input(server: RunningServer, provider: dic
     assert not_cdf.status_code == 400  # startingVersion is required
 
 
-def test_links_and_endpoints_come_from_the_external_url_never_the_host_header(warehouse: Path) -> None:
+def test_links_and_endpoints_come_from_the_external_url_never_the_host_header(warehouse: Path,
+                                                                             provider: dict[str, Any]) -> None:
+    """Also: tokens made by a server with --recipient-token-lifetime expire, and their profile says when (by
+    default they never expire and the profile has no expirationTime)."""
+    assert "expirationTime" not in provider["profile"]
     with arco_server(warehouse, warehouse.parent, admin_token=ARCO_TOKEN,
-                     extra_args=("--external-url", "https://sharing.example.com/")) as other:
+                     extra_args=("--external-url", "https://sharing.example.com/",
+                                 "--recipient-token-lifetime", "7200")) as other:
         made = httpx.post(f"{other.base_url}/api/2.1/unity-catalog/recipients", timeout=30,
                           headers={"Authorization": f"Bearer {ARCO_TOKEN}", "Host": "evil.example.net"},
                           json={"name": "hosted", "authentication_type": "TOKEN"})
@@ -313,6 +320,11 @@ def test_links_and_endpoints_come_from_the_external_url_never_the_host_header(wa
         local_link = link.replace("https://sharing.example.com", other.base_url)
         profile = httpx.get(local_link, headers={"Host": "evil.example.net"}, timeout=30).json()
         assert profile["endpoint"] == "https://sharing.example.com/delta-sharing/"
+        expires = datetime.strptime(profile["expirationTime"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        assert abs(expires.timestamp() - (time.time() + 7200)) < 120
+        assert made.json()["tokens"][0]["expiration_time"] == pytest.approx(expires.timestamp() * 1000, abs=1000)
+        parsed = DeltaSharingProfile.from_json(json.dumps(profile))  # the client reads the field
+        assert parsed.expiration_time == profile["expirationTime"]
 
 
 # -- recipients' credentials -------------------------------------------------------------------------------------

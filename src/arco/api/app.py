@@ -130,7 +130,8 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
     app.state.unity = UnityService(store, app.state.iceberg.tables)
     app.state.permissions = PermissionsService(store)
     app.state.named = NamedSecurables(store)
-    app.state.sharing = SharingService(store, app.state.named, settings.public_url())
+    app.state.sharing = SharingService(store, app.state.named, settings.public_url(),
+                                       settings.recipient_token_lifetime_s)
     app.state.delta_sharing = SharingServer(settings, store, storage, app.state.iceberg.tables)
     return app
 
