@@ -491,6 +491,29 @@ def test_every_read_is_recorded_with_the_recipient_name(server: RunningServer, p
     assert {r["action"] for r in receipts} >= {"listShares", "listAllTables", "queryTable", "getTableVersion"}
 
 
+def test_file_downloads_are_audited_per_recipient_in_compact_events(warehouse: Path, provider: dict[str, Any],
+                                                                   tmp_path: Path) -> None:
+    """A server of its own, stopped at the end: it writes its download tallies (one event per recipient and table
+    per window) as it exits."""
+    with arco_server(warehouse, warehouse.parent, admin_token=ARCO_TOKEN) as other:
+        profile = {**provider["profile"], "endpoint": f"{other.base_url}/delta-sharing/"}
+        path = tmp_path / "acme-other.share"
+        path.write_text(json.dumps(profile))
+        frame = delta_sharing.load_as_pandas(f"{path}#sales.lake.orders")
+        assert len(frame) == 4
+        answer = ds(other, profile, "POST", "/shares/sales/schemas/lake/tables/orders/query", json={})
+        granted = {line["file"]["url"].rsplit("/", 1)[-1] for line in ndjson(answer)[2:]}
+        started = time.time() * 1000
+    receipts = [json.loads(p.read_text()) for p in (warehouse / "_catalog" / "events").glob("*/sharing/committed/*")]
+    downloads = [r for r in receipts if r["action"] == "downloadFiles" and r["at_ms"] >= started]
+    assert len(downloads) == 1  # many requests per file, several files: one compact event
+    event = downloads[0]
+    assert (event["recipient"], event["share"], event["schema"], event["table"]) == ("acme", "sales", "lake",
+                                                                                     "orders")
+    assert set(event["details"]["files"]) == granted and event["files"] == len(granted)
+    assert event["details"]["requests"] > len(granted) and event["details"]["bytes"] > 0
+
+
 def test_uc_lists_a_providers_shares_through_its_sharing_server(server: RunningServer,
                                                                 provider: dict[str, Any]) -> None:
     made = uc(server, "POST", "/providers", json={"name": "ourselves", "authentication_type": "TOKEN",

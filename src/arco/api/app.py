@@ -11,13 +11,14 @@ import logging
 import os
 from dataclasses import dataclass
 
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arco.api.auth import BearerAuthMiddleware
 from arco.api.errors import ApiError, error_body, surface_of
@@ -141,17 +142,26 @@ def asgi_app(settings: ServerSettings, storage: StorageBackend | None = None,
     """The application as served: :func:`create_app` behind the path normalisation the Iceberg routes need, and
     behind the request observer (request ids, latency metrics, access log), outermost so it sees every answer."""
     inner = create_app(settings, storage, extra_principals)
-    app = _signed_files_first(iceberg_routes.keep_encoded_slashes(inner), SignedFiles(inner.state.delta_sharing))
+    app = _signed_files_first(iceberg_routes.keep_encoded_slashes(inner), inner.state.delta_sharing)
     return RequestObserver(app, access_log_enabled=settings.access_log)
 
 
-def _signed_files_first(app: ASGIApp, files: ASGIApp) -> ASGIApp:
+def _signed_files_first(app: ASGIApp, sharing: SharingServer) -> ASGIApp:
     """Delta Sharing's signed file URLs skip routing and the middleware: a recipient's client makes many small
-    requests per file and the URL's signature is their whole credential (arco.sharing.file_server)."""
+    requests per file and the URL's signature is their whole credential (arco.sharing.file_server). At shutdown
+    the tallies of file downloads not yet written are (uvicorn re-raises SIGTERM afterwards: no atexit)."""
+    files = SignedFiles(sharing)
 
     async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"].startswith(FILES_PREFIX):
             await files(scope, receive, send)
+        elif scope["type"] == "lifespan":
+            async def send_after_flush(message: Message) -> None:
+                if message["type"] == "lifespan.shutdown.complete":
+                    await anyio.to_thread.run_sync(sharing.downloads.flush)
+                await send(message)
+
+            await app(scope, receive, send_after_flush)
         else:
             await app(scope, receive, send)
 

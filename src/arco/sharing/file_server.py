@@ -21,6 +21,7 @@ import anyio.to_thread
 import orjson
 
 from arco.api.errors import ApiError
+from arco.sharing.audit import Reader
 from arco.storage.base import NotFound
 
 Scope = dict[str, Any]
@@ -116,15 +117,25 @@ class SignedFiles:
         try:
             grant = server.open_file(token)
             if grant.url.startswith("file:"):
-                await _serve_local(local_path(grant.url), _header(scope, b"range"), head, send)
+                sent = await _serve_local(local_path(grant.url), _header(scope, b"range"), head, send)
             else:
                 try:
                     data = await anyio.to_thread.run_sync(server.read_object, grant.url)
                 except NotFound:
                     raise ApiError(404, "RESOURCE_DOES_NOT_EXIST", "the file no longer exists") from None
-                await _serve_bytes(data, _header(scope, b"range"), head, send)
+                sent = await _serve_bytes(data, _header(scope, b"range"), head, send)
         except ApiError as exc:
             await _error(send, exc)
+            return
+        downloads = getattr(server, "downloads", None)
+        if head or grant.reader is None or downloads is None:
+            return
+        # Counted once the answer is sent; a due tally is written off the event loop (every few seconds at most).
+        client = scope.get("client")
+        events = downloads.note(Reader(*grant.reader), grant.url.rstrip("/").rsplit("/", 1)[-1], sent,
+                                client[0] if client else None, _header(scope, b"user-agent"))
+        if events:
+            await anyio.to_thread.run_sync(downloads.write, events)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -166,7 +177,8 @@ def _plan(range_header: str | None, size: int) -> tuple[int, list[tuple[bytes, b
                  (b"content-length", str(length).encode())], ranges, [*parts, closing]
 
 
-async def _serve_local(path: Path, range_header: str | None, head: bool, send: Send) -> None:
+async def _serve_local(path: Path, range_header: str | None, head: bool, send: Send) -> int:
+    """Sends the file (or its ranges); gives the number of file bytes sent."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except (FileNotFoundError, NotADirectoryError):
@@ -178,9 +190,10 @@ async def _serve_local(path: Path, range_header: str | None, head: bool, send: S
             raise ApiError(404, "RESOURCE_DOES_NOT_EXIST", "the file no longer exists")
         status, headers, ranges, parts = _plan(range_header, info.st_size)
         await send({"type": "http.response.start", "status": status, "headers": headers})
+        sent = 0
         if head or not ranges:
             await send({"type": "http.response.body", "body": b""})
-            return
+            return 0
         for i, (start, end) in enumerate(ranges):
             if parts:
                 await send({"type": "http.response.body", "body": parts[i], "more_body": True})
@@ -194,21 +207,25 @@ async def _serve_local(path: Path, range_header: str | None, head: bool, send: S
                 if not chunk:
                     break  # the file shrank under us; the client sees a short body
                 position += len(chunk)
+                sent += len(chunk)
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": parts[-1] if parts else b""})
+        return sent
     finally:
         os.close(fd)
 
 
-async def _serve_bytes(data: bytes, range_header: str | None, head: bool, send: Send) -> None:
+async def _serve_bytes(data: bytes, range_header: str | None, head: bool, send: Send) -> int:
     status, headers, ranges, parts = _plan(range_header, len(data))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     if head or not ranges:
         await send({"type": "http.response.body", "body": b""})
-        return
+        return 0
+    sent = sum(end - start + 1 for start, end in ranges)
     if not parts:
         start, end = ranges[0]
         await send({"type": "http.response.body", "body": data[start:end + 1]})
-        return
+        return sent
     body = b"".join(p + data[s:e + 1] for p, (s, e) in zip(parts, ranges, strict=False)) + parts[-1]
     await send({"type": "http.response.body", "body": body})
+    return sent

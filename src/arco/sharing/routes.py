@@ -155,7 +155,7 @@ async def query_table(request: Request) -> Response:
         raise SharingError(exc.status, "INVALID_PARAMETER_VALUE", exc.message) from None
     body = protocol.query_body(raw)
     caps = protocol.capabilities(request.headers.get("delta-sharing-capabilities"))
-    answer = await blocking(server(request).query, t, caps, body)
+    answer = await blocking(server(request).query, t, caps, body, recipient)
     await blocking(_record, request, recipient, "queryTable", t=t, version=answer.version,
                    files=len(answer.lines) - 2, details={k: v for k, v in (raw or {}).items()
                                                          if k in ("version", "timestamp", "startingVersion",
@@ -169,7 +169,7 @@ async def table_changes(request: Request) -> Response:
     caps = protocol.capabilities(request.headers.get("delta-sharing-capabilities"))
     params = {k: v for k, v in request.query_params.items()
               if k in ("startingVersion", "endingVersion", "startingTimestamp", "endingTimestamp")}
-    answer = await blocking(server(request).changes, t, caps, params)
+    answer = await blocking(server(request).changes, t, caps, params, recipient)
     await blocking(_record, request, recipient, "queryTableChanges", t=t, version=answer.version,
                    files=len(answer.lines) - 2, details=params)
     return _answer(request, answer)

@@ -64,6 +64,7 @@ class SharingServer:
         self.storage = storage
         self.tables = tables
         self.signing_key = file_urls.SigningKey(storage)
+        self.downloads = audit.DownloadTally(storage)
 
     # -- who and what ------------------------------------------------------------------------------------------
 
@@ -190,10 +191,12 @@ class SharingServer:
                  responses.metadata_line(fmt, read.version, with_version=version is not None or ts is not None)]
         return Answer(lines, read.version.version, fmt)
 
-    def query(self, t: SharedTable, caps: dict[str, list[str]], body: protocol.QueryBody) -> Answer:
+    def query(self, t: SharedTable, caps: dict[str, list[str]], body: protocol.QueryBody,
+              recipient: Recipient | None = None) -> Answer:
         if body.starting_version is not None:
             history.check_history(t.obj, "querying the table's changes by startingVersion")
-            return self._changes(t, caps, body.starting_version, body.ending_version, include_cdf=False)
+            return self._changes(t, caps, body.starting_version, body.ending_version, include_cdf=False,
+                                 recipient=recipient)
         time_travel = body.version is not None or body.timestamp_ms is not None
         if time_travel:
             history.check_history(t.obj, "reading the table by version or timestamp")
@@ -203,12 +206,13 @@ class SharingServer:
         fmt = protocol.response_format(caps, read.needs_delta_format)
         files = predicates.filter_files(read.version.files, body.predicate_hints, body.json_predicate_hints,
                                         body.limit_hint)
-        sign = self.signer()
+        sign = self.signer(_reader(recipient, t))
         lines = list(responses.snapshot_lines(fmt, read.delta_protocol, read.version, files, sign,
                                               time_travel=time_travel))
         return Answer(lines, read.version.version, fmt, sign(file_urls.EXPIRY_PROBE)[1])
 
-    def changes(self, t: SharedTable, caps: dict[str, list[str]], params: dict[str, str]) -> Answer:
+    def changes(self, t: SharedTable, caps: dict[str, list[str]], params: dict[str, str],
+                recipient: Recipient | None = None) -> Answer:
         history.check_change_data(t.obj, f"{t.share.name}.{t.schema}.{t.name}")
         starting = protocol.parse_version(params.get("startingVersion"), "startingVersion")
         ending = protocol.parse_version(params.get("endingVersion"), "endingVersion")
@@ -227,7 +231,7 @@ class SharingServer:
         if not self._has_change_data(t):
             raise bad_request(f"table {t.share.name}.{t.schema}.{t.name} does not share its change data feed: "
                               "enable it on the table (delta.enableChangeDataFeed) and on the share's object")
-        return self._changes(t, caps, starting, ending, include_cdf=True)
+        return self._changes(t, caps, starting, ending, include_cdf=True, recipient=recipient)
 
     def _version_as_of(self, t: SharedTable, timestamp_ms: int) -> int:
         return self._read(t, timestamp_ms=timestamp_ms).version.version
@@ -242,7 +246,7 @@ class SharingServer:
             == "true"
 
     def _changes(self, t: SharedTable, caps: dict[str, list[str]], starting: int, ending: int | None, *,
-                 include_cdf: bool) -> Answer:
+                 include_cdf: bool, recipient: Recipient | None = None) -> Answer:
         history.check_floor(t.obj, starting)
         try:
             if t.table.format == "DELTA":
@@ -260,7 +264,7 @@ class SharingServer:
             raise _iceberg_error(exc) from None
         read = self._read(t, version=starting)
         fmt = protocol.response_format(caps, read.needs_delta_format)
-        sign = self.signer()
+        sign = self.signer(_reader(recipient, t))
         lines = list(responses.change_lines(fmt, read.delta_protocol, read.version, files, sign,
                                             include_cdf=include_cdf))
         return Answer(lines, starting, fmt, sign(file_urls.EXPIRY_PROBE)[1])
@@ -289,7 +293,7 @@ class SharingServer:
 
     # -- file URLs ---------------------------------------------------------------------------------------------
 
-    def signer(self) -> responses.Signer:
+    def signer(self, reader: tuple[str, ...] | None = None) -> responses.Signer:
         lifetime = self.settings.sharing_url_lifetime_s
         expires_ms = _now_ms() + lifetime * 1000
         key = self.signing_key.get()
@@ -300,7 +304,7 @@ class SharingServer:
             if presigned:
                 return presigned, expires_ms
             name = url.rstrip("/").rsplit("/", 1)[-1]
-            return f"{base}{file_urls.sign(key, url, expires_ms)}/{_safe_name(name)}", expires_ms
+            return f"{base}{file_urls.sign(key, url, expires_ms, reader)}/{_safe_name(name)}", expires_ms
 
         return sign
 
@@ -327,6 +331,10 @@ class SharingServer:
                                  table_id=t.table.id if t else None, version=version, files=files,
                                  client_ip=client_ip, user_agent=user_agent, details=details)
         audit.record_read(self.storage, event)
+
+
+def _reader(recipient: Recipient | None, t: SharedTable) -> tuple[str, ...] | None:
+    return None if recipient is None else (recipient.name, t.share.name, t.schema, t.name, t.table.id)
 
 
 def _iceberg_source() -> Any:

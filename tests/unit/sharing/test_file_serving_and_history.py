@@ -108,3 +108,29 @@ def test_start_version_is_the_first_readable_version() -> None:
     history.check_floor({}, 0)
     with pytest.raises(SharingError, match="starts at version 2"):
         history.check_floor({"start_version": 2}, 1)
+
+
+def test_downloads_are_tallied_into_one_event_per_recipient_table_and_window(tmp_path: Path) -> None:
+    from arco.pipeline import compact, rows
+    from arco.sharing import audit
+    from arco.storage.factory import open_storage
+
+    storage = open_storage(str(tmp_path), {})
+    tally = audit.DownloadTally(storage)
+    acme = audit.Reader("acme", "sales", "lake", "orders", "t1")
+    other = audit.Reader("globex", "sales", "lake", "orders", "t1")
+    t0 = 1_700_000_000_000
+    assert tally.note(acme, "a.parquet", 100, "10.0.0.1", "ua", t0) == []
+    assert tally.note(acme, "a.parquet", 50, "10.0.0.1", "ua", t0 + 1) == []  # the same file again
+    assert tally.note(other, "a.parquet", 7, None, None, t0 + 2) == []
+    due = tally.note(acme, "b.parquet", 10, "10.0.0.1", "ua", t0 + audit.WINDOW_MS)
+    assert [(e["recipient"], e["files"], e["details"]["files"], e["details"]["bytes"], e["details"]["requests"])
+            for e in due] == [("acme", 2, ["a.parquet", "b.parquet"], 160, 3)]  # globex's window is still open
+    tally.write(due)
+    keys = [m.key for m in storage.list("_catalog/events")]
+    assert len(keys) == 1 and all(compact.kind_of(k) == "audit" for k in keys)
+    row = rows.sharing_read_row(audit.receipt_key(due[0]), due[0])
+    assert (row["principal"], row["op"], row["name"]) == ("recipient:acme", "delta_sharing.downloadFiles", "orders")
+    tally.note(acme, "c.parquet", 1, None, None, t0 + audit.WINDOW_MS + 1)
+    tally.flush()  # what the server does as it exits: globex's tally and acme's new one
+    assert len(list(storage.list("_catalog/events"))) == 3
