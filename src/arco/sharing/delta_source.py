@@ -43,16 +43,43 @@ class DeltaSnapshot:
     needs_delta_format: bool
 
 
+_NAMES = {
+    "s3.endpoint": "AWS_ENDPOINT_URL", "s3.access-key-id": "AWS_ACCESS_KEY_ID",
+    "s3.secret-access-key": "AWS_SECRET_ACCESS_KEY", "s3.session-token": "AWS_SESSION_TOKEN", "s3.region": "AWS_REGION",
+    "adls.account-name": "azure_storage_account_name", "adls.account-key": "azure_storage_account_key",
+    "adls.sas-token": "azure_storage_sas_token", "adls.endpoint": "azure_storage_endpoint",
+    "gcs.service.host": "google_base_url", "gcs.oauth2.token": "google_bearer_token",
+}
+
+
+def azure_connection_string(text: str) -> dict[str, str]:
+    """An Azure connection string (``AccountName=..;AccountKey=..;BlobEndpoint=..``) in delta-rs' option names:
+    object_store reads no connection strings, and Azurite (or any custom endpoint) is only reachable through one."""
+    parts = dict(p.split("=", 1) for p in text.split(";") if "=" in p)
+    out: dict[str, str] = {}
+    for source, target in (("AccountName", "azure_storage_account_name"), ("AccountKey", "azure_storage_account_key"),
+                           ("SharedAccessSignature", "azure_storage_sas_token"),
+                           ("BlobEndpoint", "azure_storage_endpoint")):
+        if parts.get(source):
+            out[target] = parts[source]
+    return out
+
+
 def delta_storage_options(storage_options: dict[str, str]) -> dict[str, str]:
-    """Arco's (Iceberg FileIO-style) storage options in the names delta-rs reads."""
-    names = {"s3.endpoint": "AWS_ENDPOINT_URL", "s3.access-key-id": "AWS_ACCESS_KEY_ID",
-             "s3.secret-access-key": "AWS_SECRET_ACCESS_KEY", "s3.session-token": "AWS_SESSION_TOKEN",
-             "s3.region": "AWS_REGION"}
-    out = {names[k]: v for k, v in storage_options.items() if k in names}
+    """Arco's (Iceberg FileIO-style) storage options in the names delta-rs (object_store) reads: S3, Azure, GCS."""
+    out: dict[str, str] = {}
+    if storage_options.get("adls.connection-string"):
+        out.update(azure_connection_string(storage_options["adls.connection-string"]))
+    out.update({_NAMES[k]: v for k, v in storage_options.items() if k in _NAMES})
     if out.get("AWS_ENDPOINT_URL", "").startswith("http://"):
         out["AWS_ALLOW_HTTP"] = "true"
     if "AWS_ENDPOINT_URL" in out:
         out.setdefault("AWS_S3_ALLOW_UNSAFE_RENAME", "true")
+    if out.get("azure_storage_endpoint", "").startswith("http://") or out.get("google_base_url", "").startswith(
+            "http://"):
+        out["allow_http"] = "true"  # an emulator (Azurite, fake-gcs-server) on a local port
+    if str(storage_options.get("gcs.no-auth", "")).lower() == "true":
+        out["google_skip_signature"] = "true"
     return out
 
 

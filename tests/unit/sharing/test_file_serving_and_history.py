@@ -134,3 +134,17 @@ def test_downloads_are_tallied_into_one_event_per_recipient_table_and_window(tmp
     tally.note(acme, "c.parquet", 1, None, None, t0 + audit.WINDOW_MS + 1)
     tally.flush()  # what the server does as it exits: globex's tally and acme's new one
     assert len(list(storage.list("_catalog/events"))) == 3
+
+
+def test_arco_storage_options_map_to_deltalakes_for_azure_gcs_and_s3() -> None:
+    from arco.sharing.delta_source import delta_storage_options
+
+    azurite = delta_storage_options({"adls.connection-string": "DefaultEndpointsProtocol=http;AccountName=dev;"
+                                                               "AccountKey=a2V5;BlobEndpoint=http://127.0.0.1:1/dev;"})
+    assert azurite == {"azure_storage_account_name": "dev", "azure_storage_account_key": "a2V5",
+                       "azure_storage_endpoint": "http://127.0.0.1:1/dev", "allow_http": "true"}
+    assert delta_storage_options({"adls.account-name": "acct", "adls.sas-token": "sv=1"}) == {
+        "azure_storage_account_name": "acct", "azure_storage_sas_token": "sv=1"}
+    assert delta_storage_options({"gcs.service.host": "http://127.0.0.1:2", "gcs.no-auth": "true"}) == {
+        "google_base_url": "http://127.0.0.1:2", "allow_http": "true", "google_skip_signature": "true"}
+    assert delta_storage_options({"s3.endpoint": "http://h:1", "s3.region": "r"})["AWS_ALLOW_HTTP"] == "true"
