@@ -7,6 +7,7 @@ of a response always agree, even while writers append to the table.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ from arco.storage.base import DoesNotExist, StorageBackend
 
 ICEBERG_PROTOCOL = {"minReaderVersion": 1, "minWriterVersion": 2}
 CDF_PREFIX = "_catalog/sharing/cdf"
+CACHED_ANSWERS = 4  # file-line sets kept (one per table version, format, recipient and URL expiry step)
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,8 @@ class SharingServer:
         self.tables = tables
         self.signing_key = file_urls.SigningKey(storage)
         self.downloads = audit.DownloadTally(storage)
+        self._lines: dict[tuple[Any, ...], dict[str, bytes]] = {}  # insertion-ordered: the oldest goes first
+        self._lines_lock = threading.Lock()
 
     # -- who and what ------------------------------------------------------------------------------------------
 
@@ -206,10 +210,32 @@ class SharingServer:
         fmt = protocol.response_format(caps, read.needs_delta_format)
         files = predicates.filter_files(read.version.files, body.predicate_hints, body.json_predicate_hints,
                                         body.limit_hint)
-        sign = self.signer(_reader(recipient, t))
-        lines = list(responses.snapshot_lines(fmt, read.delta_protocol, read.version, files, sign,
-                                              time_travel=time_travel))
-        return Answer(lines, read.version.version, fmt, sign(file_urls.EXPIRY_PROBE)[1])
+        reader = _reader(recipient, t)
+        sign = self.signer(reader)
+        expires_ms = sign(file_urls.EXPIRY_PROBE)[1]
+        if time_travel:
+            lines = list(responses.snapshot_lines(fmt, read.delta_protocol, read.version, files, sign,
+                                                  time_travel=True))
+            return Answer(lines, read.version.version, fmt, expires_ms)
+        by_id = self._file_lines((t.table.id, read.version.version, fmt, reader, expires_ms), fmt,
+                                 read.version.files, sign)
+        lines = [responses.protocol_line(fmt, read.delta_protocol), responses.metadata_line(fmt, read.version),
+                 *(by_id[f.id] for f in files)]
+        return Answer(lines, read.version.version, fmt, expires_ms)
+
+    def _file_lines(self, key: tuple[Any, ...], fmt: str, files: list[SharedFile],
+                    sign: responses.Signer) -> dict[str, bytes]:
+        """Every file line of a version for one recipient and URL expiry, made once: signing is most of a large
+        answer's cost, and the signer's expiry only moves once a minute (see :meth:`signer`)."""
+        with self._lines_lock:
+            cached = self._lines.get(key)
+        if cached is None:
+            cached = {f.id: responses.file_line(fmt, f, sign) for f in files}
+            with self._lines_lock:
+                self._lines[key] = cached
+                while len(self._lines) > CACHED_ANSWERS:
+                    self._lines.pop(next(iter(self._lines)))
+        return cached
 
     def changes(self, t: SharedTable, caps: dict[str, list[str]], params: dict[str, str],
                 recipient: Recipient | None = None) -> Answer:
@@ -295,7 +321,10 @@ class SharingServer:
 
     def signer(self, reader: tuple[str, ...] | None = None) -> responses.Signer:
         lifetime = self.settings.sharing_url_lifetime_s
-        expires_ms = _now_ms() + lifetime * 1000
+        # The expiry moves in steps (a minute, or a tenth of a short lifetime), so answers within one step sign
+        # alike and can be reused (_file_lines); a URL lives between lifetime - step and lifetime.
+        step = min(60_000, lifetime * 100)
+        expires_ms = (_now_ms() + lifetime * 1000) // step * step
         key = self.signing_key.get()
         base = self.settings.public_url() + file_urls.FILES_PATH
 
