@@ -7,7 +7,6 @@ is written create-only and best effort: a storage hiccup never fails the recipie
 
 from __future__ import annotations
 
-import atexit
 import threading
 import time
 from dataclasses import dataclass, field
@@ -76,15 +75,15 @@ class DownloadTally:
     A client reads one file with several requests (the Python client: HEAD, GET and ranged GETs of the footer
     and the row groups), and a table with thousands of files; an event per request would dwarf the data. So the
     server counts the distinct files (by name), bytes and requests a recipient read of a table, and writes them
-    as one event after at most WINDOW_MS or WINDOW_FILES files, and at exit. Like every receipt this is best
-    effort: a crash loses at most one window of tallies (the query event, written before, lists what was granted).
+    as one event after at most WINDOW_MS or WINDOW_FILES files, and at shutdown (the served app's lifespan, see
+    arco.api.app). Like every receipt this is best effort: a crash loses at most one window of tallies (the query
+    event, written before, counts what was granted).
     """
 
     def __init__(self, storage: StorageBackend) -> None:
         self.storage = storage
         self._lock = threading.Lock()
         self._tallies: dict[Reader, _Tally] = {}
-        atexit.register(self.flush)
 
     def note(self, reader: Reader, name: str, sent: int, client_ip: str | None, user_agent: str | None,
              now_ms: int | None = None) -> list[dict[str, Any]]:

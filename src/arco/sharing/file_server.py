@@ -110,9 +110,10 @@ class SignedFiles:
             await _error(send, ApiError(405, "METHOD_NOT_ALLOWED", "signed file URLs answer GET and HEAD only"),
                          {"allow": "GET, HEAD"})
             return
-        path: str = scope["path"]
-        rest = path[path.index(PREFIX) + len(PREFIX):] if PREFIX in path else ""
-        token = rest.split("/", 1)[0]
+        token = (scope.get("path_params") or {}).get("token")  # mounted as a Starlette route
+        if token is None:
+            path: str = scope["path"]
+            token = path[path.index(PREFIX) + len(PREFIX):].split("/", 1)[0] if PREFIX in path else ""
         head = method == "HEAD"
         try:
             grant = server.open_file(token)

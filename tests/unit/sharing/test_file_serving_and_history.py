@@ -148,3 +148,18 @@ def test_arco_storage_options_map_to_deltalakes_for_azure_gcs_and_s3() -> None:
     assert delta_storage_options({"gcs.service.host": "http://127.0.0.1:2", "gcs.no-auth": "true"}) == {
         "google_base_url": "http://127.0.0.1:2", "allow_http": "true", "google_skip_signature": "true"}
     assert delta_storage_options({"s3.endpoint": "http://h:1", "s3.region": "r"})["AWS_ALLOW_HTTP"] == "true"
+
+
+def test_the_starlette_route_serves_the_same_files(tmp_path: Path) -> None:
+    """create_app alone (no fast path in front) still answers signed file URLs through its route."""
+    from arco.api.app import create_app
+    from arco.settings import ServerSettings
+
+    app = create_app(ServerSettings(warehouse=str(tmp_path / "wh")))
+    data_file = tmp_path / "d.parquet"
+    data_file.write_bytes(b"PAR1" + b"x" * 100)
+    token = file_urls.sign(app.state.delta_sharing.signing_key.get(), f"file://{data_file}", 2**62)
+    with TestClient(app) as client:
+        ranged = client.get(f"/delta-sharing/files/{token}/d.parquet", headers={"Range": "bytes=0-3"})
+        assert ranged.status_code == 206 and ranged.content == b"PAR1"
+        assert client.head(f"/delta-sharing/files/{token}").headers["content-length"] == "104"
