@@ -246,6 +246,14 @@ def test_a_share_without_history_serves_the_latest_version_only(server: RunningS
             assert answer.json()["errorCode"] == "INVALID_PARAMETER_VALUE"
         assert ds(server, profile, "POST", f"{table}/query", json={}).status_code == 200
 
+    # cdf_enabled alone opens the change data feed (from a timestamp too), not time travel.
+    assert uc(server, "PATCH", "/shares/latest_only", json={"updates": [{"action": "UPDATE", "data_object": {
+        "name": "main.lake.orders", "cdf_enabled": True}}]}).status_code == 200
+    table = "/shares/latest_only/schemas/lake/tables/orders"
+    assert ds(server, profile, "GET", f"{table}/changes",
+              params={"startingTimestamp": "2000-01-01T00:00:00Z"}).status_code == 200
+    assert ds(server, profile, "POST", f"{table}/query", json={"version": 1}).status_code == 400
+
     # Enabled from version 2 on: version 2 and later are readable, version 1 is not.
     assert uc(server, "PATCH", "/shares/latest_only", json={"updates": [{"action": "UPDATE", "data_object": {
         "name": "main.lake.orders", "history_data_sharing_status": "ENABLED", "start_version": 2}}]}).status_code == 200

@@ -158,7 +158,9 @@ class SharingServer:
         metadata = self.tables.files.read(pointer.pointer.current_metadata_location)
         return metadata, load_file_io(dict(self.settings.storage_options), metadata.location)
 
-    def table_version(self, t: SharedTable, starting_timestamp: str | None) -> int:
+    def table_version(self, t: SharedTable, starting_timestamp: str | None, *, for_changes: bool = False) -> int:
+        """The latest version, or the first at or after ``startingTimestamp`` (history only, unless asked on
+        behalf of a change data feed query the share allows, which checked itself)."""
         if starting_timestamp is None:
             if t.table.format == "DELTA":
                 try:
@@ -167,7 +169,8 @@ class SharingServer:
                     raise bad_request(str(exc)) from None
             return self._read(t).version.version
         ts = protocol.parse_timestamp(starting_timestamp, "startingTimestamp")
-        history.check_history(t.obj, "looking up a version by startingTimestamp")
+        if not for_changes:
+            history.check_history(t.obj, "looking up a version by startingTimestamp")
         try:
             if t.table.format == "DELTA":
                 return delta_source.starting_version_at(t.table.location, self.settings.storage_options, ts)
@@ -245,7 +248,7 @@ class SharingServer:
         if params.get("startingTimestamp") is not None:
             if starting is not None:
                 raise bad_request("startingVersion and startingTimestamp are mutually exclusive")
-            starting = self.table_version(t, params["startingTimestamp"])
+            starting = self.table_version(t, params["startingTimestamp"], for_changes=True)
         if params.get("endingTimestamp") is not None:
             if ending is not None:
                 raise bad_request("endingVersion and endingTimestamp are mutually exclusive")
