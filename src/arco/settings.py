@@ -47,6 +47,7 @@ class ServerSettings:
     # Reads may answer from what this server checked at most this long before they arrived (a table's pointer, the
     # catalog log's end): another server's change shows within this window. 0: every read checks storage.
     read_freshness_ms: int = 0
+    recipient_token_lifetime_s: int | None = None  # a new recipient token's lifetime; None: no expiry
 
     def __post_init__(self) -> None:
         if not VENDING_MIN_LIFETIME_S <= self.vending_lifetime_s <= VENDING_MAX_LIFETIME_S:
@@ -61,6 +62,8 @@ class ServerSettings:
             raise ValueError("the sharing URL lifetime must be 60 seconds to 7 days")
         if not 0 <= self.read_freshness_ms <= 60_000:
             raise ValueError("the read freshness window must be 0-60000 milliseconds")
+        if self.recipient_token_lifetime_s is not None and self.recipient_token_lifetime_s < 60:
+            raise ValueError("the recipient token lifetime must be at least 60 seconds")
         if self.idempotency_in_progress_timeout_s > self.idempotency_key_lifetime_s:
             raise ValueError(
                 "the idempotency in-progress timeout must not exceed the idempotency key lifetime "

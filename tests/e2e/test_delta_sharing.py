@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import delta_sharing
 import httpx
 import pyarrow as pa
 import pytest
+from delta_sharing.protocol import DeltaSharingProfile
 from deltalake import DeltaTable, write_deltalake
 from pyiceberg.catalog.rest import RestCatalog
 
@@ -61,10 +63,11 @@ def delta_table(server: RunningServer, schema: str, name: str, *, cdf: bool = Tr
     return location
 
 
-def share_with(server: RunningServer, share: str, recipient: str, tables: list[str],
+def share_with(server: RunningServer, share: str, recipient: str, tables: list[str], *, history: bool = True,
                **recipient_fields: Any) -> dict[str, Any]:
     assert uc(server, "POST", "/shares", json={"name": share}).status_code == 200
-    updates = [{"action": "ADD", "data_object": {"name": t, "data_object_type": "TABLE"}} for t in tables]
+    status = {"history_data_sharing_status": "ENABLED"} if history else {}
+    updates = [{"action": "ADD", "data_object": {"name": t, "data_object_type": "TABLE", **status}} for t in tables]
     added = uc(server, "PATCH", f"/shares/{share}", json={"updates": updates})
     assert added.status_code == 200, added.text
     made = uc(server, "POST", "/recipients", json={"name": recipient, "authentication_type": "TOKEN",
@@ -216,6 +219,71 @@ def test_versions_metadata_and_queries_follow_the_protocol(server: RunningServer
     assert ds(server, profile, "POST", f"{table}/query", json={}, headers={"fileidhash": "md5"}).status_code == 400
 
 
+def test_a_share_without_history_serves_the_latest_version_only(server: RunningServer, provider: dict[str, Any],
+                                                                 tmp_path: Path) -> None:
+    """history_data_sharing_status absent means DISABLED: time travel, streaming and the change data feed are
+    refused with the protocol's INVALID_PARAMETER_VALUE; enabling history (with a start_version) opens them from
+    that version on."""
+    recipient = share_with(server, "latest_only", "nohistory", ["main.lake.orders", "main.lake.events"],
+                           history=False)
+    path, profile = activate(recipient, tmp_path)
+    url = f"{path}#latest_only.lake.orders"
+    assert sorted(delta_sharing.load_as_pandas(url)["id"].tolist()) == [1, 2, 3, 4]
+    with pytest.raises(Exception, match="history sharing is not enabled"):
+        delta_sharing.load_as_pandas(url, version=1)
+    with pytest.raises(Exception, match="cdf is not enabled"):
+        delta_sharing.load_table_changes_as_pandas(url, starting_version=1)
+    for name in ("orders", "events"):
+        table = f"/shares/latest_only/schemas/lake/tables/{name}"
+        refused = [ds(server, profile, "POST", f"{table}/query", json={"version": 1}),
+                   ds(server, profile, "POST", f"{table}/query", json={"timestamp": "2030-01-01T00:00:00Z"}),
+                   ds(server, profile, "POST", f"{table}/query", json={"startingVersion": 1}),
+                   ds(server, profile, "GET", f"{table}/metadata", params={"version": "1"}),
+                   ds(server, profile, "GET", f"{table}/version", params={"startingTimestamp": "2000-01-01T00:00:00Z"}),
+                   ds(server, profile, "GET", f"{table}/changes", params={"startingVersion": "1"})]
+        for answer in refused:
+            assert answer.status_code == 400, answer.text
+            assert answer.json()["errorCode"] == "INVALID_PARAMETER_VALUE"
+        assert ds(server, profile, "POST", f"{table}/query", json={}).status_code == 200
+
+    # cdf_enabled alone opens the change data feed (from a timestamp too), not time travel.
+    assert uc(server, "PATCH", "/shares/latest_only", json={"updates": [{"action": "UPDATE", "data_object": {
+        "name": "main.lake.orders", "cdf_enabled": True}}]}).status_code == 200
+    table = "/shares/latest_only/schemas/lake/tables/orders"
+    assert ds(server, profile, "GET", f"{table}/changes",
+              params={"startingTimestamp": "2000-01-01T00:00:00Z"}).status_code == 200
+    assert ds(server, profile, "POST", f"{table}/query", json={"version": 1}).status_code == 400
+
+    # Enabled from version 2 on: version 2 and later are readable, version 1 is not.
+    assert uc(server, "PATCH", "/shares/latest_only", json={"updates": [{"action": "UPDATE", "data_object": {
+        "name": "main.lake.orders", "history_data_sharing_status": "ENABLED", "start_version": 2}}]}).status_code == 200
+    assert sorted(delta_sharing.load_as_pandas(url, version=2)["id"].tolist()) == [1, 2, 4]
+    changes = delta_sharing.load_table_changes_as_pandas(url, starting_version=2)
+    assert sorted(set(changes["_commit_version"])) == [2, 3]
+    with pytest.raises(Exception, match="starts at version 2"):
+        delta_sharing.load_as_pandas(url, version=1)
+    assert ds(server, profile, "GET", "/shares/latest_only/schemas/lake/tables/orders/changes",
+              params={"startingVersion": "1"}).status_code == 400
+    bad = uc(server, "PATCH", "/shares/latest_only", json={"updates": [{"action": "UPDATE", "data_object": {
+        "name": "main.lake.orders", "history_data_sharing_status": "SOMETIMES"}}]})
+    assert bad.status_code == 400
+
+
+def test_iceberg_changes_cap_an_ending_version_past_the_latest(server: RunningServer,
+                                                              provider: dict[str, Any]) -> None:
+    table = "/shares/sales/schemas/lake/tables/events"
+    latest = int(ds(server, provider["profile"], "GET", f"{table}/version").headers["delta-table-version"])
+    capped = ds(server, provider["profile"], "GET", f"{table}/changes",
+                params={"startingVersion": str(latest - 1), "endingVersion": str(latest + 5)})
+    exact = ds(server, provider["profile"], "GET", f"{table}/changes",
+               params={"startingVersion": str(latest - 1), "endingVersion": str(latest)})
+    assert capped.status_code == exact.status_code == 200, capped.text
+    assert [json.loads(x)["add"]["version"] for x in capped.text.splitlines()[2:]] == \
+        [json.loads(x)["add"]["version"] for x in exact.text.splitlines()[2:]]
+    after = ds(server, provider["profile"], "GET", f"{table}/changes", params={"startingVersion": str(latest + 1)})
+    assert after.status_code == 400 and after.json()["errorCode"] == "INVALID_PARAMETER_VALUE"
+
+
 def test_listings_page_and_refuse_bad_input(server: RunningServer, provider: dict[str, Any]) -> None:
     profile = provider["profile"]
     first = ds(server, profile, "GET", "/shares/sales/all-tables", params={"maxResults": 1}).json()
@@ -243,9 +311,14 @@ def test_listings_page_and_refuse_bad_input(server: RunningServer, provider: dic
     assert not_cdf.status_code == 400  # startingVersion is required
 
 
-def test_links_and_endpoints_come_from_the_external_url_never_the_host_header(warehouse: Path) -> None:
+def test_links_and_endpoints_come_from_the_external_url_never_the_host_header(warehouse: Path,
+                                                                             provider: dict[str, Any]) -> None:
+    """Also: tokens made by a server with --recipient-token-lifetime expire, and their profile says when (by
+    default they never expire and the profile has no expirationTime)."""
+    assert "expirationTime" not in provider["profile"]
     with arco_server(warehouse, warehouse.parent, admin_token=ARCO_TOKEN,
-                     extra_args=("--external-url", "https://sharing.example.com/")) as other:
+                     extra_args=("--external-url", "https://sharing.example.com/",
+                                 "--recipient-token-lifetime", "7200")) as other:
         made = httpx.post(f"{other.base_url}/api/2.1/unity-catalog/recipients", timeout=30,
                           headers={"Authorization": f"Bearer {ARCO_TOKEN}", "Host": "evil.example.net"},
                           json={"name": "hosted", "authentication_type": "TOKEN"})
@@ -255,6 +328,11 @@ def test_links_and_endpoints_come_from_the_external_url_never_the_host_header(wa
         local_link = link.replace("https://sharing.example.com", other.base_url)
         profile = httpx.get(local_link, headers={"Host": "evil.example.net"}, timeout=30).json()
         assert profile["endpoint"] == "https://sharing.example.com/delta-sharing/"
+        expires = datetime.strptime(profile["expirationTime"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        assert abs(expires.timestamp() - (time.time() + 7200)) < 120
+        assert made.json()["tokens"][0]["expiration_time"] == pytest.approx(expires.timestamp() * 1000, abs=1000)
+        parsed = DeltaSharingProfile.from_json(json.dumps(profile))  # the client reads the field
+        assert parsed.expiration_time == profile["expirationTime"]
 
 
 # -- recipients' credentials -------------------------------------------------------------------------------------
@@ -419,6 +497,29 @@ def test_every_read_is_recorded_with_the_recipient_name(server: RunningServer, p
     reads = [r for r in receipts if r["recipient"] == "acme" and r["action"] == "queryTable"]
     assert reads and reads[-1]["share"] == "sales" and reads[-1]["table"] == "orders" and reads[-1]["version"] == 3
     assert {r["action"] for r in receipts} >= {"listShares", "listAllTables", "queryTable", "getTableVersion"}
+
+
+def test_file_downloads_are_audited_per_recipient_in_compact_events(warehouse: Path, provider: dict[str, Any],
+                                                                   tmp_path: Path) -> None:
+    """A server of its own, stopped at the end: it writes its download tallies (one event per recipient and table
+    per window) as it exits."""
+    with arco_server(warehouse, warehouse.parent, admin_token=ARCO_TOKEN) as other:
+        profile = {**provider["profile"], "endpoint": f"{other.base_url}/delta-sharing/"}
+        path = tmp_path / "acme-other.share"
+        path.write_text(json.dumps(profile))
+        frame = delta_sharing.load_as_pandas(f"{path}#sales.lake.orders")
+        assert len(frame) == 4
+        answer = ds(other, profile, "POST", "/shares/sales/schemas/lake/tables/orders/query", json={})
+        granted = {line["file"]["url"].rsplit("/", 1)[-1] for line in ndjson(answer)[2:]}
+        started = time.time() * 1000
+    receipts = [json.loads(p.read_text()) for p in (warehouse / "_catalog" / "events").glob("*/sharing/committed/*")]
+    downloads = [r for r in receipts if r["action"] == "downloadFiles" and r["at_ms"] >= started]
+    assert len(downloads) == 1  # many requests per file, several files: one compact event
+    event = downloads[0]
+    assert (event["recipient"], event["share"], event["schema"], event["table"]) == ("acme", "sales", "lake",
+                                                                                     "orders")
+    assert set(event["details"]["files"]) == granted and event["files"] == len(granted)
+    assert event["details"]["requests"] > len(granted) and event["details"]["bytes"] > 0
 
 
 def test_uc_lists_a_providers_shares_through_its_sharing_server(server: RunningServer,

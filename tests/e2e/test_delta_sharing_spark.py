@@ -19,6 +19,7 @@ from arco.pipeline.runs import Run
 from arco.pipeline.storage_spec import StorageSpec
 from arco.spark.session import rest_catalog_conf
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
+from support.net import stop
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -72,6 +73,7 @@ def test_a_spark_written_iceberg_table_reaches_pandas_and_the_audit_history(spar
     table = delta_sharing.SharingClient(str(profile)).list_all_tables()
     assert [(t.share, t.schema, t.name) for t in table] == [("spark_share", "sparkdb", "sales")]
 
+    stop(server.process)  # the server writes its tallies of file downloads as it exits
     run = Run("compact")
     compact.run_compact(spark, StorageSpec(str(warehouse)), run)
     storage = StorageSpec(str(warehouse)).open()
@@ -82,3 +84,7 @@ def test_a_spark_written_iceberg_table_reaches_pandas_and_the_audit_history(spar
     assert (query["namespace"], query["name"], query["source_kind"]) == (["spark_share", "sparkdb"], "sales",
                                                                           "delta_sharing")
     assert json.loads(query["details"])["files"] >= 2
+    downloads = [r for r in reads if r["op"] == "delta_sharing.downloadFiles"]
+    assert downloads and downloads[0]["name"] == "sales"
+    details = json.loads(downloads[0]["details"])
+    assert details["files"] >= 2 and details["details"]["bytes"] > 0 and len(details["details"]["files"]) >= 2

@@ -11,13 +11,14 @@ import logging
 import os
 from dataclasses import dataclass
 
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arco.api.auth import BearerAuthMiddleware
 from arco.api.errors import ApiError, error_body, surface_of
@@ -32,6 +33,7 @@ from arco.catalog.store import CatalogStore
 from arco.auth.tokens import hash_token
 from arco.iceberg import routes as iceberg_routes
 from arco.sharing import routes as sharing_routes
+from arco.sharing.file_server import PREFIX as FILES_PREFIX, SignedFiles
 from arco.sharing.service import SharingServer
 from arco.unity import routes as unity_routes
 from arco.unity import tokens_api
@@ -148,7 +150,8 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
     app.state.unity = UnityService(store, app.state.iceberg.tables)
     app.state.permissions = PermissionsService(store)
     app.state.named = NamedSecurables(store)
-    app.state.sharing = SharingService(store, app.state.named, settings.public_url())
+    app.state.sharing = SharingService(store, app.state.named, settings.public_url(),
+                                       settings.recipient_token_lifetime_s)
     app.state.delta_sharing = SharingServer(settings, store, storage, app.state.iceberg.tables)
     return app
 
@@ -157,8 +160,31 @@ def asgi_app(settings: ServerSettings, storage: StorageBackend | None = None,
              extra_principals: dict[str, Principal] | None = None) -> ASGIApp:
     """The application as served: :func:`create_app` behind the path normalisation the Iceberg routes need, and
     behind the request observer (request ids, latency metrics, access log), outermost so it sees every answer."""
-    app = iceberg_routes.keep_encoded_slashes(create_app(settings, storage, extra_principals))
+    inner = create_app(settings, storage, extra_principals)
+    app = _signed_files_first(iceberg_routes.keep_encoded_slashes(inner), inner.state.delta_sharing)
     return RequestObserver(app, access_log_enabled=settings.access_log)
+
+
+def _signed_files_first(app: ASGIApp, sharing: SharingServer) -> ASGIApp:
+    """Delta Sharing's signed file URLs skip routing and the middleware: a recipient's client makes many small
+    requests per file and the URL's signature is their whole credential (arco.sharing.file_server). At shutdown
+    the tallies of file downloads not yet written are (uvicorn re-raises SIGTERM afterwards: no atexit)."""
+    files = SignedFiles(sharing)
+
+    async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(FILES_PREFIX):
+            await files(scope, receive, send)
+        elif scope["type"] == "lifespan":
+            async def send_after_flush(message: Message) -> None:
+                if message["type"] == "lifespan.shutdown.complete":
+                    await anyio.to_thread.run_sync(sharing.downloads.flush)
+                await send(message)
+
+            await app(scope, receive, send_after_flush)
+        else:
+            await app(scope, receive, send)
+
+    return dispatch
 
 
 def app_from_environment() -> ASGIApp:

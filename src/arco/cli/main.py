@@ -92,13 +92,17 @@ def cli() -> None:
               help="Reads (GET, HEAD) may answer from what this server checked at most this many milliseconds "
                    "before they arrived: another server's commit or catalog change shows within this window. "
                    "0 checks storage on every read. A server's own writes always show at once on it.")
+@click.option("--recipient-token-lifetime", "recipient_token_lifetime_s", envvar="ARCO_RECIPIENT_TOKEN_LIFETIME",
+              show_envvar=True, default=None, type=click.IntRange(60),
+              help="Seconds a new Delta Sharing recipient token stays valid (its profile's expirationTime) "
+                   "[default: no expiry].")
 def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int, workers: int,
           in_progress_timeout: int, max_body_bytes: int, access_log: bool, metrics_public: bool,
           vending_s3_role_arn: str | None,
           vending_sts_endpoint: str | None, vending_lifetime_s: int, vending_azure_sas_scope: str,
           vending_gcs_credentials_file: str | None, async_manifests: int, tasks_per_chunk: int,
           plan_lifetime_s: int, plan_heartbeat_timeout_s: float, external_url: str | None,
-          sharing_url_lifetime_s: int, read_freshness_ms: int) -> None:
+          sharing_url_lifetime_s: int, read_freshness_ms: int, recipient_token_lifetime_s: int | None) -> None:
     """Serve the Iceberg REST, Unity Catalog and Delta Sharing APIs for a warehouse.
 
     The first start on a warehouse prints the bootstrap admin token (once; ARCO_ADMIN_TOKEN sets your own), then
@@ -132,6 +136,7 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
             scan_planning_async_manifests=async_manifests, scan_planning_tasks_per_chunk=tasks_per_chunk,
             scan_plan_lifetime_s=plan_lifetime_s, scan_plan_heartbeat_timeout_s=plan_heartbeat_timeout_s,
             external_url=external_url or None, sharing_url_lifetime_s=sharing_url_lifetime_s,
+            recipient_token_lifetime_s=recipient_token_lifetime_s,
         )
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc

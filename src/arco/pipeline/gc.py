@@ -3,7 +3,8 @@
 Per table, in Spark tasks: metadata files outside the table's history (orphans of lost or crashed commits, and
 versions expired from the log of tables that ask for ``write.metadata.delete-after-commit.enabled``). In the
 driver: idempotency markers, receipts, transaction records, group commit records, stale compaction files,
-expired server-side scan plans and temporary files of interrupted writes. ``--dry-run`` decides the same way and
+expired server-side scan plans, temporary files of interrupted writes and Delta Sharing's saved change data of
+gone tables or expired versions. ``--dry-run`` decides the same way and
 deletes nothing. Users' data files are not touched here (orphan data files are ``maintain``'s).
 """
 
@@ -213,6 +214,47 @@ def plan_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> lis
     return chosen
 
 
+SHARING_CDF = "_catalog/sharing/cdf/"
+
+
+def sharing_cdf_deletions(storage: StorageBackend, options: dict[str, str], policy: GcPolicy,
+                          now: float) -> list[Deletion]:
+    """Delta Sharing's saved change data (``_catalog/sharing/cdf/<table id>/<version>.parquet``) of tables that
+    are gone or of versions the table's log no longer has."""
+    files: dict[str, list[tuple[str, int, float]]] = {}
+    for meta in storage.list(SHARING_CDF):
+        table_id, _, name = meta.key[len(SHARING_CDF):].partition("/")
+        try:
+            version = int(name.removesuffix(".parquet"))
+        except ValueError:
+            continue  # not a file the server wrote: leave it to a person
+        files.setdefault(table_id, []).append((meta.key, version, now - meta.modified_at))
+    if not files:
+        return []
+    with CatalogStore(storage).read() as state:
+        tables = {table_id: state.tables.get(table_id) for table_id in files}
+    chosen = []
+    for table_id, found in files.items():
+        entry = tables[table_id]
+        oldest = _oldest_delta_version(entry.location, options) if entry is not None else None
+        for key, version, age_s in found:
+            decision = gc_rules.sharing_cdf(key, age_s, version, entry is not None, oldest, policy)
+            if decision is not None:
+                chosen.append(decision)
+    return chosen
+
+
+def _oldest_delta_version(location: str, options: dict[str, str]) -> int | None:
+    """The oldest version still in a Delta table's log; None if it cannot be read (then nothing is deleted)."""
+    from arco.sharing import delta_source
+
+    try:
+        versions = delta_source.commit_timestamps(delta_source.open_table(location, options))
+    except delta_source.DeltaReadError:
+        return None
+    return min(versions) if versions else None
+
+
 def temp_file_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> list[Deletion]:
     """Temporary files of interrupted writes (only a local warehouse has them: object stores write atomically)."""
     listing = getattr(storage, "temp_files", None)
@@ -266,6 +308,7 @@ def run_gc(spark: Any, spec: StorageSpec, run: Run, policy: GcPolicy, *, dry_run
     chosen += txn_deletions(storage, policy, now)
     chosen += plan_deletions(storage, policy, now)
     chosen += group_record_deletions(storage, policy, now)
+    chosen += sharing_cdf_deletions(storage, spec.options, policy, now)
     temp = temp_file_deletions(storage, policy, now)
     for deletion in chosen + temp:
         run.count(("would delete: " if dry_run else "deleted: ") + deletion.reason.split(" (")[0])

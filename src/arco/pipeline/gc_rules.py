@@ -26,6 +26,9 @@ class GcPolicy:
     # A local warehouse's temporary file (.arco-tmp/) unchanged this long belongs to a write that was interrupted
     # (a killed process, a failed move): a write in progress touches its file continuously and takes seconds.
     temp_file_age_s: float = HOUR
+    # Delta Sharing's saved change data (_catalog/sharing/cdf/) is derived and made again on demand; a file is kept
+    # at least as long as the longest a signed file URL lives, so no URL made when it was written outlives it.
+    sharing_cdf_grace_s: float = 7 * DAY
 
 
 @dataclass(frozen=True)
@@ -113,4 +116,19 @@ def scan_plan(objects: dict[str, float], has_record: bool, expires_at_ms: int | 
 def temp_file(key: str, age_s: float, policy: GcPolicy) -> Deletion | None:
     if age_s > policy.temp_file_age_s:
         return Deletion(key, f"temporary file of an interrupted write ({age_s / HOUR:.1f} h old)")
+    return None
+
+
+def sharing_cdf(key: str, age_s: float, version: int, table_exists: bool, oldest_version: int | None,
+                policy: GcPolicy) -> Deletion | None:
+    """One saved change-data file of a shared Delta table's ``version``: it goes once the table is gone, or once
+    the version has left the table's log (older than its log retention: no query can ask for it any more).
+    ``oldest_version`` None means the table's log could not be read: keep."""
+    if age_s <= policy.sharing_cdf_grace_s:
+        return None
+    if not table_exists:
+        return Deletion(key, "saved change data of a shared table that no longer exists")
+    if oldest_version is not None and version < oldest_version:
+        return Deletion(key, f"saved change data of a version older than the table's log retention "
+                             f"(version {version}, oldest {oldest_version})")
     return None

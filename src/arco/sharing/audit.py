@@ -7,7 +7,9 @@ is written create-only and best effort: a storage hiccup never fails the recipie
 
 from __future__ import annotations
 
+import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from uuid6 import uuid7
@@ -36,3 +38,86 @@ def receipt_key(event: dict[str, Any]) -> str:
 
 def record_read(storage: StorageBackend, event: dict[str, Any]) -> bool:
     return write_receipt(storage, receipt_key(event), event)
+
+
+# -- file downloads ------------------------------------------------------------------------------------------------
+
+DOWNLOAD_ACTION = "downloadFiles"
+WINDOW_MS = 10_000  # a tally is written at most this long after its first download ...
+WINDOW_FILES = 1_000  # ... or once it holds this many distinct files
+LISTED_FILES = 1_000  # names kept in one event (the count is always exact)
+
+
+@dataclass(frozen=True)
+class Reader:
+    """Who a signed file URL was made for, carried (signed) inside it: the recipient and the shared table."""
+
+    recipient: str
+    share: str
+    schema: str
+    table: str
+    table_id: str
+
+
+@dataclass
+class _Tally:
+    started_ms: int
+    files: set[str] = field(default_factory=set)
+    bytes: int = 0
+    requests: int = 0
+    client_ip: str | None = None
+    user_agent: str | None = None
+
+
+class DownloadTally:
+    """File downloads as compact audit events: one ``downloadFiles`` event per recipient and table and window.
+
+    A client reads one file with several requests (the Python client: HEAD, GET and ranged GETs of the footer
+    and the row groups), and a table with thousands of files; an event per request would dwarf the data. So the
+    server counts the distinct files (by name), bytes and requests a recipient read of a table, and writes them
+    as one event after at most WINDOW_MS or WINDOW_FILES files, and at shutdown (the served app's lifespan, see
+    arco.api.app). Like every receipt this is best effort: a crash loses at most one window of tallies (the query
+    event, written before, counts what was granted).
+    """
+
+    def __init__(self, storage: StorageBackend) -> None:
+        self.storage = storage
+        self._lock = threading.Lock()
+        self._tallies: dict[Reader, _Tally] = {}
+
+    def note(self, reader: Reader, name: str, sent: int, client_ip: str | None, user_agent: str | None,
+             now_ms: int | None = None) -> list[dict[str, Any]]:
+        """Counts one served request; gives the events now due (the caller writes them, off the event loop)."""
+        now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+        with self._lock:
+            tally = self._tallies.get(reader)
+            if tally is None:
+                tally = self._tallies[reader] = _Tally(now_ms)
+            tally.files.add(name)
+            tally.bytes += sent
+            tally.requests += 1
+            tally.client_ip, tally.user_agent = client_ip, user_agent
+            due = [r for r, t in self._tallies.items()
+                   if now_ms - t.started_ms >= WINDOW_MS or len(t.files) >= WINDOW_FILES]
+            return [_download_event(r, self._tallies.pop(r), now_ms) for r in due]
+
+    def write(self, events: list[dict[str, Any]]) -> None:
+        for event in events:
+            record_read(self.storage, event)
+
+    def flush(self) -> None:
+        with self._lock:
+            events = [_download_event(r, t, int(time.time() * 1000)) for r, t in self._tallies.items()]
+            self._tallies.clear()
+        self.write(events)
+
+
+def _download_event(reader: Reader, tally: _Tally, now_ms: int) -> dict[str, Any]:
+    names = sorted(tally.files)
+    details: dict[str, Any] = {"files": names[:LISTED_FILES], "bytes": tally.bytes, "requests": tally.requests,
+                               "first_ms": tally.started_ms}
+    if len(names) > LISTED_FILES:
+        details["files_truncated"] = True
+    return read_event(reader.recipient, DOWNLOAD_ACTION, share=reader.share, schema=reader.schema,
+                      table=reader.table, table_id=reader.table_id, files=len(names), client_ip=tally.client_ip,
+                      user_agent=tally.user_agent, details=details, at_ms=now_ms)

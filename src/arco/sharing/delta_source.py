@@ -10,6 +10,8 @@ data and are skipped for change queries, as Delta's change data feed does).
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -41,16 +43,43 @@ class DeltaSnapshot:
     needs_delta_format: bool
 
 
+_NAMES = {
+    "s3.endpoint": "AWS_ENDPOINT_URL", "s3.access-key-id": "AWS_ACCESS_KEY_ID",
+    "s3.secret-access-key": "AWS_SECRET_ACCESS_KEY", "s3.session-token": "AWS_SESSION_TOKEN", "s3.region": "AWS_REGION",
+    "adls.account-name": "azure_storage_account_name", "adls.account-key": "azure_storage_account_key",
+    "adls.sas-token": "azure_storage_sas_token", "adls.endpoint": "azure_storage_endpoint",
+    "gcs.service.host": "google_base_url", "gcs.oauth2.token": "google_bearer_token",
+}
+
+
+def azure_connection_string(text: str) -> dict[str, str]:
+    """An Azure connection string (``AccountName=..;AccountKey=..;BlobEndpoint=..``) in delta-rs' option names:
+    object_store reads no connection strings, and Azurite (or any custom endpoint) is only reachable through one."""
+    parts = dict(p.split("=", 1) for p in text.split(";") if "=" in p)
+    out: dict[str, str] = {}
+    for source, target in (("AccountName", "azure_storage_account_name"), ("AccountKey", "azure_storage_account_key"),
+                           ("SharedAccessSignature", "azure_storage_sas_token"),
+                           ("BlobEndpoint", "azure_storage_endpoint")):
+        if parts.get(source):
+            out[target] = parts[source]
+    return out
+
+
 def delta_storage_options(storage_options: dict[str, str]) -> dict[str, str]:
-    """Arco's (Iceberg FileIO-style) storage options in the names delta-rs reads."""
-    names = {"s3.endpoint": "AWS_ENDPOINT_URL", "s3.access-key-id": "AWS_ACCESS_KEY_ID",
-             "s3.secret-access-key": "AWS_SECRET_ACCESS_KEY", "s3.session-token": "AWS_SESSION_TOKEN",
-             "s3.region": "AWS_REGION"}
-    out = {names[k]: v for k, v in storage_options.items() if k in names}
+    """Arco's (Iceberg FileIO-style) storage options in the names delta-rs (object_store) reads: S3, Azure, GCS."""
+    out: dict[str, str] = {}
+    if storage_options.get("adls.connection-string"):
+        out.update(azure_connection_string(storage_options["adls.connection-string"]))
+    out.update({_NAMES[k]: v for k, v in storage_options.items() if k in _NAMES})
     if out.get("AWS_ENDPOINT_URL", "").startswith("http://"):
         out["AWS_ALLOW_HTTP"] = "true"
     if "AWS_ENDPOINT_URL" in out:
         out.setdefault("AWS_S3_ALLOW_UNSAFE_RENAME", "true")
+    if out.get("azure_storage_endpoint", "").startswith("http://") or out.get("google_base_url", "").startswith(
+            "http://"):
+        out["allow_http"] = "true"  # an emulator (Azurite, fake-gcs-server) on a local port
+    if str(storage_options.get("gcs.no-auth", "")).lower() == "true":
+        out["google_skip_signature"] = "true"
     return out
 
 
@@ -166,19 +195,9 @@ def metadata_of(table: DeltaTable) -> dict[str, Any]:
     return out
 
 
-def snapshot(location: str, storage_options: dict[str, str], *, version: int | None = None,
-             timestamp_ms: int | None = None) -> DeltaSnapshot:
-    """One version of the table (the latest, a version, or the one current at a timestamp) with its files."""
-    table = open_table(location, storage_options)
-    timestamps = commit_timestamps(table) if (timestamp_ms is not None or version is not None) else {}
-    if timestamp_ms is not None:
-        version = version_as_of(timestamps, timestamp_ms)
-    if version is not None and version != table.version():
-        if version > table.version():
-            raise DeltaReadError(f"version {version} of the table does not exist (latest is {table.version()})")
-        table = open_table(location, storage_options, version)
+def _build_snapshot(table: DeltaTable, timestamps: dict[int, int]) -> DeltaSnapshot:
     current = table.version()
-    if not timestamps:
+    if current not in timestamps:
         timestamps = {int(h["version"]): int(h["timestamp"]) for h in table.history(1)}
     protocol = protocol_of(table)
     features = set(protocol.get("readerFeatures") or [])
@@ -189,8 +208,95 @@ def snapshot(location: str, storage_options: dict[str, str], *, version: int | N
     return DeltaSnapshot(shared, protocol, needs_delta)
 
 
+class _TableCache:
+    """One table's latest-tracking ``DeltaTable`` and its last few snapshots.
+
+    A version of a Delta table never changes, so its snapshot (files, statistics, metadata) is built once: a query
+    then costs a look at the log for commits newer than the cached version (``update_incremental``) instead of a
+    replay of the whole log and a conversion of every add action."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.table: DeltaTable | None = None
+        self.snapshots: OrderedDict[int, DeltaSnapshot] = OrderedDict()
+
+    def latest(self, location: str, storage_options: dict[str, str]) -> DeltaTable:
+        """The table at its latest version (call with ``lock`` held)."""
+        if self.table is None:
+            self.table = open_table(location, storage_options)
+            return self.table
+        from deltalake.exceptions import DeltaError  # importable: open_table succeeded before
+
+        try:
+            self.table.update_incremental()
+        except (DeltaError, OSError, ValueError):  # the log was rewritten or removed: start over (says what is wrong)
+            self.table = None
+            self.snapshots.clear()
+            self.table = open_table(location, storage_options)
+        return self.table
+
+    def remember(self, snap: DeltaSnapshot) -> DeltaSnapshot:
+        self.snapshots[snap.version.version] = snap
+        self.snapshots.move_to_end(snap.version.version)
+        while len(self.snapshots) > SNAPSHOTS_PER_TABLE:
+            self.snapshots.popitem(last=False)
+        return snap
+
+
+SNAPSHOTS_PER_TABLE = 3
+CACHED_TABLES = 64
+_tables: OrderedDict[tuple[str, tuple[tuple[str, str], ...]], _TableCache] = OrderedDict()
+_tables_lock = threading.Lock()
+
+
+def _cache_for(location: str, storage_options: dict[str, str]) -> _TableCache:
+    key = (location, tuple(sorted(storage_options.items())))
+    with _tables_lock:
+        entry = _tables.get(key)
+        if entry is None:
+            entry = _tables[key] = _TableCache()
+            while len(_tables) > CACHED_TABLES:
+                _tables.popitem(last=False)
+        _tables.move_to_end(key)
+        return entry
+
+
+def clear_cache() -> None:
+    with _tables_lock:
+        _tables.clear()
+
+
+def snapshot(location: str, storage_options: dict[str, str], *, version: int | None = None,
+             timestamp_ms: int | None = None) -> DeltaSnapshot:
+    """One version of the table (the latest, a version, or the one current at a timestamp) with its files."""
+    entry = _cache_for(location, storage_options)
+    with entry.lock:
+        table = entry.latest(location, storage_options)
+        latest = table.version()
+        timestamps = commit_timestamps(table) if timestamp_ms is not None else {}
+        if timestamp_ms is not None:
+            version = version_as_of(timestamps, timestamp_ms)
+        if version is None:
+            version = latest
+        if version > latest:
+            raise DeltaReadError(f"version {version} of the table does not exist (latest is {latest})")
+        cached = entry.snapshots.get(version)
+        if cached is not None:
+            entry.snapshots.move_to_end(version)
+            return cached
+        if version == latest:
+            return entry.remember(_build_snapshot(table, timestamps))
+    # An older version: its own table object, outside the lock (the latest stays servable meanwhile).
+    old = open_table(location, storage_options, version)
+    snap = _build_snapshot(old, timestamps or commit_timestamps(old))
+    with entry.lock:
+        return entry.remember(snap)
+
+
 def latest_version(location: str, storage_options: dict[str, str]) -> int:
-    return open_table(location, storage_options).version()
+    entry = _cache_for(location, storage_options)
+    with entry.lock:
+        return int(entry.latest(location, storage_options).version())
 
 
 def starting_version_at(location: str, storage_options: dict[str, str], timestamp_ms: int) -> int:

@@ -233,11 +233,13 @@ def iceberg_files_since(metadata: TableMetadata, io: FileIO, starting_version: i
     no remove action here); versions that added delete files are refused, as their deletes could not be shown."""
     versions = _versions(metadata)
     latest = versions[-1].number if versions else 0
-    ending = latest if ending_version is None else ending_version
+    if starting_version > latest:
+        raise ValueError(f"startingVersion {starting_version} is after the latest version {latest}")
+    # An ending version past the latest is capped at the latest, as for Delta tables: the protocol makes
+    # endingVersion a hint, and a streaming client asks for versions that do not exist yet.
+    ending = latest if ending_version is None else min(ending_version, latest)
     if starting_version < 0 or ending < starting_version:
         raise ValueError(f"versions {starting_version} to {ending} are not a range of versions")
-    if ending > latest:
-        raise ValueError(f"version {ending} does not exist yet: the table's latest version is {latest}")
     if versions and starting_version < versions[0].number and _history_expired(io, versions[0]):
         raise ValueError(f"version {starting_version} has expired: the oldest retained version is "
                          f"{versions[0].number}")

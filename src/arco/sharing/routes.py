@@ -6,21 +6,20 @@ at all, the signature is the credential.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import orjson
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from arco.api.requests import BodyError, blocking, read_json
 from arco.api.responses import JsonResponse
 from arco.sharing import protocol
-from arco.sharing.errors import SharingError, bad_request, not_found
+from arco.sharing.errors import SharingError, bad_request
+from arco.sharing.file_server import SignedFiles, local_path
 from arco.sharing.recipients import Recipient
 from arco.sharing.service import Answer, SharedTable, SharingServer
-from arco.storage.base import NotFound
 
 NDJSON = "application/x-ndjson; charset=utf-8"
 FILE_ID_HASHES = ("parquet", "delta")
@@ -156,7 +155,7 @@ async def query_table(request: Request) -> Response:
         raise SharingError(exc.status, "INVALID_PARAMETER_VALUE", exc.message) from None
     body = protocol.query_body(raw)
     caps = protocol.capabilities(request.headers.get("delta-sharing-capabilities"))
-    answer = await blocking(server(request).query, t, caps, body)
+    answer = await blocking(server(request).query, t, caps, body, recipient)
     await blocking(_record, request, recipient, "queryTable", t=t, version=answer.version,
                    files=len(answer.lines) - 2, details={k: v for k, v in (raw or {}).items()
                                                          if k in ("version", "timestamp", "startingVersion",
@@ -170,7 +169,7 @@ async def table_changes(request: Request) -> Response:
     caps = protocol.capabilities(request.headers.get("delta-sharing-capabilities"))
     params = {k: v for k, v in request.query_params.items()
               if k in ("startingVersion", "endingVersion", "startingTimestamp", "endingTimestamp")}
-    answer = await blocking(server(request).changes, t, caps, params)
+    answer = await blocking(server(request).changes, t, caps, params, recipient)
     await blocking(_record, request, recipient, "queryTableChanges", t=t, version=answer.version,
                    files=len(answer.lines) - 2, details=params)
     return _answer(request, answer)
@@ -178,51 +177,10 @@ async def table_changes(request: Request) -> Response:
 
 # -- signed files ------------------------------------------------------------------------------------------------
 
-async def signed_file(request: Request) -> Response:
-    """One file, by the signed token in its URL (no bearer token); GET, HEAD and Range requests."""
-    grant = server(request).open_file(request.path_params["token"])
-    if grant.url.startswith("file:"):
-        path = _local_path(grant.url)
-        if not await blocking(path.is_file):
-            raise not_found("the file no longer exists (the table may have been vacuumed)")
-        return FileResponse(path, media_type="application/octet-stream")
-    try:
-        data = await blocking(server(request).read_object, grant.url)
-    except NotFound:
-        raise not_found("the file no longer exists") from None
-    return _ranged(request, data)
-
-
-def _local_path(url: str) -> Path:
-    """``file:///p``, ``file://localhost/p`` and Hadoop's ``file:/p`` (Spark writes that spelling) name ``/p``."""
-    rest = url[len("file:"):]
-    if rest.startswith("//"):
-        rest = rest[2:]
-        rest = rest[len("localhost"):] if rest.startswith("localhost/") else rest
-    return Path(rest)
-
-
-def _ranged(request: Request, data: bytes) -> Response:
-    """Bytes with single-range support, for files read through a storage backend."""
-    header = request.headers.get("range")
-    size = len(data)
-    if not header:
-        return Response(data, media_type="application/octet-stream", headers={"Accept-Ranges": "bytes"})
-    unit, _, spec = header.partition("=")
-    start_text, _, end_text = spec.partition("-")
-    try:
-        if unit.strip() != "bytes" or "," in spec:
-            raise ValueError
-        if start_text == "":
-            start, end = max(size - int(end_text), 0), size - 1
-        else:
-            start, end = int(start_text), min(int(end_text) if end_text else size - 1, size - 1)
-        if start > end or start >= size:
-            raise ValueError
-    except ValueError:
-        return Response(b"", status_code=416, headers={"Content-Range": f"bytes */{size}"})
-    return Response(data[start:end + 1], status_code=206, media_type="application/octet-stream",
-                    headers={"Content-Range": f"bytes {start}-{end}/{size}", "Accept-Ranges": "bytes"})
+# GET, HEAD and Range requests by the signed token in the URL (no bearer token; the signature is the credential).
+# As served, arco.api.app sends these paths to the same app before the middleware stack (see file_server).
+signed_file = SignedFiles()
+_local_path = local_path
 
 
 routes = [
@@ -236,6 +194,6 @@ routes = [
     Route("/shares/{share}/schemas/{schema}/tables/{table}/metadata", table_metadata, methods=["GET"]),
     Route("/shares/{share}/schemas/{schema}/tables/{table}/query", query_table, methods=["POST"]),
     Route("/shares/{share}/schemas/{schema}/tables/{table}/changes", table_changes, methods=["GET"]),
-    Route("/files/{token}/{name}", signed_file, methods=["GET"]),
-    Route("/files/{token}", signed_file, methods=["GET"]),
+    Route("/files/{token}/{name}", signed_file, methods=["GET", "HEAD"]),
+    Route("/files/{token}", signed_file, methods=["GET", "HEAD"]),
 ]

@@ -7,6 +7,7 @@ of a response always agree, even while writers append to the table.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.iceberg.tables import TableService
 from arco.settings import ServerSettings
-from arco.sharing import audit, delta_source, file_urls, predicates, protocol, responses
+from arco.sharing import audit, delta_source, file_urls, history, predicates, protocol, responses
 from arco.sharing.actions import SharedFile, SharedVersion
 from arco.sharing.errors import SharingError, bad_request, forbidden, not_found
 from arco.sharing.recipients import Recipient, check_ip, recipient_for_token, visible_share, visible_shares
@@ -28,6 +29,7 @@ from arco.storage.base import DoesNotExist, StorageBackend
 
 ICEBERG_PROTOCOL = {"minReaderVersion": 1, "minWriterVersion": 2}
 CDF_PREFIX = "_catalog/sharing/cdf"
+CACHED_ANSWERS = 4  # file-line sets kept (one per table version, format, recipient and URL expiry step)
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,9 @@ class SharingServer:
         self.storage = storage
         self.tables = tables
         self.signing_key = file_urls.SigningKey(storage)
+        self.downloads = audit.DownloadTally(storage)
+        self._lines: dict[tuple[Any, ...], dict[str, bytes]] = {}  # insertion-ordered: the oldest goes first
+        self._lines_lock = threading.Lock()
 
     # -- who and what ------------------------------------------------------------------------------------------
 
@@ -153,7 +158,9 @@ class SharingServer:
         metadata = self.tables.files.read(pointer.pointer.current_metadata_location)
         return metadata, load_file_io(dict(self.settings.storage_options), metadata.location)
 
-    def table_version(self, t: SharedTable, starting_timestamp: str | None) -> int:
+    def table_version(self, t: SharedTable, starting_timestamp: str | None, *, for_changes: bool = False) -> int:
+        """The latest version, or the first at or after ``startingTimestamp`` (history only, unless asked on
+        behalf of a change data feed query the share allows, which checked itself)."""
         if starting_timestamp is None:
             if t.table.format == "DELTA":
                 try:
@@ -162,6 +169,8 @@ class SharingServer:
                     raise bad_request(str(exc)) from None
             return self._read(t).version.version
         ts = protocol.parse_timestamp(starting_timestamp, "startingTimestamp")
+        if not for_changes:
+            history.check_history(t.obj, "looking up a version by startingTimestamp")
         try:
             if t.table.format == "DELTA":
                 return delta_source.starting_version_at(t.table.location, self.settings.storage_options, ts)
@@ -179,32 +188,67 @@ class SharingServer:
         if version is not None and timestamp is not None:
             raise bad_request("version and timestamp are mutually exclusive")
         ts = protocol.parse_timestamp(timestamp, "timestamp") if timestamp is not None else None
+        if version is not None or ts is not None:
+            history.check_history(t.obj, "reading the table's metadata by version or timestamp")
         read = self._read(t, version=version, timestamp_ms=ts)
+        if version is not None or ts is not None:
+            history.check_floor(t.obj, read.version.version)
         fmt = protocol.response_format(caps, read.needs_delta_format)
         lines = [responses.protocol_line(fmt, read.delta_protocol),
                  responses.metadata_line(fmt, read.version, with_version=version is not None or ts is not None)]
         return Answer(lines, read.version.version, fmt)
 
-    def query(self, t: SharedTable, caps: dict[str, list[str]], body: protocol.QueryBody) -> Answer:
+    def query(self, t: SharedTable, caps: dict[str, list[str]], body: protocol.QueryBody,
+              recipient: Recipient | None = None) -> Answer:
         if body.starting_version is not None:
-            return self._changes(t, caps, body.starting_version, body.ending_version, include_cdf=False)
+            history.check_history(t.obj, "querying the table's changes by startingVersion")
+            return self._changes(t, caps, body.starting_version, body.ending_version, include_cdf=False,
+                                 recipient=recipient)
+        time_travel = body.version is not None or body.timestamp_ms is not None
+        if time_travel:
+            history.check_history(t.obj, "reading the table by version or timestamp")
         read = self._read(t, version=body.version, timestamp_ms=body.timestamp_ms)
+        if time_travel:
+            history.check_floor(t.obj, read.version.version)
         fmt = protocol.response_format(caps, read.needs_delta_format)
         files = predicates.filter_files(read.version.files, body.predicate_hints, body.json_predicate_hints,
                                         body.limit_hint)
-        time_travel = body.version is not None or body.timestamp_ms is not None
-        sign = self.signer()
-        lines = list(responses.snapshot_lines(fmt, read.delta_protocol, read.version, files, sign,
-                                              time_travel=time_travel))
-        return Answer(lines, read.version.version, fmt, sign(file_urls.EXPIRY_PROBE)[1])
+        reader = _reader(recipient, t)
+        sign = self.signer(reader)
+        expires_ms = sign(file_urls.EXPIRY_PROBE)[1]
+        if time_travel:
+            lines = list(responses.snapshot_lines(fmt, read.delta_protocol, read.version, files, sign,
+                                                  time_travel=True))
+            return Answer(lines, read.version.version, fmt, expires_ms)
+        by_id = self._file_lines((t.table.id, read.version.version, fmt, reader, expires_ms), fmt,
+                                 read.version.files, sign)
+        lines = [responses.protocol_line(fmt, read.delta_protocol), responses.metadata_line(fmt, read.version),
+                 *(by_id[f.id] for f in files)]
+        return Answer(lines, read.version.version, fmt, expires_ms)
 
-    def changes(self, t: SharedTable, caps: dict[str, list[str]], params: dict[str, str]) -> Answer:
+    def _file_lines(self, key: tuple[Any, ...], fmt: str, files: list[SharedFile],
+                    sign: responses.Signer) -> dict[str, bytes]:
+        """Every file line of a version for one recipient and URL expiry, made once: signing is most of a large
+        answer's cost, and the signer's expiry only moves once a minute (see :meth:`signer`)."""
+        with self._lines_lock:
+            cached = self._lines.get(key)
+        if cached is None:
+            cached = {f.id: responses.file_line(fmt, f, sign) for f in files}
+            with self._lines_lock:
+                self._lines[key] = cached
+                while len(self._lines) > CACHED_ANSWERS:
+                    self._lines.pop(next(iter(self._lines)))
+        return cached
+
+    def changes(self, t: SharedTable, caps: dict[str, list[str]], params: dict[str, str],
+                recipient: Recipient | None = None) -> Answer:
+        history.check_change_data(t.obj, f"{t.share.name}.{t.schema}.{t.name}")
         starting = protocol.parse_version(params.get("startingVersion"), "startingVersion")
         ending = protocol.parse_version(params.get("endingVersion"), "endingVersion")
         if params.get("startingTimestamp") is not None:
             if starting is not None:
                 raise bad_request("startingVersion and startingTimestamp are mutually exclusive")
-            starting = self.table_version(t, params["startingTimestamp"])
+            starting = self.table_version(t, params["startingTimestamp"], for_changes=True)
         if params.get("endingTimestamp") is not None:
             if ending is not None:
                 raise bad_request("endingVersion and endingTimestamp are mutually exclusive")
@@ -216,13 +260,13 @@ class SharingServer:
         if not self._has_change_data(t):
             raise bad_request(f"table {t.share.name}.{t.schema}.{t.name} does not share its change data feed: "
                               "enable it on the table (delta.enableChangeDataFeed) and on the share's object")
-        return self._changes(t, caps, starting, ending, include_cdf=True)
+        return self._changes(t, caps, starting, ending, include_cdf=True, recipient=recipient)
 
     def _version_as_of(self, t: SharedTable, timestamp_ms: int) -> int:
         return self._read(t, timestamp_ms=timestamp_ms).version.version
 
     def _has_change_data(self, t: SharedTable) -> bool:
-        if t.obj.get("cdf_enabled") is False:
+        if not history.change_data_shared(t.obj):
             return False
         if t.table.format == "ICEBERG":
             return True  # an Iceberg table's appends are its change data (the source refuses anything else)
@@ -231,10 +275,8 @@ class SharingServer:
             == "true"
 
     def _changes(self, t: SharedTable, caps: dict[str, list[str]], starting: int, ending: int | None, *,
-                 include_cdf: bool) -> Answer:
-        start_floor = t.obj.get("start_version")
-        if isinstance(start_floor, int) and starting < start_floor:
-            raise bad_request(f"the share's history of this table starts at version {start_floor}")
+                 include_cdf: bool, recipient: Recipient | None = None) -> Answer:
+        history.check_floor(t.obj, starting)
         try:
             if t.table.format == "DELTA":
                 change_data = self._change_data_file(t) if include_cdf and self._has_change_data(t) else None
@@ -251,7 +293,7 @@ class SharingServer:
             raise _iceberg_error(exc) from None
         read = self._read(t, version=starting)
         fmt = protocol.response_format(caps, read.needs_delta_format)
-        sign = self.signer()
+        sign = self.signer(_reader(recipient, t))
         lines = list(responses.change_lines(fmt, read.delta_protocol, read.version, files, sign,
                                             include_cdf=include_cdf))
         return Answer(lines, starting, fmt, sign(file_urls.EXPIRY_PROBE)[1])
@@ -280,9 +322,12 @@ class SharingServer:
 
     # -- file URLs ---------------------------------------------------------------------------------------------
 
-    def signer(self) -> responses.Signer:
+    def signer(self, reader: tuple[str, ...] | None = None) -> responses.Signer:
         lifetime = self.settings.sharing_url_lifetime_s
-        expires_ms = _now_ms() + lifetime * 1000
+        # The expiry moves in steps (a minute, or a tenth of a short lifetime), so answers within one step sign
+        # alike and can be reused (_file_lines); a URL lives between lifetime - step and lifetime.
+        step = min(60_000, lifetime * 100)
+        expires_ms = (_now_ms() + lifetime * 1000) // step * step
         key = self.signing_key.get()
         base = self.settings.public_url() + file_urls.FILES_PATH
 
@@ -291,7 +336,7 @@ class SharingServer:
             if presigned:
                 return presigned, expires_ms
             name = url.rstrip("/").rsplit("/", 1)[-1]
-            return f"{base}{file_urls.sign(key, url, expires_ms)}/{_safe_name(name)}", expires_ms
+            return f"{base}{file_urls.sign(key, url, expires_ms, reader)}/{_safe_name(name)}", expires_ms
 
         return sign
 
@@ -318,6 +363,10 @@ class SharingServer:
                                  table_id=t.table.id if t else None, version=version, files=files,
                                  client_ip=client_ip, user_agent=user_agent, details=details)
         audit.record_read(self.storage, event)
+
+
+def _reader(recipient: Recipient | None, t: SharedTable) -> tuple[str, ...] | None:
+    return None if recipient is None else (recipient.name, t.share.name, t.schema, t.name, t.table.id)
 
 
 def _iceberg_source() -> Any:

@@ -53,7 +53,22 @@ def _share_object(raw: Any, state: CatalogState, owner: str, caller: Principal, 
     for optional in ("comment", "cdf_enabled", "start_version", "partition_specification", "history_data_sharing_status"):
         if raw.get(optional) is not None:
             out[optional] = raw[optional]
+    _check_history_fields(out)
     return out
+
+
+def _check_history_fields(obj: dict[str, Any]) -> None:
+    """The fields the Delta Sharing server enforces (arco.sharing.history) must mean something."""
+    status = obj.get("history_data_sharing_status")
+    if status is not None:
+        if str(status).upper() not in ("ENABLED", "DISABLED"):
+            raise invalid("history_data_sharing_status must be ENABLED or DISABLED")
+        obj["history_data_sharing_status"] = str(status).upper()
+    if "cdf_enabled" in obj and not isinstance(obj["cdf_enabled"], bool):
+        raise invalid("cdf_enabled must be a boolean")
+    floor = obj.get("start_version")
+    if floor is not None and (isinstance(floor, bool) or not isinstance(floor, int) or floor < 0):
+        raise invalid("start_version must be a non-negative integer")
 
 
 def _share_fields(body: dict[str, Any], creating: bool, state: CatalogState, old: SecurableEntry | None,
@@ -110,12 +125,14 @@ def _ip_list(raw: Any) -> dict[str, Any] | None:
     return {"allowed_ip_addresses": [str(a) for a in addresses]}
 
 
-def new_activation() -> tuple[str, dict[str, Any]]:
-    """A fresh activation id (shown in the URL) and the token record that waits for it (hash only)."""
+def new_activation(lifetime_s: int | None = None) -> tuple[str, dict[str, Any]]:
+    """A fresh activation id (shown in the URL) and the token record that waits for it (hash only); the token
+    expires ``lifetime_s`` after its creation (None: never, Databricks' default), which the profile then says."""
     activation = secrets.token_urlsafe(24)
     now_ms = int(time.time() * 1000)
+    expires = None if lifetime_s is None else now_ms + lifetime_s * 1000
     return activation, {"id": uuid.uuid4().hex, "activation_hash": hash_token(activation), "token_hash": None,
-                        "expiration_time": None, "created_at": now_ms, "updated_at": now_ms}
+                        "expiration_time": expires, "created_at": now_ms, "updated_at": now_ms}
 
 
 def _recipient_fields(body: dict[str, Any], creating: bool, state: CatalogState, old: SecurableEntry | None,
@@ -202,9 +219,11 @@ KINDS_BY_TYPE.update(SHARING_KINDS)
 class SharingService:
     """What shares, recipients and providers do beyond CRUD."""
 
-    def __init__(self, store: CatalogStore, named: NamedSecurables, public_url: str) -> None:
+    def __init__(self, store: CatalogStore, named: NamedSecurables, public_url: str,
+                 token_lifetime_s: int | None = None) -> None:
         self.store = store
         self.named = named
+        self.token_lifetime_s = token_lifetime_s  # every new recipient token's lifetime (serve's option)
         # The server's configured external URL: activation links and profile endpoints are built from it, never
         # from a request's Host header (which a caller chooses).
         self.public_url = public_url.rstrip("/")
@@ -220,7 +239,7 @@ class SharingService:
         return rendered
 
     def create_recipient(self, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
-        activation, token = new_activation()
+        activation, token = new_activation(self.token_lifetime_s)
         created = self.named.create(SHARING_KINDS["recipient"], {**body, "__pending_token__": token}, caller)
         return self._with_activation_url(created, token["id"], activation)
 
@@ -280,7 +299,7 @@ class SharingService:
         expire_in = body.get("existing_token_expire_in_seconds")
         if not isinstance(expire_in, int) or isinstance(expire_in, bool) or expire_in < 0:
             raise invalid("existing_token_expire_in_seconds must be a non-negative integer")
-        activation, token = new_activation()
+        activation, token = new_activation(self.token_lifetime_s)
 
         def build(state: CatalogState) -> dict[str, Any]:
             recipient = self.named.entry(state, caller, "recipient", name)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 from arco.pipeline import gc_rules
 from arco.pipeline.gc_rules import DAY, HOUR, GcPolicy
 
@@ -79,3 +82,29 @@ def test_a_group_record_goes_once_its_file_is_outside_the_history_and_old() -> N
     assert gc_rules.group_record("g", old, in_history=False, policy=POLICY) is not None
     assert gc_rules.group_record("g", old, in_history=True, policy=POLICY) is None
     assert gc_rules.group_record("g", old - 2, in_history=False, policy=POLICY) is None
+
+
+def test_saved_change_data_goes_with_its_table_or_its_version() -> None:
+    old = POLICY.sharing_cdf_grace_s + 1
+    assert gc_rules.sharing_cdf("k", POLICY.sharing_cdf_grace_s - 1, 1, False, None, POLICY) is None  # URLs may live
+    assert "no longer exists" in gc_rules.sharing_cdf("k", old, 1, False, None, POLICY).reason
+    assert "log retention" in gc_rules.sharing_cdf("k", old, 3, True, 4, POLICY).reason
+    assert gc_rules.sharing_cdf("k", old, 4, True, 4, POLICY) is None  # still in the log: still askable
+    assert gc_rules.sharing_cdf("k", old, 1, True, None, POLICY) is None  # the log could not be read: keep
+
+
+def test_the_driver_finds_saved_change_data_of_gone_tables(tmp_path: Path) -> None:
+    from arco.catalog.bootstrap import initialise_warehouse
+    from arco.pipeline.gc import sharing_cdf_deletions
+    from arco.storage.base import DoesNotExist
+    from arco.storage.factory import open_storage
+
+    storage = open_storage(str(tmp_path), {})
+    initialise_warehouse(storage, admin_token=False)
+    key = "_catalog/sharing/cdf/no-such-table/00000000000000000002.parquet"
+    storage.put(key, b"PAR1", DoesNotExist())
+    storage.put("_catalog/sharing/cdf/no-such-table/notes.txt", b"?", DoesNotExist())  # not ours: left alone
+    now = time.time()
+    assert sharing_cdf_deletions(storage, {}, POLICY, now) == []  # young: a signed URL may still name it
+    later = sharing_cdf_deletions(storage, {}, POLICY, now + POLICY.sharing_cdf_grace_s + 60)
+    assert [d.key for d in later] == [key]

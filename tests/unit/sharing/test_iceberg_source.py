@@ -277,8 +277,11 @@ def test_unknown_and_out_of_range_versions_are_value_errors(catalog: SqlCatalog)
         iceberg_version(table.metadata, table.io, version=7)
     with pytest.raises(ValueError, match="version 0 does not exist"):
         iceberg_version(table.metadata, table.io, version=0)
-    with pytest.raises(ValueError, match="version 5 does not exist yet"):
-        iceberg_files_since(table.metadata, table.io, 1, 5)
+    # An ending version past the latest is capped at the latest (as for Delta); a starting one is refused.
+    assert [f.version for f in iceberg_files_since(table.metadata, table.io, 1, 5)] == \
+        [f.version for f in iceberg_files_since(table.metadata, table.io, 1, None)] == [1, 2]
+    with pytest.raises(ValueError, match="startingVersion 3 is after the latest version 2"):
+        iceberg_files_since(table.metadata, table.io, 3, 9)
     with pytest.raises(ValueError, match="not a range"):
         iceberg_files_since(table.metadata, table.io, 2, 1)
 
