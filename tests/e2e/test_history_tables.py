@@ -218,3 +218,31 @@ def test_a_rerun_adds_nothing(spark: SparkSession, world: dict) -> None:
     assert "system_table_appends" not in runs[1].counts, runs[1].counts
     assert runs[2].counts == {"stale_files_removed": 0, "receipts_new": 0}
     assert read_many(storage, checkpoint.history_keys(storage, "lineage"), LINEAGE).num_rows == edges_before
+
+
+def test_the_table_page_shows_the_edge_in_a_browser(world: dict) -> None:
+    """A person sees what the endpoint says: t2's page in Debian's Chromium draws t1 upstream of it, and the version
+    Spark's INSERT ... SELECT made names t1 as its lineage."""
+    import os
+    import shutil
+
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (scripts/install-emulators.sh installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (the test extra) is not installed")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, headless=True,
+                                             args=["--no-sandbox"] if os.geteuid() == 0 else [])
+        page = browser.new_context(base_url=world["server"].base_url).new_page()
+        page.goto("/tables/main.lin.t2")
+        page.fill("#token", ARCO_TOKEN)
+        page.click("button[type=submit]")
+        page.wait_for_load_state()
+        assert page.url.endswith("/tables/main.lin.t2")
+        assert page.locator("[data-testid=lineage-unknown]").count() == 0
+        drawn = page.locator("#lineage svg").text_content() or ""
+        assert "main.lin.t1" in drawn and "t2" in drawn.replace("main.lin.t1", "")
+        versions = [page.get_by_test_id("version").nth(i).inner_text()
+                    for i in range(page.get_by_test_id("version").count())]
+        assert any("main.lin.t1" in v and "Lineage:" in v for v in versions), versions
+        browser.close()
