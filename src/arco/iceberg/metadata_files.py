@@ -8,17 +8,20 @@ Parsing uses PyIceberg's models (``TableMetadataUtil.parse_raw``): measured on t
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
+from typing import Generic, TypeVar
+
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
 from pyiceberg.typedef import IcebergBaseModel
+from pyiceberg.view.metadata import ViewMetadata
 
 from arco.metrics import CacheMeter
 from arco.storage.base import DoesNotExist, StorageBackend, StorageError, Written
 
 CACHE_ENTRIES = 512
-_METER = CacheMeter("metadata_files")
+VIEW_CACHE_ENTRIES = 256
+M = TypeVar("M")
 
 
 def metadata_bytes(metadata: TableMetadata) -> bytes:
@@ -27,21 +30,37 @@ def metadata_bytes(metadata: TableMetadata) -> bytes:
     return IcebergBaseModel.model_dump_json(metadata, exclude_none=True, by_alias=True).encode()
 
 
+def view_metadata_bytes(metadata: ViewMetadata) -> bytes:
+    return metadata.model_dump_json(by_alias=True, exclude_none=True).encode()
+
+
 class MetadataLocationError(StorageError):
     """A metadata location outside the warehouse this server can read and write."""
 
 
-class MetadataFiles:
-    def __init__(self, storage: StorageBackend, cache_entries: int = CACHE_ENTRIES) -> None:
+class ImmutableFiles(Generic[M]):
+    """Create-only metadata files of one kind, parsed once per location and process (they never change).
+
+    Subclasses say how the kind parses and serializes, and name their cache for the metrics."""
+
+    meter: CacheMeter
+
+    def __init__(self, storage: StorageBackend, cache_entries: int) -> None:
         self.storage = storage
         self._root = storage.url.rstrip("/") + "/"
         # Hadoop writes local paths as file:/path, and some clients send bare paths: accept each spelling.
         self._roots = [self._root]
         if self._root.startswith("file:///"):
             self._roots += ["file:" + self._root[len("file://"):], self._root[len("file://"):]]
-        self._cache: OrderedDict[str, TableMetadata] = OrderedDict()
+        self._cache: OrderedDict[str, M] = OrderedDict()
         self._cache_entries = cache_entries
         self._lock = threading.Lock()
+
+    def parse(self, data: bytes) -> M:
+        raise NotImplementedError
+
+    def serialize(self, metadata: M) -> bytes:
+        raise NotImplementedError
 
     def key_of(self, location: str) -> str:
         """The storage key of an absolute location inside the warehouse."""
@@ -50,32 +69,60 @@ class MetadataFiles:
                 return location[len(root):]
         raise MetadataLocationError(f"{location} is outside the warehouse {self._root}")
 
-    def read(self, location: str) -> TableMetadata:
+    def read(self, location: str) -> M:
         with self._lock:
             cached = self._cache.get(location)
             if cached is not None:
                 self._cache.move_to_end(location)
-                _METER.hit()
+                self.meter.hit()
                 return cached
-        _METER.miss()
-        metadata = TableMetadataUtil.parse_raw(self.storage.get(self.key_of(location)).data)
+        self.meter.miss()
+        metadata = self.parse(self.storage.get(self.key_of(location)).data)
         self._remember(location, metadata)
         return metadata
 
-    def write(self, location: str, metadata: TableMetadata) -> None:
+    def write(self, location: str, metadata: M) -> None:
         """Write a new metadata file create-only; an identical file already there (a retry) is fine."""
-        data = metadata_bytes(metadata)
+        data = self.serialize(metadata)
         key = self.key_of(location)
         result = self.storage.put(key, data, DoesNotExist())
-        if not isinstance(result, Written):
-            existing = self.storage.get(key).data
-            if hashlib.sha256(existing).digest() != hashlib.sha256(data).digest():
-                raise StorageError(f"a different metadata file already exists at {location}")
+        if not isinstance(result, Written) and self.storage.get(key).data != data:
+            raise StorageError(f"a different metadata file already exists at {location}")
         self._remember(location, metadata)
 
-    def _remember(self, location: str, metadata: TableMetadata) -> None:
+    def _remember(self, location: str, metadata: M) -> None:
         with self._lock:
             self._cache[location] = metadata
             self._cache.move_to_end(location)
             while len(self._cache) > self._cache_entries:
                 self._cache.popitem(last=False)
+
+
+class MetadataFiles(ImmutableFiles[TableMetadata]):
+    """Table metadata files."""
+
+    meter = CacheMeter("metadata_files")
+
+    def __init__(self, storage: StorageBackend, cache_entries: int = CACHE_ENTRIES) -> None:
+        super().__init__(storage, cache_entries)
+
+    def parse(self, data: bytes) -> TableMetadata:
+        return TableMetadataUtil.parse_raw(data)
+
+    def serialize(self, metadata: TableMetadata) -> bytes:
+        return metadata_bytes(metadata)
+
+
+class ViewFiles(ImmutableFiles[ViewMetadata]):
+    """View metadata files (the view spec's), kept apart from tables' so neither kind evicts the other."""
+
+    meter = CacheMeter("view_metadata")
+
+    def __init__(self, storage: StorageBackend, cache_entries: int = VIEW_CACHE_ENTRIES) -> None:
+        super().__init__(storage, cache_entries)
+
+    def parse(self, data: bytes) -> ViewMetadata:
+        return ViewMetadata.model_validate_json(data)
+
+    def serialize(self, metadata: ViewMetadata) -> bytes:
+        return view_metadata_bytes(metadata)

@@ -46,7 +46,7 @@ from arco.iceberg.commit_rules import (
 )
 from arco.iceberg.errors import AlreadyExists, BadRequest, IcebergError, NoSuchTable
 from arco.iceberg.group_commit import Coalescer, GroupRecords
-from arco.iceberg.metadata_files import MetadataFiles
+from arco.iceberg.metadata_files import MetadataFiles, ViewFiles
 from arco.iceberg.paging import page
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
 from arco.iceberg.transactions import PointerResolver, TxnRecords
@@ -105,6 +105,7 @@ class TableService:
         self.pointers = PointerStore(storage)
         self.resolver = PointerResolver(self.pointers, TxnRecords(storage))
         self.files = MetadataFiles(storage)
+        self.view_files = ViewFiles(storage)
         # Commits to one table that meet in this process go together (arco.iceberg.group_commit).
         self.committer = Coalescer()
         self.groups = GroupRecords(storage)

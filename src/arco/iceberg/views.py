@@ -16,10 +16,8 @@ metadata file (best effort, as for tables); the Tier 1 operations leave their ca
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,63 +39,19 @@ from arco.events.receipts import EVENTS, SCHEMA_VERSION, commit_key, day_of, wri
 from arco.iceberg import view_rules
 from arco.iceberg.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchView
 from arco.iceberg.idempotency import Keyed, Marker, Outcome, Recover, check_key, request_hash, run_once
-from arco.iceberg.metadata_files import MetadataFiles
+from arco.iceberg.metadata_files import view_metadata_bytes
 from arco.iceberg.mutations import Caller, Mutations
 from arco.iceberg.paging import page
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
 from arco.iceberg.tables import Placement, TableService, metadata_file_location, metadata_sequence
-from arco.metrics import CacheMeter
-from arco.storage.base import DoesNotExist, StorageBackend, StorageError, Written
+from arco.storage.base import StorageBackend
 from arco.storage.urls import within
 
 MAX_COMMIT_ATTEMPTS = 10
-CACHE_ENTRIES = 256
-_METER = CacheMeter("view_metadata")
-
-
-def view_metadata_bytes(metadata: ViewMetadata) -> bytes:
-    return metadata.model_dump_json(by_alias=True, exclude_none=True).encode()
 
 
 def view_metadata_json(metadata: ViewMetadata) -> dict[str, Any]:
     return orjson.loads(view_metadata_bytes(metadata))
-
-
-class ViewFiles:
-    """View metadata files: written create-only, parsed once per location and process (they never change)."""
-
-    def __init__(self, files: MetadataFiles) -> None:
-        self.files = files
-        self.storage = files.storage
-        self._cache: OrderedDict[str, ViewMetadata] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def read(self, location: str) -> ViewMetadata:
-        with self._lock:
-            cached = self._cache.get(location)
-            if cached is not None:
-                self._cache.move_to_end(location)
-                _METER.hit()
-                return cached
-        _METER.miss()
-        metadata = ViewMetadata.model_validate_json(self.storage.get(self.files.key_of(location)).data)
-        self._remember(location, metadata)
-        return metadata
-
-    def write(self, location: str, metadata: ViewMetadata) -> None:
-        data = view_metadata_bytes(metadata)
-        key = self.files.key_of(location)
-        result = self.storage.put(key, data, DoesNotExist())
-        if not isinstance(result, Written) and self.storage.get(key).data != data:
-            raise StorageError(f"a different metadata file already exists at {location}")
-        self._remember(location, metadata)
-
-    def _remember(self, location: str, metadata: ViewMetadata) -> None:
-        with self._lock:
-            self._cache[location] = metadata
-            self._cache.move_to_end(location)
-            while len(self._cache) > CACHE_ENTRIES:
-                self._cache.popitem(last=False)
 
 
 def write_view_receipt(storage: StorageBackend, kind: str, *, view_uuid: str, metadata_location: str,
@@ -165,7 +119,7 @@ class ViewService:
         self.storage = storage
         self.tables = tables  # placement and registration rules are the tables' own
         self.pointers = PointerStore(storage)
-        self.files = ViewFiles(tables.files)
+        self.files = tables.view_files
 
     # -- reading ---------------------------------------------------------------------------------------------
 
@@ -368,7 +322,7 @@ def uc_view_of(tables: TableService, entry: TableEntry) -> tuple[str | None, Sch
     if pointer is None or pointer.pointer.dropped:
         return None, None, {}
     try:
-        metadata = ViewFiles(tables.files).read(pointer.pointer.current_metadata_location)
+        metadata = tables.view_files.read(pointer.pointer.current_metadata_location)
     except Exception:  # noqa: BLE001 - an unreadable view shows without its definition
         return None, None, {}
     sql, schema = view_rules.view_definition(metadata)
