@@ -4,6 +4,7 @@ registerView). Thin, as the table routes are: parse, authorize (as for tables), 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -78,28 +79,26 @@ async def list_views(request: Request) -> Response:
     return await identifier_page(request, view_services(request).views.list)
 
 
-@iceberg_errors
-async def create_view(request: Request) -> Response:
+async def _new_view(request: Request, how: Callable[..., Outcome]) -> Response:
+    """createView and registerView: both need CREATE_TABLE on the schema and a storable name."""
     catalog = await catalog_of(request)
     namespace = decode_namespace(request.path_params["namespace"])
     body = await json_body(request)
     await allow(request, "create_table", catalog, namespace)
     check_name("view", body.get("name"))
     vs = view_services(request)
-    outcome = await blocking(vs.mutations.create, catalog, namespace, body, caller_of(request))
+    outcome = await blocking(how, vs.mutations, catalog, namespace, body, caller_of(request))
     return await blocking(render_view, vs, outcome)
+
+
+@iceberg_errors
+async def create_view(request: Request) -> Response:
+    return await _new_view(request, ViewMutations.create)
 
 
 @iceberg_errors
 async def register_view(request: Request) -> Response:
-    catalog = await catalog_of(request)
-    namespace = decode_namespace(request.path_params["namespace"])
-    body = await json_body(request)
-    await allow(request, "create_table", catalog, namespace)
-    check_name("view", body.get("name"))
-    vs = view_services(request)
-    outcome = await blocking(vs.mutations.register, catalog, namespace, body, caller_of(request))
-    return await blocking(render_view, vs, outcome)
+    return await _new_view(request, ViewMutations.register)
 
 
 @iceberg_errors
