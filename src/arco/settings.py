@@ -48,6 +48,8 @@ class ServerSettings:
     # catalog log's end): another server's change shows within this window. 0: every read checks storage.
     read_freshness_ms: int = 0
     recipient_token_lifetime_s: int | None = None  # a new recipient token's lifetime; None: no expiry
+    # Tables of the catalog kept in memory, namespace by namespace; the rest are read from storage when asked for.
+    catalog_cache_tables: int = 200_000
 
     def __post_init__(self) -> None:
         if not VENDING_MIN_LIFETIME_S <= self.vending_lifetime_s <= VENDING_MAX_LIFETIME_S:
@@ -60,6 +62,8 @@ class ServerSettings:
             raise ValueError(f"the external URL must start with http:// or https://, not {self.external_url!r}")
         if not 60 <= self.sharing_url_lifetime_s <= 7 * 24 * 3600:
             raise ValueError("the sharing URL lifetime must be 60 seconds to 7 days")
+        if self.catalog_cache_tables < 1:
+            raise ValueError("the catalog cache must hold at least one table")
         if not 0 <= self.read_freshness_ms <= 60_000:
             raise ValueError("the read freshness window must be 0-60000 milliseconds")
         if self.recipient_token_lifetime_s is not None and self.recipient_token_lifetime_s < 60:

@@ -108,7 +108,7 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
                extra_principals: dict[str, Principal] | None = None) -> Starlette:
     """The application; ``extra_principals`` (token -> principal) admits in-process callers such as the pipeline."""
     storage = storage or open_storage(settings.warehouse, settings.storage_options)
-    store = CatalogStore(storage)
+    store = CatalogStore(storage, max_loaded_tables=settings.catalog_cache_tables)
     env_token = os.environ.get(ADMIN_TOKEN_ENV)
     authenticator = Authenticator(
         storage,

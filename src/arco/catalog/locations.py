@@ -11,8 +11,8 @@ Every prefix of a warehouse belongs to at most one owner:
   an external location on which its creator holds CREATE_EXTERNAL_VOLUME (:func:`check_external_volume_location`);
 * a registered model: the prefix Arco allocated to its id (its versions' files live under it).
 
-Tables, volumes and models claim storage alike (:func:`table_claims` yields them all), so no table overlaps a
-volume and the other way round, and purge of either deletes nothing another one lives in or around.
+External tables, volumes and models claim storage alike (:func:`table_claims` yields them all), so no table
+overlaps a volume and the other way round, and purge of either deletes nothing another one lives in or around.
 
 Owners never overlap, locations are compared only in their canonical form (:mod:`arco.storage.urls`), and purge
 deletes a prefix only if Arco allocated it to that very table and nothing else lives inside it or around it
@@ -95,7 +95,11 @@ def is_allocated(location: str, catalog: CatalogEntry, table_id: str) -> bool:
         url, root = normalize(location), normalize(catalog.storage_root)
     except BadLocation:
         return False
-    return url != root and within(url, root) and url.endswith("-" + table_id.replace("-", ""))
+    if url == root or not within(url, root) or not url.endswith("-" + table_id.replace("-", "")):
+        return False
+    # Only the last folder may look like a table's (namespace folders never do: ``namespace_folder``), so two
+    # allocated prefixes can never nest: one overlaps another only by being it, which takes the same id.
+    return not any(TABLE_FOLDER.search(folder) for folder in url[len(root):].strip("/").split("/")[:-1])
 
 
 # -- who owns what ---------------------------------------------------------------------------------------------
@@ -119,11 +123,15 @@ CLAIMING_SECURABLES = ("volume", "registered_model")  # schema-level objects wit
 
 
 def table_claims(state: CatalogState, exclude_id: str | None = None) -> Iterator[Claim]:
-    """Every prefix a table, volume or registered model holds (all but ``exclude_id``'s)."""
-    for table in state.tables.values():
-        if table.id != exclude_id and table.location:
+    """Every prefix an external table, volume or registered model holds (all but ``exclude_id``'s).
+
+    Managed tables need no claims of their own: each lies inside its catalog's managed root, which
+    :func:`managed_root_claims` covers, at a prefix allocated to its id (:func:`is_allocated`), which no other
+    allocated prefix can overlap. So this never reads the tables of a million-table catalog."""
+    for table_id, (name, location) in state.tables.external.items():
+        if table_id != exclude_id:
             try:
-                yield Claim(normalize(table.location), f"table {table.name}", table.id)
+                yield Claim(normalize(location), f"table {name}", table_id)
             except BadLocation:
                 continue  # a legacy entry with an unreadable location claims nothing it can be compared with
     yield from storage_object_claims(state, exclude_id)
@@ -274,6 +282,8 @@ def owned_prefix(state: CatalogState, owner_id: str, location: str, managed: boo
     if not managed or catalog is None or not is_allocated(location, catalog, owner_id):
         return None
     url = normalize(location)
+    if owner_id in state.tables:  # registered again since: the prefix is a live table's
+        return None
     others = [*arco_claims(warehouse_url), *table_claims(state, exclude_id=owner_id)]
     if _first_overlap(url, others) is not None:
         return None

@@ -16,9 +16,6 @@ from dataclasses import asdict
 from typing import Any
 
 from arco.catalog.access import ACCESS_RULES, AccessState
-from arco.catalog.schema_objects import SCHEMA_OBJECT_RULES, objects_in_schema, remove_schema_objects
-from arco.catalog.securables import SECURABLE_RULES, SecurablesState
-from arco.catalog.tenancy import TenancyState, apply_drop_metastore, check_drop_metastore
 from arco.catalog.errors import (
     AlreadyExistsError,
     CatalogNotFound,
@@ -35,6 +32,10 @@ from arco.catalog.model import (
     name_key,
     path_key,
 )
+from arco.catalog.schema_objects import SCHEMA_OBJECT_RULES, objects_in_schema, remove_schema_objects
+from arco.catalog.securables import SECURABLE_RULES, SecurablesState
+from arco.catalog.table_index import MAX_LOADED_TABLES, ChunkSource, TableIndex, apply_common_changes, table_from_json
+from arco.catalog.tenancy import TenancyState, apply_drop_metastore, check_drop_metastore
 
 Operation = dict[str, Any]
 
@@ -51,20 +52,21 @@ class CatalogState(AccessState, SecurablesState, TenancyState):
     """Every catalog, namespace and table of one warehouse, indexed for the lookups the APIs make, who may use
     them (:mod:`arco.catalog.access`), and which metastore each belongs to (:mod:`arco.catalog.tenancy`)."""
 
-    def __init__(self, warehouse_url: str = "memory://state") -> None:
+    def __init__(self, warehouse_url: str = "memory://state", source: ChunkSource | None = None,
+                 max_loaded_tables: int = MAX_LOADED_TABLES) -> None:
         self.warehouse_url = warehouse_url  # the storage root of the warehouse this state describes
         self._init_access()
         self._init_securables()
         self.seq = 0  # the last log entry applied
+        self.applying = 0  # the log entry being applied (table operations are kept with it for chunks not loaded)
         self.catalogs: dict[str, CatalogEntry] = {}
         self.catalog_by_name: dict[tuple[str, str], str] = {}  # (metastore id or "", name key) -> catalog id
         self.namespaces: dict[str, NamespaceEntry] = {}
         self.namespace_by_path: dict[tuple[str, tuple[str, ...]], str] = {}
         # (catalog id, parent path key) -> {child name key: namespace id}
         self.children: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}
-        self.tables: dict[str, TableEntry] = {}
-        # (catalog id, namespace path key) -> {table name key: table id}
-        self.tables_in: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}
+        # Tables by id and by namespace, chunk by chunk, read from the snapshot when first needed.
+        self.tables = TableIndex(self.namespaces.get, source, max_loaded_tables)
 
     # -- lookups ---------------------------------------------------------------------------------------------
 
@@ -85,41 +87,62 @@ class CatalogState(AccessState, SecurablesState, TenancyState):
         return (catalog_id, path_key(path)) in self.namespace_by_path
 
     def table(self, catalog_id: str, namespace: NamespacePath, name: str) -> TableEntry:
-        table_id = self.tables_in.get((catalog_id, path_key(namespace)), {}).get(name_key(name))
-        if table_id is None:
+        entry = self.table_or_none(catalog_id, namespace, name)
+        if entry is None:
             raise TableNotFound(dotted((*namespace, name)))
-        return self.tables[table_id]
+        return entry
+
+    def table_or_none(self, catalog_id: str, namespace: NamespacePath, name: str) -> TableEntry | None:
+        ns_id = self.namespace_by_path.get((catalog_id, path_key(namespace)))
+        return self.tables.in_namespace(ns_id).get(name_key(name)) if ns_id is not None else None
+
+    def namespace_id_of_table(self, entry: TableEntry) -> str:
+        return self.namespace_by_path[(entry.catalog_id, path_key(entry.namespace))]
 
     def child_namespaces(self, catalog_id: str, parent: NamespacePath) -> list[NamespaceEntry]:
         ids = self.children.get((catalog_id, path_key(parent)), {})
         return sorted((self.namespaces[i] for i in ids.values()), key=lambda n: path_key(n.path))
 
     def tables_of(self, catalog_id: str, namespace: NamespacePath) -> list[TableEntry]:
-        ids = self.tables_in.get((catalog_id, path_key(namespace)), {})
-        return sorted((self.tables[i] for i in ids.values()), key=lambda t: name_key(t.name))
+        ns_id = self.namespace_by_path.get((catalog_id, path_key(namespace)))
+        found = self.tables.in_namespace(ns_id) if ns_id is not None else {}
+        return [found[k] for k in sorted(found)]
+
+    def table_count_in(self, catalog_id: str, namespace: NamespacePath) -> int:
+        ns_id = self.namespace_by_path.get((catalog_id, path_key(namespace)))
+        return self.tables.count_in(ns_id) if ns_id is not None else 0
 
     # -- snapshots -------------------------------------------------------------------------------------------
 
-    def to_snapshot(self) -> dict[str, Any]:
+    def root_snapshot(self) -> dict[str, Any]:
+        """Everything but the tables (which a chunked snapshot stores namespace by namespace)."""
         return {
             "seq": self.seq,
             "catalogs": [asdict(c) for c in self.catalogs.values()],
             "namespaces": [asdict(n) for n in self.namespaces.values()],
-            "tables": [asdict(t) for t in self.tables.values()],
             **self.access_snapshot(),
             **self.securables_snapshot(),
         }
 
+    def to_snapshot(self) -> dict[str, Any]:
+        """The whole state in one document (reads every chunk: for tests and small warehouses)."""
+        return {**self.root_snapshot(), "tables": [asdict(t) for t in self.tables.values()]}
+
     @classmethod
-    def from_snapshot(cls, snapshot: dict[str, Any], warehouse_url: str = "memory://state") -> CatalogState:
-        state = cls(warehouse_url)
+    def from_snapshot(cls, snapshot: dict[str, Any], warehouse_url: str = "memory://state",
+                      source: ChunkSource | None = None, max_loaded_tables: int = MAX_LOADED_TABLES) -> CatalogState:
+        """A state from a whole-state snapshot (``tables`` inline) or a chunked one (``chunks``: read from
+        ``source`` when first needed)."""
+        state = cls(warehouse_url, source, max_loaded_tables)
         state.seq = int(snapshot["seq"])
         for c in snapshot["catalogs"]:
             _add_catalog(state, CatalogEntry(**c))
         for n in snapshot["namespaces"]:
             _add_namespace(state, NamespaceEntry(**{**n, "path": tuple(n["path"])}))
-        for t in snapshot["tables"]:
-            _add_table(state, TableEntry(**{**t, "namespace": tuple(t["namespace"])}))
+        if "chunks" in snapshot:
+            state.tables.set_base(snapshot["chunks"], snapshot["ids"], snapshot.get("external", {}), state.seq)
+        else:
+            state.tables.pin([table_from_json(t) for t in snapshot["tables"]], state.namespace_id_of_table)
         state.load_access(snapshot)
         state.load_securables(snapshot)
         return state
@@ -150,38 +173,14 @@ def _remove_namespace(state: CatalogState, entry: NamespaceEntry) -> None:
         del state.children[parent]
 
 
-def _add_table(state: CatalogState, entry: TableEntry) -> None:
-    state.tables[entry.id] = entry
-    state.tables_in.setdefault((entry.catalog_id, path_key(entry.namespace)), {})[name_key(entry.name)] = entry.id
-
-
-def _remove_table(state: CatalogState, entry: TableEntry) -> None:
-    del state.tables[entry.id]
-    where = (entry.catalog_id, path_key(entry.namespace))
-    del state.tables_in[where][name_key(entry.name)]
-    if not state.tables_in[where]:
-        del state.tables_in[where]
-
-
-def _apply_common_changes(entry: CatalogEntry | NamespaceEntry | TableEntry, op: Operation) -> None:
-    """Owner, comment and property changes, which every securable's update operation may carry."""
-    if "owner" in op:
-        entry.owner = op["owner"]
-    if "comment" in op:
-        entry.comment = op["comment"]
-    removals = set(op.get("removals", ()))
-    entry.properties = {k: v for k, v in entry.properties.items() if k not in removals}
-    entry.properties.update(op.get("updates", {}))
-    entry.updated_at_ms = op["at_ms"]
-    entry.updated_by = op.get("principal")
+_apply_common_changes = apply_common_changes
 
 
 def refuse_taken_name(state: CatalogState, catalog_id: str, namespace: NamespacePath, name: str,
                        allowed_id: str | None = None) -> None:
-    existing = state.tables_in.get((catalog_id, path_key(namespace)), {}).get(name_key(name))
-    if existing is not None and existing != allowed_id:
-        kind = "view" if state.tables[existing].kind == "VIEW" else "table"
-        raise AlreadyExistsError(kind, dotted((*namespace, name)))
+    existing = state.table_or_none(catalog_id, namespace, name)
+    if existing is not None and existing.id != allowed_id:
+        raise AlreadyExistsError("view" if existing.kind == "VIEW" else "table", dotted((*namespace, name)))
 
 
 # -- the operations ------------------------------------------------------------------------------------------
@@ -230,7 +229,7 @@ def _apply_update_catalog(state: CatalogState, op: Operation) -> None:
 
 def _check_drop_catalog(state: CatalogState, op: Operation) -> None:
     entry = _catalog_of(state, op["id"])
-    if not op.get("force") and (state.children.get((entry.id, ())) or state.tables_in.get((entry.id, ()))):
+    if not op.get("force") and state.children.get((entry.id, ())):
         raise NotEmptyError("catalog", entry.name, "schemas")
 
 
@@ -242,10 +241,9 @@ def remove_catalog(state: CatalogState, entry: CatalogEntry) -> None:
     """The catalog and everything in it, gone from the state (a dropped catalog, or a dropped metastore's)."""
     del state.catalogs[entry.id]
     del state.catalog_by_name[catalog_key(entry.metastore_id, entry.name)]
-    for table in [t for t in state.tables.values() if t.catalog_id == entry.id]:
-        _remove_table(state, table)
     for ns in sorted((n for n in state.namespaces.values() if n.catalog_id == entry.id),
                      key=lambda n: -len(n.path)):
+        state.tables.drop_namespace(ns.id)
         remove_schema_objects(state, ns.id)
         _remove_namespace(state, ns)
 
@@ -288,24 +286,18 @@ def _check_update_namespace(state: CatalogState, op: Operation) -> None:
 def _apply_update_namespace(state: CatalogState, op: Operation) -> None:
     entry = state.namespaces[op["id"]]
     if op.get("new_name"):
-        tables = [state.tables[i] for i in state.tables_in.get((entry.catalog_id, path_key(entry.path)), {}).values()]
-        for table in tables:
-            _remove_table(state, table)
         _remove_namespace(state, entry)
         entry.path = (*entry.path[:-1], op["new_name"])
         _add_namespace(state, entry)
-        for table in tables:
-            table.namespace = entry.path
-            _add_table(state, table)
+        state.tables.renamed_namespace(entry)  # tables are kept by namespace id: only their shown path changes
     _apply_common_changes(entry, op)
 
 
 def _check_drop_namespace(state: CatalogState, op: Operation) -> None:
     entry = _namespace_of(state, op["id"])
-    where = (entry.catalog_id, path_key(entry.path))
-    if state.children.get(where):
+    if state.children.get((entry.catalog_id, path_key(entry.path))):
         raise NotEmptyError("namespace", dotted(entry.path), "namespaces")
-    if state.tables_in.get(where) and not op.get("force"):
+    if state.tables.count_in(entry.id) and not op.get("force"):
         raise NotEmptyError("namespace", dotted(entry.path), "tables or views")
     held = objects_in_schema(state, entry.id)
     if held and not op.get("force"):
@@ -315,8 +307,7 @@ def _check_drop_namespace(state: CatalogState, op: Operation) -> None:
 
 def _apply_drop_namespace(state: CatalogState, op: Operation) -> None:
     entry = state.namespaces[op["id"]]
-    for table_id in list(state.tables_in.get((entry.catalog_id, path_key(entry.path)), {}).values()):
-        _remove_table(state, state.tables[table_id])
+    state.tables.drop_namespace(entry.id)
     remove_schema_objects(state, entry.id)
     _remove_namespace(state, entry)
 
@@ -332,14 +323,8 @@ def _check_create_table(state: CatalogState, op: Operation) -> None:
 
 
 def _apply_create_table(state: CatalogState, op: Operation) -> None:
-    _add_table(state, TableEntry(
-        id=op["id"], catalog_id=op["catalog_id"], namespace=tuple(op["namespace"]), name=op["name"],
-        kind=op.get("kind", "TABLE"), format=op.get("format", "ICEBERG"), location=op["location"],
-        owner=op["owner"], managed=op.get("managed", True), comment=op.get("comment"),
-        properties=dict(op.get("properties", {})), created_at_ms=op["at_ms"], updated_at_ms=op["at_ms"],
-        created_by=op.get("principal"), updated_by=op.get("principal"), columns=list(op.get("columns", [])),
-        view_definition=op.get("view_definition"), storage_credential_name=op.get("storage_credential_name"),
-    ))
+    ns_id = state.namespace_by_path[(op["catalog_id"], path_key(tuple(op["namespace"])))]
+    state.tables.apply({**op, "ns_id": ns_id}, state.applying)
 
 
 def _table_of(state: CatalogState, table_id: str) -> TableEntry:
@@ -353,15 +338,8 @@ def _check_update_table(state: CatalogState, op: Operation) -> None:
     _table_of(state, op["id"])
 
 
-def _apply_update_table(state: CatalogState, op: Operation) -> None:
-    entry = state.tables[op["id"]]
-    if "columns" in op:
-        entry.columns = list(op["columns"])
-    if "view_definition" in op:
-        entry.view_definition = op["view_definition"]
-    if "format" in op:
-        entry.format = op["format"]
-    _apply_common_changes(entry, op)
+def _apply_table_change(state: CatalogState, op: Operation) -> None:
+    state.tables.apply(op, state.applying)
 
 
 def _check_rename_table(state: CatalogState, op: Operation) -> None:
@@ -373,20 +351,14 @@ def _check_rename_table(state: CatalogState, op: Operation) -> None:
 
 
 def _apply_rename_table(state: CatalogState, op: Operation) -> None:
-    entry = state.tables[op["id"]]
-    _remove_table(state, entry)
-    entry.namespace = tuple(op["namespace"])
-    entry.name = op["name"]
-    entry.updated_at_ms = op["at_ms"]
-    _add_table(state, entry)
+    catalog_id = state.namespaces[op["from_ns_id"]].catalog_id if "from_ns_id" in op \
+        else state.tables[op["id"]].catalog_id
+    ns_id = state.namespace_by_path[(catalog_id, path_key(tuple(op["namespace"])))]
+    state.tables.apply({**op, "ns_id": ns_id}, state.applying)
 
 
 def _check_drop_table(state: CatalogState, op: Operation) -> None:
     _table_of(state, op["id"])
-
-
-def _apply_drop_table(state: CatalogState, op: Operation) -> None:
-    _remove_table(state, state.tables[op["id"]])
 
 
 Rule = tuple[Callable[[CatalogState, Operation], None], Callable[[CatalogState, Operation], None]]
@@ -399,9 +371,9 @@ RULES: dict[str, Rule] = {
     "update_namespace": (_check_update_namespace, _apply_update_namespace),
     "drop_namespace": (_check_drop_namespace, _apply_drop_namespace),
     "create_table": (_check_create_table, _apply_create_table),
-    "update_table": (_check_update_table, _apply_update_table),
+    "update_table": (_check_update_table, _apply_table_change),
     "rename_table": (_check_rename_table, _apply_rename_table),
-    "drop_table": (_check_drop_table, _apply_drop_table),
+    "drop_table": (_check_drop_table, _apply_table_change),
     **ACCESS_RULES,
     **SECURABLE_RULES,
     **SCHEMA_OBJECT_RULES,
@@ -420,5 +392,19 @@ def apply(state: CatalogState, op: Operation, seq: int) -> None:
     """Apply a logged operation; ``seq`` is its position in the log, which must follow ``state.seq``."""
     if seq != state.seq + 1:
         raise ValueError(f"log entry {seq} applied to state at {state.seq}")
+    state.applying = seq
     RULES[op["op"]][1](state, op)
     state.seq = seq
+
+
+def annotate(state: CatalogState, op: Operation) -> None:
+    """Add what a later reader needs to apply ``op`` without reading more of the state than it touches: the
+    namespace a table operation finds its table in, and the whole entry of a table moving to another namespace."""
+    if op.get("op") not in ("update_table", "rename_table", "drop_table"):
+        return
+    entry = state.tables.get(op.get("id", ""))
+    if entry is None:
+        return
+    op["from_ns_id"] = state.namespace_id_of_table(entry)
+    if op["op"] == "rename_table" and path_key(tuple(op["namespace"])) != path_key(entry.namespace):
+        op["entry"] = asdict(entry)

@@ -33,14 +33,17 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+from arco import metrics
+from arco.catalog import log as catalog_log
+from arco.catalog import snapshots
 from arco.catalog import state as rules
 from arco.catalog.audit import audit_names
 from arco.catalog.errors import ConflictError, NotFoundError
-from arco.catalog import log as catalog_log
 from arco.catalog.log import CatalogLog
+from arco.catalog.snapshots import SnapshotFiles
 from arco.catalog.state import CatalogState, Operation
 from arco.catalog.system import check_writable
-from arco import metrics
+from arco.catalog.table_index import MAX_LOADED_TABLES
 from arco.events.receipts import catalog_event, catalog_receipt_key, write_receipt
 from arco.storage.base import StorageBackend, StorageError
 
@@ -58,10 +61,12 @@ T = TypeVar("T")
 
 
 class CatalogStore:
-    def __init__(self, storage: StorageBackend) -> None:
+    def __init__(self, storage: StorageBackend, max_loaded_tables: int = MAX_LOADED_TABLES) -> None:
         self.storage = storage
         self.log = CatalogLog(storage)
-        self._state = CatalogState(storage.url)
+        self.files = SnapshotFiles(storage)
+        self.max_loaded_tables = max_loaded_tables  # tables kept in memory (the rest are read again when asked for)
+        self._state = CatalogState(storage.url, self.files, max_loaded_tables)
         self._snapshot_seq = 0
         self._manifest_checked = False
         self._apply_lock = threading.RLock()  # guards the state; held while applying and while reading it
@@ -119,20 +124,32 @@ class CatalogStore:
     def _catch_up(self) -> bool:
         """Apply what the log has beyond this process's state; whether anything was."""
         changed = False
+        rebase_to = 0
         with self._apply_lock:
             if not self._manifest_checked or self.log.manifest_is_due():
                 manifest = self.log.read_manifest()
                 self._manifest_checked = True
-                if manifest.snapshot_seq > self._state.seq:
-                    self._state = CatalogState.from_snapshot(self.log.read_snapshot(manifest.snapshot_seq), self.storage.url)
+                far_behind = manifest.snapshot_seq > self._state.seq + catalog_log.SNAPSHOT_EVERY
+                if manifest.snapshot_seq > self._state.seq and (far_behind or self._state.seq == 0):
+                    self._state = CatalogState.from_snapshot(self.log.read_snapshot(manifest.snapshot_seq),
+                                                             self.storage.url, self.files, self.max_loaded_tables)
                     changed = True
+                elif manifest.snapshot_seq > self._snapshot_seq:
+                    rebase_to = manifest.snapshot_seq  # once the state has reached it
                 self._snapshot_seq = max(self._snapshot_seq, manifest.snapshot_seq)
             while True:
                 entry = self.log.read_entry(self._state.seq + 1)
                 if entry is None:
-                    return changed
+                    break
                 rules.apply(self._state, entry, self._state.seq + 1)
                 changed = True
+            if rebase_to and self._state.seq >= rebase_to:
+                # Another process stored a snapshot this state has reached: start the tables from its files, so
+                # the operations kept for chunks not in memory stay few.
+                root = self.log.read_snapshot(rebase_to)
+                if "chunks" in root:
+                    self._state.tables.rebase(root["chunks"], root["ids"], rebase_to)
+            return changed
 
     @contextmanager
     def read(self) -> Iterator[CatalogState]:
@@ -211,6 +228,7 @@ class CatalogStore:
                         op["source"] = source
                     check_writable(self._state, op, principal)
                     rules.check(self._state, op)
+                    rules.annotate(self._state, op)
                     # Named now, from the state the operation lands on: after a drop, its ids name nothing.
                     op["audit"] = audit_names(self._state, op)
                     seq = self._state.seq + 1
@@ -232,8 +250,14 @@ class CatalogStore:
         raise ConflictError("the catalog is changing too fast to apply this change; retry")
 
     def _maybe_snapshot(self) -> None:
-        threshold = max(catalog_log.SNAPSHOT_EVERY, len(self._state.tables) // 64)
+        """Every ``SNAPSHOT_EVERY`` entries at least, and more when the changed namespaces are big, so that
+        rewriting them stays a small share of the work: store a snapshot of what changed."""
+        if self._state.seq - self._snapshot_seq < catalog_log.SNAPSHOT_EVERY:
+            return
+        threshold = max(catalog_log.SNAPSHOT_EVERY, snapshots.dirty_table_count(self._state.tables) // 64)
         if self._state.seq - self._snapshot_seq < threshold:
             return
-        self.log.write_snapshot(self._state.to_snapshot())
-        self._snapshot_seq = self._state.seq
+        prepared = snapshots.prepare(self._state)
+        snapshots.write(self.log, prepared)
+        self._state.tables.rebase(prepared.chunks, prepared.ids, prepared.seq)
+        self._snapshot_seq = prepared.seq

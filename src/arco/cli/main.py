@@ -92,6 +92,10 @@ def cli() -> None:
               help="Reads (GET, HEAD) may answer from what this server checked at most this many milliseconds "
                    "before they arrived: another server's commit or catalog change shows within this window. "
                    "0 checks storage on every read. A server's own writes always show at once on it.")
+@click.option("--catalog-cache-tables", "catalog_cache_tables", envvar="ARCO_CATALOG_CACHE_TABLES", show_envvar=True,
+              default=200_000, show_default=True, type=click.IntRange(1),
+              help="Tables of the catalog this server keeps in memory, namespace by namespace (about 1-2 KB "
+                   "each); beyond it the least recently used namespaces are read from storage again when asked for.")
 @click.option("--recipient-token-lifetime", "recipient_token_lifetime_s", envvar="ARCO_RECIPIENT_TOKEN_LIFETIME",
               show_envvar=True, default=None, type=click.IntRange(60),
               help="Seconds a new Delta Sharing recipient token stays valid (its profile's expirationTime) "
@@ -102,7 +106,8 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
           vending_sts_endpoint: str | None, vending_lifetime_s: int, vending_azure_sas_scope: str,
           vending_gcs_credentials_file: str | None, async_manifests: int, tasks_per_chunk: int,
           plan_lifetime_s: int, plan_heartbeat_timeout_s: float, external_url: str | None,
-          sharing_url_lifetime_s: int, read_freshness_ms: int, recipient_token_lifetime_s: int | None) -> None:
+          sharing_url_lifetime_s: int, read_freshness_ms: int, recipient_token_lifetime_s: int | None,
+          catalog_cache_tables: int) -> None:
     """Serve the Iceberg REST, Unity Catalog and Delta Sharing APIs for a warehouse.
 
     The first start on a warehouse prints the bootstrap admin token (once; ARCO_ADMIN_TOKEN sets your own), then
@@ -129,6 +134,7 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
             workers=workers, idempotency_in_progress_timeout_s=in_progress_timeout,
             idempotency_key_lifetime_s=max(3600, in_progress_timeout), max_body_bytes=max_body_bytes,
             access_log=access_log, metrics_public=metrics_public, read_freshness_ms=read_freshness_ms,
+            catalog_cache_tables=catalog_cache_tables,
             vending_s3_role_arn=vending_s3_role_arn or None,
             vending_sts_endpoint=vending_sts_endpoint or None, vending_lifetime_s=vending_lifetime_s,
             vending_azure_sas_scope=vending_azure_sas_scope,

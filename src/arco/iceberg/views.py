@@ -31,7 +31,7 @@ from arco.auth.principals import Principal
 from arco.auth.subjects import subject_of
 from arco.catalog import locations
 from arco.catalog.errors import TableNotFound
-from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry, name_key, path_key
+from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.names import check_name
 from arco.catalog.state import CatalogState, dotted
 from arco.catalog.store import CatalogStore
@@ -100,8 +100,7 @@ def _iceberg_view(state: CatalogState, catalog: CatalogEntry, namespace: Namespa
 
 
 def _taken(state: CatalogState, catalog_id: str, namespace: NamespacePath, name: str) -> TableEntry | None:
-    found = state.tables_in.get((catalog_id, path_key(namespace)), {}).get(name_key(name))
-    return state.tables[found] if found is not None else None
+    return state.table_or_none(catalog_id, namespace, name)
 
 
 def refuse_taken(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> None:

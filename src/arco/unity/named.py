@@ -96,10 +96,9 @@ def _location_fields(body: dict[str, Any], creating: bool, state: CatalogState, 
         # Overlap is about storage, which every metastore of the warehouse shares: checked across all of them.
         url = locations.check_external_location_url(state, body.get("url"), state.warehouse_url,
                                                     exclude_id=old.id if old is not None else None)
-        for table in state.tables.values():
-            if not table.managed and table.location and within(url, locations.canonical(table.location)) \
-                    and url != locations.canonical(table.location):
-                raise invalid(f"url {url} is inside the external table {table.name}'s location {table.location}")
+        for name, location in state.tables.external.values():
+            if within(url, locations.canonical(location)) and url != locations.canonical(location):
+                raise invalid(f"url {url} is inside the external table {name}'s location {location}")
         fields["url"] = url
     if creating or body.get("credential_name") is not None:
         credential = body.get("credential_name")
@@ -128,8 +127,8 @@ def _credential_in_use(state: CatalogState, entry: SecurableEntry) -> str | None
 
 def _location_in_use(state: CatalogState, entry: SecurableEntry) -> str | None:
     url = locations.canonical(entry.fields["url"])
-    tables = [t.name for t in state.tables.values() if not t.managed and t.location
-              and within(locations.canonical(t.location), url)]
+    tables = [name for name, location in state.tables.external.values()
+              if within(locations.canonical(location), url)]
     volumes = [v.name.rsplit(".", 1)[-1] for v in state.securables_in_every_metastore("volume")
                if v.fields.get("volume_type") == "EXTERNAL" and v.fields.get("storage_location")
                and within(locations.canonical(v.fields["storage_location"]), url)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
@@ -285,7 +286,14 @@ def test_eight_writers_increment_a_counter_without_losing_an_update(
     storage: StorageBackend, storage_target: StorageTarget
 ) -> None:
     storage.put("race/counter", counter_bytes(0))
-    conflicts = race(storage_target, _increment, 8, 50)
+    # Writers that are threads of this process (the in-memory backend) switch only every few milliseconds, long
+    # enough for one to finish all its increments alone: switch as often as possible so that they interleave.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        conflicts = race(storage_target, _increment, 8, 50)
+    finally:
+        sys.setswitchinterval(interval)
     assert orjson.loads(storage.get("race/counter").data)["n"] == 400
     assert sum(conflicts) > 0, "the writers never contended; the race proves nothing"
 

