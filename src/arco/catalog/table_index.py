@@ -34,6 +34,7 @@ MAX_LOADED_TABLES = 200_000
 # The id index is split into 16**k buckets by the first k hex digits of the id, k chosen per snapshot so that a
 # bucket holds about this many ids at most: a snapshot rewrites only the buckets its changes touched.
 IDS_PER_BUCKET = 1024
+MAX_LOADED_ID_BUCKETS = 1024  # id buckets kept in memory (about 1,000 ids each)
 
 
 class ChunkSource(Protocol):
@@ -261,10 +262,13 @@ class TableIndex:
         return {i: ns for i, ns in rows.items() if ns in self.chunks}
 
     def _bucket_file(self, bucket: str) -> dict[str, str]:
-        if bucket not in self._id_loaded:
+        found = self._id_loaded.get(bucket)
+        if found is None:
             key = self.id_base.get(bucket)
-            self._id_loaded[bucket] = dict(self.source.read_id_bucket(key)) if key and self.source else {}
-        return self._id_loaded[bucket]
+            found = self._id_loaded[bucket] = dict(self.source.read_id_bucket(key)) if key and self.source else {}
+            if len(self._id_loaded) > MAX_LOADED_ID_BUCKETS:  # files never change: the oldest read goes first
+                del self._id_loaded[next(iter(self._id_loaded))]
+        return found
 
     def _all_ids(self) -> dict[str, str]:
         buckets = set(self.id_base) | {bucket_of(i, self.id_digits) for i in self._id_changes}

@@ -19,6 +19,7 @@ import pytest
 from arco.catalog import log as catalog_log
 from arco.catalog import snapshots
 from arco.catalog import state as rules
+from arco.catalog import table_index
 from arco.catalog.errors import CatalogError
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
@@ -104,6 +105,10 @@ def test_every_reader_agrees_with_the_replay_oracle(tmp_path: Path, monkeypatch:
                                                     seed: int) -> None:
     monkeypatch.setattr(catalog_log, "SNAPSHOT_EVERY", 16)
     monkeypatch.setattr(catalog_log, "MANIFEST_RECHECK_S", 0.0)  # readers look for a newer snapshot every time
+    # Small id buckets, so the index is split again as it grows (1 bucket, then 16, then 256), and few of them
+    # kept in memory, so they are read again and again.
+    monkeypatch.setattr(table_index, "IDS_PER_BUCKET", 4)
+    monkeypatch.setattr(table_index, "MAX_LOADED_ID_BUCKETS", 2)
     root = str(tmp_path)
     work = Workload(CatalogStore(LocalBackend(root)), seed)
     long_lived = CatalogStore(LocalBackend(root), max_loaded_tables=5)  # most chunks leave memory once read
@@ -132,6 +137,7 @@ def test_every_reader_agrees_with_the_replay_oracle(tmp_path: Path, monkeypatch:
             assert _view(state) == expected, f"the follower after round {round_}"
             assert _ids_view(state, work.ids) == expected_ids
     assert catalog_log.CatalogLog(LocalBackend(root)).read_manifest().snapshot_seq > 0
+    assert work.store._state.tables.id_digits == 2
     assert len(set(rebased)) > 5 and len(states) <= 2  # the base moved forward many times, the state stayed
     # The long-lived reader never kept more than a few chunks in memory, nor the operations a snapshot covers.
     index = long_lived._state.tables
