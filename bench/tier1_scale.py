@@ -1,0 +1,400 @@
+"""Tier 1 at a million tables, through HTTP: what a new ``arco serve`` pays and holds, and what creates cost.
+
+The local-directory warehouse is built through a bulk path, not a million requests: a server creates the
+namespaces and a few real Iceberg tables (PyIceberg), then this process fills every namespace with synthetic table
+entries in one chunked snapshot written directly, as a writer would have stored it (a chunk file per namespace, the
+id index in buckets, the root: :mod:`arco.catalog.snapshots`). The synthetic tables have no Iceberg metadata, so
+only the real ones are loaded. Then, through new servers:
+
+  start          a new server on the big warehouse: from process start until it answers /health (polled every 0.1 s)
+  first load     its first loadTable of a real table through PyIceberg's RestCatalog (its config request, then
+                 load_table), and a second new server's first request, a plain GET of a real table (goal <= 3 s)
+  memory         the first server's VmRSS after the first load, after the listing and after the creates
+                 (goal <= 1 GB)
+  list           GET .../namespaces/{ns}/tables?pageSize=1000 of a namespace this server has not read: the first,
+                 then the median of again (goal <= 50 ms)
+  create         PyIceberg create_table in the big warehouse next to one in an empty warehouse (the catalog and one
+                 namespace), each through its own server, interleaved: medians and their ratio (goal <= 2x)
+  concurrent     creates/s (REST POST) from 1, 4 and 16 client processes each in its own namespace, and from 4 and
+                 16 in one namespace, all through the first server: ratios to one client's rate (goal: own
+                 namespaces scale with clients; one namespace never below one client), and the server's CPU
+                 time over each run's duration (1.00 cores: one interpreter is saturated)
+
+    .venv/bin/python bench/tier1_scale.py [--tables 1000000] [--namespaces 1000] [--creates 30] [--seconds 5]
+    .venv/bin/python bench/tier1_scale.py --small     # 20,000 tables in 100 namespaces, to try it quickly
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, StringType
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from arco.catalog import snapshots, table_index
+from arco.catalog.log import CatalogLog, snapshot_key
+from arco.catalog.model import NamespaceEntry
+from arco.catalog.store import CatalogStore
+from arco.storage.local import LocalBackend
+from support.arco_server import RunningServer, arco_server, start_server
+from support.net import stop
+
+TOKEN = "bench-token"
+HEADERS = {"Authorization": f"Bearer {TOKEN}"}
+SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "city", StringType(), required=False))
+REST_SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "x", "required": False, "type": "long"}]}
+REAL_TABLES = 4  # namespaces ns0000.. get one real Iceberg table each, named "real"
+WARMUP = 3
+LIST_ROUNDS = 50
+GB = 1024.0
+_fork = multiprocessing.get_context("fork")
+
+
+def ns_name(n: int) -> str:
+    return f"ns{n:04d}"
+
+
+def p90(samples: list[float]) -> float:
+    return statistics.quantiles(samples, n=10)[-1] if len(samples) > 1 else samples[0]
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def catalog_of(server: RunningServer) -> RestCatalog:
+    return RestCatalog(f"arco-{uuid.uuid4().hex[:6]}", uri=server.iceberg_uri, warehouse="main", token=TOKEN)
+
+
+def prefix_url(server: RunningServer) -> str:
+    config = httpx.get(f"{server.iceberg_uri}/v1/config?warehouse=main", headers=HEADERS, timeout=60)
+    config.raise_for_status()
+    return f"{server.iceberg_uri}/v1/{config.json()['overrides']['prefix']}"
+
+
+def timed_start(warehouse: Path, workdir: Path) -> tuple[RunningServer, float]:
+    started = time.perf_counter()
+    server = start_server(warehouse, workdir, admin_token=TOKEN)
+    return server, time.perf_counter() - started
+
+
+# -- building ------------------------------------------------------------------------------------------------
+
+
+def create_namespaces(warehouse: Path, workdir: Path, namespaces: int) -> str:
+    """The namespaces over HTTP, and a real Iceberg table in each of the first few; the path of the catalog main's
+    Iceberg routes (``/iceberg/v1/{prefix}``)."""
+    with arco_server(warehouse, workdir, admin_token=TOKEN) as server, \
+            httpx.Client(base_url=prefix_url(server), headers=HEADERS, timeout=60) as http:
+        started = time.perf_counter()
+        for n in range(namespaces):
+            http.post("/namespaces", json={"namespace": [ns_name(n)]}).raise_for_status()
+            if (n + 1) % max(1, namespaces // 5) == 0:
+                print(f"  {n + 1:,}/{namespaces:,} namespaces over HTTP ({time.perf_counter() - started:.0f} s)",
+                      flush=True)
+        catalog = catalog_of(server)
+        for n in range(min(REAL_TABLES, namespaces)):
+            catalog.create_table((ns_name(n), "real"), SCHEMA)
+        return str(http.base_url).removeprefix(server.base_url).rstrip("/")
+
+
+def synthetic_rows(namespace: NamespaceEntry, storage_root: str, count: int, at_ms: int) -> list[dict[str, Any]]:
+    """``count`` table entries with exactly :class:`TableEntry`'s fields, as the admin's tables have them."""
+    rows = []
+    for i in range(count):
+        table_id, name = str(uuid.uuid4()), f"t{i:06d}"
+        rows.append({"id": table_id, "catalog_id": namespace.catalog_id, "namespace": list(namespace.path),
+                     "name": name, "kind": "TABLE", "format": "ICEBERG",
+                     "location": f"{storage_root}/{'/'.join(namespace.path)}/{name}-{table_id.replace('-', '')}",
+                     "owner": "admin", "managed": True, "comment": None, "properties": {}, "created_at_ms": at_ms,
+                     "updated_at_ms": at_ms, "created_by": "admin", "updated_by": "admin", "columns": [],
+                     "view_definition": None, "storage_credential_name": None})
+    return rows
+
+
+def write_snapshot(warehouse: Path, tables: int) -> None:
+    """Fill every namespace of ``main`` to ``tables`` in all, keeping its real tables, in one chunked snapshot at
+    the log's current position (replacing the root a server may have stored there)."""
+    storage = LocalBackend(str(warehouse), fsync=False)
+    with CatalogStore(storage).read() as state:
+        root, seq = state.root_snapshot(), state.seq
+        catalog = state.catalog("main")
+        namespaces = sorted((ns for ns in state.namespaces.values() if ns.catalog_id == catalog.id),
+                            key=lambda ns: ns.path)
+        real = {ns.id: [asdict(t) for t in state.tables_of(catalog.id, ns.path)] for ns in namespaces}
+    per_namespace, extra = divmod(tables, len(namespaces))
+    digits = table_index.bucket_digits(tables)
+    at_ms = int(time.time() * 1000)
+
+    def write_chunk(n: int) -> tuple[str, dict[str, Any], dict[str, str]]:
+        ns = namespaces[n]
+        rows = real[ns.id]
+        rows += synthetic_rows(ns, catalog.storage_root, per_namespace + (n < extra) - len(rows), at_ms)
+        rows.sort(key=lambda row: row["name"].casefold())
+        key = snapshots.chunk_key(ns.id, seq)
+        storage.put(key, orjson.dumps({"seq": seq, "ns_id": ns.id, "tables": rows}))
+        return ns.id, {"key": key, "count": len(rows)}, {row["id"]: ns.id for row in rows}
+
+    chunks: dict[str, dict[str, Any]] = {}
+    buckets: dict[str, dict[str, str]] = {}
+    started = time.perf_counter()
+    with ThreadPoolExecutor(8) as pool:
+        for done, (ns_id, ref, ids) in enumerate(pool.map(write_chunk, range(len(namespaces))), 1):
+            chunks[ns_id] = ref
+            for table_id, owner_ns in ids.items():
+                buckets.setdefault(table_index.bucket_of(table_id, digits), {})[table_id] = owner_ns
+            if done % max(1, len(namespaces) // 10) == 0:
+                print(f"  {done * tables // len(namespaces):,}/{tables:,} tables in chunk files "
+                      f"({time.perf_counter() - started:.0f} s)", flush=True)
+
+        def write_bucket(item: tuple[str, dict[str, str]]) -> tuple[str, str]:
+            key = snapshots.id_bucket_key(digits, item[0], seq)
+            storage.put(key, orjson.dumps({"seq": seq, "ids": item[1]}))
+            return item[0], key
+
+        bucket_keys = dict(pool.map(write_bucket, buckets.items()))
+    print(f"  {len(bucket_keys):,} id buckets ({time.perf_counter() - started:.0f} s)", flush=True)
+    if storage.head(snapshot_key(seq)) is not None:
+        storage.delete(snapshot_key(seq))
+    log = CatalogLog(storage)
+    log.write_snapshot({**root, "format": snapshots.FORMAT, "chunks": chunks,
+                        "ids": {"digits": digits, "buckets": bucket_keys}, "external": {}})
+    assert log.read_manifest().snapshot_seq == seq, "the manifest did not move to the bulk snapshot"
+
+
+# -- measuring -----------------------------------------------------------------------------------------------
+
+
+def first_get(warehouse: Path, workdir: Path, prefix: str) -> float:
+    """A new server's first request: a plain GET of a real table (seconds)."""
+    server, _ = timed_start(warehouse, workdir)
+    try:
+        started = time.perf_counter()
+        response = httpx.get(f"{server.base_url}{prefix}/namespaces/{ns_name(1)}/tables/real", headers=HEADERS,
+                             timeout=60)
+        elapsed = time.perf_counter() - started
+        response.raise_for_status()
+        return elapsed
+    finally:
+        stop(server.process)
+
+
+def list_page(http: httpx.Client, namespace: str, expected: int) -> float:
+    started = time.perf_counter()
+    response = http.get(f"/namespaces/{namespace}/tables", params={"pageSize": 1000})
+    elapsed = time.perf_counter() - started
+    response.raise_for_status()
+    assert len(response.json()["identifiers"]) == expected, response.text[:200]
+    return elapsed
+
+
+def timed_creates(ops: dict[str, Callable[[int], object]], rounds: int) -> dict[str, list[float]]:
+    """``rounds`` calls of each op, interleaved (a, b, a, b, ...), after a few unmeasured ones (seconds)."""
+    results: dict[str, list[float]] = {name: [] for name in ops}
+    for i in range(-WARMUP, rounds):
+        for name, op in ops.items():
+            started = time.perf_counter()
+            op(i)
+            if i >= 0:
+                results[name].append(time.perf_counter() - started)
+    return results
+
+
+def creator(prefix: str, namespace: str, tag: str, seconds: float, barrier: Any, results: Any) -> None:
+    """Create tables in ``namespace`` until the deadline; report how many were acknowledged, and failures."""
+    acked = failed = 0
+    with httpx.Client(base_url=prefix, timeout=120, headers=HEADERS) as http:
+        barrier.wait(120)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            response = http.post(f"/namespaces/{namespace}/tables",
+                                 json={"name": f"{tag}_{acked + failed}", "schema": REST_SCHEMA})
+            if response.status_code == 200:
+                acked += 1
+            else:
+                failed += 1
+    results.put((acked, failed))
+
+
+@dataclass(frozen=True)
+class Rate:
+    per_s: float  # acknowledged creates per second
+    failed: int  # requests not answered 200
+    server_cores: float  # the server's CPU time over the run's duration
+
+
+def create_rate(prefix: str, namespaces: list[str], seconds: float, server_pid: int) -> Rate:
+    """Creates/s of one client process per entry of ``namespaces``, all through the server ``server_pid``."""
+    barrier, results = _fork.Barrier(len(namespaces) + 1), _fork.Queue()
+    procs = [_fork.Process(target=creator, args=(prefix, ns, f"c{uuid.uuid4().hex[:8]}", seconds, barrier, results))
+             for ns in namespaces]
+    for proc in procs:
+        proc.start()
+    barrier.wait(120)
+    started, cpu = time.monotonic(), cpu_seconds(server_pid)
+    reports = [results.get(timeout=seconds + 300) for _ in procs]
+    elapsed, cpu = time.monotonic() - started, cpu_seconds(server_pid) - cpu
+    for proc in procs:
+        proc.join(60)
+    return Rate(sum(acked for acked, _ in reports) / elapsed, sum(failed for _, failed in reports), cpu / elapsed)
+
+
+@dataclass
+class Figure:
+    label: str
+    value: str
+    goal: str = ""
+    met: bool | None = None
+
+    def row(self) -> str:
+        verdict = "" if self.met is None else ("ok" if self.met else "MISSED")
+        return f"  {self.label:<44} {self.value:>22}   {self.goal:<24} {verdict}"
+
+
+def measure(big: Path, empty: Path, workdir: Path, prefix_path: str, namespaces: int, listed_count: int,
+            creates: int, seconds: float) -> list[Figure]:
+    print("a new server's first request: GET of a real table ...", flush=True)
+    get_first = first_get(big, workdir, prefix_path)
+
+    print("a new server: start, first loadTable through PyIceberg, listing, memory ...", flush=True)
+    server, to_health = timed_start(big, workdir)
+    try:
+        pid = server.process.pid
+        started = time.perf_counter()
+        catalog = catalog_of(server)
+        config = time.perf_counter() - started
+        loaded = time.perf_counter()
+        catalog.load_table((ns_name(0), "real"))
+        load = time.perf_counter() - loaded
+        first = config + load
+        rss_first = rss_mb(pid)
+        prefix = f"{server.base_url}{prefix_path}"
+        with httpx.Client(base_url=prefix, headers=HEADERS, timeout=60) as http:
+            listed = ns_name(namespaces // 2)
+            list_cold = list_page(http, listed, listed_count)
+            list_warm = [list_page(http, listed, listed_count) for _ in range(LIST_ROUNDS)]
+        rss_listed = rss_mb(pid)
+
+        print(f"create: {creates} in the big warehouse and {creates} in an empty one, interleaved ...", flush=True)
+        with arco_server(empty, workdir, admin_token=TOKEN) as peer:
+            empty_catalog = catalog_of(peer)
+            empty_catalog.create_namespace(ns_name(0))
+            times = timed_creates({
+                "big": lambda i: catalog.create_table((ns_name(namespaces // 3), f"new{i + WARMUP}"), SCHEMA),
+                "empty": lambda i: empty_catalog.create_table((ns_name(0), f"new{i + WARMUP}"), SCHEMA),
+            }, creates)
+
+        own = [ns_name(REAL_TABLES + (namespaces - 1 - REAL_TABLES) * k // 16) for k in range(16)]
+        shared = ns_name(namespaces - 1)
+        rates: dict[str, Rate] = {}
+        for label, spaces in (("1 client", own[:1]), ("4 clients, own namespaces", own[:4]),
+                              ("16 clients, own namespaces", own), ("4 clients, one namespace", [shared] * 4),
+                              ("16 clients, one namespace", [shared] * 16)):
+            print(f"concurrent creates: {label}, {seconds:.0f} s ...", flush=True)
+            rates[label] = create_rate(prefix, spaces, seconds, pid)
+        rss_end = rss_mb(pid)
+    finally:
+        stop(server.process)
+
+    figures = [
+        Figure("new server: process start to /health", f"{to_health:.2f} s"),
+        Figure("first loadTable, PyIceberg (config + load)", f"{first * 1000:.0f} ms", "<= 3,000 ms", first <= 3),
+        Figure("  of which the config request", f"{config * 1000:.0f} ms"),
+        Figure("  of which load_table", f"{load * 1000:.0f} ms"),
+        Figure("first loadTable, plain GET (another server)", f"{get_first * 1000:.0f} ms", "<= 3,000 ms",
+               get_first <= 3.0),
+        Figure("process start to first loadTable answered", f"{to_health + first:.2f} s"),
+        Figure("resident memory after the first load", f"{rss_first:.0f} MB", "<= 1,024 MB", rss_first <= GB),
+        Figure("resident memory after the listing", f"{rss_listed:.0f} MB", "<= 1,024 MB", rss_listed <= GB),
+        Figure("resident memory after the creates", f"{rss_end:.0f} MB", "<= 1,024 MB", rss_end <= GB),
+        Figure(f"list {listed_count:,} tables, first (cold)", f"{list_cold * 1000:.1f} ms", "<= 50 ms", list_cold <= 0.05),
+        Figure(f"list {listed_count:,} tables, again (median; p90 of {LIST_ROUNDS})",
+               f"{statistics.median(list_warm) * 1000:.1f}; {p90(list_warm) * 1000:.1f} ms", "<= 50 ms",
+               statistics.median(list_warm) <= 0.05),
+    ]
+    big_p50, empty_p50 = statistics.median(times["big"]), statistics.median(times["empty"])
+    figures += [
+        Figure(f"create, big warehouse (median; p90 of {creates})",
+               f"{big_p50 * 1000:.1f}; {p90(times['big']) * 1000:.1f} ms"),
+        Figure(f"create, empty warehouse (median; p90 of {creates})",
+               f"{empty_p50 * 1000:.1f}; {p90(times['empty']) * 1000:.1f} ms"),
+        Figure("create, big / empty (medians)", f"{big_p50 / empty_p50:.2f}x", "<= 2.00x", big_p50 / empty_p50 <= 2),
+    ]
+    one = rates["1 client"].per_s
+    previous = 1.0
+    for label, rate in rates.items():
+        ratio = rate.per_s / one
+        value = f"{rate.per_s:.1f}/s" if label == "1 client" else f"{rate.per_s:.1f}/s = {ratio:.2f}x"
+        if rate.failed:
+            value += f", {rate.failed} failed"
+        if label == "1 client":
+            figures.append(Figure(f"creates/s, {label}", value))
+        elif "own" in label:
+            figures.append(Figure(f"creates/s, {label}", value, f"> {previous:.2f}x (rising)", ratio > previous))
+            previous = ratio
+        else:
+            figures.append(Figure(f"creates/s, {label}", value, ">= 1.00x", ratio >= 1.0))
+    figures += [Figure(f"  server CPU, {label}", f"{rate.server_cores:.2f} cores") for label, rate in rates.items()]
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tables", type=int, default=1_000_000)
+    parser.add_argument("--namespaces", type=int, default=1000)
+    parser.add_argument("--creates", type=int, default=30, help="measured creates per warehouse")
+    parser.add_argument("--seconds", type=float, default=5.0, help="per concurrent-create run")
+    parser.add_argument("--small", action="store_true", help="20,000 tables in 100 namespaces")
+    args = parser.parse_args()
+    if args.small:
+        args.tables, args.namespaces = 20_000, 100
+    if args.namespaces < 17 + REAL_TABLES or args.tables < args.namespaces:
+        parser.error(f"needs at least {17 + REAL_TABLES} namespaces and a table in each")
+    with tempfile.TemporaryDirectory(prefix="arco-tier1-scale-") as tmp:
+        workdir = Path(tmp)
+        big, empty = workdir / "big", workdir / "empty"
+        print(f"building {args.tables:,} tables in {args.namespaces:,} namespaces ...", flush=True)
+        started = time.perf_counter()
+        prefix_path = create_namespaces(big, workdir, args.namespaces)
+        write_snapshot(big, args.tables)
+        built = time.perf_counter() - started
+        print(f"built in {built:.0f} s", flush=True)
+        per_namespace, extra = divmod(args.tables, args.namespaces)
+        listed_count = min(1000, per_namespace + (args.namespaces // 2 < extra))  # the listed namespace's page
+        figures = measure(big, empty, workdir, prefix_path, args.namespaces, listed_count, args.creates,
+                          args.seconds)
+    print(f"\nTier 1 at {args.tables:,} tables in {args.namespaces:,} namespaces (local directory, built in "
+          f"{built:.0f} s), through arco serve")
+    print(f"  {'figure':<44} {'value':>22}   {'goal':<24}")
+    for figure in figures:
+        print(figure.row())
+
+
+if __name__ == "__main__":
+    main()
