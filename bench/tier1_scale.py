@@ -35,20 +35,18 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
-import orjson
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from arco.catalog import snapshots, table_index
+from arco.catalog import snapshots
 from arco.catalog.log import CatalogLog, snapshot_key
 from arco.catalog.model import NamespaceEntry
 from arco.catalog.store import CatalogStore
@@ -149,42 +147,26 @@ def write_snapshot(warehouse: Path, tables: int) -> None:
                             key=lambda ns: ns.path)
         real = {ns.id: [asdict(t) for t in state.tables_of(catalog.id, ns.path)] for ns in namespaces}
     per_namespace, extra = divmod(tables, len(namespaces))
-    digits = table_index.bucket_digits(tables)
+    position = {ns.id: n for n, ns in enumerate(namespaces)}
+    by_id = {ns.id: ns for ns in namespaces}
     at_ms = int(time.time() * 1000)
-
-    def write_chunk(n: int) -> tuple[str, dict[str, Any], dict[str, str]]:
-        ns = namespaces[n]
-        rows = real[ns.id]
-        rows += synthetic_rows(ns, catalog.storage_root, per_namespace + (n < extra) - len(rows), at_ms)
-        rows.sort(key=lambda row: row["name"].casefold())
-        key = snapshots.chunk_key(ns.id, seq)
-        storage.put(key, orjson.dumps({"seq": seq, "ns_id": ns.id, "tables": rows}))
-        return ns.id, {"key": key, "count": len(rows)}, {row["id"]: ns.id for row in rows}
-
-    chunks: dict[str, dict[str, Any]] = {}
-    buckets: dict[str, dict[str, str]] = {}
     started = time.perf_counter()
-    with ThreadPoolExecutor(8) as pool:
-        for done, (ns_id, ref, ids) in enumerate(pool.map(write_chunk, range(len(namespaces))), 1):
-            chunks[ns_id] = ref
-            for table_id, owner_ns in ids.items():
-                buckets.setdefault(table_index.bucket_of(table_id, digits), {})[table_id] = owner_ns
-            if done % max(1, len(namespaces) // 10) == 0:
-                print(f"  {done * tables // len(namespaces):,}/{tables:,} tables in chunk files "
-                      f"({time.perf_counter() - started:.0f} s)", flush=True)
 
-        def write_bucket(item: tuple[str, dict[str, str]]) -> tuple[str, str]:
-            key = snapshots.id_bucket_key(digits, item[0], seq)
-            storage.put(key, orjson.dumps({"seq": seq, "ids": item[1]}))
-            return item[0], key
+    def rows_of(ns_id: str) -> list[dict[str, Any]]:
+        rows = real[ns_id]
+        count = per_namespace + (position[ns_id] < extra) - len(rows)
+        return rows + synthetic_rows(by_id[ns_id], catalog.storage_root, count, at_ms)
 
-        bucket_keys = dict(pool.map(write_bucket, buckets.items()))
-    print(f"  {len(bucket_keys):,} id buckets ({time.perf_counter() - started:.0f} s)", flush=True)
+    def progress(done: int, written: int) -> None:
+        if done % max(1, len(namespaces) // 10) == 0:
+            print(f"  {written:,}/{tables:,} tables in chunk files ({time.perf_counter() - started:.0f} s)",
+                  flush=True)
+
     if storage.head(snapshot_key(seq)) is not None:
         storage.delete(snapshot_key(seq))
     log = CatalogLog(storage)
-    log.write_snapshot({**root, "format": snapshots.FORMAT, "chunks": chunks,
-                        "ids": {"digits": digits, "buckets": bucket_keys}, "external": {}})
+    snapshots.write_bulk(log, root, [ns.id for ns in namespaces], rows_of, progress)
+    print(f"  chunks, id buckets and root written ({time.perf_counter() - started:.0f} s)", flush=True)
     assert log.read_manifest().snapshot_seq == seq, "the manifest did not move to the bulk snapshot"
 
 

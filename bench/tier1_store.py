@@ -29,10 +29,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from arco.catalog import snapshots, table_index
-from arco.catalog.log import CatalogLog
+from arco.catalog import snapshots
 from arco.catalog.store import CatalogStore
 from arco.storage.local import LocalBackend
 
@@ -52,7 +49,7 @@ def _admin(store: CatalogStore, build: Any) -> dict[str, Any]:
 
 
 def build_warehouse(root: Path, namespaces: int, per_namespace: int) -> None:
-    """Namespaces through the store, then every table in one chunked snapshot written directly."""
+    """Namespaces through the store, then every table in one chunked snapshot written directly (the bulk path)."""
     store = CatalogStore(LocalBackend(str(root)))
     _admin(store, lambda s: {"op": "create_catalog", "id": CATALOG, "name": "main",
                              "storage_root": f"file://{root}/main", "owner": "admin"})
@@ -60,14 +57,11 @@ def build_warehouse(root: Path, namespaces: int, per_namespace: int) -> None:
         _admin(store, lambda s, n=n: {"op": "create_namespace", "id": f"ns-{n:05d}", "catalog_id": CATALOG,
                                       "path": [f"db{n}"], "owner": "admin"})
     with store.read() as state:
-        root_snapshot, seq = state.root_snapshot(), state.seq
-    storage = LocalBackend(str(root))
-    digits = table_index.bucket_digits(namespaces * per_namespace)
-    chunks: dict[str, dict[str, Any]] = {}
-    buckets: dict[str, dict[str, str]] = {}
+        root_snapshot = state.root_snapshot()
     started = time.perf_counter()
-    for n in range(namespaces):
-        ns_id, rows = f"ns-{n:05d}", []
+
+    def rows_of(ns_id: str) -> list[dict[str, Any]]:
+        n, rows = int(ns_id.removeprefix("ns-")), []
         for i in range(per_namespace):
             table_id, name = str(uuid.uuid4()), f"t{i:06d}"
             rows.append({"id": table_id, "catalog_id": CATALOG, "namespace": [f"db{n}"], "name": name,
@@ -76,18 +70,13 @@ def build_warehouse(root: Path, namespaces: int, per_namespace: int) -> None:
                          "comment": None, "properties": {}, "created_at_ms": 1, "updated_at_ms": 1,
                          "created_by": "admin", "updated_by": "admin", "columns": [], "view_definition": None,
                          "storage_credential_name": None})
-            buckets.setdefault(table_index.bucket_of(table_id, digits), {})[table_id] = ns_id
-        key = snapshots.chunk_key(ns_id, seq)
-        storage.put(key, orjson.dumps({"seq": seq, "ns_id": ns_id, "tables": rows}))
-        chunks[ns_id] = {"key": key, "count": per_namespace}
-        if (n + 1) % max(1, namespaces // 10) == 0:
-            print(f"  built {n + 1}/{namespaces} namespaces ({time.perf_counter() - started:.0f} s)", flush=True)
-    bucket_keys = {}
-    for bucket, rows_by_id in buckets.items():
-        bucket_keys[bucket] = snapshots.id_bucket_key(digits, bucket, seq)
-        storage.put(bucket_keys[bucket], orjson.dumps({"seq": seq, "ids": rows_by_id}))
-    CatalogLog(storage).write_snapshot({**root_snapshot, "format": snapshots.FORMAT, "chunks": chunks,
-                                        "ids": {"digits": digits, "buckets": bucket_keys}, "external": {}})
+        return rows
+
+    def progress(done: int, tables: int) -> None:
+        if done % max(1, namespaces // 10) == 0:
+            print(f"  built {done}/{namespaces} namespaces ({time.perf_counter() - started:.0f} s)", flush=True)
+
+    snapshots.write_bulk(store.log, root_snapshot, [f"ns-{n:05d}" for n in range(namespaces)], rows_of, progress)
 
 
 def _first_lookup(root: str, probe: str, listed_ns: str, out: Any) -> None:

@@ -173,9 +173,6 @@ def _remove_namespace(state: CatalogState, entry: NamespaceEntry) -> None:
         del state.children[parent]
 
 
-_apply_common_changes = apply_common_changes
-
-
 def refuse_taken_name(state: CatalogState, catalog_id: str, namespace: NamespacePath, name: str,
                        allowed_id: str | None = None) -> None:
     existing = state.table_or_none(catalog_id, namespace, name)
@@ -224,7 +221,7 @@ def _apply_update_catalog(state: CatalogState, op: Operation) -> None:
         del state.catalog_by_name[catalog_key(entry.metastore_id, entry.name)]
         entry.name = op["new_name"]
         state.catalog_by_name[catalog_key(entry.metastore_id, entry.name)] = entry.id
-    _apply_common_changes(entry, op)
+    apply_common_changes(entry, op)
 
 
 def _check_drop_catalog(state: CatalogState, op: Operation) -> None:
@@ -290,7 +287,7 @@ def _apply_update_namespace(state: CatalogState, op: Operation) -> None:
         entry.path = (*entry.path[:-1], op["new_name"])
         _add_namespace(state, entry)
         state.tables.renamed_namespace(entry)  # tables are kept by namespace id: only their shown path changes
-    _apply_common_changes(entry, op)
+    apply_common_changes(entry, op)
 
 
 def _check_drop_namespace(state: CatalogState, op: Operation) -> None:

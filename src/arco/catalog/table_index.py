@@ -239,7 +239,7 @@ class TableIndex:
             for table_id, ns_id in self._all_ids().items():
                 rows.setdefault(bucket_of(table_id, digits), {})[table_id] = ns_id
             return rows
-        return {bucket: self._bucket_now(bucket) for bucket in {bucket_of(i, digits) for i in self._id_changes}}
+        return {bucket: self._bucket_now(bucket, changes) for bucket, changes in self._changes_by_bucket().items()}
 
     def dirty_chunks(self) -> list[Chunk]:
         return [chunk for chunk in self.chunks.values() if chunk.dirty]
@@ -251,15 +251,16 @@ class TableIndex:
 
     # -- inside ----------------------------------------------------------------------------------------------
 
-    def _bucket_now(self, bucket: str) -> dict[str, str]:
-        rows = dict(self._bucket_file(bucket))
+    def _changes_by_bucket(self) -> dict[str, dict[str, str | None]]:
+        grouped: dict[str, dict[str, str | None]] = {}
         for table_id, (_, ns_id) in self._id_changes.items():
-            if bucket_of(table_id, self.id_digits) == bucket:
-                if ns_id is None:
-                    rows.pop(table_id, None)
-                else:
-                    rows[table_id] = ns_id
-        return {i: ns for i, ns in rows.items() if ns in self.chunks}
+            grouped.setdefault(bucket_of(table_id, self.id_digits), {})[table_id] = ns_id
+        return grouped
+
+    def _bucket_now(self, bucket: str, changes: dict[str, str | None]) -> dict[str, str]:
+        """A bucket's file with the changes since applied; live ids only."""
+        rows = {**self._bucket_file(bucket), **changes}
+        return {i: ns for i, ns in rows.items() if ns is not None and ns in self.chunks}
 
     def _bucket_file(self, bucket: str) -> dict[str, str]:
         found = self._id_loaded.get(bucket)
@@ -271,8 +272,9 @@ class TableIndex:
         return found
 
     def _all_ids(self) -> dict[str, str]:
-        buckets = set(self.id_base) | {bucket_of(i, self.id_digits) for i in self._id_changes}
-        return {i: ns for bucket in buckets for i, ns in self._bucket_now(bucket).items()}
+        changes = self._changes_by_bucket()
+        return {i: ns for bucket in set(self.id_base) | set(changes)
+                for i, ns in self._bucket_now(bucket, changes.get(bucket, {})).items()}
 
     def _chunk(self, ns_id: str) -> Chunk:
         chunk = self.chunks.get(ns_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import multiprocessing
 import random
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,8 @@ import orjson
 import pytest
 
 from arco.catalog import log as catalog_log
-from arco.catalog import snapshots
+from arco.catalog import snapshots, table_index
 from arco.catalog import state as rules
-from arco.catalog import table_index
 from arco.catalog.errors import CatalogError
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
@@ -254,3 +254,25 @@ def test_processes_creating_tables_in_several_namespaces_lose_nothing(tmp_path: 
             names = {t.name for t in state.tables_of(CATALOG, (f"db{w % 2}",))}
             assert {f"w{w}_{i}" for i in range(30)} <= names
             assert state.tables.get(f"{w:04x}0007-0000-4000-8000-000000000000").name == f"w{w}_7"
+
+
+def test_a_bulk_snapshot_is_read_like_a_written_one(tmp_path: Path) -> None:
+    # The benchmarks' million tables come through this path: a new reader must see exactly what it was given.
+    store = _build(str(tmp_path), namespaces=3, tables=2)
+    with store.read() as state:
+        root = state.root_snapshot()
+        given = {ns_id: [asdict(t) for t in state.tables_of(CATALOG, state.namespaces[ns_id].path)]
+                 for ns_id in ("ns-0", "ns-1", "ns-2")}
+    given["ns-1"].append({**given["ns-1"][0], "id": "ffff0000-0000-4000-8000-000000000000", "name": "Apart",
+                          "managed": False, "location": "file:///elsewhere/apart"})
+    given["ns-2"] = []
+    progress: list[tuple[int, int]] = []
+    snapshots.write_bulk(store.log, root, list(given), lambda ns_id: list(given[ns_id]),
+                         lambda done, tables: progress.append((done, tables)))
+    assert progress[-1] == (3, 5)
+    with CatalogStore(LocalBackend(str(tmp_path))).read() as state:
+        assert state.tables.loads == 0 and len(state.tables) == 5
+        assert [t.name for t in state.tables_of(CATALOG, ("db1",))] == ["Apart", "t0", "t1"]
+        assert state.tables_of(CATALOG, ("db2",)) == []
+        assert state.tables.get("ffff0000-0000-4000-8000-000000000000").namespace == ("db1",)
+        assert state.tables.external == {"ffff0000-0000-4000-8000-000000000000": ("Apart", "file:///elsewhere/apart")}
