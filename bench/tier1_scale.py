@@ -16,9 +16,10 @@ only the real ones are loaded. Then, through new servers:
   create         PyIceberg create_table in the big warehouse next to one in an empty warehouse (the catalog and one
                  namespace), each through its own server, interleaved: medians and their ratio (goal <= 2x)
   concurrent     creates/s (REST POST) from 1, 4 and 16 client processes each in its own namespace, and from 4 and
-                 16 in one namespace, all through the first server: ratios to one client's rate (goal: own
-                 namespaces scale with clients; one namespace never below one client), and the server's CPU
-                 time over each run's duration (1.00 cores: one interpreter is saturated)
+                 16 in one namespace, through the first server, then again through a server with a worker process
+                 per core (--workers; servers are the unit of scale, and one interpreter saturates one core):
+                 ratios to one client's rate through the same server (goal: own namespaces scale with clients;
+                 one namespace never below one client), and the server's CPU time over each run's duration
 
     .venv/bin/python bench/tier1_scale.py [--tables 1000000] [--namespaces 1000] [--creates 30] [--seconds 5]
     .venv/bin/python bench/tier1_scale.py --small     # 20,000 tables in 100 namespaces, to try it quickly
@@ -81,9 +82,16 @@ def rss_mb(pid: int) -> float:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User and system CPU time the process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User and system CPU time the process and its live children (uvicorn's workers) have used so far."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if stat.parent.name == str(pid) or fields[1] == str(pid):
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def catalog_of(server: RunningServer) -> RestCatalog:
@@ -260,7 +268,7 @@ class Figure:
 
 
 def measure(big: Path, empty: Path, workdir: Path, prefix_path: str, namespaces: int, listed_count: int,
-            creates: int, seconds: float) -> list[Figure]:
+            creates: int, seconds: float, workers: int) -> list[Figure]:
     print("a new server's first request: GET of a real table ...", flush=True)
     get_first = first_get(big, workdir, prefix_path)
 
@@ -292,17 +300,14 @@ def measure(big: Path, empty: Path, workdir: Path, prefix_path: str, namespaces:
                 "empty": lambda i: empty_catalog.create_table((ns_name(0), f"new{i + WARMUP}"), SCHEMA),
             }, creates)
 
-        own = [ns_name(REAL_TABLES + (namespaces - 1 - REAL_TABLES) * k // 16) for k in range(16)]
-        shared = ns_name(namespaces - 1)
-        rates: dict[str, Rate] = {}
-        for label, spaces in (("1 client", own[:1]), ("4 clients, own namespaces", own[:4]),
-                              ("16 clients, own namespaces", own), ("4 clients, one namespace", [shared] * 4),
-                              ("16 clients, one namespace", [shared] * 16)):
-            print(f"concurrent creates: {label}, {seconds:.0f} s ...", flush=True)
-            rates[label] = create_rate(prefix, spaces, seconds, pid)
+        rates = {1: concurrent_rates(prefix, namespaces, seconds, pid)}
         rss_end = rss_mb(pid)
     finally:
         stop(server.process)
+    if workers > 1:
+        # Servers are the unit of scale: the same runs through one server with a worker process per core.
+        with arco_server(big, workdir, admin_token=TOKEN, extra_args=("--workers", str(workers))) as pool:
+            rates[workers] = concurrent_rates(f"{pool.base_url}{prefix_path}", namespaces, seconds, pool.process.pid)
 
     figures = [
         Figure("new server: process start to /health", f"{to_health:.2f} s"),
@@ -328,6 +333,31 @@ def measure(big: Path, empty: Path, workdir: Path, prefix_path: str, namespaces:
                f"{empty_p50 * 1000:.1f}; {p90(times['empty']) * 1000:.1f} ms"),
         Figure("create, big / empty (medians)", f"{big_p50 / empty_p50:.2f}x", "<= 2.00x", big_p50 / empty_p50 <= 2),
     ]
+    for count, runs in rates.items():
+        figures += rate_figures(runs, "1 worker" if count == 1 else f"{count} workers")
+    return figures
+
+
+CONCURRENT_RUNS = (("1 client", 1, False), ("4 clients, own namespaces", 4, False),
+                   ("16 clients, own namespaces", 16, False), ("4 clients, one namespace", 4, True),
+                   ("16 clients, one namespace", 16, True))
+
+
+def concurrent_rates(prefix: str, namespaces: int, seconds: float, server_pid: int) -> dict[str, Rate]:
+    """Creates/s of each of :data:`CONCURRENT_RUNS` through the server at ``prefix``."""
+    own = [ns_name(REAL_TABLES + (namespaces - 1 - REAL_TABLES) * k // 16) for k in range(16)]
+    shared = ns_name(namespaces - 1)
+    rates: dict[str, Rate] = {}
+    for label, clients, one_namespace in CONCURRENT_RUNS:
+        print(f"concurrent creates: {label}, {seconds:.0f} s ...", flush=True)
+        rates[label] = create_rate(prefix, [shared] * clients if one_namespace else own[:clients], seconds,
+                                   server_pid)
+    return rates
+
+
+def rate_figures(rates: dict[str, Rate], server: str) -> list[Figure]:
+    """Each run's rate and its ratio to one client's through the same server."""
+    figures: list[Figure] = []
     one = rates["1 client"].per_s
     previous = 1.0
     for label, rate in rates.items():
@@ -335,13 +365,14 @@ def measure(big: Path, empty: Path, workdir: Path, prefix_path: str, namespaces:
         value = f"{rate.per_s:.1f}/s" if label == "1 client" else f"{rate.per_s:.1f}/s = {ratio:.2f}x"
         if rate.failed:
             value += f", {rate.failed} failed"
+        name = f"creates/s, {server}, {label}"
         if label == "1 client":
-            figures.append(Figure(f"creates/s, {label}", value))
+            figures.append(Figure(name, value))
         elif "own" in label:
-            figures.append(Figure(f"creates/s, {label}", value, f"> {previous:.2f}x (rising)", ratio > previous))
+            figures.append(Figure(name, value, f"> {previous:.2f}x (rising)", ratio > previous))
             previous = ratio
         else:
-            figures.append(Figure(f"creates/s, {label}", value, ">= 1.00x", ratio >= 1.0))
+            figures.append(Figure(name, value, ">= 1.00x", ratio >= 1.0))
     figures += [Figure(f"  server CPU, {label}", f"{rate.server_cores:.2f} cores") for label, rate in rates.items()]
     return figures
 
@@ -353,6 +384,9 @@ def main() -> None:
     parser.add_argument("--creates", type=int, default=30, help="measured creates per warehouse")
     parser.add_argument("--seconds", type=float, default=5.0, help="per concurrent-create run")
     parser.add_argument("--small", action="store_true", help="20,000 tables in 100 namespaces")
+    parser.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1),
+                        help="the concurrent creates again through a server with this many worker processes "
+                             "(default: one per core, at most 4; 1 skips them)")
     args = parser.parse_args()
     if args.small:
         args.tables, args.namespaces = 20_000, 100
@@ -370,7 +404,7 @@ def main() -> None:
         per_namespace, extra = divmod(args.tables, args.namespaces)
         listed_count = min(1000, per_namespace + (args.namespaces // 2 < extra))  # the listed namespace's page
         figures = measure(big, empty, workdir, prefix_path, args.namespaces, listed_count, args.creates,
-                          args.seconds)
+                          args.seconds, args.workers)
     print(f"\nTier 1 at {args.tables:,} tables in {args.namespaces:,} namespaces (local directory, built in "
           f"{built:.0f} s), through arco serve")
     print(f"  {'figure':<44} {'value':>22}   {'goal':<24}")

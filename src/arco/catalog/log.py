@@ -9,8 +9,8 @@ operation, whatever the catalog's size, and two writers racing for the same posi
 is current when entry ``n+1`` does not exist; catching up reads the entries after its own position.
 
 Snapshots bound the catch-up of a new process: every ``SNAPSHOT_EVERY`` entries (at least, and more for big
-catalogs so that writing one stays a small share of the work) a writer stores the state and moves the manifest
-forward. Entries older than the newest snapshot may be deleted by garbage collection after a long grace period;
+catalogs so that writing one stays a small share of the work) the writer of that position stores the state and
+moves the manifest forward (:meth:`arco.catalog.store.CatalogStore._snapshot_to_store`). Entries older than the newest snapshot may be deleted by garbage collection after a long grace period;
 a process re-reads the manifest at least every ``MANIFEST_RECHECK_S`` seconds, which is far shorter than that grace,
 so it never mistakes a deleted old entry for the end of the log.
 """

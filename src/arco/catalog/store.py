@@ -45,6 +45,7 @@ from arco.catalog.state import CatalogState, Operation
 from arco.catalog.system import check_writable
 from arco.catalog.table_index import MAX_LOADED_TABLES
 from arco.events.receipts import catalog_event, catalog_receipt_key, write_receipt
+from arco.storage.backoff import backoff_delay
 from arco.storage.base import StorageBackend, StorageError
 
 _log = logging.getLogger("arco.catalog")
@@ -68,6 +69,7 @@ class CatalogStore:
         self.max_loaded_tables = max_loaded_tables  # tables kept in memory (the rest are read again when asked for)
         self._state = CatalogState(storage.url, self.files, max_loaded_tables)
         self._snapshot_seq = 0
+        self._snapshotting = False  # a snapshot is being written: one at a time per process
         self._manifest_checked = False
         self._apply_lock = threading.RLock()  # guards the state; held while applying and while reading it
         self._write_lock = threading.Lock()  # one writer per process at a time; they would only conflict
@@ -144,12 +146,16 @@ class CatalogStore:
                 rules.apply(self._state, entry, self._state.seq + 1)
                 changed = True
             if rebase_to and self._state.seq >= rebase_to:
-                # Another process stored a snapshot this state has reached: start the tables from its files, so
-                # the operations kept for chunks not in memory stay few.
-                root = self.log.read_snapshot(rebase_to)
-                if "chunks" in root:
-                    self._state.tables.rebase(root["chunks"], root["ids"], rebase_to)
+                self._rebase(rebase_to)
             return changed
+
+    def _rebase(self, snapshot_seq: int) -> None:
+        """Another process stored a snapshot this state has reached: start the tables from its files, so the
+        operations kept for chunks not in memory stay few and this process's next snapshot rewrites only what
+        changed after it."""
+        root = self.log.read_snapshot(snapshot_seq)
+        if "chunks" in root:
+            self._state.tables.rebase(root["chunks"], root["ids"], snapshot_seq)
 
     @contextmanager
     def read(self) -> Iterator[CatalogState]:
@@ -213,51 +219,98 @@ class CatalogStore:
         ``request`` tags the operation with an Idempotency-Key hash; ``source`` says who made it (seed section 8).
         """
         with self._write_lock:
-            for attempt in range(MAX_APPEND_ATTEMPTS):
-                # After a lost append the state is known to be behind: catch up now, whatever the request scope.
-                self.ensure_fresh(None if attempt == 0 else time.monotonic())
-                with self._apply_lock:
-                    op = dict(build(self._state))
-                    op.setdefault("at_ms", int(time.time() * 1000))
-                    # Who made the change is the caller, always: an operation about another principal (a token
-                    # made for it) names that one in a field of its own.
-                    op["principal"] = principal
-                    if request is not None:
-                        op["request"] = request
-                    if source is not None:
-                        op["source"] = source
-                    check_writable(self._state, op, principal)
-                    rules.check(self._state, op)
-                    rules.annotate(self._state, op)
-                    # Named now, from the state the operation lands on: after a drop, its ids name nothing.
-                    op["audit"] = audit_names(self._state, op)
-                    seq = self._state.seq + 1
-                appended = self.log.append(seq, op)
-                metrics.cas("catalog_log", appended)
-                if not appended:
-                    continue  # another process took this position: catch up and build again
-                with self._apply_lock:
-                    if self._state.seq == seq - 1:
-                        rules.apply(self._state, op, seq)
-                    else:
-                        self._catch_up()
-                    try:
-                        self._maybe_snapshot()
-                    except StorageError as exc:  # past the commit point: a snapshot only speeds up catch-up
-                        _log.warning("Tier 1 snapshot at %d not written (the next writer tries again): %s", seq, exc)
-                write_receipt(self.storage, catalog_receipt_key(seq, op["at_ms"]), catalog_event(seq, op))
-                return {**op, "seq": seq}
+            op, seq = self._append(build, principal, request, source)
+            with self._apply_lock:
+                if self._state.seq == seq - 1:
+                    rules.apply(self._state, op, seq)
+                else:
+                    self._catch_up()
+                prepared = self._snapshot_to_store()
+        # Past the commit point, and outside the locks, so that this process's other requests go on meanwhile: the
+        # snapshot only speeds up catch-up, the receipt is backfilled by the reconciler should it be lost.
+        if prepared is not None:
+            self._store_snapshot(prepared)
+        write_receipt(self.storage, catalog_receipt_key(seq, op["at_ms"]), catalog_event(seq, op))
+        return {**op, "seq": seq}
+
+    def _append(self, build: Callable[[CatalogState], Operation], principal: str, request: str | None,
+                source: dict[str, Any] | None) -> tuple[Operation, int]:
+        """Build, check and append the operation at the next log position (the commit point); the operation and
+        its position. Call with the write lock held."""
+        for lost in range(MAX_APPEND_ATTEMPTS):
+            # After a lost append the state is known to be behind: catch up now, whatever the request scope.
+            self.ensure_fresh(None if lost == 0 else time.monotonic())
+            with self._apply_lock:
+                op = dict(build(self._state))
+                op.setdefault("at_ms", int(time.time() * 1000))
+                # Who made the change is the caller, always: an operation about another principal (a token made
+                # for it) names that one in a field of its own.
+                op["principal"] = principal
+                if request is not None:
+                    op["request"] = request
+                if source is not None:
+                    op["source"] = source
+                check_writable(self._state, op, principal)
+                rules.check(self._state, op)
+                rules.annotate(self._state, op)
+                # Named now, from the state the operation lands on: after a drop, its ids name nothing.
+                op["audit"] = audit_names(self._state, op)
+                seq = self._state.seq + 1
+            appended = self.log.append(seq, op)
+            metrics.cas("catalog_log", appended)
+            if appended:
+                return op, seq
+            # Another process took this position: wait a jittered while, so that the writers that lost to it do
+            # not all race again at once, then catch up and build again.
+            time.sleep(backoff_delay(lost))
         raise ConflictError("the catalog is changing too fast to apply this change; retry")
 
-    def _maybe_snapshot(self) -> None:
-        """Every ``SNAPSHOT_EVERY`` entries at least, and more when the changed namespaces are big, so that
-        rewriting them stays a small share of the work: store a snapshot of what changed."""
-        if self._state.seq - self._snapshot_seq < catalog_log.SNAPSHOT_EVERY:
-            return
-        threshold = max(catalog_log.SNAPSHOT_EVERY, snapshots.dirty_table_count(self._state.tables) // 64)
-        if self._state.seq - self._snapshot_seq < threshold:
-            return
-        prepared = snapshots.prepare(self._state)
-        snapshots.write(self.log, prepared)
-        self._state.tables.rebase(prepared.chunks, prepared.ids, prepared.seq)
-        self._snapshot_seq = prepared.seq
+    # -- snapshots -------------------------------------------------------------------------------------------
+
+    def _snapshot_to_store(self) -> snapshots.PreparedSnapshot | None:
+        """The snapshot this process should store now, encoded from the state as it stands, or None. Call with
+        the state held still.
+
+        Every ``SNAPSHOT_EVERY`` entries at least, and more when the changed namespaces are big, so that rewriting
+        them stays a small share of the work. Writers in other processes reach that point together, and one
+        snapshot is enough: only the writer whose entry sits at a multiple of ``SNAPSHOT_EVERY`` stores it (each
+        position has exactly one writer; should it die first, the next multiple's writer stores it), and a
+        snapshot another process stored meanwhile is built on instead.
+        """
+        if self._snapshotting or self._state.seq % catalog_log.SNAPSHOT_EVERY or not self._snapshot_due():
+            return None
+        try:
+            manifest = self.log.read_manifest()
+            if manifest.snapshot_seq > self._state.seq:
+                return None  # a newer one than this state: rebased onto once the state reaches it
+            if manifest.snapshot_seq > self._snapshot_seq:
+                self._rebase(manifest.snapshot_seq)
+                self._snapshot_seq = manifest.snapshot_seq
+                if not self._snapshot_due():
+                    return None
+            prepared = snapshots.prepare(self._state)
+        except StorageError as exc:
+            _log.warning("Tier 1 snapshot at %d not prepared (a later writer tries again): %s", self._state.seq, exc)
+            return None
+        self._snapshotting = True
+        return prepared
+
+    def _store_snapshot(self, prepared: snapshots.PreparedSnapshot) -> None:
+        """Write a prepared snapshot's files and move the manifest; then build this process's tables on them."""
+        try:
+            snapshots.write(self.log, prepared)
+            with self._apply_lock:
+                if prepared.seq > self._snapshot_seq:  # not overtaken by a newer one read meanwhile
+                    self._state.tables.rebase(prepared.chunks, prepared.ids, prepared.seq)
+                    self._snapshot_seq = prepared.seq
+        except StorageError as exc:
+            _log.warning("Tier 1 snapshot at %d not written (a later writer tries again): %s", prepared.seq, exc)
+        finally:
+            self._snapshotting = False
+
+    def _snapshot_threshold(self) -> int:
+        return max(catalog_log.SNAPSHOT_EVERY, snapshots.dirty_table_count(self._state.tables) // 64)
+
+    def _snapshot_due(self) -> bool:
+        behind = self._state.seq - self._snapshot_seq
+        return behind >= catalog_log.SNAPSHOT_EVERY and behind >= self._snapshot_threshold()

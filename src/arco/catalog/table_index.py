@@ -227,8 +227,13 @@ class TableIndex:
                     self._lru[ns_id] = None
                     self._loaded_tables += len(chunk.by_name)
         if seq >= self.id_base_seq:
-            self.id_digits, self.id_base, self.id_base_seq = int(ids["digits"]), dict(ids["buckets"]), seq
-            self._id_loaded.clear()
+            digits, base = int(ids["digits"]), dict(ids["buckets"])
+            if digits != self.id_digits:
+                self._id_loaded.clear()
+            else:  # a bucket whose file is the same need not be read again
+                for bucket in [b for b in self._id_loaded if base.get(b) != self.id_base.get(b)]:
+                    del self._id_loaded[bucket]
+            self.id_digits, self.id_base, self.id_base_seq = digits, base, seq
             self._id_changes = {i: c for i, c in self._id_changes.items() if c[0] > seq}
         self._evict()
 

@@ -47,7 +47,7 @@ from arco.catalog.names import check_name
 from arco.events.receipts import write_iceberg_receipt
 from arco.iceberg import commit_rules
 from arco.iceberg.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchTable
-from arco.iceberg.group_commit import GROUP_NAME_MARK, GroupMember, GroupRecord, Pending, backoff_delay, is_group_file
+from arco.iceberg.group_commit import GROUP_NAME_MARK, GroupMember, GroupRecord, Pending, is_group_file
 from arco.iceberg.tables import (
     TableService,
     metadata_file_location,
@@ -55,6 +55,7 @@ from arco.iceberg.tables import (
     pointer_for,
 )
 from arco.iceberg.transactions import PreparedChange, mark_and_commit, parse_table_changes
+from arco.storage.backoff import backoff_delay
 from arco.storage.base import StorageError
 
 P = ParamSpec("P")

@@ -36,7 +36,6 @@ What the outside world sees:
 from __future__ import annotations
 
 import hashlib
-import random
 import threading
 import time
 from collections import OrderedDict
@@ -52,17 +51,8 @@ from arco.storage.base import DoesNotExist, StorageBackend, StorageError
 GROUPS = "_catalog/iceberg_groups"
 GROUP_NAME_MARK = "group"  # metadata files of groups are named {seq:05d}-group-{uuid}.metadata.json
 MAX_BATCH = 64
-# Full-jitter exponential backoff after a lost CAS: sleep uniform(0, min(CAP, BASE * 2**attempt)).
-BACKOFF_BASE_S = 0.004
-BACKOFF_CAP_S = 0.25
 
 T = TypeVar("T")
-
-
-def backoff_delay(attempt: int, rng: random.Random | None = None) -> float:
-    """How long to wait after the ``attempt``-th lost race (0-based): full jitter, so racing leaders spread out."""
-    ceiling = min(BACKOFF_CAP_S, BACKOFF_BASE_S * (2 ** min(attempt, 16)))
-    return (rng or random).uniform(0, ceiling)
 
 
 @dataclass(eq=False)

@@ -27,7 +27,6 @@ from arco.iceberg.group_commit import (
     GroupRecord,
     GroupRecords,
     Pending,
-    backoff_delay,
     group_record_key,
     is_group_file,
 )
@@ -38,6 +37,7 @@ from arco.iceberg.tables import TableService
 from arco.pipeline.gc import group_record_deletions, known_commit_keys
 from arco.pipeline.gc_rules import GcPolicy
 from arco.pipeline.rows import timeline_row
+from arco.storage.backoff import backoff_delay
 from arco.storage.base import PreconditionFailed
 from arco.storage.faults import FaultRule, SimulatedCrash
 from support.iceberg_harness import Harness, make_harness
