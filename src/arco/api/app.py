@@ -21,6 +21,7 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arco.api.auth import BearerAuthMiddleware
+from arco.api.routing import SegmentIndexedRouter
 from arco.api.errors import ApiError, error_body, surface_of
 from arco.api.faults import ContainErrors
 from arco.api.observability import METRICS_PATH, NoteRoute, RequestObserver, configure_logging, metrics_endpoint
@@ -117,14 +118,15 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
         extra={hash_token(token): who for token, who in (extra_principals or {}).items()},
         store=store,
     )
+    unity_router = SegmentIndexedRouter(unity_routes.routes)
     app = Starlette(
         routes=[
             Route("/health", health, methods=["GET"]),
             Route("/healthz", health, methods=["GET"]),
-            Mount("/iceberg", routes=iceberg_routes.routes),
-            Mount("/delta-sharing", routes=sharing_routes.routes),
-            Mount("/api/2.0/unity-catalog", routes=unity_routes.routes),
-            Mount("/api/2.1/unity-catalog", routes=unity_routes.routes),
+            Mount("/iceberg", app=SegmentIndexedRouter(iceberg_routes.routes)),
+            Mount("/delta-sharing", app=SegmentIndexedRouter(sharing_routes.routes)),
+            Mount("/api/2.0/unity-catalog", app=unity_router),
+            Mount("/api/2.1/unity-catalog", app=unity_router),
             Route("/api/2.0/settings/types/default_namespace_ws/names/default",
                   unity_routes.default_namespace_setting, methods=["GET"]),
             Route("/api/2.0/preview/scim/v2/Me", unity_routes.scim_me, methods=["GET"]),

@@ -145,7 +145,15 @@ class TableService:
             return None
 
     def read_pointer_ahead(self, table_uuid: str) -> Future[VersionedPointer | None]:
-        """Start reading a table's pointer on a side thread (in the caller's request scope), for :meth:`load`."""
+        """Start reading a table's pointer on a side thread (in the caller's request scope), for :meth:`load`; on
+        storage whose reads are cheaper than the hand-over (a local disk), read it now instead."""
+        if self.store.storage.capabilities.cheap_reads:
+            done: Future[VersionedPointer | None] = Future()
+            try:
+                done.set_result(self.resolver.for_read(table_uuid))
+            except Exception as exc:  # raised where the result is asked for, as from a side thread
+                done.set_exception(exc)
+            return done
         return _AHEAD.submit(contextvars.copy_context().run, self.resolver.for_read, table_uuid)
 
     def load(self, catalog: CatalogEntry, namespace: NamespacePath, name: str,

@@ -118,6 +118,9 @@ class Capabilities:
     conditional_delete: bool = True
     durable: bool = True
     shared_across_processes: bool = True
+    # A read costs less than handing it to another thread (a local disk, memory): reads that could run side by
+    # side are made one after the other instead.
+    cheap_reads: bool = False
 
 
 class StorageError(Exception):

@@ -118,7 +118,7 @@ class _StripedLocks:
 class LocalBackend(StorageBackend):
     """Objects as files under ``root``; see the module docstring for how CAS and durability are kept."""
 
-    capabilities = Capabilities(conditional_put=True, conditional_delete=True, durable=True)
+    capabilities = Capabilities(conditional_put=True, conditional_delete=True, durable=True, cheap_reads=True)
 
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
         self.root = Path(root).resolve()

@@ -27,7 +27,7 @@ from arco.storage.keys import check_key, check_prefix
 
 
 class MemoryBackend(StorageBackend):
-    capabilities = Capabilities(durable=False, shared_across_processes=False)
+    capabilities = Capabilities(durable=False, shared_across_processes=False, cheap_reads=True)
 
     def __init__(self, name: str = "default") -> None:
         self.url = f"memory://{name}"

@@ -26,6 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -35,6 +36,7 @@ from arco.catalog.errors import TableNotFound
 from arco.catalog.store import CatalogStore
 from arco.iceberg.group_commit import GROUPS
 from arco.iceberg.mutations import Caller
+from arco.iceberg import tables as tables_module
 from arco.iceberg.pointer import POINTERS, read_window
 from arco.storage.base import StorageBackend
 from support.iceberg_harness import Harness
@@ -103,13 +105,15 @@ class Slowed:
 
 @contextmanager
 def slowed(h: Harness) -> Iterator[Slowed]:
-    inner = h.storage.inner
+    """Storage as far away as a network: reads worth making side by side."""
+    inner, capabilities = h.storage.inner, h.storage.capabilities
     slow = Slowed(inner)
     h.storage.inner = slow  # type: ignore[assignment]
+    h.storage.capabilities = replace(capabilities, cheap_reads=False)
     try:
         yield slow
     finally:
-        h.storage.inner = inner
+        h.storage.inner, h.storage.capabilities = inner, capabilities
 
 
 @pytest.fixture
@@ -189,6 +193,20 @@ def test_a_warm_load_reads_the_pointer_and_probes_tier1_once_in_one_round(warm: 
         warm.tables.load(warm.catalog, ("db",), "t")
     assert counted(warm) == Counter({("get", "pointer"): 1, ("get", "tier 1"): 1})
     assert slow.rounds() == 1
+
+
+def test_on_a_local_disk_a_warm_load_reads_on_its_own_thread(warm: Harness,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # Handing a read to another thread costs more than a read from a local disk: none is handed over.
+    assert warm.storage.capabilities.cheap_reads
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a read was handed to a side thread")
+
+    monkeypatch.setattr(tables_module._AHEAD, "submit", refuse)
+    loaded = warm.tables.load(warm.catalog, ("db",), "t")
+    assert loaded.metadata.properties["a"] == "1"
+    assert counted(warm) == Counter({("get", "pointer"): 1, ("get", "tier 1"): 1})
 
 
 def test_a_load_inside_the_read_window_asks_storage_nothing(warm: Harness) -> None:
