@@ -53,7 +53,6 @@ from arco.iceberg.transactions import PointerResolver, TxnRecords
 from arco.storage.base import StorageBackend, StorageError
 from arco.storage.urls import within
 
-
 # Pointer reads started ahead of the catalog check they run beside (one per load in flight; threads on demand).
 _AHEAD = ThreadPoolExecutor(max_workers=32, thread_name_prefix="arco-read-ahead")
 
@@ -151,7 +150,7 @@ class TableService:
             done: Future[VersionedPointer | None] = Future()
             try:
                 done.set_result(self.resolver.for_read(table_uuid))
-            except Exception as exc:  # raised where the result is asked for, as from a side thread
+            except Exception as exc:  # noqa: BLE001 - raised where the result is asked for, as from a side thread
                 done.set_exception(exc)
             return done
         return _AHEAD.submit(contextvars.copy_context().run, self.resolver.for_read, table_uuid)

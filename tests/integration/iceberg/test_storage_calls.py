@@ -34,9 +34,9 @@ from uuid6 import uuid7
 
 from arco.catalog.errors import TableNotFound
 from arco.catalog.store import CatalogStore
+from arco.iceberg import tables as tables_module
 from arco.iceberg.group_commit import GROUPS
 from arco.iceberg.mutations import Caller
-from arco.iceberg import tables as tables_module
 from arco.iceberg.pointer import POINTERS, read_window
 from arco.storage.base import StorageBackend
 from support.iceberg_harness import Harness
