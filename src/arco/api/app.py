@@ -21,34 +21,35 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arco.api.auth import BearerAuthMiddleware
-from arco.api.routing import SegmentIndexedRouter
 from arco.api.errors import ApiError, error_body, surface_of
 from arco.api.faults import ContainErrors
 from arco.api.observability import METRICS_PATH, NoteRoute, RequestObserver, configure_logging, metrics_endpoint
 from arco.api.responses import JsonResponse
+from arco.api.routing import SegmentIndexedRouter
 from arco.auth.authenticator import Authenticator
 from arco.auth.bootstrap import read_stored_admin_hash
 from arco.auth.principals import Principal
+from arco.auth.tokens import hash_token
 from arco.catalog.bootstrap import initialise_warehouse
 from arco.catalog.store import CatalogStore
-from arco.auth.tokens import hash_token
 from arco.iceberg import routes as iceberg_routes
-from arco.sharing import routes as sharing_routes
-from arco.sharing.file_server import PREFIX as FILES_PREFIX, SignedFiles
-from arco.sharing.service import SharingServer
-from arco.unity import routes as unity_routes
-from arco.unity import tokens_api
-from arco.ui import routes as ui_routes
-from arco.unity.metastores import MetastoreService
-from arco.unity.named import NamedSecurables
-from arco.unity.sharing import SharingService
-from arco.unity.permissions import PermissionsService
-from arco.unity.service import UnityService
 from arco.iceberg.pointer import read_window
 from arco.iceberg.routes import IcebergServices
 from arco.settings import ServerSettings
+from arco.sharing import routes as sharing_routes
+from arco.sharing.file_server import PREFIX as FILES_PREFIX
+from arco.sharing.file_server import SignedFiles
+from arco.sharing.service import SharingServer
 from arco.storage.base import StorageBackend
 from arco.storage.factory import open_storage
+from arco.ui import routes as ui_routes
+from arco.unity import routes as unity_routes
+from arco.unity import tokens_api
+from arco.unity.metastores import MetastoreService
+from arco.unity.named import NamedSecurables
+from arco.unity.permissions import PermissionsService
+from arco.unity.service import UnityService
+from arco.unity.sharing import SharingService
 
 log = logging.getLogger("arco.api")
 ADMIN_TOKEN_ENV = "ARCO_ADMIN_TOKEN"

@@ -15,6 +15,7 @@ from dataclasses import replace
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from arco.api.errors import error_body, error_headers, surface_of
+from arco.api.requests import inline_or_blocking
 from arco.auth.authenticator import Authenticator
 from arco.ui import paths as ui_paths
 
@@ -43,7 +44,8 @@ class BearerAuthMiddleware:
             await self.app(scope, receive, send)
             return
         token = _bearer_token(scope)
-        principal = self.authenticator.authenticate(token) if token else None
+        # Most tokens are known without waiting; a check of the catalog that must ask storage goes to a thread.
+        principal = await inline_or_blocking(self.authenticator.authenticate, token) if token else None
         if principal is None:
             reason = "a bearer token is required" if token is None else "the bearer token is not valid"
             await _unauthorized(scope, send, f"Not authorized: {reason}. Send 'Authorization: Bearer <token>'.")

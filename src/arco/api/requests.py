@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from arco.auth.principals import PIPELINE, Principal
+from arco.inline import WouldWait, run_inline
 
 T = TypeVar("T")
 
@@ -85,3 +86,12 @@ def client_source(request: Request) -> dict[str, Any]:
 async def blocking(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run storage-bound service code off the event loop."""
     return await run_in_threadpool(fn, *args, **kwargs)
+
+
+async def inline_or_blocking(fn: Callable[..., T], *args: Any) -> T:
+    """Read-only service code: here on the event loop if it needs nothing that waits, else in a worker thread,
+    from the start (:mod:`arco.inline`: ``fn`` must be safe to run twice up to its first wait)."""
+    try:
+        return run_inline(fn, *args)
+    except WouldWait:
+        return await run_in_threadpool(fn, *args)

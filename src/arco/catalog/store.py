@@ -45,6 +45,7 @@ from arco.catalog.state import CatalogState, Operation
 from arco.catalog.system import check_writable
 from arco.catalog.table_index import MAX_LOADED_TABLES
 from arco.events.receipts import catalog_event, catalog_receipt_key, write_receipt
+from arco.inline import WouldWait, is_inline, refuse_to_wait
 from arco.storage.backoff import backoff_delay
 from arco.storage.base import StorageBackend, StorageError
 
@@ -61,6 +62,26 @@ _ARRIVED: ContextVar[float | None] = ContextVar("arco_catalog_request_arrived", 
 T = TypeVar("T")
 
 
+class _StateHold:
+    """``with`` the state's lock; inside an inline attempt (:mod:`arco.inline`), only if nobody holds it (a writer,
+    a catch-up or a snapshot may hold it while storage answers)."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, lock: threading.RLock) -> None:
+        self._lock = lock
+
+    def __enter__(self) -> None:
+        if is_inline():
+            if not self._lock.acquire(blocking=False):
+                raise WouldWait
+        else:
+            self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
 class CatalogStore:
     def __init__(self, storage: StorageBackend, max_loaded_tables: int = MAX_LOADED_TABLES) -> None:
         self.storage = storage
@@ -72,6 +93,7 @@ class CatalogStore:
         self._snapshotting = False  # a snapshot is being written: one at a time per process
         self._manifest_checked = False
         self._apply_lock = threading.RLock()  # guards the state; held while applying and while reading it
+        self._held = _StateHold(self._apply_lock)  # the same, for readers that may be inline attempts
         self._write_lock = threading.Lock()  # one writer per process at a time; they would only conflict
         self._fresh = threading.Condition()
         self._refreshing = False
@@ -111,6 +133,7 @@ class CatalogStore:
                     self._refreshing = True
                     started = time.monotonic()
                     break
+                refuse_to_wait()  # another thread is checking: an inline attempt does not wait for it
                 self._fresh.wait()
         caught_up = False
         try:
@@ -127,7 +150,7 @@ class CatalogStore:
         """Apply what the log has beyond this process's state; whether anything was."""
         changed = False
         rebase_to = 0
-        with self._apply_lock:
+        with self._held:
             if not self._manifest_checked or self.log.manifest_is_due():
                 manifest = self.log.read_manifest()
                 self._manifest_checked = True
@@ -161,7 +184,7 @@ class CatalogStore:
     def read(self) -> Iterator[CatalogState]:
         """A current view of the catalog; do not keep references to it past the ``with`` block."""
         self.ensure_fresh()
-        with self._apply_lock:
+        with self._held:
             yield self._state
 
     @staticmethod
@@ -187,13 +210,13 @@ class CatalogStore:
             if arrived is None or self._last_refresh_started >= arrived:
                 raise
         self.ensure_fresh(time.monotonic())
-        with self._apply_lock:
+        with self._held:
             return lookup(self._state)
 
     @contextmanager
     def read_cached(self) -> Iterator[CatalogState]:
         """This process's view without a freshness check: for callers that validate by other means."""
-        with self._apply_lock:
+        with self._held:
             yield self._state
 
     # -- writing ---------------------------------------------------------------------------------------------
@@ -218,6 +241,7 @@ class CatalogStore:
 
         ``request`` tags the operation with an Idempotency-Key hash; ``source`` says who made it (seed section 8).
         """
+        refuse_to_wait()  # a change always waits for storage
         with self._write_lock:
             op, seq = self._append(build, principal, request, source)
             with self._apply_lock:

@@ -20,6 +20,7 @@ from typing import Any
 import boto3
 
 from arco.iceberg.errors import BadRequest, Forbidden, IcebergError
+from arco.inline import refuse_to_wait
 from arco.settings import ServerSettings
 from arco.vending import signing
 from arco.vending.locations import InvalidLocation, parse_location
@@ -80,10 +81,15 @@ class StorageAccess:
 
     # -- loadTable, createTable, registerTable --------------------------------------------------------------
 
+    @staticmethod
+    def has_access_to_give(location: str, modes: frozenset[str]) -> bool:
+        """Whether :meth:`for_table` may give anything: never for a local directory, nor when nothing was asked."""
+        return bool(modes) and _cloud(location) != "local"
+
     def for_table(self, location: str, access: Access, principal: str, modes: frozenset[str],
                   route: TableRoute) -> TableAccess:
         """What the client asked for and this server can give (possibly nothing)."""
-        if not modes or _cloud(location) == "local":
+        if not self.has_access_to_give(location, modes):
             return TableAccess()
         if VENDED in modes:
             try:
@@ -127,6 +133,7 @@ class StorageAccess:
     def signing_credentials(self) -> signing.S3Credentials | None:
         """The server's own S3 keys (storage options, else the SDK's usual sources), which sign for clients."""
         if self._signing_credentials is None:
+            refuse_to_wait()  # the SDK's sources may include a metadata service
             session = boto3.session.Session(aws_access_key_id=self.options.get("s3.access-key-id"),
                                             aws_secret_access_key=self.options.get("s3.secret-access-key"),
                                             aws_session_token=self.options.get("s3.session-token"))

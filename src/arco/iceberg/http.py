@@ -12,7 +12,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from arco.api.requests import BodyError, blocking, client_source, principal_of, read_json
+from arco.api.requests import BodyError, client_source, inline_or_blocking, principal_of, read_json
 from arco.api.responses import JsonResponse
 from arco.auth.principals import Principal, is_pipeline
 from arco.catalog.errors import CatalogError, InvalidRequestError
@@ -66,7 +66,7 @@ async def allow(request: Request, check: str, *args: Any) -> None:
     if _writes(check, args) and is_system(args[0]) and not is_pipeline(principal):
         raise errors.Forbidden(f"Forbidden: {refusal(args[0].name)}")  # account admins too: only the pipeline
     if not principal.is_account_admin:
-        await blocking(getattr(services(request).guard, check), principal, *args)
+        await inline_or_blocking(getattr(services(request).guard, check), principal, *args)
 
 
 def _writes(check: str, args: tuple[Any, ...]) -> bool:
@@ -181,7 +181,7 @@ async def catalog_of(request: Request) -> CatalogEntry:
     def lookup() -> CatalogEntry:
         return lookup_catalog(store, principal_of(request), name)
 
-    catalog = await blocking(lookup)
+    catalog = await inline_or_blocking(lookup)
     await allow(request, "catalog", catalog)
     return catalog
 
@@ -220,11 +220,11 @@ async def identifier_page(request: Request, lister: Callable[..., tuple[list[Any
     namespace = decode_namespace(request.path_params["namespace"])
     size = parse_page_size(request.query_params.get("pageSize"))
     token = request.query_params.get("pageToken") or None
-    items, next_token = await blocking(lister, catalog, namespace, token, size)
+    items, next_token = await inline_or_blocking(lister, catalog, namespace, token, size)
     if not principal_of(request).is_account_admin:
         await allow(request, "namespace", catalog, namespace, "see")
-        items = await blocking(services(request).guard.visible_tables, principal_of(request), catalog, namespace,
-                               items)
+        items = await inline_or_blocking(services(request).guard.visible_tables, principal_of(request), catalog,
+                                         namespace, items)
     body: dict[str, Any] = {"identifiers": [{"namespace": list(e.namespace), "name": e.name} for e in items]}
     if next_token:
         body["next-page-token"] = next_token

@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from arco.api.requests import blocking, client_source, principal_of, read_json
+from arco.api.requests import blocking, client_source, inline_or_blocking, principal_of, read_json
 from arco.api.responses import JsonResponse
 from arco.catalog.errors import CatalogNotFound
 from arco.catalog.model import CatalogEntry
@@ -21,7 +21,6 @@ from arco.iceberg.access import TableAccess, delegation_modes
 from arco.iceberg.config import catalog_config
 from arco.iceberg.function_routes import function_routes
 from arco.iceberg.http import (
-    identifier_page,
     IcebergServices,
     allow,
     caller_of,
@@ -31,6 +30,7 @@ from arco.iceberg.http import (
     existing_table_path,
     iceberg_errors,
     identifier,
+    identifier_page,
     json_body,
     keep_encoded_slashes,
     lookup_catalog,
@@ -39,8 +39,8 @@ from arco.iceberg.http import (
     table_path,
 )
 from arco.iceberg.oauth import issue_token
-from arco.iceberg.plan_routes import plan_routes
 from arco.iceberg.paging import parse_page_size
+from arco.iceberg.plan_routes import plan_routes
 from arco.iceberg.responses import metadata_json
 from arco.iceberg.storage_routes import granted_access, load_credentials, owner_access, sign_request, with_access
 from arco.iceberg.tables import DroppedTable, LoadedTable
@@ -62,7 +62,7 @@ async def get_config(request: Request) -> Response:
         return lookup_catalog(svc.store, principal_of(request), warehouse)
 
     try:
-        catalog = await blocking(lookup)
+        catalog = await inline_or_blocking(lookup)
     except CatalogNotFound:
         raise errors.NoSuchWarehouse(
             f"Catalog {warehouse!r} does not exist; set warehouse to an existing catalog name (a new warehouse has "
@@ -82,9 +82,10 @@ async def list_namespaces(request: Request) -> Response:
     parent = decode_namespace(parent_raw) if parent_raw else ()
     size = parse_page_size(request.query_params.get("pageSize"))
     token = request.query_params.get("pageToken") or None
-    items, next_token = await blocking(services(request).namespaces.list, catalog, parent, token, size)
+    items, next_token = await inline_or_blocking(services(request).namespaces.list, catalog, parent, token, size)
     if not principal_of(request).is_account_admin:
-        items = await blocking(services(request).guard.visible_namespaces, principal_of(request), catalog, items)
+        items = await inline_or_blocking(services(request).guard.visible_namespaces, principal_of(request), catalog,
+                                         items)
     body: dict[str, Any] = {"namespaces": [list(p) for p in items]}
     if next_token:
         body["next-page-token"] = next_token
@@ -104,7 +105,7 @@ async def create_namespace(request: Request) -> Response:
 async def load_namespace(request: Request) -> Response:
     catalog = await catalog_of(request)
     path = existing_namespace(request.path_params["namespace"])
-    result = await blocking(services(request).namespaces.load, catalog, path)
+    result = await inline_or_blocking(services(request).namespaces.load, catalog, path)
     await allow(request, "namespace", catalog, path, "see")
     return JsonResponse(result)
 
@@ -113,7 +114,7 @@ async def load_namespace(request: Request) -> Response:
 async def namespace_exists(request: Request) -> Response:
     catalog = await catalog_of(request)
     path = existing_namespace(request.path_params["namespace"])
-    await blocking(services(request).namespaces.exists, catalog, path)
+    await inline_or_blocking(services(request).namespaces.exists, catalog, path)
     await allow(request, "namespace", catalog, path, "see")
     return Response(status_code=204)
 
@@ -195,9 +196,10 @@ async def load_table(request: Request) -> Response:
     principal = principal_of(request)
 
     def load() -> tuple[LoadedTable, TableAccess]:
-        # One trip to the thread pool for the whole lookup (each trip costs about as much as the rest of a warm
-        # load). A table this server knows has its pointer read at once, beside the catalog check the lookups
-        # below make, so the load waits for one storage round trip; the check decides (tables.load).
+        # On the event loop when nothing needs to wait (a read window holds, or a local disk answers), else one
+        # trip to the thread pool for the whole lookup (each trip costs about as much as the rest of a warm load).
+        # A table this server knows has its pointer read at once, beside the catalog check the lookups below
+        # make, so the load waits for one storage round trip; the check decides (tables.load).
         ahead = None
         if not svc.store.is_fresh():
             known = svc.tables.known_entry(request.path_params["prefix"], namespace, name, principal)
@@ -213,7 +215,7 @@ async def load_table(request: Request) -> Response:
             granted = granted_access(request, catalog, namespace, name, loaded.metadata.location, modes)
         return loaded, granted
 
-    loaded, granted = await blocking(load)
+    loaded, granted = await inline_or_blocking(load)
     etag = f'"{loaded.pointer.version}-{snapshots}{granted.etag_part()}"'
     if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
         return Response(status_code=304, headers={"ETag": etag})
@@ -228,7 +230,7 @@ async def load_table(request: Request) -> Response:
 async def table_exists(request: Request) -> Response:
     catalog = await catalog_of(request)
     namespace, name = existing_table_path(request)
-    await blocking(services(request).tables.entry, catalog, namespace, name)
+    await inline_or_blocking(services(request).tables.entry, catalog, namespace, name)
     await allow(request, "table", catalog, namespace, name, "read")
     return Response(status_code=204)
 

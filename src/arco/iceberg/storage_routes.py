@@ -13,7 +13,7 @@ from starlette.responses import Response
 from arco.api.requests import blocking, principal_of
 from arco.api.responses import JsonResponse
 from arco.catalog.model import CatalogEntry, NamespacePath
-from arco.iceberg.access import TableAccess, TableRoute, delegation_modes
+from arco.iceberg.access import StorageAccess, TableAccess, TableRoute, delegation_modes
 from arco.iceberg.http import NAMESPACE_SEPARATOR, allow, catalog_of, iceberg_errors, json_body, services, table_path
 from arco.vending.model import Access
 
@@ -36,6 +36,8 @@ def table_route(request: Request, catalog: CatalogEntry, namespace: NamespacePat
 def granted_access(request: Request, catalog: CatalogEntry, namespace: NamespacePath, name: str, location: str,
              modes: frozenset[str]) -> TableAccess:
     """Storage access at the caller's privilege: read-write with MODIFY, else read-only (SELECT was checked)."""
+    if not StorageAccess.has_access_to_give(location, modes):
+        return TableAccess()  # without working out the caller's privilege and the callback route
     return services(request).access.for_table(location, caller_access(request, catalog, namespace, name),
                                               principal_of(request).name, modes,
                                               table_route(request, catalog, namespace, name))

@@ -50,6 +50,7 @@ from arco.iceberg.metadata_files import MetadataFiles, ViewFiles
 from arco.iceberg.paging import page
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
 from arco.iceberg.transactions import PointerResolver, TxnRecords
+from arco.inline import refuse_to_wait
 from arco.storage.base import StorageBackend, StorageError
 from arco.storage.urls import within
 
@@ -153,6 +154,7 @@ class TableService:
             except Exception as exc:  # noqa: BLE001 - raised where the result is asked for, as from a side thread
                 done.set_exception(exc)
             return done
+        refuse_to_wait()  # an inline attempt would wait for the side thread's answer: it goes to a thread instead
         return _AHEAD.submit(contextvars.copy_context().run, self.resolver.for_read, table_uuid)
 
     def load(self, catalog: CatalogEntry, namespace: NamespacePath, name: str,

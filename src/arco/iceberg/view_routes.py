@@ -10,13 +10,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from arco.api.requests import blocking
+from arco.api.requests import blocking, inline_or_blocking
 from arco.api.responses import JsonResponse
-from arco.catalog.names import check_name
 from arco.catalog.errors import InvalidRequestError
+from arco.catalog.names import check_name
 from arco.iceberg import errors
 from arco.iceberg.http import (
-    identifier_page,
     IcebergServices,
     allow,
     caller_of,
@@ -24,6 +23,7 @@ from arco.iceberg.http import (
     decode_namespace,
     iceberg_errors,
     identifier,
+    identifier_page,
     json_body,
     services,
     table_path,
@@ -107,7 +107,7 @@ async def load_view(request: Request) -> Response:
     namespace, name = existing_view_path(request)
     await allow(request, "table", catalog, namespace, name, "read")
     vs = view_services(request)
-    loaded = await blocking(vs.views.load, catalog, namespace, name)
+    loaded = await inline_or_blocking(vs.views.load, catalog, namespace, name)
     return JsonResponse({"metadata-location": loaded.location, "metadata": view_metadata_json(loaded.metadata),
                          "config": {}})
 
@@ -116,7 +116,7 @@ async def load_view(request: Request) -> Response:
 async def view_exists(request: Request) -> Response:
     catalog = await catalog_of(request)
     namespace, name = existing_view_path(request)
-    await blocking(view_services(request).views.entry, catalog, namespace, name)
+    await inline_or_blocking(view_services(request).views.entry, catalog, namespace, name)
     await allow(request, "table", catalog, namespace, name, "read")
     return Response(status_code=204)
 

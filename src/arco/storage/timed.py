@@ -1,7 +1,8 @@
 """A backend wrapper that times every storage call into :mod:`arco.metrics`, by operation and outcome.
 
 :func:`arco.storage.factory.open_storage` wraps every backend it opens, so the server, the CLI and the pipeline
-all measure the same way; only a server exposes the numbers (``/metrics``). Anything that is not a storage call
+all measure the same way; only a server exposes the numbers (``/metrics``). It is also where an inline attempt
+(:mod:`arco.inline`) learns that it would wait for storage. Anything that is not a storage call
 (a backend's own attributes) is passed through to the wrapped backend.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from arco.inline import refuse_to_wait
 from arco.metrics import STORAGE_SECONDS
 from arco.storage.base import (
     DeleteResult,
@@ -41,7 +43,13 @@ class TimedBackend(StorageBackend):
             timer = self._timers[(operation, outcome)] = STORAGE_SECONDS.labels(operation, outcome)
         timer.observe(time.perf_counter() - started)
 
+    def _may_read(self) -> None:
+        # Inside an inline attempt (arco.inline) a read goes ahead only where it costs less than a thread hand-over.
+        if not self.capabilities.cheap_reads:
+            refuse_to_wait()
+
     def get(self, key: str) -> ObjectData:
+        self._may_read()
         started = time.perf_counter()
         outcome = "error"
         try:
@@ -55,6 +63,7 @@ class TimedBackend(StorageBackend):
             self._observe("get", outcome, started)
 
     def get_if_changed(self, key: str, version: str) -> ObjectData | None:
+        self._may_read()
         started = time.perf_counter()
         outcome = "error"
         try:
@@ -68,6 +77,7 @@ class TimedBackend(StorageBackend):
             self._observe("get", outcome, started)
 
     def head(self, key: str) -> ObjectMeta | None:
+        self._may_read()
         started = time.perf_counter()
         outcome = "error"
         try:
@@ -78,6 +88,7 @@ class TimedBackend(StorageBackend):
             self._observe("head", outcome, started)
 
     def put(self, key: str, data: bytes, precondition: Precondition = None) -> WriteResult:
+        refuse_to_wait()  # never inline: a durable write waits for the disk or the network
         started = time.perf_counter()
         outcome = "error"
         try:
@@ -88,6 +99,7 @@ class TimedBackend(StorageBackend):
             self._observe(_PUT_OPERATION.get(type(precondition), "put"), outcome, started)
 
     def delete(self, key: str, precondition: MatchesVersion | None = None) -> DeleteResult:
+        refuse_to_wait()
         started = time.perf_counter()
         outcome = "error"
         try:
@@ -98,6 +110,7 @@ class TimedBackend(StorageBackend):
             self._observe("delete" if precondition is None else "delete_if_match", outcome, started)
 
     def list_page(self, prefix: str = "", page_size: int = 1000, page_token: str | None = None) -> ListPage:
+        self._may_read()
         started = time.perf_counter()
         outcome = "error"
         try:

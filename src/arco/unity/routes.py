@@ -10,21 +10,21 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from arco.api.requests import BodyError, blocking, principal_of, read_json
+from arco.api.requests import BodyError, blocking, inline_or_blocking, principal_of, read_json
 from arco.api.responses import JsonResponse
 from arco.auth.principals import Principal
 from arco.catalog.errors import CatalogError
-from arco.unity.errors import UnityError, from_catalog_error, invalid
 from arco.unity import credentials, objects, whoami
 from arco.unity.effective import EffectivePermissions
+from arco.unity.errors import UnityError, from_catalog_error, invalid
 from arco.unity.functions import FunctionService
 from arco.unity.lineage import table_lineage as lineage_of
-from arco.unity.models import ModelService
-from arco.unity.volumes import VolumeService
 from arco.unity.metastores import MetastoreService
+from arco.unity.models import ModelService
 from arco.unity.named import KINDS_BY_TYPE, NamedSecurables
-from arco.unity.sharing import SharingService
 from arco.unity.service import UnityService
+from arco.unity.sharing import SharingService
+from arco.unity.volumes import VolumeService
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -84,8 +84,8 @@ def creator(method: str) -> Handler:
 def getter(method: str, param: str) -> Handler:
     @unity_errors
     async def get(request: Request) -> Response:
-        return JsonResponse(await blocking(getattr(service(request), method), request.path_params[param],
-                                           me(request)))
+        return JsonResponse(await inline_or_blocking(getattr(service(request), method), request.path_params[param],
+                                                     me(request)))
 
     return get
 
@@ -113,25 +113,25 @@ def deleter(method: str, param: str, *, takes_force: bool) -> Handler:
 @unity_errors
 async def list_catalogs(request: Request) -> Response:
     q = request.query_params
-    items, token = await blocking(service(request).list_catalogs, q.get("max_results"), q.get("page_token") or None,
-                                  me(request))
+    items, token = await inline_or_blocking(service(request).list_catalogs, q.get("max_results"),
+                                            q.get("page_token") or None, me(request))
     return listed("catalogs", items, token)
 
 
 @unity_errors
 async def list_schemas(request: Request) -> Response:
     q = request.query_params
-    items, token = await blocking(service(request).list_schemas, q.get("catalog_name"), q.get("max_results"),
-                                  q.get("page_token") or None, me(request))
+    items, token = await inline_or_blocking(service(request).list_schemas, q.get("catalog_name"),
+                                            q.get("max_results"), q.get("page_token") or None, me(request))
     return listed("schemas", items, token)
 
 
 @unity_errors
 async def list_tables(request: Request) -> Response:
     q = request.query_params
-    items, token = await blocking(service(request).list_tables, q.get("catalog_name"), q.get("schema_name"),
-                                  q.get("max_results"), q.get("page_token") or None, me(request),
-                                  flag(request, "omit_columns"))
+    items, token = await inline_or_blocking(service(request).list_tables, q.get("catalog_name"),
+                                            q.get("schema_name"), q.get("max_results"), q.get("page_token") or None,
+                                            me(request), flag(request, "omit_columns"))
     return listed("tables", items, token)
 
 

@@ -11,6 +11,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
+from arco.inline import refuse_to_wait
 from arco.metrics import CacheMeter
 from arco.vending.model import VendedCredential
 
@@ -44,6 +45,7 @@ class CredentialCache:
                 _METER.hit()
                 return hit[0]
         _METER.miss()
+        refuse_to_wait()  # minting asks the cloud's token service
         # Minted outside the lock: a slow STS call must not hold up every other table. Two concurrent misses
         # for one key both mint; both credentials are valid, the later one is kept.
         credential = mint()

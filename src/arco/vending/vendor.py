@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from arco.inline import refuse_to_wait
 from arco.settings import ServerSettings
 from arco.vending.cache import CredentialCache
 from arco.vending.locations import Cloud, StorageLocation, parse_location
@@ -33,6 +34,7 @@ class CredentialVendor:
     def _minter(self, cloud: Cloud) -> Minter:
         # Built on first use: a server on S3 never imports the Azure or Google SDKs.
         if cloud not in self._minters:
+            refuse_to_wait()  # importing an SDK and building its client takes a while
             if cloud == "s3":
                 from arco.vending.s3 import S3Minter
 
