@@ -1,7 +1,7 @@
 """Where Tier 1 lives in storage: an append-only log of operations, periodic snapshots, and a manifest.
 
     _catalog/core/log/{seq:020d}.json        one operation; written create-only, so exactly one writer wins seq
-    _catalog/core/snapshots/{seq:020d}.json  the whole state as of seq (immutable)
+    _catalog/core/snapshots/{seq:020d}.json  the state as of seq (immutable; its tables in chunk files)
     _catalog/core/manifest.json              which snapshot is newest (a hint that only moves forward)
 
 Appending entry ``n+1`` with ``DoesNotExist`` is the commit point of a catalog change: one conditional write per
@@ -10,9 +10,11 @@ is current when entry ``n+1`` does not exist; catching up reads the entries afte
 
 Snapshots bound the catch-up of a new process: every ``SNAPSHOT_EVERY`` entries (at least, and more for big
 catalogs so that writing one stays a small share of the work) the writer of that position stores the state and
-moves the manifest forward (:meth:`arco.catalog.store.CatalogStore._snapshot_to_store`). Entries older than the newest snapshot may be deleted by garbage collection after a long grace period;
-a process re-reads the manifest at least every ``MANIFEST_RECHECK_S`` seconds, which is far shorter than that grace,
-so it never mistakes a deleted old entry for the end of the log.
+moves the manifest forward (:meth:`arco.catalog.store.CatalogStore._snapshot_to_store`). Garbage collection
+(:func:`arco.pipeline.gc.tier1_deletions`) deletes superseded snapshot files and the entries a kept snapshot covers
+after a long grace period; a process re-reads the manifest at least every ``MANIFEST_RECHECK_S`` seconds, far
+shorter than that grace, and one that finds its next entry gone while the manifest names a snapshot past it
+starts again from that snapshot, so it never mistakes a deleted old entry for the end of the log.
 """
 
 from __future__ import annotations

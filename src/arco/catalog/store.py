@@ -33,6 +33,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+import orjson
+
 from arco import metrics
 from arco.catalog import log as catalog_log
 from arco.catalog import snapshots
@@ -47,7 +49,7 @@ from arco.catalog.table_index import MAX_LOADED_TABLES
 from arco.events.receipts import catalog_event, catalog_receipt_key, write_receipt
 from arco.inline import WouldWait, is_inline, refuse_to_wait
 from arco.storage.backoff import backoff_delay
-from arco.storage.base import StorageBackend, StorageError
+from arco.storage.base import StorageBackend, StorageError, StorageUnavailable
 
 _log = logging.getLogger("arco.catalog")
 
@@ -165,6 +167,13 @@ class CatalogStore:
             while True:
                 entry = self.log.read_entry(self._state.seq + 1)
                 if entry is None:
+                    if self._snapshot_seq > self._state.seq:
+                        # Gone although a snapshot past it exists: collected (arco.pipeline.gc), after this
+                        # server last looked. Start again from that snapshot.
+                        self._state = CatalogState.from_snapshot(self.log.read_snapshot(self._snapshot_seq),
+                                                                 self.storage.url, self.files, self.max_loaded_tables)
+                        changed = True
+                        continue
                     break
                 rules.apply(self._state, entry, self._state.seq + 1)
                 changed = True
@@ -280,7 +289,10 @@ class CatalogStore:
                 # Named now, from the state the operation lands on: after a drop, its ids name nothing.
                 op["audit"] = audit_names(self._state, op)
                 seq = self._state.seq + 1
-            appended = self.log.append(seq, op)
+            try:
+                appended = self.log.append(seq, op)
+            except StorageUnavailable as exc:
+                appended = self._landed_anyway(seq, op, exc)
             metrics.cas("catalog_log", appended)
             if appended:
                 return op, seq
@@ -288,6 +300,18 @@ class CatalogStore:
             # not all race again at once, then catch up and build again.
             time.sleep(backoff_delay(lost))
         raise ConflictError("the catalog is changing too fast to apply this change; retry")
+
+    def _landed_anyway(self, seq: int, op: Operation, error: StorageUnavailable) -> bool:
+        """After an append that failed without an answer (it may have been written): look. True if the entry at
+        ``seq`` is this operation, False if it is another writer's (a lost race); else ``error`` is raised: not
+        written (the caller may retry), or not known."""
+        try:
+            found = self.log.read_entry(seq)
+        except StorageError:
+            raise error from None
+        if found is None:
+            raise error
+        return found == orjson.loads(orjson.dumps(op))
 
     # -- snapshots -------------------------------------------------------------------------------------------
 

@@ -141,7 +141,7 @@ class TableService:
                         return None
                     catalog = state.catalog(catalog, state.tenant_of_workspace(principal.workspace_id).scope)
                 return _iceberg_table(state, catalog, namespace, name)
-        except (CatalogError, IcebergError):
+        except (CatalogError, IcebergError, StorageError):  # a guess: the check that follows decides
             return None
 
     def read_pointer_ahead(self, table_uuid: str) -> Future[VersionedPointer | None]:

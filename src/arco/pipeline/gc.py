@@ -3,6 +3,7 @@
 Per table, in Spark tasks: metadata files outside the table's history (orphans of lost or crashed commits, and
 versions expired from the log of tables that ask for ``write.metadata.delete-after-commit.enabled``). In the
 driver: idempotency markers, receipts, transaction records, group commit records, stale compaction files,
+Tier 1's superseded snapshot files and covered log entries,
 expired server-side scan plans, temporary files of interrupted writes and Delta Sharing's saved change data of
 gone tables or expired versions. ``--dry-run`` decides the same way and
 deletes nothing. Users' data files are not touched here (orphan data files are ``maintain``'s).
@@ -11,16 +12,20 @@ deletes nothing. Users' data files are not touched here (orphan data files are `
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
-from arco.catalog.model import TableEntry
+from arco.catalog import log as catalog_log
+from arco.catalog import snapshots
 from arco.catalog.locations import tables_sharing_storage
+from arco.catalog.log import CatalogLog
+from arco.catalog.model import TableEntry
 from arco.catalog.store import CatalogStore
-from arco.events.reconcile import iceberg_tables
 from arco.events.receipts import EVENTS
+from arco.events.reconcile import iceberg_tables
 from arco.iceberg.commit import landed_location
 from arco.iceberg.group_commit import GROUPS, GroupRecord
 from arco.iceberg.idempotency import Marker
@@ -255,6 +260,39 @@ def _oldest_delta_version(location: str, options: dict[str, str]) -> int | None:
     return min(versions) if versions else None
 
 
+def tier1_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> list[Deletion]:
+    """Tier 1's superseded snapshot roots, chunk and id-bucket files, and covered log entries
+    (:func:`arco.pipeline.gc_rules.tier1_files`)."""
+    log = CatalogLog(storage)
+    newest = log.read_manifest().snapshot_seq
+    if newest == 0:
+        return []
+    roots = _positions(storage, f"{catalog_log.CORE}/snapshots/", now)
+    kept = gc_rules.tier1_kept_roots(roots, newest, policy)
+    referenced: set[str] = set()
+    for seq in kept:
+        root = log.read_snapshot(seq)
+        referenced |= {chunk["key"] for chunk in root.get("chunks", {}).values()}
+        referenced |= set(root.get("ids", {}).get("buckets", {}).values())
+    files = {meta.key: now - meta.modified_at
+             for prefix in (snapshots.CHUNKS, snapshots.IDS) for meta in storage.list(f"{prefix}/")}
+    entries = _positions(storage, f"{catalog_log.CORE}/log/", now)
+    return gc_rules.tier1_files(kept, roots, referenced, files, entries, policy)
+
+
+_POSITION_NAME = re.compile(r"(\d{20})\.json")  # a snapshot root or a log entry (not the Parquet projections)
+
+
+def _positions(storage: StorageBackend, prefix: str, now: float) -> dict[int, float]:
+    """The log positions named by the files directly under ``prefix``, with their ages."""
+    found = {}
+    for meta in storage.list(prefix):
+        name = _POSITION_NAME.fullmatch(meta.key[len(prefix):])
+        if name is not None:
+            found[int(name.group(1))] = now - meta.modified_at
+    return found
+
+
 def temp_file_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> list[Deletion]:
     """Temporary files of interrupted writes (only a local warehouse has them: object stores write atomically)."""
     listing = getattr(storage, "temp_files", None)
@@ -309,6 +347,7 @@ def run_gc(spark: Any, spec: StorageSpec, run: Run, policy: GcPolicy, *, dry_run
     chosen += plan_deletions(storage, policy, now)
     chosen += group_record_deletions(storage, policy, now)
     chosen += sharing_cdf_deletions(storage, spec.options, policy, now)
+    chosen += tier1_deletions(storage, policy, now)
     temp = temp_file_deletions(storage, policy, now)
     for deletion in chosen + temp:
         run.count(("would delete: " if dry_run else "deleted: ") + deletion.reason.split(" (")[0])

@@ -132,3 +132,39 @@ def sharing_cdf(key: str, age_s: float, version: int, table_exists: bool, oldest
         return Deletion(key, f"saved change data of a version older than the table's log retention "
                              f"(version {version}, oldest {oldest_version})")
     return None
+
+
+def tier1_kept_roots(roots: dict[int, float], newest: int, policy: GcPolicy) -> set[int]:
+    """The Tier 1 snapshot roots (position -> age) that stay: the manifest's newest, every one not older than the
+    grace period or newer than the manifest's (being published), and the newest one older than the grace period
+    (a server that has not looked at the manifest since may still read the files it names)."""
+    kept = {seq for seq, age_s in roots.items() if seq >= newest or age_s <= policy.grace_s}
+    settled = [seq for seq, age_s in roots.items() if seq <= newest and age_s > policy.grace_s]
+    if settled:
+        kept.add(max(settled))
+    return kept | ({newest} if newest else set())
+
+
+def tier1_files(kept: set[int], roots: dict[int, float], referenced: set[str], files: dict[str, float],
+                entries: dict[int, float], policy: GcPolicy) -> list[Deletion]:
+    """Tier 1's superseded snapshot files and old log entries (:mod:`arco.catalog.log`, :mod:`arco.catalog.snapshots`).
+
+    ``kept`` from :func:`tier1_kept_roots`; ``referenced``: the chunk and id-bucket files the kept roots name;
+    ``files``: every chunk and id-bucket file with its age; ``entries``: log positions with their ages. A file goes
+    when no kept root names it and it is older than the grace period (a snapshot being written stores its files
+    before its root). A log entry goes when a kept root covers it and it is older than the grace period: new
+    servers start from the newest root, and a server that finds an entry gone reloads from the manifest's.
+    """
+    if not kept:
+        return []
+    chosen = [Deletion(f"{_TIER1}/snapshots/{seq:020d}.json", f"superseded Tier 1 snapshot ({age_s / HOUR:.0f} h old)")
+              for seq, age_s in sorted(roots.items()) if seq not in kept and age_s > policy.grace_s]
+    chosen += [Deletion(key, f"Tier 1 snapshot file no kept snapshot names ({age_s / HOUR:.0f} h old)")
+               for key, age_s in sorted(files.items()) if key not in referenced and age_s > policy.grace_s]
+    covered = min(kept)
+    chosen += [Deletion(f"{_TIER1}/log/{seq:020d}.json", "Tier 1 log entry a kept snapshot covers")
+               for seq, age_s in sorted(entries.items()) if seq <= covered and age_s > policy.grace_s]
+    return chosen
+
+
+_TIER1 = "_catalog/core"

@@ -13,6 +13,7 @@ from arco.catalog import log as catalog_log
 from arco.catalog import snapshots, table_index
 from arco.catalog.store import CatalogStore
 from arco.storage.base import ObjectData, Precondition, WriteResult
+from arco.storage.faults import FaultRule, FaultyBackend, InjectedFailure
 from arco.storage.local import LocalBackend
 
 CATALOG = "cat-1"
@@ -161,3 +162,42 @@ def test_after_a_snapshot_only_the_id_buckets_it_changed_are_read_again(tmp_path
         assert [state.tables.get(i).id for i in ids[:3]] == ids[:3]
         assert state.tables.get("20100000-0000-4000-8000-000000000000").name == "t2010"
     assert [key.split("/")[-2] for key in storage.bucket_reads] == ["2"]  # 0 and 1 were kept
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_an_append_that_fails_unanswered_is_looked_up(tmp_path: Path, when: str) -> None:
+    # The log entry's write fails without an answer: written anyway ("after") or not at all ("before"). The store
+    # looks: a change that landed is answered as made, one that did not raises (and may be retried as it is).
+    storage = FaultyBackend(LocalBackend(str(tmp_path)))
+    store = CatalogStore(storage)
+    _catalog_and_namespace(store)
+    storage.inject(FaultRule(op="put", key=f"{catalog_log.CORE}/log/*", when=when, action="fail"))
+    if when == "after":
+        assert _create(store, "t0") == 3
+    else:
+        with pytest.raises(InjectedFailure):
+            _create(store, "t0")
+        assert _create(store, "t0") == 3  # the retry finds the name free
+    with CatalogStore(LocalBackend(str(tmp_path))).read() as state:
+        assert [t.name for t in state.tables_of(CATALOG, ("db",))] == ["t0"] and state.seq == 3
+
+
+def test_an_unanswered_append_that_lost_the_position_builds_again(tmp_path: Path) -> None:
+    storage = FaultyBackend(LocalBackend(str(tmp_path)))
+    store, other = CatalogStore(storage), CatalogStore(LocalBackend(str(tmp_path)))
+    _catalog_and_namespace(store)
+    raced: list[int] = []
+
+    class Unanswered(FaultRule):
+        def matches(self, op: str, key: str) -> bool:
+            if not super().matches(op, key) or raced:
+                return False
+            raced.append(_create(other, "theirs"))  # another server takes the position just before this write
+            return True
+
+    storage.inject(Unanswered(op="put", key=f"{catalog_log.CORE}/log/*", when="before", action="fail"))
+    # The write failed unanswered and the entry at its position is another's: a lost race, so the store catches
+    # up and appends again at the next position.
+    assert _create(store, "mine") == 4 and raced == [3]
+    with CatalogStore(LocalBackend(str(tmp_path))).read() as state:
+        assert sorted(t.name for t in state.tables_of(CATALOG, ("db",))) == ["mine", "theirs"]

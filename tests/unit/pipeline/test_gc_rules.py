@@ -108,3 +108,31 @@ def test_the_driver_finds_saved_change_data_of_gone_tables(tmp_path: Path) -> No
     assert sharing_cdf_deletions(storage, {}, POLICY, now) == []  # young: a signed URL may still name it
     later = sharing_cdf_deletions(storage, {}, POLICY, now + POLICY.sharing_cdf_grace_s + 60)
     assert [d.key for d in later] == [key]
+
+
+def test_tier1_keeps_the_newest_root_the_young_ones_and_the_newest_settled_one() -> None:
+    policy = GcPolicy(grace_s=100)
+    roots = {256: 500.0, 512: 400.0, 768: 300.0, 1024: 50.0, 1280: 10.0}
+    assert gc_rules.tier1_kept_roots(roots, 1280, policy) == {768, 1024, 1280}
+    # A root past the manifest's (being published) stays whatever its age.
+    assert gc_rules.tier1_kept_roots({256: 500.0, 512: 400.0}, 256, policy) == {256, 512}
+    assert gc_rules.tier1_kept_roots({}, 0, policy) == set()
+
+
+def test_tier1_files_go_when_no_kept_root_names_them_and_they_are_old() -> None:
+    policy = GcPolicy(grace_s=100)
+    roots = {256: 500.0, 512: 400.0, 768: 300.0}
+    kept = gc_rules.tier1_kept_roots(roots, 768, policy)
+    files = {"_catalog/core/chunks/a/00000000000000000256.json": 500.0,  # superseded
+             "_catalog/core/chunks/a/00000000000000000768.json": 300.0,  # named by the newest root
+             "_catalog/core/chunks/b/00000000000000000256.json": 500.0,  # still named by the newest root
+             "_catalog/core/chunks/c/00000000000000000900.json": 5.0}  # a snapshot being written: young
+    referenced = {"_catalog/core/chunks/a/00000000000000000768.json",
+                  "_catalog/core/chunks/b/00000000000000000256.json"}
+    entries = {700: 350.0, 768: 300.0, 769: 299.0, 770: 20.0}
+    chosen = {d.key for d in gc_rules.tier1_files(kept, roots, referenced, files, entries, policy)}
+    assert chosen == {"_catalog/core/snapshots/00000000000000000256.json",
+                      "_catalog/core/snapshots/00000000000000000512.json",
+                      "_catalog/core/chunks/a/00000000000000000256.json",
+                      "_catalog/core/log/00000000000000000700.json", "_catalog/core/log/00000000000000000768.json"}
+    assert gc_rules.tier1_files(set(), {}, set(), files, entries, policy) == []  # no snapshot: nothing goes
