@@ -61,6 +61,12 @@ class Writer:
             return _view(state)
 
 
+@pytest.fixture
+def writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Writer:
+    monkeypatch.setattr(catalog_log, "SNAPSHOT_EVERY", 8)  # many snapshots from few changes
+    return Writer(str(tmp_path))
+
+
 def _collect(root: str) -> list[str]:
     storage = LocalBackend(root)
     chosen = tier1_deletions(storage, NO_GRACE, time.time() + 60)
@@ -74,11 +80,9 @@ def _keys(root: Path, folder: str) -> set[str]:
     return {str(p.relative_to(root)) for p in base.rglob("*.json")} if base.exists() else set()
 
 
-def test_collected_tier1_leaves_every_reader_answering_as_the_writer(tmp_path: Path,
+def test_collected_tier1_leaves_every_reader_answering_as_the_writer(tmp_path: Path, writer: Writer,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(catalog_log, "SNAPSHOT_EVERY", 8)
     root = str(tmp_path)
-    writer = Writer(root)
     writer.changes(20)
     idle = CatalogStore(LocalBackend(root))  # reads now, then nothing until after the collection
     with idle.read() as state:
@@ -118,13 +122,11 @@ def test_collected_tier1_leaves_every_reader_answering_as_the_writer(tmp_path: P
             assert _view(state) == writer.view()
 
 
-def test_a_server_just_behind_the_newest_snapshot_starts_again_from_it(tmp_path: Path,
+def test_a_server_just_behind_the_newest_snapshot_starts_again_from_it(tmp_path: Path, writer: Writer,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     # Not far enough behind to reload on seeing the manifest: it reads the log, finds its next entry collected,
     # and starts again from the snapshot.
-    monkeypatch.setattr(catalog_log, "SNAPSHOT_EVERY", 8)
     root = str(tmp_path)
-    writer = Writer(root)
     writer.changes(7)
     behind = CatalogStore(LocalBackend(root))
     behind.ensure_fresh(since=time.monotonic())
@@ -139,8 +141,7 @@ def test_a_server_just_behind_the_newest_snapshot_starts_again_from_it(tmp_path:
         assert state.seq == writer.store.seq and _view(state) == writer.view()
 
 
-def test_nothing_younger_than_the_grace_period_goes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(catalog_log, "SNAPSHOT_EVERY", 8)
-    root = str(tmp_path)
-    Writer(root).changes(40)
-    assert tier1_deletions(LocalBackend(root), GcPolicy(), time.time()) == []
+def test_nothing_younger_than_the_grace_period_goes(tmp_path: Path, writer: Writer) -> None:
+    writer.changes(40)
+    assert catalog_log.CatalogLog(LocalBackend(str(tmp_path))).read_manifest().snapshot_seq > 0
+    assert tier1_deletions(LocalBackend(str(tmp_path)), GcPolicy(), time.time()) == []
