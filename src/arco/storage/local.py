@@ -130,44 +130,54 @@ class LocalBackend(StorageBackend):
         except OSError as exc:
             raise StorageError(f"cannot use {self.root} as a warehouse directory: {exc}") from exc
         self._locks = _StripedLocks(self.root / _LOCK_DIR)
+        self._root_prefix = f"{self.root}/"
 
     # -- reading -------------------------------------------------------------------------------------------
 
     def _path(self, key: str) -> Path:
         return self.root / check_key(key)
 
+    def _file(self, key: str) -> str:
+        # The reads' path as a plain string: a checked key has no "." or ".." segment and no leading "/", and
+        # building a pathlib.Path cost a tenth of a warm load.
+        return self._root_prefix + check_key(key)
+
     def get(self, key: str) -> ObjectData:
-        path = self._path(key)
-        try:
-            with open(path, "rb") as f:
-                st = os.fstat(f.fileno())
-                data = f.read()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            raise NotFound(key) from None
-        except OSError as exc:
-            raise StorageUnavailable(f"cannot read {key!r}: {type(exc).__name__}: {exc.strerror or exc}") from exc
-        return ObjectData(data=data, version=_version_of(st))
+        found = self._read(key, None)
+        assert found is not None
+        return found
 
     def get_if_changed(self, key: str, version: str) -> ObjectData | None:
         """One open and fstat; the bytes are read only if the version (inode and mtime) differs."""
-        path = self._path(key)
+        return self._read(key, version)
+
+    def _read(self, key: str, unless_version: str | None) -> ObjectData | None:
         try:
-            with open(path, "rb") as f:
-                st = os.fstat(f.fileno())
-                current = _version_of(st)
-                if current == version:
-                    return None
-                data = f.read()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            fd = os.open(self._file(key), os.O_RDONLY | os.O_CLOEXEC)
+        except (FileNotFoundError, NotADirectoryError):
             raise NotFound(key) from None
         except OSError as exc:
             raise StorageUnavailable(f"cannot read {key!r}: {type(exc).__name__}: {exc.strerror or exc}") from exc
-        return ObjectData(data=data, version=current)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise NotFound(key)
+            current = _version_of(st)
+            if current == unless_version:
+                return None
+            chunks = []
+            while chunk := os.read(fd, max(st.st_size, 65536)):
+                chunks.append(chunk)
+            return ObjectData(data=b"".join(chunks), version=current)
+        except OSError as exc:
+            raise StorageUnavailable(f"cannot read {key!r}: {type(exc).__name__}: {exc.strerror or exc}") from exc
+        finally:
+            os.close(fd)
 
     def head(self, key: str) -> ObjectMeta | None:
         try:
             with _io(f"stat {key!r}"):
-                st = os.stat(self._path(key))
+                st = os.stat(self._file(key))
         except (FileNotFoundError, NotADirectoryError):
             return None
         if not stat.S_ISREG(st.st_mode):
