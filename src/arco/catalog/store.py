@@ -158,8 +158,7 @@ class CatalogStore:
                 self._manifest_checked = True
                 far_behind = manifest.snapshot_seq > self._state.seq + catalog_log.SNAPSHOT_EVERY
                 if manifest.snapshot_seq > self._state.seq and (far_behind or self._state.seq == 0):
-                    self._state = CatalogState.from_snapshot(self.log.read_snapshot(manifest.snapshot_seq),
-                                                             self.storage.url, self.files, self.max_loaded_tables)
+                    self._load_snapshot(manifest.snapshot_seq)
                     changed = True
                 elif manifest.snapshot_seq > self._snapshot_seq:
                     rebase_to = manifest.snapshot_seq  # once the state has reached it
@@ -170,8 +169,7 @@ class CatalogStore:
                     if self._snapshot_seq > self._state.seq:
                         # Gone although a snapshot past it exists: collected (arco.pipeline.gc), after this
                         # server last looked. Start again from that snapshot.
-                        self._state = CatalogState.from_snapshot(self.log.read_snapshot(self._snapshot_seq),
-                                                                 self.storage.url, self.files, self.max_loaded_tables)
+                        self._load_snapshot(self._snapshot_seq)
                         changed = True
                         continue
                     break
@@ -180,6 +178,11 @@ class CatalogStore:
             if rebase_to and self._state.seq >= rebase_to:
                 self._rebase(rebase_to)
             return changed
+
+    def _load_snapshot(self, snapshot_seq: int) -> None:
+        """Replace this process's state with the snapshot's (its tables are read as they are asked for)."""
+        self._state = CatalogState.from_snapshot(self.log.read_snapshot(snapshot_seq), self.storage.url, self.files,
+                                                 self.max_loaded_tables)
 
     def _rebase(self, snapshot_seq: int) -> None:
         """Another process stored a snapshot this state has reached: start the tables from its files, so the
@@ -330,7 +333,7 @@ class CatalogStore:
         try:
             manifest = self.log.read_manifest()
             if manifest.snapshot_seq > self._state.seq:
-                return None  # a newer one than this state: rebased onto once the state reaches it
+                return None  # newer than this state: the next look at the manifest, in a catch-up, rebases
             if manifest.snapshot_seq > self._snapshot_seq:
                 self._rebase(manifest.snapshot_seq)
                 self._snapshot_seq = manifest.snapshot_seq

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from arco.catalog.log import log_key, snapshot_key
+
 HOUR = 3600.0
 DAY = 24 * HOUR
 
@@ -157,14 +159,11 @@ def tier1_files(kept: set[int], roots: dict[int, float], referenced: set[str], f
     """
     if not kept:
         return []
-    chosen = [Deletion(f"{_TIER1}/snapshots/{seq:020d}.json", f"superseded Tier 1 snapshot ({age_s / HOUR:.0f} h old)")
+    chosen = [Deletion(snapshot_key(seq), f"superseded Tier 1 snapshot ({age_s / HOUR:.0f} h old)")
               for seq, age_s in sorted(roots.items()) if seq not in kept and age_s > policy.grace_s]
     chosen += [Deletion(key, f"Tier 1 snapshot file no kept snapshot names ({age_s / HOUR:.0f} h old)")
                for key, age_s in sorted(files.items()) if key not in referenced and age_s > policy.grace_s]
     covered = min(kept)
-    chosen += [Deletion(f"{_TIER1}/log/{seq:020d}.json", "Tier 1 log entry a kept snapshot covers")
+    chosen += [Deletion(log_key(seq), "Tier 1 log entry a kept snapshot covers")
                for seq, age_s in sorted(entries.items()) if seq <= covered and age_s > policy.grace_s]
     return chosen
-
-
-_TIER1 = "_catalog/core"
