@@ -7,7 +7,6 @@ memory, a reader that rebases onto another process's snapshot) must answer every
 
 from __future__ import annotations
 
-import multiprocessing
 import random
 import time
 from dataclasses import asdict
@@ -24,8 +23,8 @@ from arco.catalog.errors import CatalogError
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.storage.local import LocalBackend
+from support.tier1 import in_processes
 
-_fork = multiprocessing.get_context("fork")
 CATALOG = "cat-1"
 
 
@@ -241,13 +240,7 @@ def test_processes_creating_tables_in_several_namespaces_lose_nothing(tmp_path: 
     monkeypatch.setattr(catalog_log, "SNAPSHOT_EVERY", 8)
     root = str(tmp_path)
     _build(root, namespaces=2, tables=0)
-    barrier = _fork.Barrier(4)
-    procs = [_fork.Process(target=_create_tables, args=(root, w, 30, barrier)) for w in range(4)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
+    in_processes(_create_tables, root, workers=4, each=30)
     with CatalogStore(LocalBackend(root)).read() as state:
         assert len(state.tables) == 120
         for w in range(4):

@@ -12,6 +12,7 @@ from arco.catalog.errors import AlreadyExistsError
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.storage.local import LocalBackend
+from support.tier1 import in_processes
 
 _fork = multiprocessing.get_context("fork")
 
@@ -33,13 +34,7 @@ def test_concurrent_writers_in_many_processes_lose_nothing(tmp_path: Path, monke
     monkeypatch.setattr(catalog_log, "SNAPSHOT_EVERY", 16)
     root = str(tmp_path)
     _create_catalog(CatalogStore(LocalBackend(root)))
-    barrier = _fork.Barrier(4)
-    procs = [_fork.Process(target=_create_namespaces, args=(root, w, 25, barrier)) for w in range(4)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
+    in_processes(_create_namespaces, root, workers=4, each=25)
     fresh = CatalogStore(LocalBackend(root))
     with fresh.read() as state:
         assert state.seq == 101
