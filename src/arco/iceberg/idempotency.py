@@ -46,7 +46,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import orjson
@@ -120,7 +120,8 @@ class Marker:
     retryable_at_ms: int | None = None  # the attempt ended without landing: a retry may take over at once
 
     def to_bytes(self) -> bytes:
-        return orjson.dumps({**asdict(self), "written_at_ns": time.time_ns()})
+        # orjson writes the nested Outcome dataclass itself: no deep copy through dataclasses.asdict per write.
+        return orjson.dumps({**self.__dict__, "written_at_ns": time.time_ns()})
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Marker:

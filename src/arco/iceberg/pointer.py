@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -74,7 +74,8 @@ class TablePointer:
     version: int = POINTER_FORMAT_VERSION
 
     def to_bytes(self) -> bytes:
-        return orjson.dumps({**asdict(self), "write_id": uuid.uuid4().hex, "updated_at_ms": int(time.time() * 1000)})
+        # Shallow: orjson writes nested dataclasses and containers itself (dataclasses.asdict deep-copies them).
+        return orjson.dumps({**self.__dict__, "write_id": uuid.uuid4().hex, "updated_at_ms": int(time.time() * 1000)})
 
     @classmethod
     def from_bytes(cls, data: bytes) -> TablePointer:

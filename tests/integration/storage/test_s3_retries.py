@@ -1,0 +1,118 @@
+"""Which S3 calls are retried after a failure, against an HTTP server on loopback that fails on purpose.
+
+An emulator cannot be told to answer 503 or to drop a connection at a chosen request; this small server can. It
+answers each request from a script (status, or "drop" to close the connection without answering) and records
+what it received, so a test sees how many times a call was really sent.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from arco.storage.base import DoesNotExist, MatchesVersion, StorageUnavailable, Written
+from arco.storage.s3 import S3Backend
+
+SLOW_DOWN = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+
+
+@dataclass
+class Script:
+    answers: list[int | str]  # consumed in order; once empty, every request gets 200
+    received: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+
+
+@pytest.fixture
+def failing_s3() -> Iterator[tuple[Script, dict[str, str]]]:
+    script = Script([])
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                self.rfile.read(length)
+            script.received.append((self.command, self.path, dict(self.headers.items())))
+            answer = script.answers.pop(0) if script.answers else 200
+            if answer == "drop":
+                self.close_connection = True
+                self.connection.close()
+                return
+            body = SLOW_DOWN if answer != 200 else (b"stored" if self.command == "GET" else b"")
+            self.send_response(int(answer))
+            self.send_header("ETag", '"e1"')
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_PUT = do_HEAD = do_DELETE = _answer
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    options = {"s3.endpoint": f"http://127.0.0.1:{server.server_address[1]}", "s3.access-key-id": "k",
+               "s3.secret-access-key": "s", "s3.region": "us-east-1"}
+    try:
+        yield script, options
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_read_is_retried_after_a_throttling_answer(failing_s3: tuple[Script, dict[str, str]]) -> None:
+    script, options = failing_s3
+    script.answers = [503]
+    found = S3Backend("bucket", "w", options).get("a/b.json")
+    assert found.data == b"stored" and found.version == '"e1"'
+    assert [(method, path) for method, path, _ in script.received] == [("GET", "/bucket/w/a/b.json")] * 2
+
+
+def test_a_read_gives_up_after_three_attempts(failing_s3: tuple[Script, dict[str, str]]) -> None:
+    script, options = failing_s3
+    script.answers = [503, 503, 503, 503]
+    with pytest.raises(StorageUnavailable, match="SlowDown"):
+        S3Backend("bucket", "w", options).get("a.json")
+    assert len(script.received) == 3
+
+
+@pytest.mark.parametrize("precondition", [DoesNotExist(), MatchesVersion('"e0"')])
+def test_a_conditional_write_is_sent_once(failing_s3: tuple[Script, dict[str, str]], precondition: object) -> None:
+    script, options = failing_s3
+    script.answers = [503]
+    with pytest.raises(StorageUnavailable):
+        S3Backend("bucket", "w", options).put("p.json", b"{}", precondition)  # type: ignore[arg-type]
+    assert len(script.received) == 1
+    sent = {k.lower(): v for k, v in script.received[0][2].items()}
+    assert ("if-none-match" in sent) if isinstance(precondition, DoesNotExist) else sent["if-match"] == '"e0"'
+
+
+def test_a_conditional_write_whose_connection_dropped_is_unknown_not_retried(
+        failing_s3: tuple[Script, dict[str, str]]) -> None:
+    script, options = failing_s3
+    script.answers = ["drop"]
+    with pytest.raises(StorageUnavailable, match="may or may not have happened"):
+        S3Backend("bucket", "w", options).put("p.json", b"{}", DoesNotExist())
+    assert len(script.received) == 1
+
+
+def test_an_unconditional_write_is_retried(failing_s3: tuple[Script, dict[str, str]]) -> None:
+    script, options = failing_s3
+    script.answers = ["drop", 500]
+    assert S3Backend("bucket", "w", options).put("p.json", b"{}") == Written('"e1"')
+    assert len(script.received) == 3
+
+
+def test_a_conditional_delete_is_sent_once(failing_s3: tuple[Script, dict[str, str]]) -> None:
+    script, options = failing_s3
+    script.answers = [503]
+    with pytest.raises(StorageUnavailable):
+        S3Backend("bucket", "w", options).delete("p.json", MatchesVersion('"e1"'))
+    assert [method for method, _, _ in script.received] == ["DELETE"]
