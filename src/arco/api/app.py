@@ -24,6 +24,7 @@ from arco.api.auth import BearerAuthMiddleware
 from arco.api.errors import ApiError, error_body, surface_of
 from arco.api.faults import ContainErrors
 from arco.api.observability import METRICS_PATH, NoteRoute, RequestObserver, configure_logging, metrics_endpoint
+from arco.api.optimistic import OptimisticCommits
 from arco.api.responses import JsonResponse
 from arco.api.routing import SegmentIndexedRouter
 from arco.auth.authenticator import Authenticator
@@ -141,7 +142,7 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
         # ContainErrors, outermost inside the request observer, answers what no handler did (storage faults 503,
         # bugs 500) without the connection drop a Starlette handler for Exception would cause (arco.api.faults).
         middleware=[Middleware(FreshnessScope, window_s=settings.read_freshness_ms / 1000),
-                    Middleware(ContainErrors), Middleware(NoteRoute),
+                    Middleware(ContainErrors), Middleware(NoteRoute), Middleware(OptimisticCommits),
                     Middleware(BearerAuthMiddleware, authenticator=authenticator,
                                public_paths=frozenset({METRICS_PATH}) if settings.metrics_public else frozenset())],
         exception_handlers={ApiError: _api_error, HTTPException: _http_error},

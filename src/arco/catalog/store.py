@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from arco import metrics
+from arco import metrics, optimistic
 from arco.catalog import log as catalog_log
 from arco.catalog import snapshots
 from arco.catalog import state as rules
@@ -123,6 +123,9 @@ class CatalogStore:
     def ensure_fresh(self, since: float | None = None) -> None:
         """Return once this process has applied every entry that existed at ``since`` (monotonic): by default when
         the enclosing request scope began (:meth:`fresh_as_of`), else when the call began."""
+        if since is None and (view := optimistic.current()) is not None:
+            self._unchecked_read(view)
+            return
         arrived = since if since is not None else _ANSWERS_FROM.get()
         if arrived is None:
             arrived = time.monotonic()
@@ -147,6 +150,32 @@ class CatalogStore:
                 if caught_up:  # a check that failed answers nobody: the next caller checks again
                     self._last_refresh_started = started
                 self._fresh.notify_all()
+
+    def _unchecked_read(self, view: optimistic.OptimisticView) -> None:
+        """A read under an optimistic view: a check that already answers for the request confirms the view now;
+        otherwise the read uses this process's state as it is, and the position it is at is noted."""
+        with self._fresh:
+            checked = not self._refreshing and self._last_refresh_started >= view.arrived
+        if checked:
+            self._confirm(view)
+        elif view.seen_seq is None:
+            view.seen_seq = self._state.seq
+
+    def confirm_view(self) -> None:
+        """Outside an optimistic view, :meth:`ensure_fresh`. Inside one, the request's check (a real one, started
+        after it arrived), which confirms the view if it finds the log where the request's unchecked reads saw it,
+        and raises :class:`arco.optimistic.StaleView` otherwise (see :mod:`arco.optimistic`)."""
+        view = optimistic.current()
+        if view is None:
+            self.ensure_fresh()
+            return
+        self.ensure_fresh(view.arrived)
+        self._confirm(view)
+
+    def _confirm(self, view: optimistic.OptimisticView) -> None:
+        if view.seen_seq is not None and self._state.seq != view.seen_seq:
+            raise optimistic.StaleView(f"the catalog moved from {view.seen_seq} to {self._state.seq}")
+        view.confirmed = True
 
     def _catch_up(self) -> bool:
         """Apply what the log has beyond this process's state; whether anything was."""
@@ -254,6 +283,7 @@ class CatalogStore:
         ``request`` tags the operation with an Idempotency-Key hash; ``source`` says who made it (seed section 8).
         """
         refuse_to_wait()  # a change always waits for storage
+        self.confirm_view()  # never built on grants or names that were not checked
         with self._write_lock:
             op, seq = self._append(build, principal, request, source)
             with self._apply_lock:

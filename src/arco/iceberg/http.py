@@ -90,6 +90,10 @@ def render(svc: IcebergServices, outcome: Outcome, *,
         return Response(status_code=204)
     if outcome.metadata_location is None:
         return JsonResponse({k: v for k, v in (outcome.body or {}).items() if v is not None}, status_code=outcome.status)
+    written = svc.tables.files.written_bytes(outcome.metadata_location) if access is None else None
+    if written is not None:  # the file just written is the answer's metadata, byte for byte (metadata_json)
+        head = b'{"metadata-location":' + orjson.dumps(outcome.metadata_location) + b',"metadata":'
+        return Response(head + written + b"}", status_code=outcome.status, media_type="application/json")
     metadata = svc.tables.files.read(outcome.metadata_location)
     body: dict[str, Any] = {"metadata-location": outcome.metadata_location, "metadata": metadata_json(metadata)}
     if access is not None:

@@ -40,6 +40,7 @@ that immutable file.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import threading
@@ -47,7 +48,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec, TypeVar
 
 import orjson
 import rfc8785
@@ -62,6 +63,7 @@ from arco.iceberg.errors import (
     ServiceUnavailable,
     from_catalog_error,
 )
+from arco.optimistic import StaleView, unconfirmed_writes_allowed
 from arco.storage.base import DoesNotExist, MatchesVersion, StorageBackend, StorageError
 
 MarkerStatus = Literal["IN_PROGRESS", "COMMITTED", "FAILED"]
@@ -94,6 +96,22 @@ def request_hash(operation: str, target: str, body: Any) -> str:
 
 def marker_key(scope: str, hashed_key: str) -> str:
     return f"_catalog/iceberg_idempotency/{scope}/{hashed_key[:2]}/{hashed_key}.json"
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _before_confirmation(method: Callable[P, R]) -> Callable[P, R]:
+    """Marker writes that may precede the confirmation of a request's catalog view (:mod:`arco.optimistic`): a
+    claim is released, and nothing else done, if the view turns out stale."""
+
+    @functools.wraps(method)
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> R:
+        with unconfirmed_writes_allowed():
+            return method(*args, **kwargs)
+
+    return wrapped
 
 
 @dataclass(frozen=True)
@@ -185,6 +203,7 @@ class IdempotencyMarkers:
         with self._ended_lock:
             return (storage_key, version) in self._ended
 
+    @_before_confirmation
     def claim(self, keyed: Keyed, recover: Recover) -> Claim:
         storage_key = marker_key(keyed.scope, keyed.tag)
         fresh = Marker("IN_PROGRESS", keyed.key, keyed.operation, keyed.request_hash, _now_ms(), keyed.tier1_seq)
@@ -253,6 +272,7 @@ class IdempotencyMarkers:
         assert claim.marker is not None
         self._finish(claim.storage_key, claim.version, claim.marker, outcome=outcome)
 
+    @_before_confirmation
     def release(self, claim: Claim) -> bool:
         """The attempt ended without landing: let a retry with the same key take the marker over at once."""
         assert claim.marker is not None and claim.version is not None
@@ -265,6 +285,7 @@ class IdempotencyMarkers:
         self._remember_ended(claim.storage_key, claim.version)
         return False
 
+    @_before_confirmation
     def ended_unknown(self, claim: Claim) -> None:
         """The attempt ended and whether it landed could not be checked: the retry's recovery decides; this
         process at least knows no part of the attempt is running any more."""
@@ -303,6 +324,9 @@ def run_once(keyed: Keyed | None, work: Callable[[str | None], Outcome], recover
         return replayed(claim.replay)
     try:
         outcome = work(keyed.tag)
+    except (NotStarted, StaleView):
+        keyed.markers.release(claim)  # nothing was done: nothing to look for
+        raise
     except CatalogError as exc:
         error = from_catalog_error(exc)
         if not is_deterministic(error):
@@ -322,6 +346,10 @@ def run_once(keyed: Keyed | None, work: Callable[[str | None], Outcome], recover
         # The work landed: answer it. The marker stays IN_PROGRESS and the retry's recovery finds the change.
         _report(keyed, exc)
     return outcome
+
+
+class NotStarted(Exception):
+    """Raised by ``work`` before it did anything: the attempt certainly did not land."""
 
 
 def settle_unkeyed(recover: Callable[[], Outcome | None], error: StorageError, operation: str) -> Outcome:

@@ -21,6 +21,9 @@ from arco.storage.base import DoesNotExist, StorageBackend, StorageError, Writte
 
 CACHE_ENTRIES = 512
 VIEW_CACHE_ENTRIES = 256
+# The bytes of the files this process wrote last: a commit's answer is the file it just wrote, sent as written
+# instead of serialized a second time on the event loop (a quarter of its CPU in a keyed commit, by profile).
+WRITTEN_BYTES_ENTRIES = 32
 M = TypeVar("M")
 
 
@@ -54,6 +57,7 @@ class ImmutableFiles(Generic[M]):
             self._roots += ["file:" + self._root[len("file://"):], self._root[len("file://"):]]
         self._cache: OrderedDict[str, M] = OrderedDict()
         self._cache_entries = cache_entries
+        self._written: OrderedDict[str, bytes] = OrderedDict()
         self._lock = threading.Lock()
 
     def parse(self, data: bytes) -> M:
@@ -89,6 +93,15 @@ class ImmutableFiles(Generic[M]):
         if not isinstance(result, Written) and self.storage.get(key).data != data:
             raise StorageError(f"a different metadata file already exists at {location}")
         self._remember(location, metadata)
+        with self._lock:
+            self._written[location] = data
+            while len(self._written) > WRITTEN_BYTES_ENTRIES:
+                self._written.popitem(last=False)
+
+    def written_bytes(self, location: str) -> bytes | None:
+        """The file's bytes, if this process wrote it recently (the file is immutable: they are its content)."""
+        with self._lock:
+            return self._written.get(location)
 
     def _remember(self, location: str, metadata: M) -> None:
         with self._lock:

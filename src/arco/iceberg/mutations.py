@@ -32,6 +32,7 @@ from arco.iceberg.idempotency import (
     IdempotencyMarkers,
     Keyed,
     Marker,
+    NotStarted,
     Outcome,
     Recover,
     check_key,
@@ -184,6 +185,7 @@ class Mutations:
                 return self._keyed_commit_beside_check(catalog, namespace, name, known, key, target, body, work)
             except _MovedUnderKey:
                 pass  # the name names another table (or none) now: its marker is released; go the long way
+        self.store.confirm_view()
         entry = self.tables.entry(catalog, namespace, name)
         keyed = Keyed(self.markers, entry.id, key, "updateTable", request_hash("updateTable", target, body))
         return run_once(keyed, work, self._commit_recovery(entry.id), commit_route=True)
@@ -195,13 +197,13 @@ class Mutations:
         runs beside it, so the check costs no round trip of its own. Before any work the check must confirm the
         name still names that table; if not, the claim is released (as for any attempt that did not land) and
         :class:`_MovedUnderKey` sends the caller the long way, which resolves the name first."""
-        check = _BESIDE.submit(contextvars.copy_context().run, self.store.ensure_fresh)
+        check = _BESIDE.submit(contextvars.copy_context().run, self.store.confirm_view)
 
         def confirmed_work(tag: str | None) -> Outcome:
             try:
                 check.result()
             except StorageError:
-                pass  # the lookup below checks again, and fails the same way if storage is still down
+                self.store.confirm_view()  # again: fails the same way if storage is still down
             try:
                 entry = self.tables.entry(catalog, namespace, name)
             except (CatalogError, IcebergError) as exc:
@@ -289,7 +291,7 @@ class Mutations:
         return run_once(keyed, work, self._tier1_recovery(lambda op: Outcome(204)))
 
 
-class _MovedUnderKey(Exception):
+class _MovedUnderKey(NotStarted):
     """The table a keyed commit's marker was claimed for is no longer the one its name names."""
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from arco.inline import refuse_to_wait
 from arco.metrics import STORAGE_SECONDS
+from arco.optimistic import refuse_unconfirmed_write
 from arco.storage.base import (
     DeleteResult,
     DoesNotExist,
@@ -89,6 +90,7 @@ class TimedBackend(StorageBackend):
 
     def put(self, key: str, data: bytes, precondition: Precondition = None) -> WriteResult:
         refuse_to_wait()  # never inline: a durable write waits for the disk or the network
+        refuse_unconfirmed_write()  # never on grants that were not checked (arco.optimistic)
         started = time.perf_counter()
         outcome = "error"
         try:
@@ -100,6 +102,7 @@ class TimedBackend(StorageBackend):
 
     def delete(self, key: str, precondition: MatchesVersion | None = None) -> DeleteResult:
         refuse_to_wait()
+        refuse_unconfirmed_write()
         started = time.perf_counter()
         outcome = "error"
         try:

@@ -38,8 +38,8 @@ from arco.iceberg import tables as tables_module
 from arco.iceberg.group_commit import GROUPS
 from arco.iceberg.mutations import Caller
 from arco.iceberg.pointer import POINTERS, read_window
-from arco.storage.base import StorageBackend
 from support.iceberg_harness import Harness
+from support.rounds import Slowed
 
 SOURCE = {"kind": "iceberg_rest", "client_info": "test", "principal": "admin"}
 BODY = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"a": "1"}}]}
@@ -65,42 +65,6 @@ def kind_of(key: str) -> str:
 
 def counted(h: Harness) -> Counter[tuple[str, str]]:
     return Counter((call.op, kind_of(call.key)) for call in h.storage.calls)
-
-
-LATENCY_S = 0.03
-
-
-class Slowed:
-    """Every storage call takes ``LATENCY_S`` longer, and its interval is recorded: the longest chain of calls
-    each starting after the previous one ended is the number of sequential round trips a client waits for."""
-
-    def __init__(self, inner: StorageBackend) -> None:
-        self.inner = inner
-        self.intervals: list[tuple[float, float]] = []
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self.inner, name)
-        if name not in ("get", "get_if_changed", "head", "put", "delete", "list_page"):
-            return target
-
-        def slowed(*args: Any, **kwargs: Any) -> Any:
-            started = time.monotonic()
-            try:
-                time.sleep(LATENCY_S)
-                return target(*args, **kwargs)
-            finally:
-                with self._lock:
-                    self.intervals.append((started, time.monotonic()))
-
-        return slowed
-
-    def rounds(self) -> int:
-        depth: list[int] = []
-        ordered = sorted(self.intervals)
-        for i, (start, _) in enumerate(ordered):
-            depth.append(1 + max((depth[j] for j in range(i) if ordered[j][1] <= start), default=0))
-        return max(depth, default=0)
 
 
 @contextmanager

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from arco.metrics import REGISTRY
+from arco.optimistic import StaleView, optimistic_view, unconfirmed_writes_allowed
 from arco.storage.base import DoesNotExist, MatchesVersion, NotFound
 from arco.storage.factory import open_storage
 from arco.storage.memory import MemoryBackend
@@ -49,3 +50,18 @@ def test_the_factory_times_what_it_opens_once_and_passes_a_backends_own_attribut
     opened = open_storage(tmp_path / "wh")
     assert isinstance(opened, TimedBackend) and timed(opened) is opened
     assert opened.url == opened.inner.url and opened.root == opened.inner.root  # LocalBackend's own attribute
+
+
+def test_no_write_is_made_under_a_catalog_view_that_was_not_confirmed() -> None:
+    storage = TimedBackend(MemoryBackend())
+    with optimistic_view(arrived=0.0) as view:
+        with pytest.raises(StaleView):
+            storage.put("k", b"1")
+        with pytest.raises(StaleView):
+            storage.delete("k")
+        assert storage.head("k") is None  # reads go ahead
+        with unconfirmed_writes_allowed():  # a marker claim: released if the view turns out stale
+            assert storage.put("k", b"1").ok
+        view.confirmed = True
+        assert storage.put("k", b"2").ok
+    assert storage.get("k").data == b"2"

@@ -1,0 +1,69 @@
+"""A request answered from this process's catalog state first, and checked against storage later.
+
+Every request normally starts with a freshness check of the Tier 1 log (:mod:`arco.catalog.store`): one storage
+read before authentication, the catalog lookup and the grant checks may decide anything. For a keyed table commit
+on object storage that read is a sequential round trip of its own, in front of the seed's four writes. Under an
+*optimistic view* those decisions are made on the state this process already has, noting the log position it
+was at; the check still happens, beside the marker claim, and *confirms* the view only if the log has not moved
+past that position (then every decision made was the one a check at arrival would have given). If it moved, the
+request raises :class:`StaleView` before any work, its marker is released, and
+:class:`arco.api.optimistic.OptimisticCommits` runs the whole request again the ordinary way.
+
+As a net under that rule, a storage write made under a view not yet confirmed raises :class:`StaleView` too
+(:func:`refuse_unconfirmed_write`), except the writes that are safe before it (the marker claim and its release,
+inside :func:`unconfirmed_writes_allowed`): a path that forgets to confirm costs a second run, never a change
+made on stale grants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+
+class StaleView(Exception):
+    """The catalog state a request's decisions were made on was not current: run the request again."""
+
+
+@dataclass
+class OptimisticView:
+    arrived: float  # monotonic time the request arrived: the confirming check must start at or after it
+    seen_seq: int | None = None  # the log position of the first unchecked read
+    confirmed: bool = False
+
+
+_VIEW: ContextVar[OptimisticView | None] = ContextVar("arco_optimistic_view", default=None)
+_WRITES_ALLOWED: ContextVar[bool] = ContextVar("arco_unconfirmed_writes_allowed", default=False)
+
+
+def current() -> OptimisticView | None:
+    """The request's view while it is unconfirmed; None outside one, or once confirmed."""
+    view = _VIEW.get()
+    return view if view is not None and not view.confirmed else None
+
+
+@contextmanager
+def optimistic_view(arrived: float) -> Iterator[OptimisticView]:
+    view = OptimisticView(arrived)
+    token = _VIEW.set(view)
+    try:
+        yield view
+    finally:
+        _VIEW.reset(token)
+
+
+@contextmanager
+def unconfirmed_writes_allowed() -> Iterator[None]:
+    """Writes that may precede the confirmation: undone (a marker released) if the view turns out stale."""
+    token = _WRITES_ALLOWED.set(True)
+    try:
+        yield
+    finally:
+        _WRITES_ALLOWED.reset(token)
+
+
+def refuse_unconfirmed_write() -> None:
+    if current() is not None and not _WRITES_ALLOWED.get():
+        raise StaleView("a write under a catalog view that was not confirmed")

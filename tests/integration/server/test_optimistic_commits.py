@@ -1,0 +1,139 @@
+"""Keyed table commits decided on a server's catalog state and checked beside the marker claim (arco.optimistic),
+through the whole HTTP stack of two in-process servers on one warehouse.
+
+The check is still made for every commit; what changes is that it no longer stands, a round trip of its own, in
+front of the claim. The tests show both halves: the round trip is gone, and a change made on the other server
+(a grant given or taken away) decides the very next commit here, as it did when the check came first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+from uuid6 import uuid7
+
+from arco.api.app import create_app
+from arco.settings import ServerSettings
+from arco.storage.faults import FaultyBackend
+from arco.storage.local import LocalBackend
+from arco.storage.timed import TimedBackend
+from support.arco_server import run_cli
+from support.rounds import Slowed
+
+ADMIN = "optimistic-admin-token"
+ANN = "ann@x.com"
+TABLE = "/iceberg/v1/main/namespaces/db/tables/t"
+SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "x", "required": False, "type": "long"}]}
+
+
+@dataclass
+class Server:
+    client: TestClient
+    storage: FaultyBackend
+    timed: TimedBackend
+
+    def call(self, token: str, method: str, path: str, key: str | None = None, **kwargs: Any) -> Any:
+        headers = {"Authorization": f"Bearer {token}", **({"Idempotency-Key": key} if key else {})}
+        return self.client.request(method, path, headers=headers, **kwargs)
+
+    def commit(self, token: str, value: str, key: str | None = None) -> Any:
+        return self.call(token, "POST", TABLE, key=key or str(uuid7()), json={
+            "requirements": [], "updates": [{"action": "set-properties", "updates": {"v": value}}]})
+
+
+@pytest.fixture
+def servers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Server, Server, str]]:
+    monkeypatch.setenv("ARCO_ADMIN_TOKEN", ADMIN)
+    warehouse = tmp_path / "warehouse"
+    run_cli(warehouse, "user", "create", ANN)
+    ann = run_cli(warehouse, "token", "create", ANN).strip()
+    made = []
+    for _ in range(2):
+        faulty = FaultyBackend(LocalBackend(warehouse))
+        timed = TimedBackend(faulty)
+        # Reads side by side where they could be (a local disk would make them one after the other).
+        timed.capabilities = replace(timed.capabilities, cheap_reads=False)
+        client = TestClient(create_app(ServerSettings(warehouse=str(warehouse)), storage=timed))
+        made.append(Server(client.__enter__(), faulty, timed))
+    a, b = made
+    assert a.call(ADMIN, "POST", "/iceberg/v1/main/namespaces", json={"namespace": ["db"]}).status_code == 200
+    assert a.call(ADMIN, "POST", "/iceberg/v1/main/namespaces/db/tables",
+                  json={"name": "t", "schema": SCHEMA}).status_code == 200
+    try:
+        yield a, b, ann
+    finally:
+        for server in made:
+            server.client.__exit__(None, None, None)
+
+
+def grants(server: Server, change: str, *pairs: tuple[str, str, str]) -> None:
+    for kind, name, privilege in pairs:
+        r = server.call(ADMIN, "PATCH", f"/api/2.1/unity-catalog/permissions/{kind}/{name}",
+                        json={"changes": [{"principal": ANN, change: [privilege]}]})
+        assert r.status_code == 200, r.text
+
+
+ANN_MAY_COMMIT = (("catalog", "main", "USE_CATALOG"), ("schema", "main.db", "USE_SCHEMA"),
+                  ("table", "main.db.t", "SELECT"), ("table", "main.db.t", "MODIFY"))
+
+
+def test_a_warm_keyed_commit_over_http_waits_for_four_storage_rounds_and_reads_nothing_first(
+        servers: tuple[Server, Server, str]) -> None:
+    a, _, _ = servers
+    assert a.commit(ADMIN, "warm").status_code == 200
+    slow = Slowed(a.storage.inner)
+    a.storage.inner = slow  # type: ignore[assignment]
+    try:
+        response = a.commit(ADMIN, "measured")
+    finally:
+        a.storage.inner = slow.inner
+    assert response.status_code == 200, response.text
+    assert response.json()["metadata"]["properties"]["v"] == "measured"
+    assert slow.rounds() == 4
+    first = min(slow.started)
+    assert first[1] == "put" and first[2].startswith("_catalog/iceberg_idempotency/"), sorted(slow.started)
+    # The catalog check was made all the same, beside the claim.
+    assert any(op in ("get", "head") and key.startswith("_catalog/core/") for _, op, key in slow.started)
+
+
+def test_a_grant_given_on_another_server_lets_the_next_commit_here_through(
+        servers: tuple[Server, Server, str]) -> None:
+    a, b, ann = servers
+    assert a.commit(ann, "refused").status_code == 403
+    grants(b, "add", *ANN_MAY_COMMIT)
+    response = a.commit(ann, "granted")
+    assert response.status_code == 200, response.text
+
+
+def test_a_grant_taken_away_on_another_server_refuses_the_next_commit_here(
+        servers: tuple[Server, Server, str]) -> None:
+    a, b, ann = servers
+    grants(b, "add", *ANN_MAY_COMMIT)
+    assert a.commit(ann, "one").status_code == 200
+    assert a.commit(ann, "two").status_code == 200  # server a's state now has the grant: the optimistic path
+    grants(b, "remove", ("table", "main.db.t", "MODIFY"))
+    key = str(uuid7())
+    refused = a.commit(ann, "three", key=key)
+    assert refused.status_code == 403, refused.text
+    loaded = b.call(ADMIN, "GET", TABLE).json()
+    assert loaded["metadata"]["properties"]["v"] == "two"
+    # The claim made before the check was released, not left in progress: once granted again, the same key goes
+    # ahead at once (a 403 is not replayed: it was never this request's answer on a current view).
+    grants(b, "add", ("table", "main.db.t", "MODIFY"))
+    again = a.commit(ann, "three", key=key)
+    assert again.status_code == 200, again.text
+    assert b.call(ADMIN, "GET", TABLE).json()["metadata"]["properties"]["v"] == "three"
+
+
+def test_a_table_dropped_on_another_server_is_not_committed_to_here(servers: tuple[Server, Server, str]) -> None:
+    a, b, _ = servers
+    assert a.commit(ADMIN, "before").status_code == 200
+    assert b.call(ADMIN, "DELETE", TABLE).status_code == 204
+    gone = a.commit(ADMIN, "after")
+    assert gone.status_code == 404, gone.text
+    assert gone.json()["error"]["type"] == "NoSuchTableException"

@@ -1,0 +1,46 @@
+"""Storage as far away as a network, with each call's interval recorded: sequential round trips, counted."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from arco.storage.base import StorageBackend
+
+LATENCY_S = 0.03
+
+
+class Slowed:
+    """Every storage call takes ``LATENCY_S`` longer, and its interval is recorded: the longest chain of calls
+    each starting after the previous one ended is the number of sequential round trips a client waits for."""
+
+    def __init__(self, inner: StorageBackend) -> None:
+        self.inner = inner
+        self.intervals: list[tuple[float, float]] = []
+        self.started: list[tuple[float, str, str]] = []  # (start, operation, key), in no particular order
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self.inner, name)
+        if name not in ("get", "get_if_changed", "head", "put", "delete", "list_page"):
+            return target
+
+        def slowed(*args: Any, **kwargs: Any) -> Any:
+            started = time.monotonic()
+            try:
+                time.sleep(LATENCY_S)
+                return target(*args, **kwargs)
+            finally:
+                with self._lock:
+                    self.intervals.append((started, time.monotonic()))
+                    self.started.append((started, name, str(args[0]) if args else ""))
+
+        return slowed
+
+    def rounds(self) -> int:
+        depth: list[int] = []
+        ordered = sorted(self.intervals)
+        for i, (start, _) in enumerate(ordered):
+            depth.append(1 + max((depth[j] for j in range(i) if ordered[j][1] <= start), default=0))
+        return max(depth, default=0)
