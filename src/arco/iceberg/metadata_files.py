@@ -25,6 +25,7 @@ VIEW_CACHE_ENTRIES = 256
 # instead of serialized a second time on the event loop (a quarter of its CPU in a keyed commit, by profile).
 WRITTEN_BYTES_ENTRIES = 32
 M = TypeVar("M")
+V = TypeVar("V")
 
 
 def metadata_bytes(metadata: TableMetadata) -> bytes:
@@ -92,11 +93,9 @@ class ImmutableFiles(Generic[M]):
         result = self.storage.put(key, data, DoesNotExist())
         if not isinstance(result, Written) and self.storage.get(key).data != data:
             raise StorageError(f"a different metadata file already exists at {location}")
-        self._remember(location, metadata)
         with self._lock:
-            self._written[location] = data
-            while len(self._written) > WRITTEN_BYTES_ENTRIES:
-                self._written.popitem(last=False)
+            _keep(self._cache, location, metadata, self._cache_entries)
+            _keep(self._written, location, data, WRITTEN_BYTES_ENTRIES)
 
     def written_bytes(self, location: str) -> bytes | None:
         """The file's bytes, if this process wrote it recently (the file is immutable: they are its content)."""
@@ -105,10 +104,15 @@ class ImmutableFiles(Generic[M]):
 
     def _remember(self, location: str, metadata: M) -> None:
         with self._lock:
-            self._cache[location] = metadata
-            self._cache.move_to_end(location)
-            while len(self._cache) > self._cache_entries:
-                self._cache.popitem(last=False)
+            _keep(self._cache, location, metadata, self._cache_entries)
+
+
+def _keep(cache: OrderedDict[str, V], location: str, value: V, entries: int) -> None:
+    """Put ``value`` in an LRU ``cache`` of at most ``entries``; call with the owner's lock held."""
+    cache[location] = value
+    cache.move_to_end(location)
+    while len(cache) > entries:
+        cache.popitem(last=False)
 
 
 class MetadataFiles(ImmutableFiles[TableMetadata]):

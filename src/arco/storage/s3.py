@@ -105,39 +105,36 @@ class S3Backend(PrefixedKeys, StorageBackend):
         self._options = options
         self._presigner: Any = None
 
-    def _send(self, what: str, key: str, method: str, headers: dict[str, str] | None = None, body: bytes = b"",
+    def _send(self, method: str, key: str, headers: dict[str, str] | None = None, body: bytes = b"",
               retry: bool = True) -> Reply:
         try:
             return self._wire.send(method, self._key(key), headers=headers, body=body, retry=retry)
         except TransportError as exc:
             unknown = " (the write may or may not have happened)" if method in ("PUT", "DELETE") else ""
-            raise StorageUnavailable(f"S3 {what} {key!r} failed{unknown}: {exc}") from exc
+            raise StorageUnavailable(f"S3 {method} {key!r} failed{unknown}: {exc}") from exc
 
     @staticmethod
-    def _unavailable(what: str, key: str, reply: Reply) -> StorageUnavailable:
-        return StorageUnavailable(f"S3 {what} {key!r} failed: {reply.describe()}")
+    def _unavailable(method: str, key: str, reply: Reply) -> StorageUnavailable:
+        return StorageUnavailable(f"S3 {method} {key!r} failed: {reply.describe()}")
 
-    def get(self, key: str) -> ObjectData:
-        reply = self._send("GET", key, "GET")
+    def _object(self, key: str, reply: Reply) -> ObjectData:
+        """A GET's answer: the object, or why there is none."""
         if reply.status == 200:
             return ObjectData(data=reply.data, version=reply.etag)
         if reply.status == 404:
             raise NotFound(key)
         raise self._unavailable("GET", key, reply)
+
+    def get(self, key: str) -> ObjectData:
+        return self._object(key, self._send("GET", key))
 
     def get_if_changed(self, key: str, version: str) -> ObjectData | None:
         """A GET with ``If-None-Match: <etag>``: S3 answers 304 with no body when the object is unchanged."""
-        reply = self._send("GET", key, "GET", headers={"If-None-Match": version})
-        if reply.status == 304:
-            return None
-        if reply.status == 200:
-            return ObjectData(data=reply.data, version=reply.etag)
-        if reply.status == 404:
-            raise NotFound(key)
-        raise self._unavailable("GET", key, reply)
+        reply = self._send("GET", key, headers={"If-None-Match": version})
+        return None if reply.status == 304 else self._object(key, reply)
 
     def head(self, key: str) -> ObjectMeta | None:
-        reply = self._send("HEAD", key, "HEAD")
+        reply = self._send("HEAD", key)
         if reply.status == 404:
             return None
         if reply.status != 200:
@@ -152,7 +149,7 @@ class S3Backend(PrefixedKeys, StorageBackend):
             headers["If-None-Match"] = "*"
         elif isinstance(precondition, MatchesVersion):
             headers["If-Match"] = precondition.version
-        reply = self._send("PUT", key, "PUT", headers=headers, body=bytes(data), retry=precondition is None)
+        reply = self._send("PUT", key, headers=headers, body=bytes(data), retry=precondition is None)
         if reply.status == 200:
             return Written(version=reply.etag)
         if reply.status in (409, 412) or reply.error_code in PRECONDITION_CODES:
@@ -163,7 +160,7 @@ class S3Backend(PrefixedKeys, StorageBackend):
 
     def delete(self, key: str, precondition: MatchesVersion | None = None) -> DeleteResult:
         headers = {"If-Match": precondition.version} if precondition is not None else {}
-        reply = self._send("DELETE", key, "DELETE", headers=headers, retry=precondition is None)
+        reply = self._send("DELETE", key, headers=headers, retry=precondition is None)
         if reply.status in (200, 204):
             return Deleted()
         if precondition is None and reply.status == 404:
