@@ -97,6 +97,11 @@ class ImmutableFiles(Generic[M]):
             _keep(self._cache, location, metadata, self._cache_entries)
             _keep(self._written, location, data, WRITTEN_BYTES_ENTRIES)
 
+    def read_bytes(self, location: str) -> bytes:
+        """The file's bytes as stored, unparsed (kept in memory only if this process wrote them recently)."""
+        written = self.written_bytes(location)
+        return written if written is not None else self.storage.get(self.key_of(location)).data
+
     def written_bytes(self, location: str) -> bytes | None:
         """The file's bytes, if this process wrote it recently (the file is immutable: they are its content)."""
         with self._lock:

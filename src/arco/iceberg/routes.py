@@ -41,9 +41,9 @@ from arco.iceberg.http import (
 from arco.iceberg.oauth import issue_token
 from arco.iceberg.paging import parse_page_size
 from arco.iceberg.plan_routes import plan_routes
-from arco.iceberg.responses import metadata_json
+from arco.iceberg.responses import LoadResult, metadata_json
 from arco.iceberg.storage_routes import granted_access, load_credentials, owner_access, sign_request, with_access
-from arco.iceberg.tables import DroppedTable, LoadedTable
+from arco.iceberg.tables import DroppedTable, LocatedTable
 from arco.iceberg.transactions import parse_table_changes
 from arco.iceberg.view_routes import view_routes
 
@@ -195,11 +195,11 @@ async def load_table(request: Request) -> Response:
     svc = services(request)
     principal = principal_of(request)
 
-    def load() -> tuple[LoadedTable, TableAccess]:
+    def load() -> tuple[LocatedTable, LoadResult, TableAccess]:
         # On the event loop when nothing needs to wait (a read window holds, or a local disk answers), else one
         # trip to the thread pool for the whole lookup (each trip costs about as much as the rest of a warm load).
         # A table this server knows has its pointer read at once, beside the catalog check the lookups below
-        # make, so the load waits for one storage round trip; the check decides (tables.load).
+        # make, so the load waits for one storage round trip; the check decides (tables.locate).
         ahead = None
         if not svc.store.is_fresh():
             known = svc.tables.known_entry(request.path_params["prefix"], namespace, name, principal)
@@ -209,18 +209,19 @@ async def load_table(request: Request) -> Response:
         if not principal.is_account_admin:
             svc.guard.catalog(principal, catalog)
             svc.guard.table(principal, catalog, namespace, name, "read")
-        loaded = svc.tables.load(catalog, namespace, name, ahead)
+        located = svc.tables.locate(catalog, namespace, name, ahead)
+        files = svc.tables.files
+        result = svc.load_results.get(located.metadata_location, snapshots, files.read_bytes, files.read)
         granted = TableAccess()
         if modes:
-            granted = granted_access(request, catalog, namespace, name, loaded.metadata.location, modes)
-        return loaded, granted
+            granted = granted_access(request, catalog, namespace, name, result.table_location, modes)
+        return located, result, granted
 
-    loaded, granted = await inline_or_blocking(load)
-    etag = f'"{loaded.pointer.version}-{snapshots}{granted.etag_part()}"'
+    located, result, granted = await inline_or_blocking(load)
+    etag = f'"{located.pointer.version}-{snapshots}{granted.etag_part()}"'
     if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
         return Response(status_code=304, headers={"ETag": etag})
-    location = loaded.pointer.pointer.current_metadata_location
-    body = svc.load_results.get(location, loaded.metadata, snapshots)
+    body = result.body
     if granted.config or granted.credentials:
         body = with_access(body, granted)
     return Response(body, media_type="application/json", headers={"ETag": etag})

@@ -68,6 +68,18 @@ class Placement:
 
 
 @dataclass(frozen=True)
+class LocatedTable:
+    """A table's catalog entry and its pointer as read now: where its current metadata file is."""
+
+    entry: TableEntry
+    pointer: VersionedPointer
+
+    @property
+    def metadata_location(self) -> str:
+        return self.pointer.pointer.current_metadata_location
+
+
+@dataclass(frozen=True)
 class LoadedTable:
     entry: TableEntry
     pointer: VersionedPointer
@@ -159,10 +171,16 @@ class TableService:
 
     def load(self, catalog: CatalogEntry, namespace: NamespacePath, name: str,
              ahead: tuple[str, Future[VersionedPointer | None]] | None = None) -> LoadedTable:
-        """The table now. Its catalog entry and its pointer are two reads; when this process knows the table
-        already, the pointer is read beside the catalog check (``ahead``, from :meth:`read_pointer_ahead`, or
-        started here), so a load waits for one storage round trip. The catalog check decides: if the name now
-        names another table, that table's pointer is read."""
+        """The table now, its current metadata parsed (:meth:`locate`, then the metadata file)."""
+        located = self.locate(catalog, namespace, name, ahead)
+        return LoadedTable(located.entry, located.pointer, self.files.read(located.metadata_location))
+
+    def locate(self, catalog: CatalogEntry, namespace: NamespacePath, name: str,
+               ahead: tuple[str, Future[VersionedPointer | None]] | None = None) -> LocatedTable:
+        """The table's entry and pointer now. They are two reads; when this process knows the table already, the
+        pointer is read beside the catalog check (``ahead``, from :meth:`read_pointer_ahead`, or started here), so
+        this waits for one storage round trip. The catalog check decides: if the name now names another table,
+        that table's pointer is read."""
         if ahead is None and not self.store.is_fresh():
             known = self.known_entry(catalog, namespace, name)
             if known is not None:
@@ -179,7 +197,7 @@ class TableService:
             pointer = self.resolver.for_read(entry.id)
         if pointer is None or pointer.pointer.dropped:
             raise NoSuchTable(f"Table does not exist: {dotted((*namespace, name))}")
-        return LoadedTable(entry, pointer, self.files.read(pointer.pointer.current_metadata_location))
+        return LocatedTable(entry, pointer)
 
     # -- creating --------------------------------------------------------------------------------------------
 
