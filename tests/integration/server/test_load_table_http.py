@@ -13,9 +13,9 @@ import httpx
 import orjson
 import pytest
 from pyiceberg.table.metadata import TableMetadataUtil
-from support.arco_server import ARCO_TOKEN, arco_server, iceberg_client
 
 from arco.iceberg.responses import load_result_from_file
+from support.arco_server import ARCO_TOKEN, arco_server, iceberg_client
 
 pytestmark = pytest.mark.timeout(120)
 
