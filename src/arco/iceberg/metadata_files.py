@@ -13,6 +13,7 @@ from collections import OrderedDict
 from typing import Generic, TypeVar
 
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
+from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.typedef import IcebergBaseModel
 from pyiceberg.view.metadata import ViewMetadata
 
@@ -24,14 +25,50 @@ VIEW_CACHE_ENTRIES = 256
 # The bytes of the files this process wrote last: a commit's answer is the file it just wrote, sent as written
 # instead of serialized a second time on the event loop (a quarter of its CPU in a keyed commit, by profile).
 WRITTEN_BYTES_ENTRIES = 32
+# Metadata with this many snapshots or more is serialized with each snapshot's JSON kept by object (metadata_bytes).
+SPLICED_FROM = 4
+SNAPSHOT_CACHE_ENTRIES = 20_000  # a few hundred bytes each
 M = TypeVar("M")
+K = TypeVar("K")
 V = TypeVar("V")
 
 
 def metadata_bytes(metadata: TableMetadata) -> bytes:
     """The metadata file's JSON. PyIceberg 0.12 refuses to serialize format v3 (its writer support is unfinished,
-    iceberg-python#1551) although its v3 model is complete, so the base model's serializer is called directly."""
-    return IcebergBaseModel.model_dump_json(metadata, exclude_none=True, by_alias=True).encode()
+    iceberg-python#1551) although its v3 model is complete, so the base model's serializer is called directly.
+
+    Snapshots are most of a long-lived table's metadata, and serializing them most of a commit's CPU (pydantic
+    calls a Python serializer for every snapshot's summary: 0.6 ms of 0.67 ms for 150 snapshots, measured). A
+    commit's new metadata holds the very snapshot objects of its base, which are immutable, so each snapshot's
+    JSON is kept by object (:func:`snapshots_bytes`) and the metadata is serialized without them, then completed.
+    Format v1 writes its snapshots without sequence numbers (PyIceberg's ``serialize_snapshots``): whole, as ever."""
+    if len(metadata.snapshots) < SPLICED_FROM or metadata.format_version == 1:
+        return IcebergBaseModel.model_dump_json(metadata, exclude_none=True, by_alias=True).encode()
+    rest = IcebergBaseModel.model_dump_json(metadata, exclude_none=True, by_alias=True, exclude={"snapshots"})
+    return rest.encode()[:-1] + b',"snapshots":[' + b",".join(snapshots_bytes(metadata.snapshots)) + b"]}"
+
+
+_snapshot_json: OrderedDict[int, tuple[Snapshot, bytes]] = OrderedDict()
+_snapshot_lock = threading.Lock()
+
+
+def snapshots_bytes(snapshots: list[Snapshot]) -> list[bytes]:
+    """Each snapshot's JSON, serialized once per object. Kept by identity, and each entry holds its object, so an
+    id is never reused while its entry lives; snapshot models are frozen, so an object's JSON cannot change."""
+    with _snapshot_lock:
+        found = [_snapshot_json.get(id(snapshot)) for snapshot in snapshots]
+    out: list[bytes] = []
+    made: list[tuple[Snapshot, bytes]] = []
+    for snapshot, held in zip(snapshots, found, strict=True):
+        if held is None or held[0] is not snapshot:
+            held = (snapshot, IcebergBaseModel.model_dump_json(snapshot, exclude_none=True, by_alias=True).encode())
+            made.append(held)
+        out.append(held[1])
+    if made:
+        with _snapshot_lock:
+            for held in made:
+                _keep(_snapshot_json, id(held[0]), held, SNAPSHOT_CACHE_ENTRIES)
+    return out
 
 
 def view_metadata_bytes(metadata: ViewMetadata) -> bytes:
@@ -112,10 +149,10 @@ class ImmutableFiles(Generic[M]):
             _keep(self._cache, location, metadata, self._cache_entries)
 
 
-def _keep(cache: OrderedDict[str, V], location: str, value: V, entries: int) -> None:
+def _keep(cache: OrderedDict[K, V], key: K, value: V, entries: int) -> None:
     """Put ``value`` in an LRU ``cache`` of at most ``entries``; call with the owner's lock held."""
-    cache[location] = value
-    cache.move_to_end(location)
+    cache[key] = value
+    cache.move_to_end(key)
     while len(cache) > entries:
         cache.popitem(last=False)
 
