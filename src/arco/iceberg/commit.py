@@ -31,8 +31,9 @@ import functools
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
@@ -44,7 +45,7 @@ from arco.catalog import locations
 from arco.catalog.errors import AlreadyExistsError
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.names import check_name
-from arco.events.receipts import write_iceberg_receipt
+from arco.events.receipts import iceberg_event, iceberg_receipt_key, write_iceberg_receipt, write_receipt
 from arco.iceberg import commit_rules
 from arco.iceberg.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchTable
 from arco.iceberg.group_commit import GROUP_NAME_MARK, GroupMember, GroupRecord, Pending, is_group_file
@@ -109,6 +110,18 @@ def commit_table(tables: TableService, catalog: CatalogEntry, namespace: Namespa
 
 
 _receipts_later = threading.local()
+
+
+@contextmanager
+def committed_receipt_inline() -> Iterator[None]:
+    """For a commit without an Idempotency-Key: no marker write for step 10 to go beside, so its receipt is written
+    on the calling thread (handing it to a side thread and waiting cost 0.2 ms, measured)."""
+    outer = getattr(_receipts_later, "futures", None)
+    _receipts_later.futures = None
+    try:
+        yield
+    finally:
+        _receipts_later.futures = outer
 
 
 def committed_receipt_beside_marker(fn: Callable[P, R]) -> Callable[P, R]:
@@ -323,11 +336,10 @@ def write_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> None
         _at_once(lambda: tables.files.write(tried.location, metadata), lambda: tables.groups.write(record))
     else:
         request = tried.accepted[0].item
-        _at_once(lambda: tables.files.write(tried.location, metadata),
-                 lambda: write_iceberg_receipt(tables.storage, "pending", table_uuid=table_uuid,
-                                               metadata_location=tried.location, metadata=metadata,
-                                               previous_metadata_location=tried.base_location,
-                                               source=request.source, identifier=request.identifier))
+        # Built here, so the side thread only writes: building it there would hold the interpreter while this
+        # thread serializes the metadata, delaying both writes.
+        key, event = pending_receipt(table_uuid, tried.location, metadata, tried.base_location, request)
+        _at_once(lambda: tables.files.write(tried.location, metadata), lambda: write_receipt(tables.storage, key, event))
 
 
 # One slot per table committing at once (a server has one leader per hot table); threads start on demand.
@@ -350,6 +362,15 @@ def discard_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> No
             tables.groups.delete(table_uuid, tried.location)
     except (StorageError, OSError):
         pass
+
+
+def pending_receipt(table_uuid: str, location: str, metadata: TableMetadata, base_location: str,
+                    request: CommitRequest) -> tuple[str, dict[str, Any]]:
+    """Step 8's receipt for one request: its key and event."""
+    event = iceberg_event("pending", table_uuid=table_uuid, metadata_location=location, metadata=metadata,
+                          previous_metadata_location=base_location, source=request.source,
+                          identifier=request.identifier)
+    return iceberg_receipt_key("pending", location, metadata.last_updated_ms), event
 
 
 def write_member_receipt(tables: TableService, request: CommitRequest, landed: Landed) -> None:

@@ -162,12 +162,13 @@ class Mutations:
             table_uuid = known.id if known is not None else self.tables.entry(catalog, namespace, name).id
             tag = uuid.uuid4().hex
             try:
-                try:
-                    return work(tag)
-                except commit.NameMoved:
-                    self.store.ensure_fresh(time.monotonic())
-                    table_uuid = self.tables.entry(catalog, namespace, name).id
-                    return work(tag)
+                with commit.committed_receipt_inline():
+                    try:
+                        return work(tag)
+                    except commit.NameMoved:
+                        self.store.ensure_fresh(time.monotonic())
+                        table_uuid = self.tables.entry(catalog, namespace, name).id
+                        return work(tag)
             except StorageError as exc:
                 def recover() -> Outcome | None:
                     location = commit.landed_location(self.tables, table_uuid, tag)

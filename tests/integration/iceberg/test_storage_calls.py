@@ -150,6 +150,12 @@ def test_the_receipts_are_written_beside_the_critical_path(warm: Harness) -> Non
     commit(warm)
     side = {kind for kind, name in threads.items() if name.startswith("arco-commit-side")}
     assert side == {"pending receipt", "committed receipt"}
+    # Without an Idempotency-Key no marker write follows the CAS: the committed receipt is written where the
+    # commit runs, and the pending receipt still beside the metadata file.
+    threads.clear()
+    warm.mutations().commit_table(warm.catalog, ("db",), "t", BODY, Caller("admin", SOURCE))
+    side = {kind for kind, name in threads.items() if name.startswith("arco-commit-side")}
+    assert side == {"pending receipt"} and threads["committed receipt"] == threading.current_thread().name
 
 
 def test_a_warm_load_reads_the_pointer_and_probes_tier1_once_in_one_round(warm: Harness) -> None:
