@@ -132,15 +132,15 @@ def test_a_change_is_never_made_inline() -> None:
 
 
 def _load_threads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The thread each TableService.load ran on, in order."""
+    """The thread each loadTable's TableService.locate ran on, in order."""
     threads: list[int] = []
-    original = TableService.load
+    original = TableService.locate
 
     def recorded(self: TableService, *args: Any, **kwargs: Any) -> Any:
         threads.append(threading.get_ident())
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(TableService, "load", recorded)
+    monkeypatch.setattr(TableService, "locate", recorded)
     return threads
 
 
