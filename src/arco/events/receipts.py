@@ -160,8 +160,18 @@ def write_iceberg_receipt(storage: StorageBackend, kind: IcebergReceiptKind, *, 
                           metadata_location: str, metadata: TableMetadata, previous_metadata_location: str | None,
                           source: dict[str, Any], identifier: dict[str, Any] | None = None, member: int = 0,
                           group: dict[str, Any] | None = None) -> bool:
+    return write_receipt(storage, *iceberg_receipt(
+        kind, table_uuid=table_uuid, metadata_location=metadata_location, metadata=metadata,
+        previous_metadata_location=previous_metadata_location, source=source, identifier=identifier, member=member,
+        group=group))
+
+
+def iceberg_receipt(kind: IcebergReceiptKind, *, table_uuid: str, metadata_location: str, metadata: TableMetadata,
+                    previous_metadata_location: str | None, source: dict[str, Any],
+                    identifier: dict[str, Any] | None = None, member: int = 0,
+                    group: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    """An Iceberg receipt's key and event, for a caller that builds it apart from writing it."""
     event = iceberg_event(kind, table_uuid=table_uuid, metadata_location=metadata_location, metadata=metadata,
                           previous_metadata_location=previous_metadata_location, source=source,
                           identifier=identifier, group=group)
-    return write_receipt(storage, iceberg_receipt_key(kind, metadata_location, metadata.last_updated_ms, member),
-                         event)
+    return iceberg_receipt_key(kind, metadata_location, metadata.last_updated_ms, member), event

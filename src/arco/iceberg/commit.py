@@ -45,7 +45,7 @@ from arco.catalog import locations
 from arco.catalog.errors import AlreadyExistsError
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.names import check_name
-from arco.events.receipts import iceberg_event, iceberg_receipt_key, write_iceberg_receipt, write_receipt
+from arco.events.receipts import iceberg_receipt, write_iceberg_receipt, write_receipt
 from arco.iceberg import commit_rules
 from arco.iceberg.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchTable
 from arco.iceberg.group_commit import GROUP_NAME_MARK, GroupMember, GroupRecord, Pending, is_group_file
@@ -338,7 +338,9 @@ def write_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> None
         request = tried.accepted[0].item
         # Built here, so the side thread only writes: building it there would hold the interpreter while this
         # thread serializes the metadata, delaying both writes.
-        key, event = pending_receipt(table_uuid, tried.location, metadata, tried.base_location, request)
+        key, event = iceberg_receipt("pending", table_uuid=table_uuid, metadata_location=tried.location,
+                                     metadata=metadata, previous_metadata_location=tried.base_location,
+                                     source=request.source, identifier=request.identifier)
         _at_once(lambda: tables.files.write(tried.location, metadata), lambda: write_receipt(tables.storage, key, event))
 
 
@@ -362,15 +364,6 @@ def discard_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> No
             tables.groups.delete(table_uuid, tried.location)
     except (StorageError, OSError):
         pass
-
-
-def pending_receipt(table_uuid: str, location: str, metadata: TableMetadata, base_location: str,
-                    request: CommitRequest) -> tuple[str, dict[str, Any]]:
-    """Step 8's receipt for one request: its key and event."""
-    event = iceberg_event("pending", table_uuid=table_uuid, metadata_location=location, metadata=metadata,
-                          previous_metadata_location=base_location, source=request.source,
-                          identifier=request.identifier)
-    return iceberg_receipt_key("pending", location, metadata.last_updated_ms), event
 
 
 def write_member_receipt(tables: TableService, request: CommitRequest, landed: Landed) -> None:

@@ -50,12 +50,15 @@ def load_result_from_file(location: str, data: bytes, snapshots: str) -> LoadRes
     if (not isinstance(document, dict) or not isinstance(document.get("location"), str)
             or document.get("format-version") not in FORMAT_VERSIONS):
         return None
-    head = b'{"metadata-location":' + orjson.dumps(location) + b',"metadata":'
     if snapshots == "refs" and document.get("snapshots"):
-        body = head + orjson.dumps(_only_referenced(document, snapshots))
-    else:
-        body = head + data.strip()
-    return LoadResult(body + b',"config":{}}', document["location"])
+        data = orjson.dumps(_only_referenced(document, snapshots))
+    return LoadResult(load_result_body(location, data.strip()), document["location"])
+
+
+def load_result_body(location: str, metadata: bytes) -> bytes:
+    """A ``LoadTableResult`` around a metadata document's JSON, ending with the empty ``config`` that a caller's
+    storage access is put into (:func:`arco.iceberg.storage_routes.with_access`)."""
+    return b'{"metadata-location":' + orjson.dumps(location) + b',"metadata":' + metadata + b',"config":{}}'
 
 
 _METER = CacheMeter("load_table_responses")
@@ -84,9 +87,8 @@ class LoadResultCache:
         result = load_result_from_file(location, read_file(location), snapshots)
         if result is None:
             metadata = parse_file(location)
-            body = orjson.dumps({"metadata-location": location, "metadata": metadata_json(metadata, snapshots),
-                                 "config": {}})
-            result = LoadResult(body, metadata.location)
+            result = LoadResult(load_result_body(location, orjson.dumps(metadata_json(metadata, snapshots))),
+                                metadata.location)
         with self._lock:
             self._cache[key] = result
             while len(self._cache) > self._entries:
