@@ -5,16 +5,19 @@ Local directory warehouse, through PyIceberg's RestCatalog:
   load warm      `load_table` again: the catalog check and the pointer's conditional read, in one round trip
   load hot       `load_table` from a server run with --read-freshness-ms 60000: no storage call at all
   floor          `load_table` from a canned Starlette server answering the same config and LoadTableResult bytes
-  append         `table.append` of 10 rows through Arco, next to PyIceberg's SqlCatalog on SQLite (same rows)
+  append         `table.append` of 10 rows through Arco, next to PyIceberg's SqlCatalog on SQLite (same rows);
+                 each followed by 5 ms of untimed idle time (see "writes alone" below)
 
 SeaweedFS warehouse (S3 on loopback), started here:
   put            one create-only put of a small object (the storage floor), interleaved with the commits
   commit         a keyed metadata-only commit over HTTP (set-properties with an Idempotency-Key): its critical
                  path is the seed's four sequential conditional writes, so the ratio to 4 puts is the overhead
   writes alone   the storage calls that commit makes, made directly in the same order and overlap (four
-                 sequential writes; a read beside the first, a best-effort receipt beside the second and the
-                 fourth): the ratio of commit to it is Arco's own cost, the rest is what the side calls cost a
-                 store that shares this machine's cores
+                 sequential writes; a read beside the first, the pending receipt beside the second, the committed
+                 receipt after the fourth, not waited for): the ratio of commit to it is Arco's own cost, the rest
+                 is what the side calls cost a store that shares this machine's cores
+                 (each op is followed by 5 ms of untimed idle time, so a commit's writes after its answer do not
+                 land in the next op's measurement)
   load warm/hot  as above, on S3 (the pointer's conditional read is a GET answered 304)
 
 Rounds of the peers being compared are interleaved (a, b, a, b, ...), so a noisy neighbour slows both alike.
@@ -88,7 +91,10 @@ def p50(samples: list[float]) -> float:
     return statistics.median(samples)
 
 
-def timed_interleaved(ops: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
+def timed_interleaved(ops: dict[str, Callable[[], object]], rounds: int,
+                      settle_s: float = 0.0) -> dict[str, list[float]]:
+    """p50 inputs for each op, the ops taking turns; ``settle_s`` of idle time after each (untimed), so the writes a
+    commit makes after its answer do not land in the next op's measurement."""
     results: dict[str, list[float]] = {name: [] for name in ops}
     for i in range(-WARMUP, rounds):
         for name, fn in ops.items():
@@ -96,6 +102,8 @@ def timed_interleaved(ops: dict[str, Callable[[], object]], rounds: int) -> dict
             fn()
             if i >= 0:
                 results[name].append((time.perf_counter() - start) * 1000)
+            if settle_s:
+                time.sleep(settle_s)
     return results
 
 
@@ -171,7 +179,7 @@ def append_figures(workdir: Path, rounds: int) -> dict[str, float]:
         sql.create_namespace("bench")
         sql_table = sql.create_table(("bench", "appended"), SCHEMA)
         results = timed_interleaved({"append arco": lambda: arco_table.append(ROWS),
-                                     "append sql": lambda: sql_table.append(ROWS)}, rounds)
+                                     "append sql": lambda: sql_table.append(ROWS)}, rounds, settle_s=0.005)
     return {name: p50(samples) for name, samples in results.items()}
 
 
@@ -225,11 +233,12 @@ def s3_figures(workdir: Path, rounds: int, loads: bool = True) -> dict[str, floa
                        lambda: raw.put(f"pending/{name}", b"r" * 1200, DoesNotExist()))
                 version = raw.put("pointer", uuid.uuid4().bytes * 10)
                 assert version.ok
-                beside(lambda: raw.put(f"markers/{name}", b"f" * 600),
-                       lambda: raw.put(f"committed/{name}", b"c" * 1200, DoesNotExist()))
+                raw.put(f"markers/{name}", b"f" * 600)
+                # The committed receipt, after the answer: not waited for (it runs into the settle time).
+                side.submit(raw.put, f"committed/{name}", b"c" * 1200, DoesNotExist())
 
             results = timed_interleaved({"s3 put": put, "s3 commit": commit, "s3 writes alone": writes_alone},
-                                        rounds)
+                                        rounds, settle_s=0.005)
             figures.update({name: p50(samples) for name, samples in results.items()})
         if not loads:
             return figures

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import time
 from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
@@ -180,10 +181,16 @@ def test_storm_of_keyed_commits_through_two_servers(two_servers: tuple[RunningSe
     assert {location for _, status, location in answers if status == 200} <= set(versions)
     assert any(is_group_file(v) for v in versions), "sixteen writers on two servers always meet"
     # One committed receipt per acknowledged request (plus the create's), none twice.
+    # They are written just after each answer (arco.events.after_answer): give the last ones a moment.
     uuid = str(table.metadata.table_uuid)
-    receipts = [orjson.loads(storage.get(m.key).data) for m in storage.list(f"{EVENTS}/")
-                if "/iceberg/committed/" in m.key]
-    mine = [r for r in receipts if r["table_uuid"] == uuid]
+    deadline = time.monotonic() + 10
+    while True:
+        receipts = [orjson.loads(storage.get(m.key).data) for m in storage.list(f"{EVENTS}/")
+                    if "/iceberg/committed/" in m.key]
+        mine = [r for r in receipts if r["table_uuid"] == uuid]
+        if len(mine) >= len(acked) + 1 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     assert len(mine) == len(acked) + 1
     # Lost races deleted their files: the metadata folder holds the history and nothing else.
     folder = files.key_of(table.metadata.location.rstrip("/") + "/metadata/")

@@ -38,9 +38,12 @@ class Slowed:
 
         return slowed
 
-    def rounds(self) -> int:
+    def rounds(self, started_before: float | None = None) -> int:
+        """The sequential round trips among the calls that started before ``started_before`` (monotonic; all by
+        default): pass the time a call returned to count what its caller waited for."""
         depth: list[int] = []
-        ordered = sorted(self.intervals)
+        with self._lock:
+            ordered = sorted(i for i in self.intervals if started_before is None or i[0] < started_before)
         for i, (start, _) in enumerate(ordered):
             depth.append(1 + max((depth[j] for j in range(i) if ordered[j][1] <= start), default=0))
         return max(depth, default=0)

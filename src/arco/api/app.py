@@ -20,6 +20,7 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from arco.api.after_answer import WritesAfterAnswer
 from arco.api.auth import BearerAuthMiddleware
 from arco.api.errors import ApiError, error_body, surface_of
 from arco.api.faults import ContainErrors
@@ -33,6 +34,7 @@ from arco.auth.principals import Principal
 from arco.auth.tokens import hash_token
 from arco.catalog.bootstrap import initialise_warehouse
 from arco.catalog.store import CatalogStore
+from arco.events import after_answer
 from arco.iceberg import routes as iceberg_routes
 from arco.iceberg.pointer import read_window
 from arco.iceberg.routes import IcebergServices
@@ -162,17 +164,19 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
 
 def asgi_app(settings: ServerSettings, storage: StorageBackend | None = None,
              extra_principals: dict[str, Principal] | None = None) -> ASGIApp:
-    """The application as served: :func:`create_app` behind the path normalisation the Iceberg routes need, and
-    behind the request observer (request ids, latency metrics, access log), outermost so it sees every answer."""
+    """The application as served: :func:`create_app` behind the path normalisation the Iceberg routes need, behind
+    the release of the writes queued for after each answer, and behind the request observer (request ids, latency
+    metrics, access log), outermost so it sees every answer."""
     inner = create_app(settings, storage, extra_principals)
     app = _signed_files_first(iceberg_routes.keep_encoded_slashes(inner), inner.state.delta_sharing)
-    return RequestObserver(app, access_log_enabled=settings.access_log)
+    return RequestObserver(WritesAfterAnswer(app), access_log_enabled=settings.access_log)
 
 
 def _signed_files_first(app: ASGIApp, sharing: SharingServer) -> ASGIApp:
     """Delta Sharing's signed file URLs skip routing and the middleware: a recipient's client makes many small
     requests per file and the URL's signature is their whole credential (arco.sharing.file_server). At shutdown
-    the tallies of file downloads not yet written are (uvicorn re-raises SIGTERM afterwards: no atexit)."""
+    the tallies of file downloads not yet written are, and the writes queued after answers
+    (:mod:`arco.events.after_answer`) are finished (uvicorn re-raises SIGTERM afterwards: no atexit)."""
     files = SignedFiles(sharing)
 
     async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
@@ -182,6 +186,7 @@ def _signed_files_first(app: ASGIApp, sharing: SharingServer) -> ASGIApp:
             async def send_after_flush(message: Message) -> None:
                 if message["type"] == "lifespan.shutdown.complete":
                     await anyio.to_thread.run_sync(sharing.downloads.flush)
+                    await anyio.to_thread.run_sync(after_answer.drain, 30.0)
                 await send(message)
 
             await app(scope, receive, send_after_flush)

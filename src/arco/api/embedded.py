@@ -1,6 +1,6 @@
 """An Arco server inside the calling process, on a free loopback port, for in-process clients (the pipeline's
 Spark procedures, the quickstart's sample writes). It admits only the principals given, by tokens made for
-this use, and stops when the block ends."""
+this use, and stops when the block ends, once the writes it queued after its answers are made."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import uvicorn
 
 from arco.api.app import asgi_app
 from arco.auth.principals import Principal
+from arco.events import after_answer
 from arco.settings import ServerSettings
 from arco.storage.base import StorageBackend
 
@@ -43,3 +44,4 @@ def in_process_server(storage: StorageBackend, principals: dict[str, Principal],
     finally:
         server.should_exit = True
         thread.join(10)
+        after_answer.drain(30)  # what it answered is on storage when the block ends (receipts included)

@@ -10,7 +10,8 @@
     9 pointer compare-and-swap             (the commit point)
 
     8 pending receipt                      (best effort, beside step 7; a group writes its record instead)
-    10 committed receipt                   (best effort, beside the marker's finalization; the reconciler backfills)
+    10 committed receipt                   (best effort, after the answer: :mod:`arco.events.after_answer`;
+                                            the reconciler backfills)
 
 Requests to one table that meet in one server go through steps 2-9 together, as one group commit: one base, each
 request's requirements checked and updates applied in arrival order, one metadata file, one CAS (see
@@ -28,14 +29,12 @@ crash tells whether the commit landed.
 from __future__ import annotations
 
 import functools
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import AssertCreate
@@ -45,6 +44,7 @@ from arco.catalog import locations
 from arco.catalog.errors import AlreadyExistsError
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.names import check_name
+from arco.events import after_answer
 from arco.events.receipts import iceberg_receipt, write_iceberg_receipt, write_receipt
 from arco.iceberg import commit_rules
 from arco.iceberg.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchTable
@@ -59,8 +59,6 @@ from arco.iceberg.transactions import PreparedChange, mark_and_commit, parse_tab
 from arco.storage.backoff import backoff_delay
 from arco.storage.base import StorageError
 
-P = ParamSpec("P")
-R = TypeVar("R")
 MAX_COMMIT_ATTEMPTS = 10
 # A batch tries longer than a transaction: its tries back off with jitter (arco.iceberg.group_commit), so they
 # cost little, and a hot table served by several servers loses races as a matter of course; a server whose tries
@@ -101,48 +99,8 @@ def commit_table(tables: TableService, catalog: CatalogEntry, namespace: Namespa
                             identifier_of(catalog, namespace, name), catalog=catalog,
                             unconfirmed_since=tables.store.scope_start() if known is not None else None)
     landed: Landed = tables.committer.submit(entry.id, request, lambda batch: commit_batch(tables, batch))
-    deferred: list[Future[None]] | None = getattr(_receipts_later, "futures", None)
-    if deferred is None:
-        write_member_receipt(tables, request, landed)
-    else:
-        deferred.append(_SIDE_WRITES.submit(write_member_receipt, tables, request, landed))
+    after_answer.write_later(functools.partial(write_member_receipt, tables, request, landed))  # step 10
     return landed.result
-
-
-_receipts_later = threading.local()
-
-
-@contextmanager
-def committed_receipt_inline() -> Iterator[None]:
-    """For a commit without an Idempotency-Key: no marker write for step 10 to go beside, so its receipt is written
-    on the calling thread (handing it to a side thread and waiting cost 0.2 ms, measured)."""
-    outer = getattr(_receipts_later, "futures", None)
-    _receipts_later.futures = None
-    try:
-        yield
-    finally:
-        _receipts_later.futures = outer
-
-
-def committed_receipt_beside_marker(fn: Callable[P, R]) -> Callable[P, R]:
-    """For the route that wraps a commit in its Idempotency-Key marker: step 10 (the committed receipt, best
-    effort) is written on a side thread while the caller finalizes the marker (step 11), and awaited before the
-    call returns. The two writes are independent, so the commit's sequential writes are the seed's four: claim,
-    metadata file (with the pending receipt beside it), pointer CAS, finalize (with the receipt beside it)."""
-
-    @functools.wraps(fn)
-    def wrapped(*args: P.args, **kwargs: P.kwargs) -> R:
-        outer = getattr(_receipts_later, "futures", None)
-        futures: list[Future[None]] = []
-        _receipts_later.futures = futures
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _receipts_later.futures = outer
-            for future in futures:
-                future.result()
-
-    return wrapped
 
 
 @dataclass(frozen=True)

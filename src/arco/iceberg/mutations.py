@@ -26,6 +26,7 @@ from arco.auth.principals import Principal
 from arco.catalog.errors import CatalogError
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.store import CatalogStore
+from arco.events import after_answer
 from arco.iceberg import commit
 from arco.iceberg.errors import IcebergError
 from arco.iceberg.idempotency import (
@@ -135,10 +136,11 @@ class Mutations:
 
         return run_once(keyed, work, self._table_created())
 
-    @commit.committed_receipt_beside_marker
     def commit_table(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, body: dict[str, Any],
                      caller: Caller) -> Outcome:
-        with CatalogStore.fresh_as_of():  # one catalog check for the whole commit, however many parts ask
+        # One catalog check for the whole commit, however many parts ask; the committed receipt (best effort)
+        # once the marker is final: the answer does not wait for it (arco.events.after_answer).
+        with CatalogStore.fresh_as_of(), after_answer.answer_first():
             return self._commit_table(catalog, namespace, name, body, caller)
 
     def _commit_table(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, body: dict[str, Any],
@@ -162,13 +164,12 @@ class Mutations:
             table_uuid = known.id if known is not None else self.tables.entry(catalog, namespace, name).id
             tag = uuid.uuid4().hex
             try:
-                with commit.committed_receipt_inline():
-                    try:
-                        return work(tag)
-                    except commit.NameMoved:
-                        self.store.ensure_fresh(time.monotonic())
-                        table_uuid = self.tables.entry(catalog, namespace, name).id
-                        return work(tag)
+                try:
+                    return work(tag)
+                except commit.NameMoved:
+                    self.store.ensure_fresh(time.monotonic())
+                    table_uuid = self.tables.entry(catalog, namespace, name).id
+                    return work(tag)
             except StorageError as exc:
                 def recover() -> Outcome | None:
                     location = commit.landed_location(self.tables, table_uuid, tag)

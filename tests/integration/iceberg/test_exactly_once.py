@@ -15,6 +15,7 @@ import pytest
 from support.iceberg_harness import SCHEMA, Harness
 from uuid6 import uuid7
 
+from arco.events import after_answer
 from arco.events.receipts import catalog_receipt_key, iceberg_receipt_key
 from arco.events.reconcile import reconcile_catalog_log, reconcile_table, table_history
 from arco.iceberg import transactions
@@ -126,10 +127,15 @@ COMMIT_STEPS: dict[str, FaultRule] = {
     "after-metadata-write": FaultRule(op="put", key="*.metadata.json", when="after"),
     "after-pending-receipt": FaultRule(op="put", key="_catalog/events/*/iceberg/pending/*", when="after"),
     "after-pointer-cas": FaultRule(op="put", key=f"{POINTERS}/*", when="after"),
-    "after-committed-receipt": FaultRule(op="put", key="_catalog/events/*/iceberg/committed/*", when="after"),
     "after-marker-finalization": FaultRule(op="put", key="_catalog/iceberg_idempotency/*", when="after", nth=2),
+    # The committed receipt is written after the answer (arco.events.after_answer): a crash there or while it is
+    # written comes after the client has its answer, and leaves at most the receipt for the reconciler.
+    "before-committed-receipt": FaultRule(op="put", key="_catalog/events/*/iceberg/committed/*", when="before"),
+    "after-committed-receipt": FaultRule(op="put", key="_catalog/events/*/iceberg/committed/*", when="after"),
 }
-LANDED_AFTER = ("after-pointer-cas", "after-committed-receipt", "after-marker-finalization")
+LANDED_AFTER = ("after-pointer-cas", "after-marker-finalization", "before-committed-receipt",
+                "after-committed-receipt")
+ANSWERED_BEFORE = ("before-committed-receipt", "after-committed-receipt")
 
 
 def retry_until_done(run: Callable[[], Outcome]) -> Outcome:
@@ -159,9 +165,14 @@ def orphan_metadata_files(h: Harness, name: str = "t") -> list[str]:
 @pytest.mark.parametrize("step", list(COMMIT_STEPS))
 def test_commit_crash_matrix(table: Harness, step: str) -> None:
     key = str(uuid7())
-    table.storage.inject(replace(COMMIT_STEPS[step]))  # a fresh rule: rules count the calls they see
-    with pytest.raises(SimulatedCrash):
-        commit(table, set_property("1"), key, timeout=TIMEOUT)
+    rule = table.storage.inject(replace(COMMIT_STEPS[step]))  # a fresh rule: rules count the calls they see
+    if step in ANSWERED_BEFORE:
+        answered = commit(table, set_property("1"), key, timeout=TIMEOUT)
+        assert after_answer.drain(10) and rule.fired == 1  # the process "died" once the client had its answer
+        assert answered.metadata_location == history(table.reopen())[0]
+    else:
+        with pytest.raises(SimulatedCrash):
+            commit(table, set_property("1"), key, timeout=TIMEOUT)
     table.storage.clear()
 
     retried = retry_until_done(lambda: commit(table.reopen(), set_property("1"), key, timeout=TIMEOUT))

@@ -16,6 +16,7 @@ import pytest
 from uuid6 import uuid7
 
 from arco.catalog.store import CatalogStore
+from arco.events import after_answer
 from arco.events.receipts import EVENTS, iceberg_receipt_key
 from arco.events.reconcile import reconcile_table, table_history
 from arco.iceberg import commit
@@ -105,6 +106,8 @@ def commit_call(h: Harness, i: int, body: dict[str, Any], key: str | None = None
 
 
 def committed_receipts(h: Harness, uuid: str) -> list[tuple[str, dict[str, Any]]]:
+    """The table's committed receipts, once those written after their commit's answer are written."""
+    assert after_answer.drain(10)
     found = []
     for meta in h.storage.list(f"{EVENTS}/"):
         if "/iceberg/committed/" in meta.key:

@@ -1,8 +1,8 @@
 """Storage calls per request, and sequential storage round trips, counted, so that a regression shows as a number.
 
-A warm, keyed, metadata-only commit makes the seed's writes (section 5) and one read, in four sequential rounds
-(the best-effort receipts are written on a side thread beside the write they are independent of, and the catalog
-check runs beside the marker claim):
+A warm, keyed, metadata-only commit makes the seed's writes (section 5) and one read; its caller waits for four
+sequential rounds (the pending receipt is written on a side thread beside the metadata file, the catalog check
+runs beside the marker claim, and the committed receipt is written after the answer):
 
     1 claim the Idempotency-Key marker      create-only        (step 4)
       + the catalog log's freshness check   a read             (step 1, beside the claim)
@@ -10,13 +10,14 @@ check runs beside the marker claim):
       + the pending receipt                 create-only        (step 8, best effort, side thread)
     3 the pointer                           compare-and-swap   (step 9, the commit point)
     4 finalize the marker                   compare-and-swap   (step 11)
-      + the committed receipt               create-only        (step 10, best effort, side thread)
+    after the answer: the committed receipt create-only        (step 10, best effort, arco.events.after_answer)
 
 The pointer is not read: this process wrote it last, and the compare-and-swap checks the copy it kept. The base
 metadata is cached by location (files are immutable). Without a key there is no marker: the catalog check runs
-beside the metadata file's write and must pass before the CAS, so such a commit waits for three rounds. A warm load makes two reads in one round: the catalog
-check and, beside it, the pointer's conditional read (``get_if_changed``: a 304 on S3). A group of N requests
-makes one metadata file, one group record and one CAS for all of them.
+beside the metadata file's write and must pass before the CAS, so such a commit waits for two rounds. A warm
+load makes two reads in one round: the catalog check and, beside it, the pointer's conditional read
+(``get_if_changed``: a 304 on S3). A group of N requests makes one metadata file, one group record and one CAS for
+all of them.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from uuid6 import uuid7
 
 from arco.catalog.errors import TableNotFound
 from arco.catalog.store import CatalogStore
+from arco.events import after_answer
 from arco.iceberg import tables as tables_module
 from arco.iceberg.group_commit import GROUPS
 from arco.iceberg.mutations import Caller
@@ -64,6 +66,7 @@ def kind_of(key: str) -> str:
 
 
 def counted(h: Harness) -> Counter[tuple[str, str]]:
+    assert after_answer.drain(10)  # the writes made after an answer count too
     return Counter((call.op, kind_of(call.key)) for call in h.storage.calls)
 
 
@@ -85,6 +88,7 @@ def warm(harness: Harness) -> Harness:
     harness.create_table("t")
     commit(harness)  # caches warm: the table's entry, its current metadata
     harness.tables.load(harness.catalog, ("db",), "t")
+    assert after_answer.drain(10)
     harness.storage.calls.clear()
     return harness
 
@@ -108,16 +112,20 @@ def test_a_warm_keyed_commit_makes_the_seeds_writes_and_nothing_more(warm: Harne
 def test_a_warm_keyed_commit_waits_for_four_sequential_storage_rounds(warm: Harness) -> None:
     with slowed(warm) as slow:
         commit(warm)
-    assert len(slow.intervals) == 7
-    assert slow.rounds() == 4
+        answered = time.monotonic()
+        assert after_answer.drain(10)
+    assert slow.rounds(started_before=answered) == 4
+    assert len(slow.intervals) == 7 and slow.rounds() == 5  # and the committed receipt after the answer
 
 
-def test_a_warm_unkeyed_commit_waits_for_three_rounds(warm: Harness) -> None:
+def test_a_warm_unkeyed_commit_waits_for_two_rounds(warm: Harness) -> None:
     """No marker (PyIceberg sends no Idempotency-Key): the metadata file with the pending receipt and the catalog
-    check beside it, the CAS, and the committed receipt, which has no marker write to go beside."""
+    check beside it, then the CAS; the committed receipt follows the answer."""
     with slowed(warm) as slow:
         warm.mutations().commit_table(warm.catalog, ("db",), "t", BODY, Caller("admin", SOURCE))
-    assert slow.rounds() == 3
+        answered = time.monotonic()
+        assert after_answer.drain(10)
+    assert slow.rounds(started_before=answered) == 2 and slow.rounds() == 3
     assert {kind for (op, kind) in counted(warm) if op == "get"} == {"tier 1"}
 
 
@@ -138,24 +146,30 @@ def test_an_unkeyed_commit_to_a_name_that_moved_commits_to_the_table_it_names_no
     assert len(deleted) == 1 and deleted[0].endswith(".metadata.json")
 
 
-def test_the_receipts_are_written_beside_the_critical_path(warm: Harness) -> None:
+def test_the_receipts_are_written_off_the_critical_path(warm: Harness) -> None:
+    """The pending receipt beside the metadata file, before the CAS; the committed receipt after everything the
+    answer waits for (the marker's finalization included), with a key or without."""
     threads: dict[str, str] = {}
+    order: list[str] = []
     put = warm.storage.put
 
     def recording_put(key: str, data: bytes, precondition: Any = None) -> Any:
         threads[kind_of(key)] = threading.current_thread().name
-        return put(key, data, precondition)
+        result = put(key, data, precondition)
+        order.append(kind_of(key))
+        return result
 
     warm.storage.put = recording_put  # type: ignore[method-assign]
-    commit(warm)
-    side = {kind for kind, name in threads.items() if name.startswith("arco-commit-side")}
-    assert side == {"pending receipt", "committed receipt"}
-    # Without an Idempotency-Key no marker write follows the CAS: the committed receipt is written where the
-    # commit runs, and the pending receipt still beside the metadata file.
-    threads.clear()
-    warm.mutations().commit_table(warm.catalog, ("db",), "t", BODY, Caller("admin", SOURCE))
-    side = {kind for kind, name in threads.items() if name.startswith("arco-commit-side")}
-    assert side == {"pending receipt"} and threads["committed receipt"] == threading.current_thread().name
+    for caller in (Caller("admin", SOURCE, str(uuid7())), Caller("admin", SOURCE)):
+        threads.clear()
+        order.clear()
+        warm.mutations().commit_table(warm.catalog, ("db",), "t", BODY, caller)
+        answered = list(order)
+        assert after_answer.drain(10)
+        assert threads["pending receipt"].startswith("arco-commit-side")
+        assert threads["committed receipt"].startswith("arco-after-answer")
+        assert "committed receipt" not in answered and order[-1] == "committed receipt"
+        assert answered[-1] == ("marker" if caller.key else "pointer")
 
 
 def test_a_warm_load_reads_the_pointer_and_probes_tier1_once_in_one_round(warm: Harness) -> None:

@@ -1,0 +1,99 @@
+"""Over HTTP, a commit's answer does not wait for its committed receipt (seed step 10, best effort), which is
+written once the answer has been sent; the in-process server writes what it queued before it stops."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from uuid6 import uuid7
+
+from arco.api.embedded import in_process_server
+from arco.auth.principals import BOOTSTRAP_ADMIN
+from arco.events import after_answer
+from arco.events.receipts import EVENTS
+from arco.storage.base import Precondition, WriteResult
+from arco.storage.local import LocalBackend
+
+pytestmark = pytest.mark.timeout(120)
+
+TOKEN = "after-answer-token"
+SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "x", "required": False, "type": "long"}]}
+TABLE = "/iceberg/v1/main/namespaces/db/tables/t"
+
+
+class HeldReceipts(LocalBackend):
+    """A local warehouse whose committed-receipt writes wait until the test lets them go."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.release = threading.Event()
+        self.release.set()
+        self.waiting = threading.Event()
+
+    def put(self, key: str, data: bytes, precondition: Precondition = None) -> WriteResult:
+        if "/iceberg/committed/" in key and not self.release.is_set():
+            self.waiting.set()
+            assert self.release.wait(30)
+        return super().put(key, data, precondition)
+
+
+def committed_receipts(storage: LocalBackend) -> list[dict[str, Any]]:
+    return [orjson.loads(storage.get(m.key).data) for m in storage.list(f"{EVENTS}/")
+            if "/iceberg/committed/" in m.key]
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[HeldReceipts, httpx.Client]]:
+    storage = HeldReceipts(tmp_path / "wh")
+    with in_process_server(storage, {TOKEN: BOOTSTRAP_ADMIN}, "after-answer-test") as base:
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as client:
+            assert client.post("/iceberg/v1/main/namespaces", json={"namespace": ["db"]}).status_code == 200
+            assert client.post("/iceberg/v1/main/namespaces/db/tables",
+                               json={"name": "t", "schema": SCHEMA}).status_code == 200
+            yield storage, client
+        storage.release.set()
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "unkeyed"])
+def test_the_answer_does_not_wait_for_the_committed_receipt(served: tuple[HeldReceipts, httpx.Client],
+                                                            keyed: bool) -> None:
+    storage, client = served
+    assert after_answer.drain(10)
+    before = len(committed_receipts(storage))
+    storage.release.clear()
+    headers = {"Idempotency-Key": str(uuid7())} if keyed else {}
+    answer = client.post(TABLE, headers=headers, json={
+        "requirements": [], "updates": [{"action": "set-properties", "updates": {"a": "1"}}]})
+    assert answer.status_code == 200, answer.text
+    assert storage.waiting.wait(10)  # the receipt's write has begun, and is held: the answer came without it
+    assert len(committed_receipts(storage)) == before
+    loaded = client.get(TABLE).json()
+    assert loaded["metadata-location"] == answer.json()["metadata-location"]
+    storage.release.set()
+    assert after_answer.drain(10)
+    receipts = committed_receipts(storage)
+    assert len(receipts) == before + 1
+    assert any(r["metadata_location"] == answer.json()["metadata-location"] for r in receipts)
+
+
+def test_a_stopping_in_process_server_writes_what_it_queued(tmp_path: Path) -> None:
+    storage = HeldReceipts(tmp_path / "wh")
+    with in_process_server(storage, {TOKEN: BOOTSTRAP_ADMIN}, "after-answer-stop") as base:
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as client:
+            assert client.post("/iceberg/v1/main/namespaces", json={"namespace": ["db"]}).status_code == 200
+            assert client.post("/iceberg/v1/main/namespaces/db/tables",
+                               json={"name": "t", "schema": SCHEMA}).status_code == 200
+            storage.release.clear()
+            answer = client.post(TABLE, json={
+                "requirements": [], "updates": [{"action": "set-properties", "updates": {"a": "1"}}]})
+            assert answer.status_code == 200
+            assert storage.waiting.wait(10)
+        threading.Timer(0.2, storage.release.set).start()  # let go while the server stops
+    locations = {r["metadata_location"] for r in committed_receipts(storage)}
+    assert answer.json()["metadata-location"] in locations
