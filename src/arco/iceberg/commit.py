@@ -423,8 +423,9 @@ def commit_transaction(tables: TableService, catalog: CatalogEntry, body: Any, p
         for change in prepared:
             write_pending_receipt(tables, change, identities[change.entry.id])
         if mark_and_commit(tables.resolver, list(prepared)):
-            for change in prepared:
-                write_committed_receipt(tables, change, identities[change.entry.id])
+            for change in prepared:  # after the answer (best effort), not one round trip each before it
+                after_answer.write_later(functools.partial(write_committed_receipt, tables, change,
+                                                           identities[change.entry.id]))
             return
     raise CommitFailed(f"Commit failed: the tables changed concurrently {MAX_COMMIT_ATTEMPTS} times; retry")
 

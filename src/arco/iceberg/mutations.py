@@ -134,7 +134,8 @@ class Mutations:
             location, _ = service(catalog, namespace, body, caller.principal, caller.source, tag, who=caller.who)
             return Outcome(200, metadata_location=location)
 
-        return run_once(keyed, work, self._table_created())
+        with after_answer.answer_first():  # the committed receipt once the marker is final
+            return run_once(keyed, work, self._table_created())
 
     def commit_table(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, body: dict[str, Any],
                      caller: Caller) -> Outcome:
@@ -228,6 +229,10 @@ class Mutations:
         return recover
 
     def commit_transaction(self, catalog: CatalogEntry, body: dict[str, Any], caller: Caller) -> Outcome:
+        with after_answer.answer_first():  # the committed receipts once the marker is final
+            return self._commit_transaction(catalog, body, caller)
+
+    def _commit_transaction(self, catalog: CatalogEntry, body: dict[str, Any], caller: Caller) -> Outcome:
         def work(tag: str | None) -> Outcome:
             with metrics.counted_commit():
                 commit.commit_transaction(self.tables, catalog, body, caller.principal, caller.source, tag,

@@ -16,6 +16,7 @@ Orders of writes, chosen so a crash between any two leaves nothing visible half-
 from __future__ import annotations
 
 import contextvars
+import functools
 import threading
 import uuid
 from collections.abc import Callable
@@ -37,6 +38,7 @@ from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.names import check_name
 from arco.catalog.state import CatalogState, dotted, refuse_taken_name
 from arco.catalog.store import CatalogStore
+from arco.events import after_answer
 from arco.events.receipts import write_iceberg_receipt
 from arco.iceberg.commit_rules import (
     check_field_defaults,
@@ -308,7 +310,8 @@ class TableService:
                     "metadata_location": location}
 
         self.store.execute(build, principal=principal, request=tag, source=source)
-        write_iceberg_receipt(self.storage, "committed", **receipt)
+        # Best effort, after the answer (arco.events.after_answer): the reconciler backfills a missing one.
+        after_answer.write_later(functools.partial(write_iceberg_receipt, self.storage, "committed", **receipt))
 
     def register(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any], principal: str,
                  source: dict[str, Any], tag: str | None = None,

@@ -1,5 +1,6 @@
 """Over HTTP, a commit's answer does not wait for its committed receipt (seed step 10, best effort), which is
-written once the answer has been sent; the in-process server writes what it queued before it stops."""
+written once the answer has been sent; a server that stops (the in-process one, or the application's lifespan
+shutdown that ``arco serve`` runs on SIGTERM) writes what it queued first."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from starlette.testclient import TestClient
 from uuid6 import uuid7
 
+from arco.api.app import asgi_app
 from arco.api.embedded import in_process_server
 from arco.auth.principals import BOOTSTRAP_ADMIN
 from arco.events import after_answer
 from arco.events.receipts import EVENTS
+from arco.settings import ServerSettings
 from arco.storage.base import Precondition, WriteResult
 from arco.storage.local import LocalBackend
 
@@ -95,5 +99,26 @@ def test_a_stopping_in_process_server_writes_what_it_queued(tmp_path: Path) -> N
             assert answer.status_code == 200
             assert storage.waiting.wait(10)
         threading.Timer(0.2, storage.release.set).start()  # let go while the server stops
+    locations = {r["metadata_location"] for r in committed_receipts(storage)}
+    assert answer.json()["metadata-location"] in locations
+
+
+def test_a_server_shutting_down_writes_what_it_queued_before_it_stops(tmp_path: Path) -> None:
+    """The application's lifespan shutdown (what ``arco serve`` runs on SIGTERM) completes only once the writes
+    queued after answers are made."""
+    storage = HeldReceipts(tmp_path / "wh")
+    app = asgi_app(ServerSettings(warehouse=storage.url, host="127.0.0.1", port=0), storage,
+                   {TOKEN: BOOTSTRAP_ADMIN})
+    with TestClient(app, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        assert client.post("/iceberg/v1/main/namespaces", json={"namespace": ["db"]}).status_code == 200
+        assert client.post("/iceberg/v1/main/namespaces/db/tables",
+                           json={"name": "t", "schema": SCHEMA}).status_code == 200
+        storage.release.clear()
+        answer = client.post(TABLE, json={
+            "requirements": [], "updates": [{"action": "set-properties", "updates": {"a": "1"}}]})
+        assert answer.status_code == 200
+        assert storage.waiting.wait(10)
+        threading.Timer(0.3, storage.release.set).start()
+    # The shutdown waited for the held write: the receipt is there the moment it completed.
     locations = {r["metadata_location"] for r in committed_receipts(storage)}
     assert answer.json()["metadata-location"] in locations
