@@ -1,4 +1,5 @@
-"""Best-effort writes made after a request has been answered: a table commit's committed receipt (seed step 10).
+"""Best-effort writes made after a request has been answered: committed receipts (seed step 10) of table commits,
+creates and multi-table transactions.
 
 A committed receipt records a commit that has landed; the answer does not depend on it, and a missing one is
 rebuilt from the metadata log by the reconciler (seed section 4). Written before the answer it cost every commit:
@@ -49,32 +50,53 @@ def write_later(write: Callable[[], object]) -> None:
 @contextmanager
 def answer_first() -> Iterator[None]:
     """Writes asked for inside the block start when it ends (whether or not it raised: what was asked for landed)
-    and are not waited for. Blocks nest: the outermost one releases them. The server opens one around each
-    request, closed once the answer is sent (:class:`arco.api.after_answer.WritesAfterAnswer`); a commit opens
-    one of its own, for callers outside a server."""
+    and are not waited for. Blocks nest: the outermost one releases them. The server holds each request's writes
+    until its answer is sent (:class:`arco.api.after_answer.WritesAfterAnswer`); a commit opens a block of its
+    own, for callers outside a server."""
     if _held.get() is not None:
         yield
         return
+    with holding() as writes:
+        try:
+            yield
+        finally:
+            for write in release(writes):
+                _run(write)
+
+
+@contextmanager
+def holding() -> Iterator[list[Callable[[], object]]]:
+    """Collect the writes asked for inside the block (and in threads started from its context) into the list it
+    yields, for :func:`release`."""
     writes: list[Callable[[], object]] = []
     token = _held.set(writes)
     try:
-        yield
+        yield writes
     finally:
         _held.reset(token)
-        for write in writes:
-            _submit(write)
 
 
-def _submit(write: Callable[[], object]) -> None:
+def release(writes: list[Callable[[], object]]) -> list[Callable[[], object]]:
+    """Queue ``writes``; return those the queue has no room for, which the caller makes itself (off an event loop):
+    a store slower than the commits slows the commits, instead of filling memory."""
     global _queued
-    with _lock:
-        full = _queued >= MAX_BACKLOG
-        if not full:
-            _queued += 1
-    if full:  # the store is slower than the commits: the commit waits, as it would without this queue
+    overflow: list[Callable[[], object]] = []
+    for write in writes:
+        with _lock:
+            full = _queued >= MAX_BACKLOG
+            if not full:
+                _queued += 1
+        if full:
+            overflow.append(write)
+        else:
+            _POOL.submit(_run_queued, write)
+    return overflow
+
+
+def run_now(writes: list[Callable[[], object]]) -> None:
+    """Make ``writes`` on this thread, each best effort."""
+    for write in writes:
         _run(write)
-        return
-    _POOL.submit(_run_queued, write)
 
 
 def _run_queued(write: Callable[[], object]) -> None:

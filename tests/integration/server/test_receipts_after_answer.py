@@ -5,6 +5,7 @@ shutdown that ``arco serve`` runs on SIGTERM) writes what it queued first."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,10 +41,14 @@ class HeldReceipts(LocalBackend):
         self.release.set()
         self.waiting = threading.Event()
 
+        self.receipt_threads: list[str] = []
+
     def put(self, key: str, data: bytes, precondition: Precondition = None) -> WriteResult:
-        if "/iceberg/committed/" in key and not self.release.is_set():
-            self.waiting.set()
-            assert self.release.wait(30)
+        if "/iceberg/committed/" in key:
+            self.receipt_threads.append(threading.current_thread().name)
+            if not self.release.is_set():
+                self.waiting.set()
+                assert self.release.wait(30)
         return super().put(key, data, precondition)
 
 
@@ -122,3 +127,22 @@ def test_a_server_shutting_down_writes_what_it_queued_before_it_stops(tmp_path: 
     # The shutdown waited for the held write: the receipt is there the moment it completed.
     locations = {r["metadata_location"] for r in committed_receipts(storage)}
     assert answer.json()["metadata-location"] in locations
+
+
+def test_with_the_queue_full_a_request_writes_its_receipt_off_the_event_loop(
+        served: tuple[HeldReceipts, httpx.Client], monkeypatch: pytest.MonkeyPatch) -> None:
+    storage, client = served
+    assert after_answer.drain(10)
+    monkeypatch.setattr(after_answer, "MAX_BACKLOG", 0)
+    storage.receipt_threads.clear()
+    answer = client.post(TABLE, json={"requirements": [], "updates": [
+        {"action": "set-properties", "updates": {"full": "1"}}]})
+    assert answer.status_code == 200
+    deadline = time.monotonic() + 10
+    while not storage.receipt_threads and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(storage.receipt_threads) == 1 and after_answer.queued() == 0
+    thread = storage.receipt_threads[0]
+    # Neither the queue's threads nor the server's event loop (which runs on the thread the server is named by).
+    assert not thread.startswith("arco-after-answer") and thread != "after-answer-test"
+    assert any(r["metadata_location"] == answer.json()["metadata-location"] for r in committed_receipts(storage))
