@@ -44,12 +44,13 @@ class HeldReceipts(LocalBackend):
         self.receipt_threads: list[str] = []
 
     def put(self, key: str, data: bytes, precondition: Precondition = None) -> WriteResult:
+        if "/iceberg/committed/" in key and not self.release.is_set():
+            self.waiting.set()
+            assert self.release.wait(30)
+        written = super().put(key, data, precondition)
         if "/iceberg/committed/" in key:
-            self.receipt_threads.append(threading.current_thread().name)
-            if not self.release.is_set():
-                self.waiting.set()
-                assert self.release.wait(30)
-        return super().put(key, data, precondition)
+            self.receipt_threads.append(threading.current_thread().name)  # once written
+        return written
 
 
 def committed_receipts(storage: LocalBackend) -> list[dict[str, Any]]:
