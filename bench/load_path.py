@@ -18,6 +18,8 @@ SeaweedFS warehouse (S3 on loopback), started here:
                  is what the side calls cost a store that shares this machine's cores
                  (each op is followed by 5 ms of untimed idle time, so a commit's writes after its answer do not
                  land in the next op's measurement)
+  commit unkeyed the same commit without an Idempotency-Key, as PyIceberg sends it: its critical path is the
+                 metadata file (the pending receipt and the catalog check beside it) and the CAS, two writes
   load warm/hot  as above, on S3 (the pointer's conditional read is a GET answered 304)
 
 Rounds of the peers being compared are interleaved (a, b, a, b, ...), so a noisy neighbour slows both alike.
@@ -214,6 +216,12 @@ def s3_figures(workdir: Path, rounds: int, loads: bool = True) -> dict[str, floa
                     "requirements": [], "updates": [{"action": "set-properties", "updates": {"n": str(i)}}]})
                 assert response.status_code == 200, response.text
 
+            def commit_unkeyed() -> None:
+                i = next(counter)
+                response = http.post(url, headers=headers, json={
+                    "requirements": [], "updates": [{"action": "set-properties", "updates": {"n": str(i)}}]})
+                assert response.status_code == 200, response.text
+
             def put() -> None:
                 assert raw.put(f"puts/{uuid.uuid4().hex}", b"x" * 600, DoesNotExist()).ok
 
@@ -237,8 +245,8 @@ def s3_figures(workdir: Path, rounds: int, loads: bool = True) -> dict[str, floa
                 # The committed receipt, after the answer: not waited for (it runs into the settle time).
                 side.submit(raw.put, f"committed/{name}", b"c" * 1200, DoesNotExist())
 
-            results = timed_interleaved({"s3 put": put, "s3 commit": commit, "s3 writes alone": writes_alone},
-                                        rounds, settle_s=0.005)
+            results = timed_interleaved({"s3 put": put, "s3 commit": commit, "s3 writes alone": writes_alone,
+                                         "s3 commit unkeyed": commit_unkeyed}, rounds, settle_s=0.005)
             figures.update({name: p50(samples) for name, samples in results.items()})
         if not loads:
             return figures
@@ -255,6 +263,8 @@ def print_s3_commit(s3: dict[str, float]) -> None:
           f"{s3['s3 commit'] / s3['s3 writes alone']:5.2f}x its writes alone")
     print(f"  {'s3 writes alone':<12} {s3['s3 writes alone']:8.2f}   "
           f"{s3['s3 writes alone'] / (4 * s3['s3 put']):5.2f}x 4 puts")
+    print(f"  {'s3 commit unkeyed':<12} {s3['s3 commit unkeyed']:8.2f}   "
+          f"{s3['s3 commit unkeyed'] / (2 * s3['s3 put']):5.2f}x 2 puts")
 
 
 def main() -> None:
