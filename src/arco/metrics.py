@@ -92,7 +92,8 @@ def counted_commit() -> Iterator[CommitTally]:
     try:
         yield tally
     except Exception as exc:
-        COMMITS.labels(_outcome_of(exc)).inc()
+        if not getattr(exc, "runs_again", False):  # the request is made again: its next run has the outcome
+            COMMITS.labels(_outcome_of(exc)).inc()
         raise
     else:
         COMMITS.labels("conflict_retried" if tally.lost_cas else "committed").inc()

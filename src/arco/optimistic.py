@@ -1,18 +1,22 @@
 """A request answered from this process's catalog state first, and checked against storage later.
 
 Every request normally starts with a freshness check of the Tier 1 log (:mod:`arco.catalog.store`): one storage
-read before authentication, the catalog lookup and the grant checks may decide anything. For a keyed table commit
-on object storage that read is a sequential round trip of its own, in front of the seed's four writes. Under an
+read before authentication, the catalog lookup and the grant checks may decide anything. For a table commit on
+object storage that read is a sequential round trip of its own, in front of the commit's writes. Under an
 *optimistic view* those decisions are made on the state this process already has, noting the log position it
-was at; the check still happens, beside the marker claim, and *confirms* the view only if the log has not moved
-past that position (then every decision made was the one a check at arrival would have given). If it moved, the
-request raises :class:`StaleView` before any work, its marker is released, and
+was at; the check still happens, beside the commit's first write, and *confirms* the view only if the log has not
+moved past that position (then every decision made was the one a check at arrival would have given). If it
+moved, the request raises :class:`StaleView`, what it wrote is undone, and
 :class:`arco.api.optimistic.OptimisticCommits` runs the whole request again the ordinary way.
 
-As a net under that rule, a storage write made under a view not yet confirmed raises :class:`StaleView` too
-(:func:`refuse_unconfirmed_write`), except the writes that are safe before it (the marker claim and its release,
-inside :func:`unconfirmed_writes_allowed`): a path that forgets to confirm costs a second run, never a change
-made on stale grants.
+Which writes may come before the confirmation: with an Idempotency-Key, the marker claim (released if the view
+is stale) and nothing else; without one, the new metadata file (deleted if the view is stale; it is not the
+table's until the CAS, which waits for the confirmation) and the pending receipt (a record of an attempt, best
+effort), written by the table's batch (:func:`arco.iceberg.commit.commit_batch`), which confirms each member's
+view itself before the CAS. As a net under that rule, any other storage write made under a view not yet
+confirmed raises :class:`StaleView` too (:func:`refuse_unconfirmed_write`; the allowed writes run inside
+:func:`unconfirmed_writes_allowed`): a path that forgets to confirm costs a second run, never a change made on
+stale grants.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from dataclasses import dataclass
 
 class StaleView(Exception):
     """The catalog state a request's decisions were made on was not current: run the request again."""
+
+    runs_again = True  # not an outcome of its own (arco.metrics.counted_commit)
 
 
 @dataclass

@@ -1,11 +1,14 @@
-"""Keyed table commits decided on this process's catalog state, checked beside the marker claim (:mod:`arco.optimistic`).
+"""Table commits decided on this process's catalog state, checked beside their first write (:mod:`arco.optimistic`).
 
-Which requests: ``POST /iceberg/v1/{prefix}/namespaces/{namespace}/tables/{table}`` with an ``Idempotency-Key``,
-the one path whose mutation layer confirms the view before its work. Everything the request does runs under the
-view, authentication included. Its answer is held until the request ends: sent if the view was confirmed, else
-dropped, and the request run again the ordinary way (its body replayed), which is also what happens after
-:class:`arco.optimistic.StaleView`. So no answer (not even a 403 or a 404) is ever given from state that was not
-checked, and the common case saves the round trip the check would cost in front of the marker claim.
+Which requests: ``POST /iceberg/v1/{prefix}/namespaces/{namespace}/tables/{table}``, whose mutation layer confirms
+the view with the catalog check it makes beside its first write: beside the marker claim with an
+``Idempotency-Key`` (and before any other write), beside the metadata file's write without one (and before the
+CAS; a file written under a view found stale is deleted, and a staged create confirms before it writes).
+Everything the request does runs under the view, authentication included. Its answer is held until the request
+ends: sent if the view was confirmed, else dropped, and the request run again the ordinary way (its body
+replayed), which is also what happens after :class:`arco.optimistic.StaleView`. So no answer (not even a 403 or a
+404) is ever given from state that was not checked, and the common case saves the round trip the check would
+cost in front of the commit's writes.
 """
 
 from __future__ import annotations
@@ -20,9 +23,8 @@ from arco.optimistic import StaleView, optimistic_view
 _TABLE_COMMIT = re.compile(r"^/iceberg/v1/[^/]+/namespaces/[^/]+/tables/[^/]+$")
 
 
-def is_keyed_table_commit(scope: Scope) -> bool:
-    return (scope.get("method") == "POST" and _TABLE_COMMIT.match(scope.get("path", "")) is not None
-            and any(name == b"idempotency-key" for name, _ in scope.get("headers", ())))
+def is_table_commit(scope: Scope) -> bool:
+    return scope.get("method") == "POST" and _TABLE_COMMIT.match(scope.get("path", "")) is not None
 
 
 class OptimisticCommits:
@@ -30,7 +32,7 @@ class OptimisticCommits:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not is_keyed_table_commit(scope):
+        if scope["type"] != "http" or not is_table_commit(scope):
             await self.app(scope, receive, send)
             return
         received: list[Message] = []
@@ -44,17 +46,20 @@ class OptimisticCommits:
         async def holding_send(message: Message) -> None:
             held.append(message)
 
+        # A copy: routing writes into the scope (root path, path parameters), and a second run needs it as it
+        # arrived.
+        first = dict(scope)
         with optimistic_view(CatalogStore.scope_start()) as view:
             try:
-                # A copy: routing writes into the scope (root path, path parameters), and a second run needs it as
-                # it arrived.
-                await self.app(dict(scope), recording_receive, holding_send)
+                await self.app(first, recording_receive, holding_send)
             except StaleView:
                 pass
             except Exception:
                 if view.confirmed:
+                    scope.update(first)
                     raise
         if view.confirmed:
+            scope.update(first)  # what routing and authentication noted (the route template, the principal)
             for message in held:
                 await send(message)
             return

@@ -172,6 +172,15 @@ class CatalogStore:
         self.ensure_fresh(view.arrived)
         self._confirm(view)
 
+    def view_holds(self, view: optimistic.OptimisticView) -> bool:
+        """After a check that started at or after ``view.arrived`` has completed (:meth:`ensure_fresh` with that
+        time): whether the log is where the view's unchecked reads saw it. If so, the view is confirmed."""
+        try:
+            self._confirm(view)
+        except optimistic.StaleView:
+            return False
+        return True
+
     def _confirm(self, view: optimistic.OptimisticView) -> None:
         if view.seen_seq is not None and self._state.seq != view.seen_seq:
             raise optimistic.StaleView(f"the catalog moved from {view.seen_seq} to {self._state.seq}")

@@ -39,6 +39,7 @@ from typing import Any
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import AssertCreate
 
+from arco import optimistic
 from arco.auth.principals import Principal
 from arco.catalog import locations
 from arco.catalog.errors import AlreadyExistsError
@@ -95,10 +96,23 @@ def commit_table(tables: TableService, catalog: CatalogEntry, namespace: Namespa
     known = None if tables.store.is_fresh() else tables.known_entry(catalog, namespace, name)
     entry = known if known is not None else tables.entry(catalog, namespace, name)
     commit_rules.check_guardrails(updates, allowed_location=entry.location)  # depends on the request alone
+    # Under an optimistic view (arco.api.optimistic: a commit without a key over HTTP) every decision so far was
+    # made on this process's state: the same check confirms the view, or the request runs again.
+    view = optimistic.current()
+    unconfirmed = known is not None or view is not None
     request = CommitRequest(entry, namespace, name, requirements, updates, principal, source, tag,
                             identifier_of(catalog, namespace, name), catalog=catalog,
-                            unconfirmed_since=tables.store.scope_start() if known is not None else None)
-    landed: Landed = tables.committer.submit(entry.id, request, lambda batch: commit_batch(tables, batch))
+                            unconfirmed_since=tables.store.scope_start() if unconfirmed else None, view=view)
+    try:
+        landed: Landed = tables.committer.submit(entry.id, request, lambda batch: commit_batch(tables, batch))
+    except (optimistic.StaleView, NameMoved):
+        raise
+    except Exception:
+        if view is not None and not view.confirmed:
+            # A refusal (a failed requirement, say) made on an unchecked view: the answer stands once the view is
+            # confirmed, which costs one check, where dropping it would cost the whole request again.
+            tables.store.confirm_view()
+        raise
     after_answer.write_later(functools.partial(write_member_receipt, tables, request, landed))  # step 10
     return landed.result
 
@@ -120,6 +134,10 @@ class CommitRequest:
     # Set when ``entry`` is this process's knowledge, not yet confirmed by a catalog check: the monotonic time the
     # check must have started at or after (the request's arrival).
     unconfirmed_since: float | None = None
+    # The request's optimistic view, when its authentication and grant checks were decided on this process's
+    # state (arco.optimistic): the batch confirms it with the same check, before the CAS, or fails the request
+    # with StaleView (it then runs again the ordinary way).
+    view: optimistic.OptimisticView | None = None
 
     def member(self) -> GroupMember:
         return GroupMember(self.tag, self.principal, self.source, [str(u.action) for u in self.updates])
@@ -165,7 +183,16 @@ class Attempt:
 
 def commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> None:
     """Steps 2-9 for a batch of requests to one table, in arrival order; decides every member (see
-    :mod:`arco.iceberg.group_commit`). A lost CAS backs off with jitter and redoes the batch on the new base."""
+    :mod:`arco.iceberg.group_commit`). A lost CAS backs off with jitter and redoes the batch on the new base.
+
+    The batch writes on behalf of its members, whatever the view of the thread that leads it: each member's view
+    is confirmed here before the CAS (:func:`_all_views_confirmed` is the net), so the storage layer's own net,
+    which knows only the leading request's view, is lifted for the batch."""
+    with optimistic.unconfirmed_writes_allowed():
+        _commit_batch(tables, batch)
+
+
+def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> None:
     table_uuid = batch[0].item.entry.id
     waiting = list(batch)
     lost: Attempt | None = None
@@ -211,15 +238,20 @@ def commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> N
                 check.result()
         if unconfirmed:
             moved = [p for p in unconfirmed if not _still_named(tables, p.item)]
+            stale = [p for p in unconfirmed if p not in moved and not _view_holds(tables, p.item)]
             confirmed.update(id(p) for p in unconfirmed)
-            if moved:  # the name names another table (or none) now: those go the long way, the rest try again
+            if moved or stale:  # those go the long way (the name names another table, or none; or their grants
+                # may have changed): nothing of theirs lands, and the rest try again
                 for pending in moved:
                     pending.fail(NameMoved(f"{'.'.join((*pending.item.namespace, pending.item.name))} moved"))
+                for pending in stale:
+                    pending.fail(optimistic.StaleView("the catalog moved under the commit's view"))
                 discard_attempt(tables, table_uuid, tried)
                 waiting = [pending for pending in waiting if not pending.done]
                 if not waiting:
                     return
                 continue
+        _all_views_confirmed(tried)
         # The pointer names one writer: the group's last member (each member's own source is in its receipt).
         proposed = pointer_for(table_uuid, tried.location, tried.metadata, base_location,  # type: ignore[arg-type]
                                tried.accepted[-1].item.source)
@@ -240,6 +272,19 @@ def commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> N
 class NameMoved(Exception):
     """A commit went ahead on the table this process knew by that name; the catalog check found the name now names
     another table, or none. Nothing was committed: the caller resolves the name afresh and tries again."""
+
+    runs_again = True  # not an outcome of its own (arco.metrics.counted_commit)
+
+
+def _view_holds(tables: TableService, request: CommitRequest) -> bool:
+    return request.view is None or tables.store.view_holds(request.view)
+
+
+def _all_views_confirmed(tried: Attempt) -> None:
+    """The net under the rule above (the batch writes for its members, so the storage layer's net, which knows the
+    leader's view alone, cannot stand in for it): no CAS for a member whose view is unconfirmed."""
+    if any(p.item.view is not None and not p.item.view.confirmed for p in tried.accepted):
+        raise optimistic.StaleView("a commit under a catalog view that was not confirmed")
 
 
 def _still_named(tables: TableService, request: CommitRequest) -> bool:

@@ -155,6 +155,7 @@ class Mutations:
         requirements, _ = commit.parse_commit(body)
         if caller.key is None:
             if any(isinstance(r, AssertCreate) for r in requirements):
+                self.store.confirm_view()  # a staged create writes before any check of its own
                 return work(None)
             # An internal tag in the new metadata file's name lets this server tell, should storage fail, whether
             # the commit landed, and answer CommitStateUnknown only when that cannot be read either.

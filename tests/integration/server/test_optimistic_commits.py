@@ -1,9 +1,11 @@
-"""Keyed table commits decided on a server's catalog state and checked beside the marker claim (arco.optimistic),
-through the whole HTTP stack of two in-process servers on one warehouse.
+"""Table commits decided on a server's catalog state and checked beside their first write (arco.optimistic): the
+marker claim with an Idempotency-Key, the metadata file without one; through the whole HTTP stack of two
+in-process servers on one warehouse.
 
 The check is still made for every commit; what changes is that it no longer stands, a round trip of its own, in
-front of the claim. The tests show both halves: the round trip is gone, and a change made on the other server
-(a grant given or taken away) decides the very next commit here, as it did when the check came first.
+front of the commit's writes. The tests show both halves: the round trip is gone, and a change made on the other
+server (a grant given or taken away, a drop) decides the very next commit here, as it did when the check came
+first, with or without a key.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from starlette.testclient import TestClient
 from uuid6 import uuid7
 
 from arco.api.app import create_app
+from arco.events import after_answer
+from arco.metrics import REGISTRY
 from arco.settings import ServerSettings
 from arco.storage.faults import FaultyBackend
 from arco.storage.local import LocalBackend
 from arco.storage.timed import TimedBackend
 from support.arco_server import run_cli
-from support.rounds import Slowed
+from support.rounds import LATENCY_S, Slowed
 
 ADMIN = "optimistic-admin-token"
 ANN = "ann@x.com"
@@ -41,8 +45,8 @@ class Server:
         headers = {"Authorization": f"Bearer {token}", **({"Idempotency-Key": key} if key else {})}
         return self.client.request(method, path, headers=headers, **kwargs)
 
-    def commit(self, token: str, value: str, key: str | None = None) -> Any:
-        return self.call(token, "POST", TABLE, key=key or str(uuid7()), json={
+    def commit(self, token: str, value: str, key: str | None = None, keyed: bool = True) -> Any:
+        return self.call(token, "POST", TABLE, key=key or (str(uuid7()) if keyed else None), json={
             "requirements": [], "updates": [{"action": "set-properties", "updates": {"v": value}}]})
 
 
@@ -86,28 +90,86 @@ def test_a_warm_keyed_commit_over_http_waits_for_four_storage_rounds_and_reads_n
         servers: tuple[Server, Server, str]) -> None:
     a, _, _ = servers
     assert a.commit(ADMIN, "warm").status_code == 200
+    assert after_answer.drain(10)
     slow = Slowed(a.storage.inner)
     a.storage.inner = slow  # type: ignore[assignment]
     try:
         response = a.commit(ADMIN, "measured")
+        assert after_answer.drain(10)
     finally:
         a.storage.inner = slow.inner
     assert response.status_code == 200, response.text
     assert response.json()["metadata"]["properties"]["v"] == "measured"
-    assert slow.rounds() == 4
-    first = min(slow.started)
-    assert first[1] == "put" and first[2].startswith("_catalog/iceberg_idempotency/"), sorted(slow.started)
-    # The catalog check was made all the same, beside the claim.
-    assert any(op in ("get", "head") and key.startswith("_catalog/core/") for _, op, key in slow.started)
+    # The committed receipt follows the answer (the test client returns once the application is done).
+    assert slow.rounds(leaving_out="/iceberg/committed/") == 4 and slow.rounds() == 5
+    # Nothing before the claim; the catalog check was made all the same, beside it.
+    [claim, *_] = sorted(start for start, op, key in slow.started if key.startswith("_catalog/iceberg_idempotency/"))
+    [check] = [start for start, op, key in slow.started if op in ("get", "head") and key.startswith("_catalog/core/")]
+    assert abs(check - claim) < LATENCY_S / 2 and min(start for start, _, _ in slow.started) >= claim - LATENCY_S / 2
 
 
-def test_a_grant_given_on_another_server_lets_the_next_commit_here_through(
+def test_a_warm_unkeyed_commit_over_http_waits_for_two_storage_rounds_and_reads_nothing_first(
         servers: tuple[Server, Server, str]) -> None:
-    a, b, ann = servers
-    assert a.commit(ann, "refused").status_code == 403
-    grants(b, "add", *ANN_MAY_COMMIT)
-    response = a.commit(ann, "granted")
+    """PyIceberg sends no key: the metadata file (with the pending receipt and the catalog check beside it), then
+    the CAS. The committed receipt follows the answer."""
+    a, _, _ = servers
+    assert a.commit(ADMIN, "warm", keyed=False).status_code == 200
+    assert after_answer.drain(10)
+    slow = Slowed(a.storage.inner)
+    a.storage.inner = slow  # type: ignore[assignment]
+    try:
+        response = a.commit(ADMIN, "measured", keyed=False)
+        assert after_answer.drain(10)
+    finally:
+        a.storage.inner = slow.inner
     assert response.status_code == 200, response.text
+    assert response.json()["metadata"]["properties"]["v"] == "measured"
+    # (The test client returns once the application is done, so the receipt after the answer has started by then.)
+    assert slow.rounds(leaving_out="/iceberg/committed/") == 2 and slow.rounds() == 3
+    # The catalog check went beside the metadata file's write, not in front of it.
+    [check] = [start for start, op, key in slow.started if op in ("get", "head") and key.startswith("_catalog/core/")]
+    [written] = [start for start, op, key in slow.started if op == "put" and key.endswith(".metadata.json")]
+    assert abs(check - written) < LATENCY_S / 2
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "unkeyed"])
+def test_a_grant_given_on_another_server_lets_the_next_commit_here_through(
+        servers: tuple[Server, Server, str], keyed: bool) -> None:
+    a, b, ann = servers
+    assert a.commit(ann, "refused", keyed=keyed).status_code == 403
+    grants(b, "add", *ANN_MAY_COMMIT)
+    response = a.commit(ann, "granted", keyed=keyed)
+    assert response.status_code == 200, response.text
+
+
+def test_a_grant_taken_away_on_another_server_refuses_the_next_unkeyed_commit_here(
+        servers: tuple[Server, Server, str]) -> None:
+    """Without a key the metadata file is written beside the check: the check finds the grant gone, the file is
+    deleted, and the request, run again on the checked view, is refused."""
+    a, b, ann = servers
+    grants(b, "add", *ANN_MAY_COMMIT)
+    assert a.commit(ann, "one", keyed=False).status_code == 200
+    assert a.commit(ann, "two", keyed=False).status_code == 200  # server a's state has the grant: optimistic
+    before = metadata_files(a)
+    failed = failed_commits()
+    grants(b, "remove", ("table", "main.db.t", "MODIFY"))
+    refused = a.commit(ann, "three", keyed=False)
+    assert refused.status_code == 403, refused.text
+    assert failed_commits() == failed  # the run on the stale view is no outcome of its own
+    assert b.call(ADMIN, "GET", TABLE).json()["metadata"]["properties"]["v"] == "two"
+    assert metadata_files(a) == before  # the file written on the stale view is gone
+    deleted = [c.key for c in a.storage.calls if c.op == "delete"]
+    assert len(deleted) == 1 and deleted[0].endswith(".metadata.json")
+
+
+def failed_commits() -> float:
+    return REGISTRY.get_sample_value("arco_iceberg_commits_total", {"outcome": "failed"}) or 0.0
+
+
+def metadata_files(server: Server) -> set[str]:
+    location = server.call(ADMIN, "GET", TABLE).json()["metadata"]["location"]
+    prefix = location.split("/warehouse/", 1)[1] + "/metadata/"
+    return {m.key for m in server.storage.list(prefix) if m.key.endswith(".metadata.json")}
 
 
 def test_a_grant_taken_away_on_another_server_refuses_the_next_commit_here(
@@ -130,10 +192,12 @@ def test_a_grant_taken_away_on_another_server_refuses_the_next_commit_here(
     assert b.call(ADMIN, "GET", TABLE).json()["metadata"]["properties"]["v"] == "three"
 
 
-def test_a_table_dropped_on_another_server_is_not_committed_to_here(servers: tuple[Server, Server, str]) -> None:
+@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "unkeyed"])
+def test_a_table_dropped_on_another_server_is_not_committed_to_here(servers: tuple[Server, Server, str],
+                                                                    keyed: bool) -> None:
     a, b, _ = servers
-    assert a.commit(ADMIN, "before").status_code == 200
+    assert a.commit(ADMIN, "before", keyed=keyed).status_code == 200
     assert b.call(ADMIN, "DELETE", TABLE).status_code == 204
-    gone = a.commit(ADMIN, "after")
+    gone = a.commit(ADMIN, "after", keyed=keyed)
     assert gone.status_code == 404, gone.text
     assert gone.json()["error"]["type"] == "NoSuchTableException"
