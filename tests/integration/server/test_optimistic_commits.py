@@ -86,19 +86,25 @@ ANN_MAY_COMMIT = (("catalog", "main", "USE_CATALOG"), ("schema", "main.db", "USE
                   ("table", "main.db.t", "SELECT"), ("table", "main.db.t", "MODIFY"))
 
 
+def warm_then_measured(server: Server, keyed: bool) -> tuple[Any, Slowed]:
+    """A commit to warm the server, then one with every storage call slowed and recorded (its receipts included)."""
+    assert server.commit(ADMIN, "warm", keyed=keyed).status_code == 200
+    assert after_answer.drain(10)
+    slow = Slowed(server.storage.inner)
+    server.storage.inner = slow  # type: ignore[assignment]
+    try:
+        response = server.commit(ADMIN, "measured", keyed=keyed)
+        assert after_answer.drain(10)
+    finally:
+        server.storage.inner = slow.inner
+    assert response.status_code == 200, response.text
+    return response, slow
+
+
 def test_a_warm_keyed_commit_over_http_waits_for_four_storage_rounds_and_reads_nothing_first(
         servers: tuple[Server, Server, str]) -> None:
     a, _, _ = servers
-    assert a.commit(ADMIN, "warm").status_code == 200
-    assert after_answer.drain(10)
-    slow = Slowed(a.storage.inner)
-    a.storage.inner = slow  # type: ignore[assignment]
-    try:
-        response = a.commit(ADMIN, "measured")
-        assert after_answer.drain(10)
-    finally:
-        a.storage.inner = slow.inner
-    assert response.status_code == 200, response.text
+    response, slow = warm_then_measured(a, keyed=True)
     assert response.json()["metadata"]["properties"]["v"] == "measured"
     # The committed receipt follows the answer (the test client returns once the application is done).
     assert slow.rounds(leaving_out="/iceberg/committed/") == 4 and slow.rounds() == 5
@@ -113,16 +119,7 @@ def test_a_warm_unkeyed_commit_over_http_waits_for_two_storage_rounds_and_reads_
     """PyIceberg sends no key: the metadata file (with the pending receipt and the catalog check beside it), then
     the CAS. The committed receipt follows the answer."""
     a, _, _ = servers
-    assert a.commit(ADMIN, "warm", keyed=False).status_code == 200
-    assert after_answer.drain(10)
-    slow = Slowed(a.storage.inner)
-    a.storage.inner = slow  # type: ignore[assignment]
-    try:
-        response = a.commit(ADMIN, "measured", keyed=False)
-        assert after_answer.drain(10)
-    finally:
-        a.storage.inner = slow.inner
-    assert response.status_code == 200, response.text
+    response, slow = warm_then_measured(a, keyed=False)
     assert response.json()["metadata"]["properties"]["v"] == "measured"
     # (The test client returns once the application is done, so the receipt after the answer has started by then.)
     assert slow.rounds(leaving_out="/iceberg/committed/") == 2 and slow.rounds() == 3

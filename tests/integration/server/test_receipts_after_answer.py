@@ -53,6 +53,22 @@ class HeldReceipts(LocalBackend):
         return written
 
 
+def make_table(client: httpx.Client | TestClient) -> None:
+    assert client.post("/iceberg/v1/main/namespaces", json={"namespace": ["db"]}).status_code == 200
+    assert client.post("/iceberg/v1/main/namespaces/db/tables", json={"name": "t", "schema": SCHEMA}).status_code == 200
+
+
+def commit_with_receipt_held(storage: HeldReceipts, client: httpx.Client | TestClient,
+                             headers: dict[str, str] | None = None) -> httpx.Response:
+    """A commit answered while its committed receipt's write is held (it has begun, and waits for release)."""
+    storage.release.clear()
+    answer = client.post(TABLE, headers=headers or {}, json={
+        "requirements": [], "updates": [{"action": "set-properties", "updates": {"a": "1"}}]})
+    assert answer.status_code == 200, answer.text
+    assert storage.waiting.wait(10)
+    return answer
+
+
 def committed_receipts(storage: LocalBackend) -> list[dict[str, Any]]:
     return [orjson.loads(storage.get(m.key).data) for m in storage.list(f"{EVENTS}/")
             if "/iceberg/committed/" in m.key]
@@ -63,9 +79,7 @@ def served(tmp_path: Path) -> Iterator[tuple[HeldReceipts, httpx.Client]]:
     storage = HeldReceipts(tmp_path / "wh")
     with in_process_server(storage, {TOKEN: BOOTSTRAP_ADMIN}, "after-answer-test") as base:
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as client:
-            assert client.post("/iceberg/v1/main/namespaces", json={"namespace": ["db"]}).status_code == 200
-            assert client.post("/iceberg/v1/main/namespaces/db/tables",
-                               json={"name": "t", "schema": SCHEMA}).status_code == 200
+            make_table(client)
             yield storage, client
         storage.release.set()
 
@@ -76,12 +90,8 @@ def test_the_answer_does_not_wait_for_the_committed_receipt(served: tuple[HeldRe
     storage, client = served
     assert after_answer.drain(10)
     before = len(committed_receipts(storage))
-    storage.release.clear()
-    headers = {"Idempotency-Key": str(uuid7())} if keyed else {}
-    answer = client.post(TABLE, headers=headers, json={
-        "requirements": [], "updates": [{"action": "set-properties", "updates": {"a": "1"}}]})
-    assert answer.status_code == 200, answer.text
-    assert storage.waiting.wait(10)  # the receipt's write has begun, and is held: the answer came without it
+    # The receipt's write has begun, and is held: the answer came without it.
+    answer = commit_with_receipt_held(storage, client, {"Idempotency-Key": str(uuid7())} if keyed else None)
     assert len(committed_receipts(storage)) == before
     loaded = client.get(TABLE).json()
     assert loaded["metadata-location"] == answer.json()["metadata-location"]
@@ -96,14 +106,8 @@ def test_a_stopping_in_process_server_writes_what_it_queued(tmp_path: Path) -> N
     storage = HeldReceipts(tmp_path / "wh")
     with in_process_server(storage, {TOKEN: BOOTSTRAP_ADMIN}, "after-answer-stop") as base:
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as client:
-            assert client.post("/iceberg/v1/main/namespaces", json={"namespace": ["db"]}).status_code == 200
-            assert client.post("/iceberg/v1/main/namespaces/db/tables",
-                               json={"name": "t", "schema": SCHEMA}).status_code == 200
-            storage.release.clear()
-            answer = client.post(TABLE, json={
-                "requirements": [], "updates": [{"action": "set-properties", "updates": {"a": "1"}}]})
-            assert answer.status_code == 200
-            assert storage.waiting.wait(10)
+            make_table(client)
+            answer = commit_with_receipt_held(storage, client)
         threading.Timer(0.2, storage.release.set).start()  # let go while the server stops
     locations = {r["metadata_location"] for r in committed_receipts(storage)}
     assert answer.json()["metadata-location"] in locations
@@ -116,14 +120,8 @@ def test_a_server_shutting_down_writes_what_it_queued_before_it_stops(tmp_path: 
     app = asgi_app(ServerSettings(warehouse=storage.url, host="127.0.0.1", port=0), storage,
                    {TOKEN: BOOTSTRAP_ADMIN})
     with TestClient(app, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
-        assert client.post("/iceberg/v1/main/namespaces", json={"namespace": ["db"]}).status_code == 200
-        assert client.post("/iceberg/v1/main/namespaces/db/tables",
-                           json={"name": "t", "schema": SCHEMA}).status_code == 200
-        storage.release.clear()
-        answer = client.post(TABLE, json={
-            "requirements": [], "updates": [{"action": "set-properties", "updates": {"a": "1"}}]})
-        assert answer.status_code == 200
-        assert storage.waiting.wait(10)
+        make_table(client)
+        answer = commit_with_receipt_held(storage, client)
         threading.Timer(0.3, storage.release.set).start()
     # The shutdown waited for the held write: the receipt is there the moment it completed.
     locations = {r["metadata_location"] for r in committed_receipts(storage)}
