@@ -28,11 +28,15 @@ def is_table_commit(scope: Scope) -> bool:
 
 
 class OptimisticCommits:
-    def __init__(self, app: ASGIApp) -> None:
+    """``enabled`` where the catalog check is a round trip (object storage); on a local disk it is a read of a few
+    tens of microseconds made inline, which a stale view's second run would cost far more than it saves."""
+
+    def __init__(self, app: ASGIApp, enabled: bool = True) -> None:
         self.app = app
+        self.enabled = enabled
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not is_table_commit(scope):
+        if not self.enabled or scope["type"] != "http" or not is_table_commit(scope):
             await self.app(scope, receive, send)
             return
         received: list[Message] = []

@@ -19,7 +19,7 @@ import pytest
 from starlette.testclient import TestClient
 from uuid6 import uuid7
 
-from arco.api.app import create_app
+from arco.api.app import asgi_app
 from arco.events import after_answer
 from arco.metrics import REGISTRY
 from arco.settings import ServerSettings
@@ -62,7 +62,7 @@ def servers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[S
         timed = TimedBackend(faulty)
         # Reads side by side where they could be (a local disk would make them one after the other).
         timed.capabilities = replace(timed.capabilities, cheap_reads=False)
-        client = TestClient(create_app(ServerSettings(warehouse=str(warehouse)), storage=timed))
+        client = TestClient(asgi_app(ServerSettings(warehouse=str(warehouse)), storage=timed))
         made.append(Server(client.__enter__(), faulty, timed))
     a, b = made
     assert a.call(ADMIN, "POST", "/iceberg/v1/main/namespaces", json={"namespace": ["db"]}).status_code == 200
@@ -92,12 +92,15 @@ def warm_then_measured(server: Server, keyed: bool) -> tuple[Any, Slowed]:
     assert after_answer.drain(10)
     slow = Slowed(server.storage.inner)
     server.storage.inner = slow  # type: ignore[assignment]
+    counted = commits_counted()
     try:
         response = server.commit(ADMIN, "measured", keyed=keyed)
         assert after_answer.drain(10)
     finally:
         server.storage.inner = slow.inner
     assert response.status_code == 200, response.text
+    # The request metrics name the route of the optimistic run whose answer was sent.
+    assert commits_counted() == counted + 1
     return response, slow
 
 
@@ -137,6 +140,12 @@ def test_a_grant_given_on_another_server_lets_the_next_commit_here_through(
     grants(b, "add", *ANN_MAY_COMMIT)
     response = a.commit(ann, "granted", keyed=keyed)
     assert response.status_code == 200, response.text
+
+
+def commits_counted() -> float:
+    return REGISTRY.get_sample_value("arco_http_request_duration_seconds_count", {
+        "route": "/iceberg/v1/{prefix}/namespaces/{namespace}/tables/{table}", "method": "POST",
+        "status": "200"}) or 0.0
 
 
 def test_a_grant_taken_away_on_another_server_refuses_the_next_unkeyed_commit_here(
