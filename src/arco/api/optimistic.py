@@ -60,10 +60,11 @@ class OptimisticCommits:
                 pass
             except Exception:
                 if view.confirmed:
-                    scope.update(first)
                     raise
+            finally:
+                if view.confirmed:  # what routing and authentication noted (the route template, the principal)
+                    scope.update(first)
         if view.confirmed:
-            scope.update(first)  # what routing and authentication noted (the route template, the principal)
             for message in held:
                 await send(message)
             return

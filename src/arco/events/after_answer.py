@@ -60,8 +60,7 @@ def answer_first() -> Iterator[None]:
         try:
             yield
         finally:
-            for write in release(writes):
-                _run(write)
+            run_now(release(writes))
 
 
 @contextmanager
