@@ -201,7 +201,7 @@ async def load_table(request: Request) -> Response:
         # A table this server knows has its pointer read at once, beside the catalog check the lookups below
         # make, so the load waits for one storage round trip; the check decides (tables.locate).
         ahead = None
-        if not svc.store.is_fresh():
+        if svc.tables.reads_ahead and not svc.store.is_fresh():
             known = svc.tables.known_entry(request.path_params["prefix"], namespace, name, principal)
             if known is not None:
                 ahead = (known.id, svc.tables.read_pointer_ahead(known.id))

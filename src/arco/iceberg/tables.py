@@ -158,10 +158,16 @@ class TableService:
         except (CatalogError, IcebergError, StorageError):  # a guess: the check that follows decides
             return None
 
+    @property
+    def reads_ahead(self) -> bool:
+        """Whether a known table's pointer is worth reading beside the catalog check (:meth:`read_pointer_ahead`):
+        not where reads cost less than a hand-over to a side thread (a local disk), since both then run inline."""
+        return not self.store.storage.capabilities.cheap_reads
+
     def read_pointer_ahead(self, table_uuid: str) -> Future[VersionedPointer | None]:
         """Start reading a table's pointer on a side thread (in the caller's request scope), for :meth:`load`; on
         storage whose reads are cheaper than the hand-over (a local disk), read it now instead."""
-        if self.store.storage.capabilities.cheap_reads:
+        if not self.reads_ahead:
             done: Future[VersionedPointer | None] = Future()
             try:
                 done.set_result(self.resolver.for_read(table_uuid))
@@ -183,7 +189,7 @@ class TableService:
         pointer is read beside the catalog check (``ahead``, from :meth:`read_pointer_ahead`, or started here), so
         this waits for one storage round trip. The catalog check decides: if the name now names another table,
         that table's pointer is read."""
-        if ahead is None and not self.store.is_fresh():
+        if ahead is None and self.reads_ahead and not self.store.is_fresh():
             known = self.known_entry(catalog, namespace, name)
             if known is not None:
                 ahead = (known.id, self.read_pointer_ahead(known.id))
