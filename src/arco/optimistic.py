@@ -5,9 +5,10 @@ read before authentication, the catalog lookup and the grant checks may decide a
 object storage that read is a sequential round trip of its own, in front of the commit's writes. Under an
 *optimistic view* those decisions are made on the state this process already has, noting the log position it
 was at; the check still happens, beside the commit's first write, and *confirms* the view only if the log has not
-moved past that position (then every decision made was the one a check at arrival would have given). If it
-moved, the request raises :class:`StaleView`, what it wrote is undone, and
-:class:`arco.api.optimistic.OptimisticCommits` runs the whole request again the ordinary way.
+moved past that position, or, for a commit that found its table, moved by creations only (:data:`CREATIONS`): then
+every decision made was the one a check at arrival would have given. Otherwise the request raises
+:class:`StaleView`, what it wrote is undone, and :class:`arco.api.optimistic.OptimisticCommits` runs the whole
+request again the ordinary way.
 
 Which writes may come before the confirmation: with an Idempotency-Key, the marker claim (released if the view
 is stale) and nothing else; without one, the new metadata file (deleted if the view is stale; it is not the
@@ -21,10 +22,16 @@ stale grants.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+
+# Log operations that only add a new namespace or table. Once the request has found its table, none of them can
+# change a decision it made: an operation of this kind leaves every existing name, entry, grant, owner and
+# principal as it was (a new securable's owner grant is on that securable alone), and one that took the request's
+# own name would have had to follow a drop or a rename of its table, which are not of this kind.
+CREATIONS = frozenset({"create_namespace", "create_table"})
 
 
 class StaleView(Exception):
@@ -38,6 +45,26 @@ class OptimisticView:
     arrived: float  # monotonic time the request arrived: the confirming check must start at or after it
     seen_seq: int | None = None  # the log position of the first unchecked read
     confirmed: bool = False
+    # Set by a commit once it has found its (existing) table: from then on its decisions rest on things that exist,
+    # which creations elsewhere cannot change (CREATIONS). Never for a staged create, whose name must be free.
+    creations_irrelevant: bool = False
+
+
+def table_found() -> None:
+    """Say that the current request (a commit) has found its table: see :data:`CREATIONS`."""
+    view = current()
+    if view is not None:
+        view.creations_irrelevant = True
+
+
+def still_holds(view: OptimisticView, since_seen: Iterable[str | None] | None) -> bool:
+    """Whether a view is as good as current, given the operations logged after its first unchecked read (None when
+    this process does not know them all, say after loading a snapshot): none at all, or, for a commit that found
+    its table, creations only."""
+    if since_seen is None:
+        return False
+    ops = list(since_seen)
+    return not ops or (view.creations_irrelevant and all(op in CREATIONS for op in ops))
 
 
 _VIEW: ContextVar[OptimisticView | None] = ContextVar("arco_optimistic_view", default=None)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -54,6 +55,7 @@ from arco.storage.base import StorageBackend, StorageError, StorageUnavailable
 _log = logging.getLogger("arco.catalog")
 
 MAX_APPEND_ATTEMPTS = 50
+RECENT_OPS_REMEMBERED = 4096  # a view this many operations behind is stale, whatever they were
 # A hit: this process's state was current (the freshness check found no new log entry, or another thread's
 # check answered for it); a miss: entries (or a newer snapshot) had to be read and applied first.
 _STATE_METER = metrics.CacheMeter("catalog_state")
@@ -98,6 +100,8 @@ class CatalogStore:
         self._held = _StateHold(self._apply_lock)  # the same, for readers that may be inline attempts
         self._write_lock = threading.Lock()  # one writer per process at a time; they would only conflict
         self._fresh = threading.Condition()
+        # (log position, operation kind) of the operations applied lately, for optimistic views (_confirm).
+        self._recent_ops: deque[tuple[int, str | None]] = deque(maxlen=RECENT_OPS_REMEMBERED)
         self._refreshing = False
         self._last_refresh_started = -1.0
 
@@ -183,8 +187,20 @@ class CatalogStore:
 
     def _confirm(self, view: optimistic.OptimisticView) -> None:
         if view.seen_seq is not None and self._state.seq != view.seen_seq:
-            raise optimistic.StaleView(f"the catalog moved from {view.seen_seq} to {self._state.seq}")
+            if not optimistic.still_holds(view, self._applied_since(view.seen_seq)):
+                raise optimistic.StaleView(f"the catalog moved from {view.seen_seq} to {self._state.seq}")
         view.confirmed = True
+
+    def _applied_since(self, seq: int) -> list[str | None] | None:
+        """The kinds of the operations this process applied after log position ``seq``, up to its state's; None if
+        it does not remember them all."""
+        state_seq = self._state.seq
+        ops = [op for at, op in list(self._recent_ops) if seq < at <= state_seq]  # list(): one step, in C
+        return ops if len(ops) == state_seq - seq else None
+
+    def _applied(self, op: Operation, seq: int) -> None:
+        rules.apply(self._state, op, seq)
+        self._recent_ops.append((seq, op.get("op")))
 
     def _catch_up(self) -> bool:
         """Apply what the log has beyond this process's state; whether anything was."""
@@ -211,7 +227,7 @@ class CatalogStore:
                         changed = True
                         continue
                     break
-                rules.apply(self._state, entry, self._state.seq + 1)
+                self._applied(entry, self._state.seq + 1)
                 changed = True
             if rebase_to and self._state.seq >= rebase_to:
                 self._rebase(rebase_to)
@@ -221,6 +237,7 @@ class CatalogStore:
         """Replace this process's state with the snapshot's (its tables are read as they are asked for)."""
         self._state = CatalogState.from_snapshot(self.log.read_snapshot(snapshot_seq), self.storage.url, self.files,
                                                  self.max_loaded_tables)
+        self._recent_ops.clear()  # the operations up to the snapshot were not seen one by one
 
     def _rebase(self, snapshot_seq: int) -> None:
         """Another process stored a snapshot this state has reached: start the tables from its files, so the
@@ -297,7 +314,7 @@ class CatalogStore:
             op, seq = self._append(build, principal, request, source)
             with self._apply_lock:
                 if self._state.seq == seq - 1:
-                    rules.apply(self._state, op, seq)
+                    self._applied(op, seq)
                 else:
                     self._catch_up()
                 prepared = self._snapshot_to_store()

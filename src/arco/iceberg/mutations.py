@@ -21,7 +21,7 @@ from typing import Any
 
 from pyiceberg.table.update import AssertCreate
 
-from arco import metrics
+from arco import metrics, optimistic
 from arco.auth.principals import Principal
 from arco.catalog.errors import CatalogError
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
@@ -164,6 +164,7 @@ class Mutations:
             # against the name as it is now.
             known = None if self.store.is_fresh() else self.tables.known_entry(catalog, namespace, name)
             table_uuid = known.id if known is not None else self.tables.entry(catalog, namespace, name).id
+            optimistic.table_found()
             tag = uuid.uuid4().hex
             try:
                 try:
@@ -201,6 +202,7 @@ class Mutations:
         runs beside it, so the check costs no round trip of its own. Before any work the check must confirm the
         name still names that table; if not, the claim is released (as for any attempt that did not land) and
         :class:`_MovedUnderKey` sends the caller the long way, which resolves the name first."""
+        optimistic.table_found()  # before the check starts: it decides whether the view holds
         check = _BESIDE.submit(contextvars.copy_context().run, self.store.confirm_view)
 
         def confirmed_work(tag: str | None) -> Outcome:

@@ -132,6 +132,45 @@ def test_a_warm_unkeyed_commit_over_http_waits_for_two_storage_rounds_and_reads_
     assert abs(check - written) < LATENCY_S / 2
 
 
+def measured(server: Server, keyed: bool) -> Slowed:
+    """One commit with every storage call slowed and recorded (its receipt after the answer included)."""
+    slow = Slowed(server.storage.inner)
+    server.storage.inner = slow  # type: ignore[assignment]
+    try:
+        response = server.commit(ADMIN, str(uuid7()), keyed=keyed)
+        assert after_answer.drain(10)
+    finally:
+        server.storage.inner = slow.inner
+    assert response.status_code == 200, response.text
+    return slow
+
+
+def ran_again(slow: Slowed, keyed: bool) -> bool:
+    """Whether the commit went stale and ran a second time: its marker was released and claimed again (keyed), or
+    the metadata file written on the stale view was deleted (unkeyed)."""
+    if keyed:
+        return sum(op == "put" and key.startswith("_catalog/iceberg_idempotency/") for _, op, key in slow.started) > 2
+    return any(op == "delete" for _, op, _ in slow.started)
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "unkeyed"])
+def test_tables_and_namespaces_created_on_another_server_leave_a_commit_here_optimistic(
+        servers: tuple[Server, Server, str], keyed: bool) -> None:
+    """Creations cannot change what a commit of an existing table decided (arco.optimistic.CREATIONS): the view
+    stands, and the commit runs once (its check reads the new log entries). A change to something that exists
+    still makes it stale."""
+    a, b, _ = servers
+    assert a.commit(ADMIN, "warm", keyed=keyed).status_code == 200
+    assert b.call(ADMIN, "POST", "/iceberg/v1/main/namespaces", json={"namespace": ["other"]}).status_code == 200
+    assert b.call(ADMIN, "POST", "/iceberg/v1/main/namespaces/db/tables",
+                  json={"name": "u", "schema": SCHEMA}).status_code == 200
+    assert not ran_again(measured(a, keyed), keyed)
+
+    assert b.call(ADMIN, "POST", "/iceberg/v1/main/namespaces/db/properties",
+                  json={"updates": {"owner-team": "x"}}).status_code == 200
+    assert ran_again(measured(a, keyed), keyed)  # the control: the same measurement sees a stale view
+
+
 @pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "unkeyed"])
 def test_a_grant_given_on_another_server_lets_the_next_commit_here_through(
         servers: tuple[Server, Server, str], keyed: bool) -> None:

@@ -76,6 +76,10 @@ def test_unkeyed_commits_under_views_land_once_each_while_the_catalog_moves(
             n = 0
             while writing.is_set() and n < 500:
                 assert client.post("/iceberg/v1/main/namespaces", json={"namespace": [f"churn{n}"]}).status_code == 200
+                # A creation alone leaves a commit's view standing (arco.optimistic.CREATIONS); a change to something
+                # that exists makes it stale.
+                assert client.post(f"/iceberg/v1/main/namespaces/churn{n}/properties",
+                                   json={"updates": {"n": str(n)}}).status_code == 200
                 n += 1
 
     threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
