@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from arco.storage.s3 import create_bucket
-from load_path import SCHEMA, TOKEN, catalog_of
+from load_path import SCHEMA, TOKEN, catalog_of, server_env
 from support import emulators
 from support.arco_server import arco_server
 
@@ -62,8 +62,7 @@ def run(n: int) -> None:
         options = s3.options()
         bucket = f"bench-{uuid.uuid4().hex[:8]}"
         create_bucket(bucket, options)
-        env = {"AWS_ACCESS_KEY_ID": options["s3.access-key-id"], "AWS_SECRET_ACCESS_KEY": options["s3.secret-access-key"],
-               "AWS_ENDPOINT_URL_S3": options["s3.endpoint"], "AWS_REGION": options.get("s3.region", "us-east-1")}
+        env = server_env(options)
         args = tuple(arg for key, value in options.items() for arg in ("--storage-option", f"{key}={value}"))
         warehouse = f"s3://{bucket}/arco"
         with arco_server(warehouse, Path(tmp), admin_token=TOKEN, env=env, extra_args=args) as a, \
@@ -72,7 +71,8 @@ def run(n: int) -> None:
             catalog = catalog_of(a)
             catalog.create_namespace("bench")
             catalog.create_table(("bench", "hot"), SCHEMA)
-            prefix = http.get(f"{a.iceberg_uri}/v1/config?warehouse=main", headers=HEADERS).json()["overrides"]["prefix"]
+            config = http.get(f"{a.iceberg_uri}/v1/config?warehouse=main", headers=HEADERS).json()
+            prefix = config["overrides"]["prefix"]
             url = f"{a.iceberg_uri}/v1/{prefix}/namespaces/bench/tables/hot"
             commits(http, url, 10)  # warm
             print(f"quiet: {n} commits on server A ...", flush=True)

@@ -186,6 +186,12 @@ def append_figures(workdir: Path, rounds: int) -> dict[str, float]:
     return {name: p50(samples) for name, samples in results.items()}
 
 
+def server_env(options: dict[str, str]) -> dict[str, str]:
+    """The environment an ``arco serve`` on an S3 warehouse with these storage options needs."""
+    return {"AWS_ACCESS_KEY_ID": options["s3.access-key-id"], "AWS_SECRET_ACCESS_KEY": options["s3.secret-access-key"],
+            "AWS_ENDPOINT_URL_S3": options["s3.endpoint"], "AWS_REGION": options.get("s3.region", "us-east-1")}
+
+
 def s3_figures(workdir: Path, rounds: int, loads: bool = True) -> dict[str, float]:
     from arco.storage.s3 import create_bucket
 
@@ -193,9 +199,7 @@ def s3_figures(workdir: Path, rounds: int, loads: bool = True) -> dict[str, floa
         bucket = f"bench-{uuid.uuid4().hex[:8]}"
         create_bucket(bucket, s3.options())
         options = s3.options()
-        env = {"AWS_ACCESS_KEY_ID": options["s3.access-key-id"],
-               "AWS_SECRET_ACCESS_KEY": options["s3.secret-access-key"],
-               "AWS_ENDPOINT_URL_S3": options["s3.endpoint"], "AWS_REGION": options.get("s3.region", "us-east-1")}
+        env = server_env(options)
         warehouse = f"s3://{bucket}/arco"
         args = tuple(arg for key, value in options.items() for arg in ("--storage-option", f"{key}={value}"))
         raw = open_storage(f"s3://{bucket}/raw", options)
