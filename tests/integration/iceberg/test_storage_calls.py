@@ -7,7 +7,8 @@ runs beside the marker claim, and the committed receipt is written after the ans
     1 claim the Idempotency-Key marker      create-only        (step 4)
       + the catalog log's freshness check   a read             (step 1, beside the claim)
     2 the new metadata file                 create-only        (step 7)
-      + the pending receipt                 create-only        (step 8, best effort, side thread)
+      + the pending receipt                 create-only        (step 8, best effort, side thread; the CAS
+                                                                does not wait for it, the answer does)
     3 the pointer                           compare-and-swap   (step 9, the commit point)
     4 finalize the marker                   compare-and-swap   (step 11)
     after the answer: the committed receipt create-only        (step 10, best effort, arco.events.after_answer)
@@ -170,6 +171,29 @@ def test_the_receipts_are_written_off_the_critical_path(warm: Harness) -> None:
         assert threads["committed receipt"].startswith("arco-after-answer")
         assert "committed receipt" not in answered and order[-1] == "committed receipt"
         assert answered[-1] == ("marker" if caller.key else "pointer")
+
+
+@pytest.mark.parametrize("key", [str(uuid7()), None], ids=["keyed", "unkeyed"])
+def test_the_cas_does_not_wait_for_the_pending_receipt(warm: Harness, key: str | None) -> None:
+    """Step 8 is best effort: started beside the metadata file, and waited for only once the CAS is made (a crash
+    while it is written still stops the request before its answer: the crash matrix of test_exactly_once)."""
+    spans: dict[str, tuple[float, float]] = {}
+    put = warm.storage.put
+
+    def recording_put(key: str, data: bytes, precondition: Any = None) -> Any:
+        started = time.monotonic()
+        if kind_of(key) == "pending receipt":
+            time.sleep(0.3)  # a slow receipt
+        result = put(key, data, precondition)
+        spans[kind_of(key)] = (started, time.monotonic())
+        return result
+
+    warm.storage.put = recording_put  # type: ignore[method-assign]
+    warm.mutations().commit_table(warm.catalog, ("db",), "t", BODY, Caller("admin", SOURCE, key))
+    answered = time.monotonic()
+    assert spans["pending receipt"][0] <= spans["metadata file"][1]  # started beside the metadata file
+    assert spans["pointer"][0] < spans["pending receipt"][1]  # the CAS went ahead while it was written
+    assert spans["pending receipt"][1] <= answered  # and the answer waited for it
 
 
 def test_a_warm_load_reads_the_pointer_and_probes_tier1_once_in_one_round(warm: Harness) -> None:
