@@ -207,6 +207,23 @@ def test_a_grant_taken_away_on_another_server_refuses_the_next_unkeyed_commit_he
     assert len(deleted) == 1 and deleted[0].endswith(".metadata.json")
 
 
+@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "unkeyed"])
+def test_a_grant_taken_away_between_creations_on_another_server_still_refuses_the_commit_here(
+        servers: tuple[Server, Server, str], keyed: bool) -> None:
+    """Creations alone leave a commit's view standing; a revocation among them does not slip through."""
+    a, b, ann = servers
+    grants(b, "add", *ANN_MAY_COMMIT)
+    assert a.commit(ann, "one", keyed=keyed).status_code == 200
+    assert a.commit(ann, "two", keyed=keyed).status_code == 200  # server a's state has the grant: optimistic
+    assert b.call(ADMIN, "POST", "/iceberg/v1/main/namespaces", json={"namespace": ["before"]}).status_code == 200
+    grants(b, "remove", ("table", "main.db.t", "MODIFY"))
+    assert b.call(ADMIN, "POST", "/iceberg/v1/main/namespaces/db/tables",
+                  json={"name": "after", "schema": SCHEMA}).status_code == 200
+    refused = a.commit(ann, "three", keyed=keyed)
+    assert refused.status_code == 403, refused.text
+    assert b.call(ADMIN, "GET", TABLE).json()["metadata"]["properties"]["v"] == "two"
+
+
 def failed_commits() -> float:
     return REGISTRY.get_sample_value("arco_iceberg_commits_total", {"outcome": "failed"}) or 0.0
 
