@@ -86,19 +86,25 @@ ANN_MAY_COMMIT = (("catalog", "main", "USE_CATALOG"), ("schema", "main.db", "USE
                   ("table", "main.db.t", "SELECT"), ("table", "main.db.t", "MODIFY"))
 
 
-def warm_then_measured(server: Server, keyed: bool) -> tuple[Any, Slowed]:
-    """A commit to warm the server, then one with every storage call slowed and recorded (its receipts included)."""
-    assert server.commit(ADMIN, "warm", keyed=keyed).status_code == 200
-    assert after_answer.drain(10)
+def measured(server: Server, keyed: bool, value: str | None = None) -> tuple[Any, Slowed]:
+    """One commit with every storage call slowed and recorded (its receipt after the answer included)."""
     slow = Slowed(server.storage.inner)
     server.storage.inner = slow  # type: ignore[assignment]
-    counted = commits_counted()
     try:
-        response = server.commit(ADMIN, "measured", keyed=keyed)
+        response = server.commit(ADMIN, value or str(uuid7()), keyed=keyed)
         assert after_answer.drain(10)
     finally:
         server.storage.inner = slow.inner
     assert response.status_code == 200, response.text
+    return response, slow
+
+
+def warm_then_measured(server: Server, keyed: bool) -> tuple[Any, Slowed]:
+    """A commit to warm the server, then one :func:`measured`."""
+    assert server.commit(ADMIN, "warm", keyed=keyed).status_code == 200
+    assert after_answer.drain(10)
+    counted = commits_counted()
+    response, slow = measured(server, keyed, "measured")
     # The request metrics name the route of the optimistic run whose answer was sent.
     assert commits_counted() == counted + 1
     return response, slow
@@ -132,19 +138,6 @@ def test_a_warm_unkeyed_commit_over_http_waits_for_two_storage_rounds_and_reads_
     assert abs(check - written) < LATENCY_S / 2
 
 
-def measured(server: Server, keyed: bool) -> Slowed:
-    """One commit with every storage call slowed and recorded (its receipt after the answer included)."""
-    slow = Slowed(server.storage.inner)
-    server.storage.inner = slow  # type: ignore[assignment]
-    try:
-        response = server.commit(ADMIN, str(uuid7()), keyed=keyed)
-        assert after_answer.drain(10)
-    finally:
-        server.storage.inner = slow.inner
-    assert response.status_code == 200, response.text
-    return slow
-
-
 def ran_again(slow: Slowed, keyed: bool) -> bool:
     """Whether the commit went stale and ran a second time: its marker was released and claimed again (keyed), or
     the metadata file written on the stale view was deleted (unkeyed)."""
@@ -164,11 +157,11 @@ def test_tables_and_namespaces_created_on_another_server_leave_a_commit_here_opt
     assert b.call(ADMIN, "POST", "/iceberg/v1/main/namespaces", json={"namespace": ["other"]}).status_code == 200
     assert b.call(ADMIN, "POST", "/iceberg/v1/main/namespaces/db/tables",
                   json={"name": "u", "schema": SCHEMA}).status_code == 200
-    assert not ran_again(measured(a, keyed), keyed)
+    assert not ran_again(measured(a, keyed)[1], keyed)
 
     assert b.call(ADMIN, "POST", "/iceberg/v1/main/namespaces/db/properties",
                   json={"updates": {"owner-team": "x"}}).status_code == 200
-    assert ran_again(measured(a, keyed), keyed)  # the control: the same measurement sees a stale view
+    assert ran_again(measured(a, keyed)[1], keyed)  # the control: the same measurement sees a stale view
 
 
 @pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "unkeyed"])
