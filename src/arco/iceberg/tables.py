@@ -165,15 +165,9 @@ class TableService:
         return not self.store.storage.capabilities.cheap_reads
 
     def read_pointer_ahead(self, table_uuid: str) -> Future[VersionedPointer | None]:
-        """Start reading a table's pointer on a side thread (in the caller's request scope), for :meth:`load`; on
-        storage whose reads are cheaper than the hand-over (a local disk), read it now instead."""
-        if not self.reads_ahead:
-            done: Future[VersionedPointer | None] = Future()
-            try:
-                done.set_result(self.resolver.for_read(table_uuid))
-            except Exception as exc:  # noqa: BLE001 - raised where the result is asked for, as from a side thread
-                done.set_exception(exc)
-            return done
+        """Start reading a table's pointer on a side thread (in the caller's request scope), for :meth:`load`. Only
+        where :attr:`reads_ahead` (its callers ask first): on a local disk both reads run inline, one after the
+        other."""
         refuse_to_wait()  # an inline attempt would wait for the side thread's answer: it goes to a thread instead
         return _AHEAD.submit(contextvars.copy_context().run, self.resolver.for_read, table_uuid)
 
