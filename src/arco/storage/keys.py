@@ -19,13 +19,16 @@ _REFUSED_CHARACTER = re.compile("[\x00-\x1f\x7f\ud800-\udfff\\\\]")
 
 
 def check_key(key: str) -> str:
-    """Return ``key`` unchanged if every backend can store it faithfully, else raise :class:`InvalidKey`."""
+    """Return ``key`` unchanged if every backend can store it faithfully, else raise :class:`InvalidKey`.
+
+    Every storage call checks its key (several per request), so the common case is a few scans in C, and segment
+    lengths are measured only when the whole key could hold a segment too long."""
     if not isinstance(key, str) or not key:
         raise InvalidKey("object key must be a non-empty string")
-    encoded = key.encode("utf-8", errors="surrogatepass")
-    if len(encoded) > MAX_KEY_BYTES:
-        raise InvalidKey(f"object key is {len(encoded)} bytes long; the limit is {MAX_KEY_BYTES}")
-    refused = _REFUSED_CHARACTER.search(key)  # every storage call checks its key: one scan, in C
+    size = len(key) if key.isascii() else len(key.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_KEY_BYTES:
+        raise InvalidKey(f"object key is {size} bytes long; the limit is {MAX_KEY_BYTES}")
+    refused = _REFUSED_CHARACTER.search(key)
     if refused is not None:
         ch = refused.group()
         if ch == "\\":
@@ -33,13 +36,14 @@ def check_key(key: str) -> str:
         if 0xD800 <= ord(ch) <= 0xDFFF:
             raise InvalidKey(f"object key is not valid Unicode: {key!r}")
         raise InvalidKey(f"object key contains a control character: {key!r}")
-    segments = key.split("/")
-    for segment in segments:
-        if segment in ("", ".", ".."):
-            raise InvalidKey(f"object key has an empty, '.' or '..' segment: {key!r}")
-        if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
-            raise InvalidKey(f"object key has a segment longer than {MAX_SEGMENT_BYTES} bytes: {key!r}")
-    if segments[0].startswith(RESERVED_PREFIX):
+    bounded = f"/{key}/"  # every segment between two "/": three substring scans find an empty, "." or ".." one
+    if "//" in bounded or "/./" in bounded or "/../" in bounded:
+        raise InvalidKey(f"object key has an empty, '.' or '..' segment: {key!r}")
+    if size > MAX_SEGMENT_BYTES:
+        for segment in key.split("/"):
+            if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
+                raise InvalidKey(f"object key has a segment longer than {MAX_SEGMENT_BYTES} bytes: {key!r}")
+    if key.startswith(RESERVED_PREFIX):  # the first segment's prefix: the reserved prefix holds no "/"
         raise InvalidKey(f"object keys starting with {RESERVED_PREFIX!r} are reserved: {key!r}")
     return key
 
