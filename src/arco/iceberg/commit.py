@@ -24,7 +24,9 @@ attempts, answers 409. The file of a lost race is deleted once the new base show
 
 Steps 4 and 11 (the Idempotency-Key marker) wrap this flow in :mod:`arco.iceberg.mutations`; the marker's tag
 goes into the new metadata file's name (or, for a group, into its group record), which is how a retry after a
-crash tells whether the commit landed.
+crash tells whether the commit landed (:func:`landed_location`). A request with ``assert-create`` creates its
+table instead (:mod:`arco.iceberg.staged_create`); several tables at once go through
+:mod:`arco.iceberg.transaction_commit`.
 """
 
 from __future__ import annotations
@@ -43,27 +45,23 @@ from pyiceberg.table.update import AssertCreate
 
 from arco import optimistic
 from arco.auth.principals import Principal
-from arco.catalog import locations
-from arco.catalog.errors import AlreadyExistsError
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
-from arco.catalog.names import check_name
 from arco.events import after_answer
 from arco.events.receipts import iceberg_receipt, write_iceberg_receipt, write_receipt
-from arco.iceberg import commit_rules
-from arco.iceberg.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchTable
+from arco.iceberg import commit_rules, staged_create
+from arco.iceberg.errors import BadRequest, CommitFailed, NoSuchTable
 from arco.iceberg.group_commit import GROUP_NAME_MARK, GroupMember, GroupRecord, Pending, is_group_file
 from arco.iceberg.tables import (
     TableService,
+    file_suffix,
     metadata_file_location,
     metadata_sequence,
     pointer_for,
 )
-from arco.iceberg.transactions import PreparedChange, mark_and_commit, parse_table_changes
 from arco.storage.backoff import backoff_delay
 from arco.storage.base import StorageError
 
 log = logging.getLogger(__name__)
-MAX_COMMIT_ATTEMPTS = 10
 # A batch tries longer than a transaction: its tries back off with jitter (arco.iceberg.group_commit), so they
 # cost little, and a hot table served by several servers loses races as a matter of course; a server whose tries
 # are slower (it parses each base the other server wrote, where the winner has its own cached) can lose many in a
@@ -92,8 +90,9 @@ def commit_table(tables: TableService, catalog: CatalogEntry, namespace: Namespa
     name, or the group record of a grouped commit). Requests that meet in this process go as one group commit."""
     requirements, updates = parse_commit(body)
     if any(isinstance(r, AssertCreate) for r in requirements):
-        return _create_by_commit(tables, catalog, namespace, name, requirements, updates, principal, source, tag,
-                                 who)
+        location, created = staged_create.create_by_commit(tables, catalog, namespace, name, requirements, updates,
+                                                           principal, source, tag, who)
+        return CommitResult(location, created)
     # Step 1. A table this process knows goes ahead on that knowledge; the catalog check runs beside the metadata
     # file's write and is confirmed before the CAS (commit_batch), so it costs no round trip of its own.
     known = None if tables.store.is_fresh() else tables.known_entry(catalog, namespace, name)
@@ -405,22 +404,6 @@ def identifier_of(catalog: CatalogEntry, namespace: NamespacePath, name: str) ->
     return {"catalog": catalog.name, "namespace": list(namespace), "name": name}
 
 
-def write_pending_receipt(tables: TableService, change: PreparedCommit, identity: dict[str, Any]) -> None:
-    """Step 8: the attempt, recorded before the commit point (best effort)."""
-    write_iceberg_receipt(tables.storage, "pending", table_uuid=change.entry.id,
-                          metadata_location=change.proposed.current_metadata_location, metadata=change.metadata,
-                          previous_metadata_location=change.base.pointer.current_metadata_location,
-                          source=change.proposed.updated_by, identifier=identity)
-
-
-def write_committed_receipt(tables: TableService, change: PreparedCommit, identity: dict[str, Any]) -> None:
-    """Step 10: the commit, recorded after the commit point (best effort; the reconciler backfills)."""
-    write_iceberg_receipt(tables.storage, "committed", table_uuid=change.entry.id,
-                          metadata_location=change.proposed.current_metadata_location, metadata=change.metadata,
-                          previous_metadata_location=change.base.pointer.current_metadata_location,
-                          source=change.proposed.updated_by, identifier=identity)
-
-
 def landed_location(tables: TableService, table_uuid: str, tag: str) -> str | None:
     """The metadata file written by the commit tagged ``tag``, if the table's history (current file and metadata
     log) contains it: by the tag in the file's name, or, for a group's file, in its group record. The log keeps
@@ -440,84 +423,3 @@ def landed_location(tables: TableService, table_uuid: str, tag: str) -> str | No
             if record is not None and record.member_of(tag) is not None:
                 return candidate
     return None
-
-
-@dataclass
-class PreparedCommit(PreparedChange):
-    metadata: TableMetadata
-
-
-def prepare_change(tables: TableService, entry: TableEntry, namespace: NamespacePath, name: str,
-                   requirements: list[Any], updates: list[Any], source: dict[str, Any],
-                   tag: str | None = None) -> PreparedCommit:
-    """Steps 2-7: the current pointer, the base metadata, the checks, the new metadata file written."""
-    commit_rules.check_guardrails(updates, allowed_location=entry.location)
-    current = tables.resolver.for_write(entry.id)
-    if current is None or current.pointer.dropped:
-        raise NoSuchTable(f"Table does not exist: {'.'.join((*namespace, name))}")
-    base_location = current.pointer.current_metadata_location
-    base = tables.files.read(base_location)
-    commit_rules.check_requirements(requirements, base)
-    new = commit_rules.apply_updates(base, updates, base_location)
-    location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, file_suffix(tag))
-    tables.files.write(location, new)
-    return PreparedCommit(entry, current, pointer_for(entry.id, location, new, base_location, source), new)
-
-
-def file_suffix(tag: str | None) -> str:
-    """A new metadata file's name after its sequence: unique per attempt, and carrying the request's tag."""
-    return f"{tag}-{uuid.uuid4().hex[:8]}" if tag else uuid.uuid4().hex
-
-
-def commit_transaction(tables: TableService, catalog: CatalogEntry, body: Any, principal: str,
-                       source: dict[str, Any], tag: str | None = None, who: Principal | None = None) -> None:
-    """All table changes or none; see :mod:`arco.iceberg.transactions` for how."""
-    changes = parse_table_changes(body)
-    if len(changes) == 1:
-        namespace, name, change = changes[0]
-        commit_table(tables, catalog, namespace, name, change, principal, source, tag, who)
-        return
-    parsed = [(namespace, name, *parse_commit(change)) for namespace, name, change in changes]
-    if any(isinstance(r, AssertCreate) for _, _, requirements, _ in parsed for r in requirements):
-        raise BadRequest("creating a table inside a multi-table transaction is not supported; create it first")
-    entries = [tables.entry(catalog, namespace, name) for namespace, name, _, _ in parsed]
-    identities = {entry.id: identifier_of(catalog, namespace, name)
-                  for entry, (namespace, name, _, _) in zip(entries, parsed)}
-    for _ in range(MAX_COMMIT_ATTEMPTS):
-        prepared = [prepare_change(tables, entry, namespace, name, requirements, updates, source, tag)
-                    for entry, (namespace, name, requirements, updates) in zip(entries, parsed)]
-        for change in prepared:
-            write_pending_receipt(tables, change, identities[change.entry.id])
-        if mark_and_commit(tables.resolver, list(prepared)):
-            for change in prepared:  # after the answer (best effort), not one round trip each before it
-                after_answer.write_later(functools.partial(write_committed_receipt, tables, change,
-                                                           identities[change.entry.id]))
-            return
-    raise CommitFailed(f"Commit failed: the tables changed concurrently {MAX_COMMIT_ATTEMPTS} times; retry")
-
-
-def _create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: NamespacePath, name: str,
-                      requirements: list[Any], updates: list[Any], principal: str,
-                      source: dict[str, Any], tag: str | None, who: Principal | None) -> CommitResult:
-    """The second half of a staged create (Spark CTAS/RTAS, DuckDB CREATE TABLE): ``assert-create`` + updates."""
-    check_name("table", name)
-    try:
-        tables.entry_absent(catalog, namespace, name)
-    except AlreadyExistsError:
-        raise CommitFailed("Requirement failed: table already exists") from None
-    commit_rules.check_requirements(requirements, None)
-    new = commit_rules.apply_updates(None, updates, None)
-    # A staged table lives where it was staged: the prefix Arco allocated to its uuid, or a location the caller
-    # may use inside an external location (CREATE TABLE ... LOCATION); decided by the same rule as a create.
-    with tables.store.read() as state:
-        tables.placement(state, catalog, namespace, name, str(new.table_uuid), new.location, who)
-    commit_rules.check_guardrails(updates, allowed_location=new.location)
-    locations.check_write_paths(new.properties, new.location)
-    location = metadata_file_location(new.location, 0, file_suffix(tag))
-    try:
-        tables.register_new(catalog, namespace, name, new, location, principal, source, tag=tag,
-                            place=lambda state: tables.placement(state, catalog, namespace, name,
-                                                                 str(new.table_uuid), new.location, who))
-    except (AlreadyExists, AlreadyExistsError):
-        raise CommitFailed("Requirement failed: table already exists") from None
-    return CommitResult(location, new)

@@ -27,7 +27,7 @@ from arco.catalog.errors import CatalogError
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.store import CatalogStore
 from arco.events import after_answer
-from arco.iceberg import commit
+from arco.iceberg import commit, transaction_commit
 from arco.iceberg.errors import IcebergError
 from arco.iceberg.idempotency import (
     IdempotencyMarkers,
@@ -238,8 +238,8 @@ class Mutations:
     def _commit_transaction(self, catalog: CatalogEntry, body: dict[str, Any], caller: Caller) -> Outcome:
         def work(tag: str | None) -> Outcome:
             with metrics.counted_commit():
-                commit.commit_transaction(self.tables, catalog, body, caller.principal, caller.source, tag,
-                                          caller.who)
+                transaction_commit.commit_transaction(self.tables, catalog, body, caller.principal, caller.source,
+                                                      tag, caller.who)
             return Outcome(204)
 
         namespace, name, _ = parse_table_changes(body)[0]

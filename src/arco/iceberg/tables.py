@@ -92,6 +92,11 @@ def metadata_file_location(table_location: str, sequence: int, suffix: str) -> s
     return f"{table_location.rstrip('/')}/metadata/{sequence:05d}-{suffix}.metadata.json"
 
 
+def file_suffix(tag: str | None) -> str:
+    """A new metadata file's name after its sequence: unique per attempt, and carrying the request's tag."""
+    return f"{tag}-{uuid.uuid4().hex[:8]}" if tag else uuid.uuid4().hex
+
+
 def metadata_sequence(location: str) -> int:
     """The leading number of a metadata file name (``00003-...metadata.json`` -> 3); 0 if it has none."""
     name = location.rsplit("/", 1)[-1]

@@ -43,7 +43,7 @@ from arco.iceberg.metadata_files import view_metadata_bytes
 from arco.iceberg.mutations import Caller, Mutations
 from arco.iceberg.paging import page
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
-from arco.iceberg.tables import Placement, TableService, metadata_file_location, metadata_sequence
+from arco.iceberg.tables import Placement, TableService, file_suffix, metadata_file_location, metadata_sequence
 from arco.storage.base import StorageBackend
 from arco.storage.urls import within
 
@@ -308,11 +308,6 @@ def parse_replace(body: Any) -> tuple[list[view_rules.ViewRequirement], list[vie
     if not isinstance(body, dict):
         raise BadRequest("the request body must be a JSON object")
     return view_rules.parse_requirements(body.get("requirements")), view_rules.parse_updates(body.get("updates"))
-
-
-def file_suffix(tag: str | None) -> str:
-    """A new metadata file's name after its sequence: unique per attempt, and carrying the request's tag."""
-    return f"{tag}-{uuid.uuid4().hex[:8]}" if tag else uuid.uuid4().hex
 
 
 def uc_view_of(tables: TableService, entry: TableEntry) -> tuple[str | None, Schema | None, dict[str, str]]:

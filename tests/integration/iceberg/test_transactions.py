@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from support.iceberg_harness import Harness
 
-from arco.iceberg import commit
+from arco.iceberg import commit, transaction_commit
 from arco.iceberg import transactions as txn
 from arco.iceberg.errors import BadRequest, CommitFailed
 from arco.storage.faults import FaultRule, SimulatedCrash
@@ -21,7 +21,8 @@ def note(h: Harness, name: str) -> str | None:
 
 
 def run_txn(h: Harness, *changes: dict) -> None:
-    commit.commit_transaction(h.tables, h.catalog, {"table-changes": list(changes)}, "admin", {"kind": "test"})
+    body = {"table-changes": list(changes)}
+    transaction_commit.commit_transaction(h.tables, h.catalog, body, "admin", {"kind": "test"})
 
 
 @pytest.fixture

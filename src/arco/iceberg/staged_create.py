@@ -1,0 +1,44 @@
+"""The second half of a staged create (Spark CTAS/RTAS, DuckDB CREATE TABLE): an updateTable request with
+``assert-create``, whose updates make the table's first metadata; the entry and the file are created together."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyiceberg.table.metadata import TableMetadata
+
+from arco.auth.principals import Principal
+from arco.catalog import locations
+from arco.catalog.errors import AlreadyExistsError
+from arco.catalog.model import CatalogEntry, NamespacePath
+from arco.catalog.names import check_name
+from arco.iceberg import commit_rules
+from arco.iceberg.errors import AlreadyExists, CommitFailed
+from arco.iceberg.tables import TableService, file_suffix, metadata_file_location
+
+
+def create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: NamespacePath, name: str,
+                     requirements: list[Any], updates: list[Any], principal: str,
+                     source: dict[str, Any], tag: str | None, who: Principal | None) -> tuple[str, TableMetadata]:
+    """Create the table whose first metadata ``updates`` make; its metadata file's location and the metadata."""
+    check_name("table", name)
+    try:
+        tables.entry_absent(catalog, namespace, name)
+    except AlreadyExistsError:
+        raise CommitFailed("Requirement failed: table already exists") from None
+    commit_rules.check_requirements(requirements, None)
+    new = commit_rules.apply_updates(None, updates, None)
+    # A staged table lives where it was staged: the prefix Arco allocated to its uuid, or a location the caller
+    # may use inside an external location (CREATE TABLE ... LOCATION); decided by the same rule as a create.
+    with tables.store.read() as state:
+        tables.placement(state, catalog, namespace, name, str(new.table_uuid), new.location, who)
+    commit_rules.check_guardrails(updates, allowed_location=new.location)
+    locations.check_write_paths(new.properties, new.location)
+    location = metadata_file_location(new.location, 0, file_suffix(tag))
+    try:
+        tables.register_new(catalog, namespace, name, new, location, principal, source, tag=tag,
+                            place=lambda state: tables.placement(state, catalog, namespace, name,
+                                                                 str(new.table_uuid), new.location, who))
+    except (AlreadyExists, AlreadyExistsError):
+        raise CommitFailed("Requirement failed: table already exists") from None
+    return location, new

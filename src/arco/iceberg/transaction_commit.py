@@ -1,0 +1,83 @@
+"""The multi-table commit (``POST /v1/{prefix}/transactions/commit``): every table's steps 2-8 of the single
+commit (:mod:`arco.iceberg.commit`), then one commit point for all of them by the protocol of
+:mod:`arco.iceberg.transactions`; the committed receipts after the answer."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.update import AssertCreate
+
+from arco.auth.principals import Principal
+from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
+from arco.events import after_answer
+from arco.events.receipts import IcebergReceiptKind, write_iceberg_receipt
+from arco.iceberg import commit_rules
+from arco.iceberg.commit import commit_table, identifier_of, parse_commit
+from arco.iceberg.errors import BadRequest, CommitFailed, NoSuchTable
+from arco.iceberg.tables import TableService, file_suffix, metadata_file_location, metadata_sequence, pointer_for
+from arco.iceberg.transactions import PreparedChange, mark_and_commit, parse_table_changes
+
+MAX_COMMIT_ATTEMPTS = 10
+
+
+def commit_transaction(tables: TableService, catalog: CatalogEntry, body: Any, principal: str,
+                       source: dict[str, Any], tag: str | None = None, who: Principal | None = None) -> None:
+    """All table changes or none; see :mod:`arco.iceberg.transactions` for how."""
+    changes = parse_table_changes(body)
+    if len(changes) == 1:
+        namespace, name, change = changes[0]
+        commit_table(tables, catalog, namespace, name, change, principal, source, tag, who)
+        return
+    parsed = [(namespace, name, *parse_commit(change)) for namespace, name, change in changes]
+    if any(isinstance(r, AssertCreate) for _, _, requirements, _ in parsed for r in requirements):
+        raise BadRequest("creating a table inside a multi-table transaction is not supported; create it first")
+    entries = [tables.entry(catalog, namespace, name) for namespace, name, _, _ in parsed]
+    identities = {entry.id: identifier_of(catalog, namespace, name)
+                  for entry, (namespace, name, _, _) in zip(entries, parsed)}
+    for _ in range(MAX_COMMIT_ATTEMPTS):
+        prepared = [prepare_change(tables, entry, namespace, name, requirements, updates, source, tag)
+                    for entry, (namespace, name, requirements, updates) in zip(entries, parsed)]
+        for change in prepared:
+            write_change_receipt(tables, "pending", change, identities[change.entry.id])
+        if mark_and_commit(tables.resolver, list(prepared)):
+            for change in prepared:  # after the answer (best effort), not one round trip each before it
+                after_answer.write_later(functools.partial(write_change_receipt, tables, "committed", change,
+                                                           identities[change.entry.id]))
+            return
+    raise CommitFailed(f"Commit failed: the tables changed concurrently {MAX_COMMIT_ATTEMPTS} times; retry")
+
+
+@dataclass
+class PreparedCommit(PreparedChange):
+    metadata: TableMetadata
+
+
+def prepare_change(tables: TableService, entry: TableEntry, namespace: NamespacePath, name: str,
+                   requirements: list[Any], updates: list[Any], source: dict[str, Any],
+                   tag: str | None = None) -> PreparedCommit:
+    """Steps 2-7: the current pointer, the base metadata, the checks, the new metadata file written."""
+    commit_rules.check_guardrails(updates, allowed_location=entry.location)
+    current = tables.resolver.for_write(entry.id)
+    if current is None or current.pointer.dropped:
+        raise NoSuchTable(f"Table does not exist: {'.'.join((*namespace, name))}")
+    base_location = current.pointer.current_metadata_location
+    base = tables.files.read(base_location)
+    commit_rules.check_requirements(requirements, base)
+    new = commit_rules.apply_updates(base, updates, base_location)
+    location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, file_suffix(tag))
+    tables.files.write(location, new)
+    return PreparedCommit(entry, current, pointer_for(entry.id, location, new, base_location, source), new)
+
+
+def write_change_receipt(tables: TableService, kind: IcebergReceiptKind, change: PreparedCommit,
+                         identity: dict[str, Any]) -> None:
+    """Step 8 ("pending": the attempt, before the commit point) or step 10 ("committed", after it): best effort,
+    the reconciler backfills committed receipts."""
+    write_iceberg_receipt(tables.storage, kind, table_uuid=change.entry.id,
+                          metadata_location=change.proposed.current_metadata_location, metadata=change.metadata,
+                          previous_metadata_location=change.base.pointer.current_metadata_location,
+                          source=change.proposed.updated_by, identifier=identity)
