@@ -200,11 +200,7 @@ async def load_table(request: Request) -> Response:
         # trip to the thread pool for the whole lookup (each trip costs about as much as the rest of a warm load).
         # A table this server knows has its pointer read at once, beside the catalog check the lookups below
         # make, so the load waits for one storage round trip; the check decides (tables.locate).
-        ahead = None
-        if svc.tables.reads_ahead and not svc.store.is_fresh():
-            known = svc.tables.known_entry(request.path_params["prefix"], namespace, name, principal)
-            if known is not None:
-                ahead = (known.id, svc.tables.read_pointer_ahead(known.id))
+        ahead = svc.tables.pointer_ahead(request.path_params["prefix"], namespace, name, principal)
         catalog = lookup_catalog(svc.store, principal, request.path_params["prefix"])
         if not principal.is_account_admin:
             svc.guard.catalog(principal, catalog)

@@ -58,6 +58,8 @@ from arco.storage.urls import within
 
 # Pointer reads started ahead of the catalog check they run beside (one per load in flight; threads on demand).
 _AHEAD = ThreadPoolExecutor(max_workers=32, thread_name_prefix="arco-read-ahead")
+# A known table's uuid and its pointer's read, started before the catalog check that confirms the name.
+PointerAhead = tuple[str, Future[VersionedPointer | None]]
 
 
 @dataclass(frozen=True)
@@ -165,33 +167,37 @@ class TableService:
 
     @property
     def reads_ahead(self) -> bool:
-        """Whether a known table's pointer is worth reading beside the catalog check (:meth:`read_pointer_ahead`):
+        """Whether a known table's pointer is worth reading beside the catalog check (:meth:`pointer_ahead`):
         not where reads cost less than a hand-over to a side thread (a local disk), since both then run inline."""
         return not self.store.storage.capabilities.cheap_reads
 
-    def read_pointer_ahead(self, table_uuid: str) -> Future[VersionedPointer | None]:
-        """Start reading a table's pointer on a side thread (in the caller's request scope), for :meth:`load`. Only
-        where :attr:`reads_ahead` (its callers ask first): on a local disk both reads run inline, one after the
-        other."""
+    def pointer_ahead(self, catalog: CatalogEntry | str, namespace: NamespacePath, name: str,
+                      principal: Principal | None = None) -> PointerAhead | None:
+        """For a table this process knows, where it pays (:attr:`reads_ahead`) and the request's catalog check is
+        still to come: its pointer's read, started now on a side thread (in the caller's request scope) so that it
+        runs beside that check. None otherwise: the pointer is then read after the check."""
+        if not self.reads_ahead or self.store.is_fresh():
+            return None
+        known = self.known_entry(catalog, namespace, name, principal)
+        if known is None:
+            return None
         refuse_to_wait()  # an inline attempt would wait for the side thread's answer: it goes to a thread instead
-        return _AHEAD.submit(contextvars.copy_context().run, self.resolver.for_read, table_uuid)
+        return known.id, _AHEAD.submit(contextvars.copy_context().run, self.resolver.for_read, known.id)
 
     def load(self, catalog: CatalogEntry, namespace: NamespacePath, name: str,
-             ahead: tuple[str, Future[VersionedPointer | None]] | None = None) -> LoadedTable:
+             ahead: PointerAhead | None = None) -> LoadedTable:
         """The table now, its current metadata parsed (:meth:`locate`, then the metadata file)."""
         located = self.locate(catalog, namespace, name, ahead)
         return LoadedTable(located.entry, located.pointer, self.files.read(located.metadata_location))
 
     def locate(self, catalog: CatalogEntry, namespace: NamespacePath, name: str,
-               ahead: tuple[str, Future[VersionedPointer | None]] | None = None) -> LocatedTable:
+               ahead: PointerAhead | None = None) -> LocatedTable:
         """The table's entry and pointer now. They are two reads; when this process knows the table already, the
-        pointer is read beside the catalog check (``ahead``, from :meth:`read_pointer_ahead`, or started here), so
-        this waits for one storage round trip. The catalog check decides: if the name now names another table,
-        that table's pointer is read."""
-        if ahead is None and self.reads_ahead and not self.store.is_fresh():
-            known = self.known_entry(catalog, namespace, name)
-            if known is not None:
-                ahead = (known.id, self.read_pointer_ahead(known.id))
+        pointer is read beside the catalog check (``ahead``, from :meth:`pointer_ahead`, or started here), so this
+        waits for one storage round trip. The catalog check decides: if the name now names another table, that
+        table's pointer is read."""
+        if ahead is None:
+            ahead = self.pointer_ahead(catalog, namespace, name)
         try:
             entry = self.entry(catalog, namespace, name)
         except BaseException:
