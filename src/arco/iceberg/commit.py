@@ -36,7 +36,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -233,32 +233,35 @@ def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> 
         if unconfirmed:  # step 1's catalog check, beside the metadata file's write
             since = max(p.item.unconfirmed_since for p in unconfirmed)  # type: ignore[type-var]
             check = _SIDE_WRITES.submit(tables.store.ensure_fresh, since)
+        receipt = None
         try:
-            receipt = write_attempt(tables, table_uuid, tried)  # steps 7-8
+            try:
+                receipt = write_attempt(tables, table_uuid, tried)  # steps 7-8
+            finally:
+                if check is not None:
+                    check.result()
+            if unconfirmed:
+                moved = [p for p in unconfirmed if not _still_named(tables, p.item)]
+                stale = [p for p in unconfirmed if p not in moved and not _view_holds(tables, p.item)]
+                confirmed.update(id(p) for p in unconfirmed)
+                if moved or stale:  # those go the long way (the name names another table, or none; or their
+                    # grants may have changed): nothing of theirs lands, and the rest try again
+                    for pending in moved:
+                        pending.fail(NameMoved(f"{'.'.join((*pending.item.namespace, pending.item.name))} moved"))
+                    for pending in stale:
+                        pending.fail(optimistic.StaleView("the catalog moved under the commit's view"))
+                    discard_attempt(tables, table_uuid, tried)
+                    waiting = [pending for pending in waiting if not pending.done]
+                    if not waiting:
+                        return
+                    continue
+            _all_views_confirmed(tried)
+            # The pointer names one writer: the group's last member (each member's own source is in its receipt).
+            proposed = pointer_for(table_uuid, tried.location, tried.metadata, base_location,  # type: ignore[arg-type]
+                                   tried.accepted[-1].item.source)
+            swapped = tables.pointers.swap(current.version, proposed).ok  # step 9, the commit point
         finally:
-            if check is not None:
-                check.result()
-        if unconfirmed:
-            moved = [p for p in unconfirmed if not _still_named(tables, p.item)]
-            stale = [p for p in unconfirmed if p not in moved and not _view_holds(tables, p.item)]
-            confirmed.update(id(p) for p in unconfirmed)
-            if moved or stale:  # those go the long way (the name names another table, or none; or their grants
-                # may have changed): nothing of theirs lands, and the rest try again
-                for pending in moved:
-                    pending.fail(NameMoved(f"{'.'.join((*pending.item.namespace, pending.item.name))} moved"))
-                for pending in stale:
-                    pending.fail(optimistic.StaleView("the catalog moved under the commit's view"))
-                discard_attempt(tables, table_uuid, tried)
-                waiting = [pending for pending in waiting if not pending.done]
-                if not waiting:
-                    return
-                continue
-        _all_views_confirmed(tried)
-        # The pointer names one writer: the group's last member (each member's own source is in its receipt).
-        proposed = pointer_for(table_uuid, tried.location, tried.metadata, base_location,  # type: ignore[arg-type]
-                               tried.accepted[-1].item.source)
-        swapped = tables.pointers.swap(current.version, proposed).ok  # step 9, the commit point
-        _receipt_done(receipt)
+            _receipt_done(receipt)  # after the CAS, or on whatever way this try ends: none outlives its request
         if swapped:
             tried.deliver()
             return
@@ -352,13 +355,18 @@ def write_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> Futu
                                  metadata=metadata, previous_metadata_location=tried.base_location,
                                  source=request.source, identifier=request.identifier)
     receipt = _SIDE_WRITES.submit(write_receipt, tables.storage, key, event)
-    tables.files.write(tried.location, metadata)
+    try:
+        tables.files.write(tried.location, metadata)
+    except BaseException:
+        _receipt_done(receipt)
+        raise
     return receipt
 
 
 def _receipt_done(receipt: Future[object] | None) -> None:
-    """Wait for a pending receipt after the CAS. It never fails the commit (:func:`write_receipt` reports storage
-    errors itself; anything else is logged here); only the death of the process passes (the fault tests' crash)."""
+    """Wait for a pending receipt after the CAS, or once its attempt has failed. It never fails the commit
+    (:func:`write_receipt` reports storage errors itself; anything else is logged here); only the death of the
+    process passes (the fault tests' crash)."""
     if receipt is None:
         return
     try:
@@ -372,9 +380,14 @@ _SIDE_WRITES = ThreadPoolExecutor(max_workers=32, thread_name_prefix="arco-commi
 
 
 def _at_once(first: Callable[[], object], second: Callable[[], object]) -> None:
-    """Run two independent writes concurrently; return once both are done, raising the first failure."""
+    """Run two independent writes concurrently; return once both are done (also when the first fails), raising the
+    first failure."""
     future = _SIDE_WRITES.submit(second)
-    first()
+    try:
+        first()
+    except BaseException:
+        wait([future])
+        raise
     future.result()
 
 

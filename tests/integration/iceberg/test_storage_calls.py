@@ -38,9 +38,11 @@ from arco.catalog.errors import TableNotFound
 from arco.catalog.store import CatalogStore
 from arco.events import after_answer
 from arco.iceberg import tables as tables_module
+from arco.iceberg.errors import ServiceUnavailable
 from arco.iceberg.group_commit import GROUPS
 from arco.iceberg.mutations import Caller
 from arco.iceberg.pointer import POINTERS, read_window
+from arco.storage.base import StorageUnavailable
 from support.iceberg_harness import Harness
 from support.rounds import Slowed
 
@@ -194,6 +196,31 @@ def test_the_cas_does_not_wait_for_the_pending_receipt(warm: Harness, key: str |
     assert spans["pending receipt"][0] <= spans["metadata file"][1]  # started beside the metadata file
     assert spans["pointer"][0] < spans["pending receipt"][1]  # the CAS went ahead while it was written
     assert spans["pending receipt"][1] <= answered  # and the answer waited for it
+
+
+@pytest.mark.parametrize("failing", ["metadata file", "pointer"])
+@pytest.mark.parametrize("key", [str(uuid7()), None], ids=["keyed", "unkeyed"])
+def test_a_failed_attempt_still_waits_for_its_pending_receipt(warm: Harness, key: str | None, failing: str) -> None:
+    """No receipt write outlives its request, also when the attempt fails beside it (its metadata file) or after it
+    (the CAS): the answer, an error, comes once the receipt is written."""
+    spans: dict[str, tuple[float, float]] = {}
+    put = warm.storage.put
+
+    def failing_put(key: str, data: bytes, precondition: Any = None) -> Any:
+        started = time.monotonic()
+        if kind_of(key) == failing:
+            raise StorageUnavailable(f"{failing}: refused by the test")
+        if kind_of(key) == "pending receipt":
+            time.sleep(0.3)  # a slow receipt
+        result = put(key, data, precondition)
+        spans[kind_of(key)] = (started, time.monotonic())
+        return result
+
+    warm.storage.put = failing_put  # type: ignore[method-assign]
+    with pytest.raises(ServiceUnavailable, match="did not take effect"):
+        warm.mutations().commit_table(warm.catalog, ("db",), "t", BODY, Caller("admin", SOURCE, key))
+    answered = time.monotonic()
+    assert "pending receipt" in spans and spans["pending receipt"][1] <= answered
 
 
 def test_a_warm_load_reads_the_pointer_and_probes_tier1_once_in_one_round(warm: Harness) -> None:
