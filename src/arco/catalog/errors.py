@@ -5,6 +5,15 @@ Each API maps these to its own error shape (Iceberg ``NoSuchNamespaceException``
 
 from __future__ import annotations
 
+SHOWN_NAME_LIMIT = 1024  # past every storable full name (3 levels of 255 characters); only a lookup's is longer
+
+
+def shown(name: str) -> str:
+    """A name as an error message shows it: a name no catalog could hold is cut short, not echoed whole."""
+    if len(name) <= SHOWN_NAME_LIMIT:
+        return name
+    return f"{name[:SHOWN_NAME_LIMIT]}... ({len(name):,} characters)"
+
 
 class CatalogError(Exception):
     kind = "catalog"
@@ -12,7 +21,7 @@ class CatalogError(Exception):
 
 class NotFoundError(CatalogError):
     def __init__(self, kind: str, name: str) -> None:
-        super().__init__(f"{kind} does not exist: {name}")
+        super().__init__(f"{kind} does not exist: {shown(name)}")
         self.kind = kind
         self.name = name
 
@@ -39,14 +48,14 @@ class ViewNotFound(NotFoundError):
 
 class AlreadyExistsError(CatalogError):
     def __init__(self, kind: str, name: str) -> None:
-        super().__init__(f"{kind} already exists: {name}")
+        super().__init__(f"{kind} already exists: {shown(name)}")
         self.kind = kind
         self.name = name
 
 
 class NotEmptyError(CatalogError):
     def __init__(self, kind: str, name: str, what: str) -> None:
-        super().__init__(f"{kind} {name} is not empty: it still contains {what}")
+        super().__init__(f"{kind} {shown(name)} is not empty: it still contains {what}")
         self.kind = kind
         self.name = name
 

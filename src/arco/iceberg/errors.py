@@ -79,19 +79,19 @@ def from_catalog_error(exc: Exception) -> IcebergError:
     from arco.catalog.tenancy import MetastoreNotAssigned
 
     if isinstance(exc, ce.NamespaceNotFound):
-        return NoSuchNamespace(f"Namespace does not exist: {exc.name}")
+        return NoSuchNamespace(f"Namespace does not exist: {ce.shown(exc.name)}")
     if isinstance(exc, ce.TableNotFound):
-        return NoSuchTable(f"Table does not exist: {exc.name}")
+        return NoSuchTable(f"Table does not exist: {ce.shown(exc.name)}")
     if isinstance(exc, ce.ViewNotFound):
-        return NoSuchView(f"View does not exist: {exc.name}")
+        return NoSuchView(f"View does not exist: {ce.shown(exc.name)}")
     if isinstance(exc, ce.CatalogNotFound):
-        return NoSuchWarehouse(f"Catalog (warehouse) does not exist: {exc.name}")
+        return NoSuchWarehouse(f"Catalog (warehouse) does not exist: {ce.shown(exc.name)}")
     if isinstance(exc, MetastoreNotAssigned):
         return NoSuchWarehouse(f"No metastore is assigned to workspace {exc.workspace_id}, so it has no catalogs; "
                                "an account admin assigns one with PUT /api/2.1/unity-catalog/workspaces/"
                                f"{exc.workspace_id}/metastore")
     if isinstance(exc, ce.AlreadyExistsError):
-        return AlreadyExists(f"{exc.kind.capitalize()} already exists: {exc.name}")
+        return AlreadyExists(f"{exc.kind.capitalize()} already exists: {ce.shown(exc.name)}")
     if isinstance(exc, ce.NotEmptyError):
         return NamespaceNotEmpty(str(exc))
     if isinstance(exc, ce.InvalidRequestError):

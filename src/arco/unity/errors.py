@@ -33,7 +33,8 @@ def invalid(message: str) -> UnityError:
 
 
 def not_found(kind: str, name: str) -> UnityError:
-    return UnityError(404, _NOT_FOUND.get(kind, "NOT_FOUND"), f"{_KIND_WORDS.get(kind, kind)} '{name}' does not exist.")
+    return UnityError(404, _NOT_FOUND.get(kind, "NOT_FOUND"),
+                      f"{_KIND_WORDS.get(kind, kind)} '{ce.shown(name)}' does not exist.")
 
 
 def from_catalog_error(exc: ce.CatalogError) -> UnityError:
@@ -45,7 +46,8 @@ def from_catalog_error(exc: ce.CatalogError) -> UnityError:
         return not_found(exc.kind, exc.name)
     if isinstance(exc, ce.AlreadyExistsError):
         word = _KIND_WORDS.get(exc.kind, exc.kind.capitalize())
-        return UnityError(409, _EXISTS.get(exc.kind, "ALREADY_EXISTS"), f"{word} '{exc.name}' already exists.")
+        return UnityError(409, _EXISTS.get(exc.kind, "ALREADY_EXISTS"),
+                          f"{word} '{ce.shown(exc.name)}' already exists.")
     if isinstance(exc, ce.NotEmptyError):
         code = "SCHEMA_NOT_EMPTY" if exc.kind == "namespace" else "CATALOG_NOT_EMPTY"
         return UnityError(400, code, f"{str(exc)[0].upper()}{str(exc)[1:]}; pass force=true to delete it anyway.")

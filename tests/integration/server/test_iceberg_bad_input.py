@@ -124,6 +124,22 @@ def test_missing_things(client: httpx.Client, server: RunningServer) -> None:
     assert r.status_code == 404
 
 
+def test_a_lookup_of_a_very_long_name_is_not_echoed_whole(client: httpx.Client, server: RunningServer) -> None:
+    """No catalog could hold a 20,000-character name: the 404 says so without sending the name back whole, on
+    both APIs."""
+    long = "x" * 20_000
+    message = assert_error(client.get(f"/namespaces/db/tables/{long}"), 404, "NoSuchTableException")
+    assert len(message) < 1_500
+    unity = httpx.Client(base_url=f"{server.base_url}/api/2.1/unity-catalog", headers={
+        "Authorization": f"Bearer {ARCO_TOKEN}"})
+    for path, code in ((f"/catalogs/{long}", "CATALOG_DOES_NOT_EXIST"), (f"/schemas/main.{long}",
+                                                                          "SCHEMA_DOES_NOT_EXIST"),
+                       (f"/tables/main.db.{long}", "TABLE_DOES_NOT_EXIST")):
+        r = unity.get(path)
+        assert r.status_code == 404 and r.json()["error_code"] == code, r.text[:300]
+        assert len(r.text) < 1_500 and " characters)" in r.json()["message"]
+
+
 def test_etag_and_if_none_match(client: httpx.Client) -> None:
     first = client.get("/namespaces/db/tables/t")
     etag = first.headers["etag"]

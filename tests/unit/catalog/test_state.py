@@ -115,3 +115,14 @@ def test_unknown_operations_and_out_of_order_entries_are_refused(state: CatalogS
         rules.check(state, {"op": "format_disk"})
     with pytest.raises(ValueError):
         rules.apply(state, {"op": "drop_namespace", "id": "n1"}, state.seq + 2)
+
+
+def test_error_messages_cut_names_no_catalog_could_hold() -> None:
+    from arco.catalog.errors import SHOWN_NAME_LIMIT, TableNotFound, shown
+
+    storable = ".".join(["a" * 255] * 3)
+    assert shown(storable) == storable and str(TableNotFound(storable)).endswith(storable)
+    long = "y" * 50_000
+    message = str(TableNotFound(long))
+    assert len(message) < SHOWN_NAME_LIMIT + 100 and message.endswith("... (50,000 characters)")
+    assert TableNotFound(long).name == long  # the error keeps the whole name for whoever handles it
