@@ -22,7 +22,7 @@ from arco.api.responses import JsonResponse
 from arco.auth import decisions as can
 from arco.auth.principals import Principal
 from arco.auth.subjects import securable, subject_of
-from arco.catalog.errors import NotFoundError
+from arco.catalog.errors import NotFoundError, shown
 from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.schema_objects import objects_in_schema, schema_object
 from arco.catalog.securables import SecurableEntry
@@ -43,8 +43,7 @@ def _forbidden(principal: Principal, what: str) -> errors.Forbidden:
 
 
 def _shown(namespace: NamespacePath, name: str | None = None) -> str:
-    shown = ".".join((*namespace, name) if name is not None else namespace)
-    return shown if len(shown) <= 200 else shown[:200] + "..."
+    return shown(".".join((*namespace, name) if name is not None else namespace))
 
 
 def _schema(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath) -> Any:

@@ -15,7 +15,7 @@ from starlette.responses import Response
 from arco.api.requests import BodyError, client_source, inline_or_blocking, principal_of, read_json
 from arco.api.responses import JsonResponse
 from arco.auth.principals import Principal, is_pipeline
-from arco.catalog.errors import CatalogError, InvalidRequestError
+from arco.catalog.errors import CatalogError, InvalidRequestError, shown
 from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.names import check_name, check_namespace
 from arco.catalog.store import CatalogStore
@@ -157,8 +157,7 @@ def existing_table_path(request: Request) -> tuple[NamespacePath, str]:
 
 
 def _shown(levels: list[str]) -> str:
-    shown = ".".join(_unescape(level) for level in levels)
-    return shown if len(shown) <= 200 else shown[:200] + "..."
+    return shown(".".join(_unescape(level) for level in levels))
 
 
 def _unescape(segment: str) -> str:

@@ -12,7 +12,7 @@ from starlette.routing import Route
 
 from arco.api.requests import blocking, inline_or_blocking
 from arco.api.responses import JsonResponse
-from arco.catalog.errors import InvalidRequestError
+from arco.catalog.errors import InvalidRequestError, shown
 from arco.catalog.names import check_name
 from arco.iceberg import errors
 from arco.iceberg.http import (
@@ -63,7 +63,7 @@ def existing_view_path(request: Request) -> tuple[tuple[str, ...], str]:
     try:
         return view_path(request)
     except InvalidRequestError:
-        raise errors.NoSuchView(f"View does not exist: {request.path_params.get('view', '')[:200]}") from None
+        raise errors.NoSuchView(f"View does not exist: {shown(request.path_params.get('view', ''))}") from None
 
 
 def render_view(vs: ViewServices, outcome: Outcome) -> Response:
