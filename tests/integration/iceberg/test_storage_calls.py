@@ -175,15 +175,16 @@ def test_the_receipts_are_written_off_the_critical_path(warm: Harness) -> None:
         assert answered[-1] == ("marker" if caller.key else "pointer")
 
 
-@pytest.mark.parametrize("key", [str(uuid7()), None], ids=["keyed", "unkeyed"])
-def test_the_cas_does_not_wait_for_the_pending_receipt(warm: Harness, key: str | None) -> None:
-    """Step 8 is best effort: started beside the metadata file, and waited for only once the CAS is made (a crash
-    while it is written still stops the request before its answer: the crash matrix of test_exactly_once)."""
+def slow_pending_receipt(warm: Harness, failing: str | None = None) -> dict[str, tuple[float, float]]:
+    """From now on, the pending receipt's write takes 0.3 s more, the write of kind ``failing`` (if any) fails
+    with StorageUnavailable, and each write made is recorded by kind: (started, finished), monotonic."""
     spans: dict[str, tuple[float, float]] = {}
     put = warm.storage.put
 
     def recording_put(key: str, data: bytes, precondition: Any = None) -> Any:
         started = time.monotonic()
+        if kind_of(key) == failing:
+            raise StorageUnavailable(f"{failing}: refused by the test")
         if kind_of(key) == "pending receipt":
             time.sleep(0.3)  # a slow receipt
         result = put(key, data, precondition)
@@ -191,6 +192,14 @@ def test_the_cas_does_not_wait_for_the_pending_receipt(warm: Harness, key: str |
         return result
 
     warm.storage.put = recording_put  # type: ignore[method-assign]
+    return spans
+
+
+@pytest.mark.parametrize("key", [str(uuid7()), None], ids=["keyed", "unkeyed"])
+def test_the_cas_does_not_wait_for_the_pending_receipt(warm: Harness, key: str | None) -> None:
+    """Step 8 is best effort: started beside the metadata file, and waited for only once the CAS is made (a crash
+    while it is written still stops the request before its answer: the crash matrix of test_exactly_once)."""
+    spans = slow_pending_receipt(warm)
     warm.mutations().commit_table(warm.catalog, ("db",), "t", BODY, Caller("admin", SOURCE, key))
     answered = time.monotonic()
     assert spans["pending receipt"][0] <= spans["metadata file"][1]  # started beside the metadata file
@@ -203,20 +212,7 @@ def test_the_cas_does_not_wait_for_the_pending_receipt(warm: Harness, key: str |
 def test_a_failed_attempt_still_waits_for_its_pending_receipt(warm: Harness, key: str | None, failing: str) -> None:
     """No receipt write outlives its request, also when the attempt fails beside it (its metadata file) or after it
     (the CAS): the answer, an error, comes once the receipt is written."""
-    spans: dict[str, tuple[float, float]] = {}
-    put = warm.storage.put
-
-    def failing_put(key: str, data: bytes, precondition: Any = None) -> Any:
-        started = time.monotonic()
-        if kind_of(key) == failing:
-            raise StorageUnavailable(f"{failing}: refused by the test")
-        if kind_of(key) == "pending receipt":
-            time.sleep(0.3)  # a slow receipt
-        result = put(key, data, precondition)
-        spans[kind_of(key)] = (started, time.monotonic())
-        return result
-
-    warm.storage.put = failing_put  # type: ignore[method-assign]
+    spans = slow_pending_receipt(warm, failing=failing)
     with pytest.raises(ServiceUnavailable, match="did not take effect"):
         warm.mutations().commit_table(warm.catalog, ("db",), "t", BODY, Caller("admin", SOURCE, key))
     answered = time.monotonic()
