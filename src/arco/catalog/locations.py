@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from arco.auth import decisions as can
 from arco.auth.decisions import Subject
@@ -257,7 +258,9 @@ def check_reregistration(state: CatalogState, location: str, catalog: CatalogEnt
 
 
 def check_write_paths(properties: Mapping[str, str], table_location: str) -> None:
-    """``write.data.path`` and its kin must point inside the table's own location."""
+    """``write.data.path`` and its kin must point inside the table's (or view's) own location, spelled plainly:
+    files are written where the spelling points (Arco writes metadata files under ``write.metadata.path``), and
+    this decision is made on the canonical form, so the two must name the same place."""
     own = normalize(table_location)
     for key in WRITE_PATH_PROPERTIES:
         if key in properties:
@@ -265,6 +268,15 @@ def check_write_paths(properties: Mapping[str, str], table_location: str) -> Non
             if not within(url, own):
                 raise LocationRefused("write-path", f"{key} must lie inside the table's location {own}; "
                                                     f"got {url}")
+            if not spelled_plainly(properties[key], url):
+                raise LocationRefused("write-path", f"write {key} plainly, as {url}: escapes, '.' segments and "
+                                                    "doubled slashes are not accepted")
+
+
+def spelled_plainly(raw: str, url: str) -> bool:
+    """Whether ``raw`` names the objects its canonical form ``url`` names: the same path, character for character
+    (``file:/x``, ``/x`` and ``file:///x/`` do; ``/a/%62``, ``/a/./b`` and ``/a//b`` do not)."""
+    return urlsplit(raw.rstrip("/")).path == urlsplit(url).path
 
 
 def purge_prefix(state: CatalogState, table: TableEntry, catalog: CatalogEntry | None,

@@ -330,7 +330,8 @@ def plan_attempt(waiting: list[Pending[CommitRequest]], base: TableMetadata, bas
         tried.metadata = commit_rules.close_group(base, running, base_location, changed)
         tried.grouped = len(tried.accepted) > 1
         suffix = f"{GROUP_NAME_MARK}-{uuid.uuid4().hex}" if tried.grouped else file_suffix(tried.accepted[0].item.tag)
-        tried.location = metadata_file_location(tried.metadata.location, metadata_sequence(base_location) + 1, suffix)
+        tried.location = metadata_file_location(tried.metadata.location, metadata_sequence(base_location) + 1, suffix,
+                                                tried.metadata.properties)
     return tried
 
 

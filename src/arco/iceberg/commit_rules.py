@@ -59,7 +59,7 @@ from pyiceberg.table.update import (
 from pyiceberg.utils.datetime import datetime_to_millis
 
 from arco.catalog import locations
-from arco.iceberg.errors import BadRequest, CommitFailed
+from arco.iceberg.errors import BadRequest, CommitFailed, InvalidArgument
 from arco.storage.urls import BadLocation, normalize, within
 
 RESERVED_PROPERTY_PREFIX = "arco."
@@ -350,18 +350,18 @@ def check_field_defaults(schema: Schema, format_version: int) -> None:
     for field in schema._lazy_id_to_field.values():
         for value, kind in ((field.initial_default, "initial"), (field.write_default, "write")):
             if value is not None:
-                raise BadRequest(f"Invalid {kind} default for {field.name}: non-null default ({value}) is not "
-                                 f"supported until v3; create the table with format-version 3")
+                raise InvalidArgument(f"Invalid {kind} default for {field.name}: non-null default ({value}) is not "
+                                      f"supported until v3; create the table with format-version 3")
 
 
 def _upgrade_format_version(update: UpgradeFormatVersionUpdate, base: TableMetadata,
                             context: _TableMetadataUpdateContext) -> TableMetadata:
     """PyIceberg's applier stops at v2; Arco writes v3 (row lineage starts at ``next-row-id`` 0, as in Java)."""
     if update.format_version > MAX_FORMAT_VERSION:
-        raise BadRequest(f"Unsupported table format version: {update.format_version} (Arco supports up to "
-                         f"{MAX_FORMAT_VERSION})")
+        raise InvalidArgument(f"Unsupported table format version: {update.format_version} (Arco supports up to "
+                              f"{MAX_FORMAT_VERSION})")
     if update.format_version < base.format_version:
-        raise BadRequest(f"Cannot downgrade v{base.format_version} table to v{update.format_version}")
+        raise InvalidArgument(f"Cannot downgrade v{base.format_version} table to v{update.format_version}")
     if update.format_version == base.format_version:
         return base
     context.add_update(update)

@@ -48,9 +48,14 @@ def iso8601_duration(seconds: int) -> str:
     return f"PT{seconds}S"
 
 
+# Traits of this catalog that Iceberg's REST Compatibility Kit reads from the client's merged properties (the
+# server's defaults among them) to know which behaviour to expect: here, a table needs an existing namespace.
+COMPATIBILITY_KIT_TRAITS = {"rck.requires-namespace-create": "true"}
+
+
 def catalog_config(settings: ServerSettings, catalog_name: str) -> dict[str, Any]:
     return {
-        "defaults": {},
+        "defaults": dict(COMPATIBILITY_KIT_TRAITS),
         "overrides": {"prefix": catalog_name, "namespace-separator": "%1F"},
         "endpoints": list(ENDPOINTS),
         "idempotency-key-lifetime": iso8601_duration(settings.idempotency_key_lifetime_s),

@@ -17,6 +17,14 @@ class BadRequest(IcebergError):
     status, error_type = 400, "BadRequestException"
 
 
+class InvalidArgument(BadRequest):
+    """A rule of Iceberg's metadata builders broken. The reference raises IllegalArgumentException there and its server
+    answers that type name, which Java clients raise again as IllegalArgumentException (other 400s are
+    BadRequestException, "Malformed request: ...")."""
+
+    error_type = "IllegalArgumentException"
+
+
 class NotAuthorized(IcebergError):
     status, error_type = 401, "NotAuthorizedException"
 

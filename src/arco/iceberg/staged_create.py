@@ -3,18 +3,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from pyiceberg.table.metadata import TableMetadata
 
 from arco.auth.principals import Principal
 from arco.catalog import locations
 from arco.catalog.errors import AlreadyExistsError
-from arco.catalog.model import CatalogEntry, NamespacePath
+from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.names import check_name
+from arco.catalog.state import dotted
 from arco.iceberg import commit_rules
 from arco.iceberg.errors import AlreadyExists, CommitFailed
-from arco.iceberg.tables import TableService, file_suffix, metadata_file_location
+from arco.iceberg.tables import TableService, file_suffix, metadata_file_location, name_taken
 
 
 def create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: NamespacePath, name: str,
@@ -22,10 +23,11 @@ def create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: Nam
                      source: dict[str, Any], tag: str | None, who: Principal | None) -> tuple[str, TableMetadata]:
     """Create the table whose first metadata ``updates`` make; its metadata file's location and the metadata."""
     check_name("table", name)
-    try:
-        tables.entry_absent(catalog, namespace, name)
-    except AlreadyExistsError:
-        raise CommitFailed("Requirement failed: table already exists") from None
+    with tables.store.read() as state:
+        state.namespace(catalog.id, namespace)
+        existing = state.table_or_none(catalog.id, namespace, name)
+    if existing is not None:
+        _refuse_taken(existing, (*namespace, name))
     commit_rules.check_requirements(requirements, None)
     new = commit_rules.apply_updates(None, updates, None)
     # A staged table lives where it was staged: the prefix Arco allocated to its uuid, or a location the caller
@@ -34,11 +36,23 @@ def create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: Nam
         tables.placement(state, catalog, namespace, name, str(new.table_uuid), new.location, who)
     commit_rules.check_guardrails(updates, allowed_location=new.location)
     locations.check_write_paths(new.properties, new.location)
-    location = metadata_file_location(new.location, 0, file_suffix(tag))
+    location = metadata_file_location(new.location, 0, file_suffix(tag), new.properties)
     try:
         tables.register_new(catalog, namespace, name, new, location, principal, source, tag=tag,
                             place=lambda state: tables.placement(state, catalog, namespace, name,
                                                                  str(new.table_uuid), new.location, who))
-    except (AlreadyExists, AlreadyExistsError):
+    except AlreadyExistsError as exc:  # made meanwhile, by another request
+        if exc.kind == "view":
+            raise AlreadyExists(f"View with same name already exists: {dotted((*namespace, name))}") from None
+        raise CommitFailed("Requirement failed: table already exists") from None
+    except AlreadyExists:
         raise CommitFailed("Requirement failed: table already exists") from None
     return location, new
+
+
+def _refuse_taken(existing: TableEntry, full_name: tuple[str, ...]) -> NoReturn:
+    """A table holds the name: the assert-create requirement failed (409 CommitFailed, the reference's words); a view
+    holds it: 409 AlreadyExists, "View with same name already exists" (what Java's createTransaction expects)."""
+    if existing.kind == "VIEW":
+        raise name_taken(existing, full_name, "table")
+    raise CommitFailed("Requirement failed: table already exists")

@@ -19,7 +19,7 @@ import contextvars
 import functools
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +36,7 @@ from arco.catalog import locations
 from arco.catalog.errors import CatalogError
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.names import check_name
-from arco.catalog.state import CatalogState, dotted, refuse_taken_name
+from arco.catalog.state import CatalogState, dotted
 from arco.catalog.store import CatalogStore
 from arco.events import after_answer
 from arco.events.receipts import write_iceberg_receipt
@@ -56,6 +56,7 @@ from arco.inline import refuse_to_wait
 from arco.storage.base import StorageBackend, StorageError
 from arco.storage.urls import within
 
+WRITE_METADATA_PATH = "write.metadata.path"
 # Pointer reads started ahead of the catalog check they run beside (one per load in flight; threads on demand).
 _AHEAD = ThreadPoolExecutor(max_workers=32, thread_name_prefix="arco-read-ahead")
 # A known table's uuid and its pointer's read, started before the catalog check that confirms the name.
@@ -90,8 +91,17 @@ class LoadedTable:
     metadata: TableMetadata
 
 
-def metadata_file_location(table_location: str, sequence: int, suffix: str) -> str:
-    return f"{table_location.rstrip('/')}/metadata/{sequence:05d}-{suffix}.metadata.json"
+def metadata_folder(location: str, properties: Mapping[str, str]) -> str:
+    """Where a table's or view's metadata files go: ``write.metadata.path`` if set (as Java and PyIceberg do; the
+    property is checked to lie inside the object's location, spelled plainly: locations.check_write_paths), else
+    ``<location>/metadata``."""
+    custom = properties.get(WRITE_METADATA_PATH)
+    return custom.rstrip("/") if custom else f"{location.rstrip('/')}/metadata"
+
+
+def metadata_file_location(location: str, sequence: int, suffix: str,
+                           properties: Mapping[str, str] | None = None) -> str:
+    return f"{metadata_folder(location, properties or {})}/{sequence:05d}-{suffix}.metadata.json"
 
 
 def file_suffix(tag: str | None) -> str:
@@ -146,10 +156,13 @@ class TableService:
         return self.store.find(lambda state: _iceberg_table(state, catalog, namespace, name))
 
     def entry_absent(self, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> None:
-        """Raise unless the namespace exists and has no table or view of this name."""
+        """Raise unless the namespace exists and has no table or view of this name (AlreadyExists, worded as the
+        reference words a table over a table and a table over a view)."""
         with self.store.read() as state:
             state.namespace(catalog.id, namespace)
-            refuse_taken_name(state, catalog.id, namespace, name)
+            existing = state.table_or_none(catalog.id, namespace, name)
+        if existing is not None:
+            raise name_taken(existing, (*namespace, name), "table")
 
     def known_entry(self, catalog: CatalogEntry | str, namespace: NamespacePath, name: str,
                     principal: Principal | None = None) -> TableEntry | None:
@@ -285,7 +298,7 @@ class TableService:
         name = check_name("table", body.get("name"))
         self.entry_absent(catalog, namespace, name)
         metadata, _ = self.build_create_metadata(catalog, namespace, body, table_uuid, who)
-        location = metadata_file_location(metadata.location, 0, uuid.uuid4().hex)
+        location = metadata_file_location(metadata.location, 0, uuid.uuid4().hex, metadata.properties)
         self.register_new(catalog, namespace, name, metadata, location, principal, source, tag=tag,
                           place=self._placer(catalog, namespace, name, metadata, who))
         return location, metadata
@@ -459,6 +472,7 @@ class TableService:
             state.namespace(catalog.id, namespace)
             entry = _iceberg_table(state, catalog, namespace, name)
             state.namespace(catalog.id, target)
+            refuse_rename_onto(state, catalog, entry, (*namespace, name), target, new_name)
             return {"op": "rename_table", "id": entry.id, "namespace": list(target), "name": new_name}
 
         self.store.execute(build, principal=principal, request=tag, source=source)
@@ -490,8 +504,31 @@ def _uuid_of_folder(folder: str) -> str | None:
     return str(uuid.UUID(tail))
 
 
+def name_taken(existing: TableEntry, full_name: tuple[str, ...], creating: str) -> AlreadyExists:
+    """The reference implementation's words for a name already taken when a ``creating`` ("table" or "view") is
+    made: "Table already exists: ns.t" for the same kind, "View with same name already exists: ns.v" for the
+    other (Iceberg's CatalogTests and ViewCatalogTests match on them)."""
+    taken_by = "view" if existing.kind == "VIEW" else "table"
+    what = dotted(full_name)
+    if taken_by == creating:
+        return AlreadyExists(f"{taken_by.capitalize()} already exists: {what}")
+    return AlreadyExists(f"{taken_by.capitalize()} with same name already exists: {what}")
+
+
+def refuse_rename_onto(state: CatalogState, catalog: CatalogEntry, entry: TableEntry, source: tuple[str, ...],
+                       target: NamespacePath, new_name: str) -> None:
+    """A table or view renamed onto a name another object holds: the reference's "Cannot rename a to b. View
+    already exists" (or "Table already exists")."""
+    existing = state.table_or_none(catalog.id, target, new_name)
+    if existing is not None and existing.id != entry.id:
+        raise AlreadyExists(f"Cannot rename {dotted(source)} to {dotted((*target, new_name))}. "
+                            f"{'View' if existing.kind == 'VIEW' else 'Table'} already exists")
+
+
 def _iceberg_table(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> TableEntry:
     entry = state.table(catalog.id, namespace, name)
+    if entry.kind == "VIEW":  # to Iceberg a view is no table: the reference's words for a missing one
+        raise NoSuchTable(f"Table does not exist: {dotted((*namespace, name))}")
     if entry.kind != "TABLE" or entry.format != "ICEBERG":
         raise NoSuchTable(f"{dotted((*namespace, name))} is not an Iceberg table")
     return entry

@@ -68,7 +68,8 @@ def prepare_change(tables: TableService, entry: TableEntry, namespace: Namespace
     base = tables.files.read(base_location)
     commit_rules.check_requirements(requirements, base)
     new = commit_rules.apply_updates(base, updates, base_location)
-    location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, file_suffix(tag))
+    location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, file_suffix(tag),
+                                      new.properties)
     tables.files.write(location, new)
     return PreparedCommit(entry, current, pointer_for(entry.id, location, new, base_location, source), new)
 

@@ -28,7 +28,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.view.metadata import ViewHistoryEntry, ViewMetadata, ViewVersion
 
 from arco.iceberg.commit_rules import check_reserved_properties
-from arco.iceberg.errors import BadRequest, CommitFailed
+from arco.iceberg.errors import BadRequest, CommitFailed, InvalidArgument
 
 LAST_ADDED = -1
 SUPPORTED_VIEW_FORMAT_VERSION = 1
@@ -82,7 +82,7 @@ def parse_view_version(raw: Any) -> ViewVersion:
         raise BadRequest("'view-version' must be a ViewVersion object")
     representations = raw.get("representations")
     if not isinstance(representations, list) or not representations:
-        raise BadRequest("Cannot create a view version without specifying a query: 'representations' is empty")
+        raise InvalidArgument("Cannot create a view version without specifying a query: 'representations' is empty")
     for index, rep in enumerate(representations):
         if not isinstance(rep, dict):
             raise BadRequest(f"representations[{index}] must be an object")
@@ -90,11 +90,11 @@ def parse_view_version(raw: Any) -> ViewVersion:
             raise BadRequest(f"Found unsupported view representation type: {rep.get('type')!r} (only 'sql')")
         dialect = rep.get("dialect")
         if not isinstance(dialect, str) or not dialect.strip():
-            raise BadRequest(f"Invalid dialect: {'null' if dialect is None else '(empty string)'}")
+            raise InvalidArgument(f"Invalid dialect: {'null' if dialect is None else '(empty string)'}")
         if not isinstance(rep.get("sql"), str):
             raise BadRequest(f"representations[{index}].sql must be a string")
     if "default-namespace" not in raw or not isinstance(raw.get("default-namespace"), list):
-        raise BadRequest("Cannot create a view version without specifying a default namespace")
+        raise InvalidArgument("Cannot create a view version without specifying a default namespace")
     if raw.get("default-catalog") is not None and not isinstance(raw.get("default-catalog"), str):
         raise BadRequest("'default-catalog' must be a string")
     try:
@@ -114,7 +114,7 @@ def check_dialects(version: ViewVersion) -> None:
     seen: set[str] = set()
     for dialect in dialects_of(version):
         if dialect in seen:
-            raise BadRequest(f"Invalid view version: Cannot add multiple queries for dialect {dialect}")
+            raise InvalidArgument(f"Invalid view version: Cannot add multiple queries for dialect {dialect}")
         seen.add(dialect)
 
 
@@ -161,7 +161,7 @@ def _parse_update(index: int, raw: Any) -> ViewUpdate:
     if action == "assign-uuid":
         value = raw.get("uuid")
         if not isinstance(value, str) or not value:
-            raise BadRequest("Cannot set uuid to null")
+            raise InvalidArgument("Cannot set uuid to null")
         return ViewUpdate(action, value)
     if action == "upgrade-format-version":
         value = raw.get("format-version")
@@ -173,7 +173,7 @@ def _parse_update(index: int, raw: Any) -> ViewUpdate:
     if action == "set-location":
         value = raw.get("location")
         if not isinstance(value, str) or not value:
-            raise BadRequest("Invalid view location: null")
+            raise InvalidArgument("Invalid view location: null")
         return ViewUpdate(action, value)
     if action == "set-properties":
         updates = _properties(raw.get("updates"), "updates")
@@ -241,7 +241,7 @@ class ViewBuilder:
 
     def assign_uuid(self, new_uuid: str) -> None:
         if self.uuid is not None and new_uuid != self.uuid:
-            raise BadRequest("Cannot reassign uuid")
+            raise InvalidArgument("Cannot reassign uuid")
         if new_uuid != self.uuid:
             try:
                 uuid.UUID(new_uuid)
@@ -251,9 +251,9 @@ class ViewBuilder:
 
     def upgrade_format_version(self, version: int) -> None:
         if version < self.format_version:
-            raise BadRequest(f"Cannot downgrade v{self.format_version} view to v{version}")
+            raise InvalidArgument(f"Cannot downgrade v{self.format_version} view to v{version}")
         if version > SUPPORTED_VIEW_FORMAT_VERSION:
-            raise BadRequest(f"Unsupported format version: {version}")
+            raise InvalidArgument(f"Unsupported format version: {version}")
         if version != self.format_version:
             self.format_version, self.changed = version, True
 
@@ -307,10 +307,10 @@ class ViewBuilder:
             return new_id
         if version.schema_id == LAST_ADDED:
             if self.last_added_schema is None:
-                raise BadRequest("Cannot set last added schema: no schema has been added")
+                raise InvalidArgument("Cannot set last added schema: no schema has been added")
             version = version.model_copy(update={"schema_id": self.last_added_schema})
         if not any(s.schema_id == version.schema_id for s in self.schemas):
-            raise BadRequest(f"Cannot add version with unknown schema: {version.schema_id}")
+            raise InvalidArgument(f"Cannot add version with unknown schema: {version.schema_id}")
         check_dialects(version)
         if new_id != version.version_id:
             version = version.model_copy(update={"version_id": new_id})
@@ -322,13 +322,13 @@ class ViewBuilder:
     def set_current_version(self, version_id: int) -> None:
         if version_id == LAST_ADDED:
             if self.last_added_version is None:
-                raise BadRequest("Cannot set last version id: no current version id has been set")
+                raise InvalidArgument("Cannot set last version id: no current version id has been set")
             version_id = self.last_added_version
         if version_id == self.current_version_id:
             return
         version = next((v for v in self.versions if v.version_id == version_id), None)
         if version is None:
-            raise BadRequest(f"Cannot set current version to unknown version: {version_id}")
+            raise InvalidArgument(f"Cannot set current version to unknown version: {version_id}")
         self.current_version_id, self.changed = version_id, True
         timestamp = version.timestamp_ms if version_id in self.added_versions else self.now_ms
         self.history_entry = ViewHistoryEntry(**{"timestamp-ms": timestamp, "version-id": version_id})
@@ -346,9 +346,9 @@ class ViewBuilder:
 
     def build(self) -> ViewMetadata:
         if self.location is None:
-            raise BadRequest("Invalid view location: null")
+            raise InvalidArgument("Invalid view location: null")
         if not self.versions or self.current_version_id is None:
-            raise BadRequest("Invalid view: no versions were added")
+            raise InvalidArgument("Invalid view: no versions were added")
         history = list(self.history)
         if self.history_entry is not None:
             history.append(self.history_entry)
@@ -357,17 +357,17 @@ class ViewBuilder:
                 self.properties.get(REPLACE_DROP_DIALECT_ALLOWED, "false").lower() != "true":
             dropped = set(dialects_of(self.previous_version)) - set(dialects_of(current))
             if dropped:
-                raise BadRequest(f"Cannot replace view due to loss of view dialects "
-                                 f"({REPLACE_DROP_DIALECT_ALLOWED}=false): Previous dialects: "
-                                 f"{sorted(dialects_of(self.previous_version))}, New dialects: "
-                                 f"{sorted(dialects_of(current))}")
+                raise InvalidArgument(f"Cannot replace view due to loss of view dialects "
+                                      f"({REPLACE_DROP_DIALECT_ALLOWED}=false): Previous dialects: "
+                                      f"{sorted(dialects_of(self.previous_version))}, New dialects: "
+                                      f"{sorted(dialects_of(current))}")
         raw_size = self.properties.get(VERSION_HISTORY_SIZE, str(VERSION_HISTORY_SIZE_DEFAULT))
         try:
             size = int(raw_size)
         except ValueError:
             raise BadRequest(f"{VERSION_HISTORY_SIZE} must be an integer, got {raw_size!r}") from None
         if size <= 0:
-            raise BadRequest(f"{VERSION_HISTORY_SIZE} must be positive but was {size}")
+            raise InvalidArgument(f"{VERSION_HISTORY_SIZE} must be positive but was {size}")
         keep = max(len(self.added_versions | {current.version_id}), size)
         versions = self.versions
         if len(versions) > keep:

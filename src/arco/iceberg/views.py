@@ -43,7 +43,15 @@ from arco.iceberg.metadata_files import view_metadata_bytes
 from arco.iceberg.mutations import Caller, Mutations
 from arco.iceberg.paging import page
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
-from arco.iceberg.tables import Placement, TableService, file_suffix, metadata_file_location, metadata_sequence
+from arco.iceberg.tables import (
+    Placement,
+    TableService,
+    file_suffix,
+    metadata_file_location,
+    metadata_sequence,
+    name_taken,
+    refuse_rename_onto,
+)
 from arco.storage.base import StorageBackend
 from arco.storage.urls import within
 
@@ -107,9 +115,7 @@ def refuse_taken(state: CatalogState, catalog: CatalogEntry, namespace: Namespac
     """The reference's messages: a view over a view, and a view over a table."""
     existing = _taken(state, catalog.id, namespace, name)
     if existing is not None:
-        what = dotted((*namespace, name))
-        raise AlreadyExists(f"View already exists: {what}" if existing.kind == "VIEW"
-                            else f"Table with same name already exists: {what}")
+        raise name_taken(existing, (*namespace, name), "view")
 
 
 class ViewService:
@@ -153,7 +159,8 @@ class ViewService:
             place = self.tables.placement(state, catalog, namespace, name, view_uuid, request.location, who)
         location = request.location if request.location and not place.managed else place.location
         metadata = view_rules.new_view_metadata(view_uuid, location.rstrip("/"), request, int(time.time() * 1000))
-        metadata_location = metadata_file_location(metadata.location, 0, file_suffix(tag))
+        locations.check_write_paths(metadata.properties, metadata.location)
+        metadata_location = metadata_file_location(metadata.location, 0, file_suffix(tag), metadata.properties)
 
         def placer(state: CatalogState) -> Placement:
             return self.tables.placement(state, catalog, namespace, name, view_uuid, request.location, who)
@@ -207,6 +214,7 @@ class ViewService:
             raise BadRequest(f"{location} is not a readable Iceberg view metadata file") from None
         if not within(locations.canonical(location), locations.canonical(metadata.location)):
             raise BadRequest("the metadata file must lie inside the location its metadata names")
+        locations.check_write_paths(metadata.properties, metadata.location)
         with self.store.read() as state:
             self._registered_placement(state, catalog, metadata, who)  # before the pointer is written
         self._register_new(catalog, namespace, name, metadata, location, principal, source, tag,
@@ -244,7 +252,9 @@ class ViewService:
             new = view_rules.apply_updates(base, updates, int(time.time() * 1000))
             if new is None:
                 return base_location  # nothing changes: no new file, as the reference does
-            location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, file_suffix(tag))
+            locations.check_write_paths(new.properties, new.location)
+            location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, file_suffix(tag),
+                                              new.properties)
             self.files.write(location, new)
             receipt = {"view_uuid": entry.id, "metadata_location": location, "metadata": new,
                        "previous_metadata_location": base_location, "source": source, "identifier": identity}
@@ -295,10 +305,7 @@ class ViewService:
         def build(state: CatalogState) -> dict[str, Any]:
             entry = _iceberg_view(state, catalog, namespace, name)
             state.namespace(catalog.id, target)
-            existing = _taken(state, catalog.id, target, new_name)
-            if existing is not None and existing.id != entry.id:
-                raise AlreadyExists(f"Cannot rename {dotted((*namespace, name))} to {dotted((*target, new_name))}. "
-                                    f"{'View' if existing.kind == 'VIEW' else 'Table'} already exists")
+            refuse_rename_onto(state, catalog, entry, (*namespace, name), target, new_name)
             return {"op": "rename_table", "id": entry.id, "namespace": list(target), "name": new_name}
 
         self.store.execute(build, principal=principal, request=tag, source=source)

@@ -31,7 +31,7 @@ from arco.iceberg.group_commit import GROUPS, GroupRecord
 from arco.iceberg.idempotency import Marker
 from arco.iceberg.plan_store import PLANS, PlanRecord
 from arco.iceberg.pointer import PointerStore
-from arco.iceberg.tables import TableService
+from arco.iceberg.tables import TableService, metadata_folder
 from arco.iceberg.transactions import TxnRecords
 from arco.pipeline import gc_rules
 from arco.pipeline.checkpoint import ALL_KINDS, HISTORY, load_state
@@ -67,8 +67,10 @@ def table_deletions(spec: StorageSpec, known_commit_keys: set[str], policy: GcPo
                 in_history.add(service.files.key_of(log_entry.metadata_file))
             except Exception:  # noqa: BLE001 - a registered table's old files may live elsewhere
                 continue
-        prefix = service.files.key_of(entry.location.rstrip("/") + "/metadata/")
-        files = {m.key: now - m.modified_at for m in storage.list(prefix) if m.key.endswith(".metadata.json")}
+        # The default folder, and write.metadata.path's if it is set (files written before it was set stay behind).
+        folders = {metadata_folder(entry.location, {}), metadata_folder(entry.location, metadata.properties)}
+        files = {m.key: now - m.modified_at for folder in sorted(folders)
+                 for m in storage.list(service.files.key_of(folder) + "/") if m.key.endswith(".metadata.json")}
         known = {key for key in files if _commit_key(storage.location_of(key)) in known_commit_keys}
         delete_after = metadata.properties.get("write.metadata.delete-after-commit.enabled", "false") == "true"
         for deletion in gc_rules.table_metadata(files, in_history, known, delete_after, policy):

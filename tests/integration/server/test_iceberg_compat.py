@@ -228,3 +228,14 @@ def test_unregister_keeps_the_files_and_register_works_again(client: httpx.Clien
     r = client.post(f"/namespaces/db/tables/{name}",
                     json={"updates": [{"action": "set-properties", "updates": {"k": "w"}}]})
     assert r.status_code == 200, r.text
+
+
+def test_config_declares_the_traits_the_compatibility_kit_reads(server: RunningServer) -> None:
+    """Iceberg's REST Compatibility Kit reads ``rck.*`` from the client's merged properties: a kit run needs no
+    setting of its own to know that Arco creates no namespace implicitly."""
+    config = httpx.get(f"{server.iceberg_uri}/v1/config?warehouse=main",
+                       headers={"Authorization": f"Bearer {ARCO_TOKEN}"}).json()
+    assert config["defaults"]["rck.requires-namespace-create"] == "true"
+    assert httpx.post(f"{server.iceberg_uri}/v1/main/namespaces/nowhere/tables",
+                      headers={"Authorization": f"Bearer {ARCO_TOKEN}"},
+                      json={"name": "t", "schema": ONE_COLUMN_SCHEMA}).status_code == 404

@@ -183,6 +183,11 @@ def test_reregistration_is_for_the_dropped_tables_own_folder(state: CatalogState
     ({"write.folder-storage.path": f"{MAIN_ROOT}/db/t/../other"}, True),
     ({"write.data.path": f"{MAIN_ROOT}/db/t10"}, True),
     ({"owner": "me", "write.format.default": "parquet"}, False),
+    # Inside, but spelled so that the canonical form names another path than the spelling does.
+    ({"write.metadata.path": f"{MAIN_ROOT}/db/t/./meta"}, True),
+    ({"write.metadata.path": f"{MAIN_ROOT}/db/t//meta"}, True),
+    ({"write.metadata.path": f"{MAIN_ROOT}/db/t/%6Deta"}, True),
+    ({"write.data.path": "/srv/wh/main/db/t/data"}, False),
 ])
 def test_write_paths_stay_inside_the_table(properties: dict[str, str], refused: bool) -> None:
     if refused:
@@ -308,3 +313,12 @@ def test_only_external_tables_claim_storage_of_their_own(state: CatalogState) ->
     assert [c.what for c in locations.table_claims(state)] == ["table ext2"]
     commit(state, {"op": "drop_namespace", "id": "n1", "force": True})
     assert list(locations.table_claims(state)) == []
+
+
+@pytest.mark.parametrize("raw, plain", [
+    ("file:/srv/t", True), ("/srv/t/", True), ("file:///srv/t", True), ("file://localhost/srv/t", True),
+    ("s3a://b/t", True), ("/srv/./t", False), ("/srv//t", False), ("/srv/%74", False),
+])
+def test_a_spelling_is_plain_when_it_names_its_canonical_path(raw: str, plain: bool) -> None:
+    canonical = locations.canonical(raw)
+    assert locations.spelled_plainly(raw, canonical) is plain
