@@ -20,7 +20,7 @@ from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
 from uuid6 import uuid7
 
 from arco.events.receipts import EVENTS
-from arco.iceberg.group_commit import is_group_file
+from arco.iceberg.file_names import is_group_file
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.storage.local import LocalBackend
 

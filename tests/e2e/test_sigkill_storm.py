@@ -25,7 +25,8 @@ from uuid6 import uuid7
 
 from arco.events.receipts import iceberg_receipt_key
 from arco.events.reconcile import table_history
-from arco.iceberg.group_commit import GroupRecords, is_group_file
+from arco.iceberg.file_names import carries_tag, is_group_file
+from arco.iceberg.group_commit import GroupRecords
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.storage.local import LocalBackend
 
@@ -129,12 +130,16 @@ def test_commits_are_applied_exactly_once_while_a_server_is_killed(tmp_path: Pat
         versions = [location for location, _ in table_history(files, loaded["metadata-location"])]
         # Which requests each version applied: the tag in its name, or the members of its group record.
         groups = GroupRecords(storage)
+        sent_tags = [tag(key) for key in ok + refused]
         applied: list[str | None] = []
         members_of: dict[str, int] = {}
         for version in versions[:-1]:  # the oldest is the create
             record = groups.read(loaded["metadata"]["table-uuid"], version) if is_group_file(version) else None
             assert record is not None or not is_group_file(version), f"group file {version} without its record"
-            tags = [m.tag for m in record.members] if record is not None else [version.rsplit("/", 1)[-1].split("-")[1]]
+            if record is not None:
+                tags = [m.tag for m in record.members]
+            else:  # the tag of the one request whose digits the name carries (the name itself if none does)
+                tags = [t for t in sent_tags if carries_tag(version, t)] or [version]
             members_of[version] = len(tags)
             applied += tags
         for key in ok:

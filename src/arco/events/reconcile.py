@@ -26,7 +26,8 @@ from arco.events.receipts import (
     iceberg_receipt_key,
     write_receipt,
 )
-from arco.iceberg.group_commit import GroupRecords, is_group_file
+from arco.iceberg.file_names import is_group_file
+from arco.iceberg.group_commit import GroupRecords
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.iceberg.transactions import PointerResolver
 from arco.storage.base import StorageBackend

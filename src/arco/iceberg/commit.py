@@ -34,7 +34,6 @@ from __future__ import annotations
 import functools
 import logging
 import time
-import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -50,10 +49,10 @@ from arco.events import after_answer
 from arco.events.receipts import iceberg_receipt, write_iceberg_receipt, write_receipt
 from arco.iceberg import commit_rules, staged_create
 from arco.iceberg.errors import BadRequest, CommitFailed, NoSuchTable
-from arco.iceberg.group_commit import GROUP_NAME_MARK, GroupMember, GroupRecord, Pending, is_group_file
+from arco.iceberg.file_names import attempt_part, carries_tag, group_part, is_group_file
+from arco.iceberg.group_commit import GroupMember, GroupRecord, Pending
 from arco.iceberg.tables import (
     TableService,
-    file_suffix,
     metadata_file_location,
     metadata_sequence,
     pointer_for,
@@ -329,7 +328,7 @@ def plan_attempt(waiting: list[Pending[CommitRequest]], base: TableMetadata, bas
     if tried.accepted:
         tried.metadata = commit_rules.close_group(base, running, base_location, changed)
         tried.grouped = len(tried.accepted) > 1
-        suffix = f"{GROUP_NAME_MARK}-{uuid.uuid4().hex}" if tried.grouped else file_suffix(tried.accepted[0].item.tag)
+        suffix = group_part() if tried.grouped else attempt_part(tried.accepted[0].item.tag)
         tried.location = metadata_file_location(tried.metadata.location, metadata_sequence(base_location) + 1, suffix,
                                                 tried.metadata.properties)
     return tried
@@ -426,11 +425,10 @@ def landed_location(tables: TableService, table_uuid: str, tag: str) -> str | No
     current = tables.resolver.for_read(table_uuid)
     if current is None:
         return None
-    marker = f"-{tag}-"
     location = current.pointer.current_metadata_location
     history = [location, *(entry.metadata_file for entry in reversed(tables.files.read(location).metadata_log))]
     for candidate in history:
-        if marker in candidate.rsplit("/", 1)[-1]:
+        if carries_tag(candidate, tag):
             return candidate
         if is_group_file(candidate):
             record = tables.groups.read(table_uuid, candidate)

@@ -49,7 +49,6 @@ import orjson
 from arco.storage.base import DoesNotExist, StorageBackend, StorageError
 
 GROUPS = "_catalog/iceberg_groups"
-GROUP_NAME_MARK = "group"  # metadata files of groups are named {seq:05d}-group-{uuid}.metadata.json
 MAX_BATCH = 64
 
 T = TypeVar("T")
@@ -170,13 +169,6 @@ class Coalescer:
 def group_record_key(table_uuid: str, metadata_location: str) -> str:
     digest = hashlib.sha256(metadata_location.encode()).hexdigest()
     return f"{GROUPS}/{table_uuid}/{digest}.json"
-
-
-def is_group_file(location: str) -> bool:
-    """Whether a metadata file was written by a group (its name says so: ``00012-group-<uuid>.metadata.json``)."""
-    name = location.rsplit("/", 1)[-1]
-    parts = name.split("-", 2)
-    return len(parts) == 3 and parts[1] == GROUP_NAME_MARK
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from arco.catalog.names import check_name
 from arco.catalog.state import dotted
 from arco.iceberg import commit_rules
 from arco.iceberg.errors import AlreadyExists, CommitFailed
-from arco.iceberg.tables import TableService, file_suffix, metadata_file_location, name_taken
+from arco.iceberg.file_names import attempt_part
+from arco.iceberg.tables import TableService, metadata_file_location, name_taken
 
 
 def create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: NamespacePath, name: str,
@@ -36,7 +37,7 @@ def create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: Nam
         tables.placement(state, catalog, namespace, name, str(new.table_uuid), new.location, who)
     commit_rules.check_guardrails(updates, allowed_location=new.location)
     locations.check_write_paths(new.properties, new.location)
-    location = metadata_file_location(new.location, 0, file_suffix(tag), new.properties)
+    location = metadata_file_location(new.location, 0, attempt_part(tag), new.properties)
     try:
         tables.register_new(catalog, namespace, name, new, location, principal, source, tag=tag,
                             place=lambda state: tables.placement(state, catalog, namespace, name,

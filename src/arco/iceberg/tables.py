@@ -47,6 +47,7 @@ from arco.iceberg.commit_rules import (
     with_row_lineage,
 )
 from arco.iceberg.errors import AlreadyExists, BadRequest, IcebergError, NoSuchTable
+from arco.iceberg.file_names import attempt_part
 from arco.iceberg.group_commit import Coalescer, GroupRecords
 from arco.iceberg.metadata_files import MetadataFiles, ViewFiles
 from arco.iceberg.paging import page
@@ -102,11 +103,6 @@ def metadata_folder(location: str, properties: Mapping[str, str]) -> str:
 def metadata_file_location(location: str, sequence: int, suffix: str,
                            properties: Mapping[str, str] | None = None) -> str:
     return f"{metadata_folder(location, properties or {})}/{sequence:05d}-{suffix}.metadata.json"
-
-
-def file_suffix(tag: str | None) -> str:
-    """A new metadata file's name after its sequence: unique per attempt, and carrying the request's tag."""
-    return f"{tag}-{uuid.uuid4().hex[:8]}" if tag else uuid.uuid4().hex
 
 
 def metadata_sequence(location: str) -> int:
@@ -298,7 +294,7 @@ class TableService:
         name = check_name("table", body.get("name"))
         self.entry_absent(catalog, namespace, name)
         metadata, _ = self.build_create_metadata(catalog, namespace, body, table_uuid, who)
-        location = metadata_file_location(metadata.location, 0, uuid.uuid4().hex, metadata.properties)
+        location = metadata_file_location(metadata.location, 0, attempt_part(None), metadata.properties)
         self.register_new(catalog, namespace, name, metadata, location, principal, source, tag=tag,
                           place=self._placer(catalog, namespace, name, metadata, who))
         return location, metadata

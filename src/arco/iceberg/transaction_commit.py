@@ -18,7 +18,8 @@ from arco.events.receipts import IcebergReceiptKind, write_iceberg_receipt
 from arco.iceberg import commit_rules
 from arco.iceberg.commit import commit_table, identifier_of, parse_commit
 from arco.iceberg.errors import BadRequest, CommitFailed, NoSuchTable
-from arco.iceberg.tables import TableService, file_suffix, metadata_file_location, metadata_sequence, pointer_for
+from arco.iceberg.file_names import attempt_part
+from arco.iceberg.tables import TableService, metadata_file_location, metadata_sequence, pointer_for
 from arco.iceberg.transactions import PreparedChange, mark_and_commit, parse_table_changes
 
 MAX_COMMIT_ATTEMPTS = 10
@@ -68,7 +69,7 @@ def prepare_change(tables: TableService, entry: TableEntry, namespace: Namespace
     base = tables.files.read(base_location)
     commit_rules.check_requirements(requirements, base)
     new = commit_rules.apply_updates(base, updates, base_location)
-    location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, file_suffix(tag),
+    location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, attempt_part(tag),
                                       new.properties)
     tables.files.write(location, new)
     return PreparedCommit(entry, current, pointer_for(entry.id, location, new, base_location, source), new)

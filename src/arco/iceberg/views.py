@@ -38,6 +38,7 @@ from arco.catalog.store import CatalogStore
 from arco.events.receipts import EVENTS, SCHEMA_VERSION, commit_key, day_of, write_receipt
 from arco.iceberg import view_rules
 from arco.iceberg.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchView
+from arco.iceberg.file_names import attempt_part, carries_tag
 from arco.iceberg.idempotency import Keyed, Marker, Outcome, Recover, check_key, request_hash, run_once
 from arco.iceberg.metadata_files import view_metadata_bytes
 from arco.iceberg.mutations import Caller, Mutations
@@ -46,7 +47,6 @@ from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
 from arco.iceberg.tables import (
     Placement,
     TableService,
-    file_suffix,
     metadata_file_location,
     metadata_sequence,
     name_taken,
@@ -160,7 +160,7 @@ class ViewService:
         location = request.location if request.location and not place.managed else place.location
         metadata = view_rules.new_view_metadata(view_uuid, location.rstrip("/"), request, int(time.time() * 1000))
         locations.check_write_paths(metadata.properties, metadata.location)
-        metadata_location = metadata_file_location(metadata.location, 0, file_suffix(tag), metadata.properties)
+        metadata_location = metadata_file_location(metadata.location, 0, attempt_part(tag), metadata.properties)
 
         def placer(state: CatalogState) -> Placement:
             return self.tables.placement(state, catalog, namespace, name, view_uuid, request.location, who)
@@ -253,7 +253,7 @@ class ViewService:
             if new is None:
                 return base_location  # nothing changes: no new file, as the reference does
             locations.check_write_paths(new.properties, new.location)
-            location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, file_suffix(tag),
+            location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, attempt_part(tag),
                                               new.properties)
             self.files.write(location, new)
             receipt = {"view_uuid": entry.id, "metadata_location": location, "metadata": new,
@@ -273,9 +273,8 @@ class ViewService:
         current = self.pointers.load(view_uuid)
         if current is None:
             return None
-        marker = f"-{tag}-"
         for location in (current.pointer.current_metadata_location, current.pointer.previous_metadata_location):
-            if location and marker in location.rsplit("/", 1)[-1]:
+            if location and carries_tag(location, tag):
                 return location
         return None
 

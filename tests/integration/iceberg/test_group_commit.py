@@ -29,8 +29,8 @@ from arco.iceberg.group_commit import (
     GroupRecords,
     Pending,
     group_record_key,
-    is_group_file,
 )
+from arco.iceberg.file_names import carries_tag, group_part, is_group_file
 from arco.iceberg.idempotency import Outcome, key_hash
 from arco.iceberg.mutations import Caller
 from arco.iceberg.pointer import POINTERS
@@ -178,7 +178,7 @@ def test_a_group_of_one_is_an_ordinary_commit(table: Harness) -> None:
     key = str(uuid7())
     outcome = commit_call(table, 0, set_property("solo"), key)()
     name = outcome.metadata_location.rsplit("/", 1)[-1]  # type: ignore[union-attr]
-    assert f"-{key_hash(key)}-" in name and not is_group_file(outcome.metadata_location)  # type: ignore[arg-type]
+    assert carries_tag(name, key_hash(key)) and not is_group_file(outcome.metadata_location)  # type: ignore[arg-type]
     assert not list(table.storage.list(f"{GROUPS}/"))
 
 
@@ -364,7 +364,7 @@ def test_gc_removes_group_records_outside_the_history_and_counts_member_receipts
     results = run_grouped(table, [commit_call(table, i, set_property(f"p{i}")) for i in range(3)])
     landed = results[0].metadata_location  # type: ignore[union-attr]
     uuid = table_uuid(table)
-    lost = landed.replace("-group-", "-group-0")  # a record whose file never became a version
+    lost = f"{landed.rsplit('-', 5)[0]}-{group_part()}.metadata.json"  # a file that never became a version
     table.tables.groups.write(GroupRecord(uuid, lost, history(table)[1], [GroupMember(None, "x", {}, [])]))
     policy = GcPolicy()
     now = time.time() + policy.orphan_metadata_age_s + 60

@@ -12,7 +12,9 @@ from urllib.parse import urlparse
 
 import httpx
 import pytest
+from pyiceberg.catalog import MetastoreCatalog
 from support.arco_server import ONE_COLUMN_SCHEMA, RunningServer
+from uuid6 import uuid7
 
 from arco.catalog.store import CatalogStore
 from arco.events.reconcile import iceberg_tables
@@ -43,6 +45,18 @@ def new_table(client: httpx.Client) -> tuple[str, str]:
 
 def set_properties(client: httpx.Client, path: str, updates: dict[str, str]) -> httpx.Response:
     return client.post(path, json={"requirements": [], "updates": [{"action": "set-properties", "updates": updates}]})
+
+
+def test_metadata_files_are_named_as_java_and_pyiceberg_name_them(client: httpx.Client) -> None:
+    """``<version>-<uuid>.metadata.json``: PyIceberg's catalogs read the version from such a name (and only such)."""
+    path, _ = new_table(client)
+    first = client.get(path).json()["metadata-location"]
+    keyed = client.post(path, headers={"Idempotency-Key": str(uuid7())}, json={
+        "requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}).json()
+    unkeyed = set_properties(client, path, {"k": "w"}).json()
+    versions = [MetastoreCatalog._parse_metadata_version(x) for x in (first, keyed["metadata-location"],
+                                                                      unkeyed["metadata-location"])]
+    assert versions == [0, 1, 2]
 
 
 def test_a_tables_metadata_files_follow_write_metadata_path(client: httpx.Client) -> None:

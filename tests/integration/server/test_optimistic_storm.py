@@ -16,7 +16,7 @@ import pytest
 
 from arco.api.embedded import in_process_server
 from arco.auth.principals import BOOTSTRAP_ADMIN
-from arco.iceberg.group_commit import is_group_file
+from arco.iceberg.file_names import is_group_file
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.metrics import REGISTRY
 from arco.storage.local import LocalBackend

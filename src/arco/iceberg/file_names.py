@@ -1,0 +1,70 @@
+"""The names of the metadata files Arco writes: ``<sequence:05d>-<uuid>.metadata.json``.
+
+That is the shape Java and PyIceberg write, and PyIceberg reads a file's version from its name only when the part
+after the number is a UUID (``Catalog._parse_metadata_version``; otherwise it takes -1). The UUID's 32 hex digits
+carry what crash recovery needs to find a commit's file again (:func:`arco.iceberg.commit.landed_location`):
+
+* a request's file: the first 24 digits of the request's tag, then 8 random digits (one request may make several
+  attempts, each with a file of its own);
+* a group's file (:mod:`arco.iceberg.group_commit`): ``00000000``, then 24 random digits;
+* a file of no request (a create without a key): a random UUID.
+
+Files written before this shape (``<seq>-<tag>-<8 hex>``, ``<seq>-group-<hex>``) are still recognised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import uuid
+
+TAG_DIGITS = 24  # 96 bits: no two requests' files in one table's history share them
+GROUP_PREFIX = "00000000"
+_HEX = re.compile(r"[0-9a-f]+")
+_LEGACY_GROUP_MARK = "group"
+
+
+def uuid_shaped(hex32: str) -> str:
+    """32 hex digits as a UUID is written (8-4-4-4-12)."""
+    return f"{hex32[:8]}-{hex32[8:12]}-{hex32[12:16]}-{hex32[16:20]}-{hex32[20:32]}"
+
+
+def attempt_part(tag: str | None) -> str:
+    """The name part after the sequence of a file one request writes: its tag's digits, unique per attempt."""
+    if tag is None:
+        return str(uuid.uuid4())
+    return uuid_shaped(_tag_digits(tag) + secrets.token_hex(4))
+
+
+def group_part() -> str:
+    """The name part after the sequence of a file a group of requests writes."""
+    return uuid_shaped(GROUP_PREFIX + secrets.token_hex(12))
+
+
+def carries_tag(location: str, tag: str) -> bool:
+    """Whether the metadata file at ``location`` was written by the request tagged ``tag``."""
+    name = location.rsplit("/", 1)[-1]
+    return _digits(name).startswith(_tag_digits(tag)) or f"-{tag}-" in name
+
+
+def is_group_file(location: str) -> bool:
+    """Whether a metadata file was written by a group (its name says so)."""
+    name = location.rsplit("/", 1)[-1]
+    return _digits(name).startswith(GROUP_PREFIX) or name.split("-", 2)[1:2] == [_LEGACY_GROUP_MARK]
+
+
+def _tag_digits(tag: str) -> str:
+    tag = tag.lower()
+    if len(tag) >= TAG_DIGITS and _HEX.fullmatch(tag):
+        return tag[:TAG_DIGITS]
+    return hashlib.sha256(tag.encode()).hexdigest()[:TAG_DIGITS]
+
+
+def _digits(name: str) -> str:
+    """The 32 hex digits of a name of this module's shape; "" for any other name."""
+    parts = name.split(".", 1)[0].split("-", 1)
+    if len(parts) != 2 or len(parts[1]) != 36:
+        return ""
+    digits = parts[1].replace("-", "")
+    return digits if len(digits) == 32 and _HEX.fullmatch(digits) else ""
