@@ -46,6 +46,10 @@ STORAGE_SECONDS = Histogram(
     "Storage calls by operation (get, head, put, put_if_absent, put_if_match, delete, delete_if_match, list) and "
     "outcome (ok, not_found, precondition_failed, error).",
     ["operation", "outcome"], buckets=LATENCY_BUCKETS, registry=REGISTRY)
+METRICS_REPORTS_DROPPED = Counter(
+    "arco_metrics_reports_dropped_total",
+    "Iceberg metrics reports answered 204 but not stored: their principal sent more than the rate allows "
+    "(arco.iceberg.metrics).", registry=REGISTRY)
 CACHE = Counter(
     "arco_cache_requests_total",
     "Cache lookups by cache (metadata_files, view_metadata, load_table_responses, catalog_state, "

@@ -65,10 +65,6 @@ class PayloadTooLarge(IcebergError):
     status, error_type = 413, "BadRequestException"
 
 
-class TooManyRequests(IcebergError):
-    status, error_type = 429, "TooManyRequestsException"
-
-
 class UnsupportedOperation(IcebergError):
     status, error_type = 406, "UnsupportedOperationException"
 

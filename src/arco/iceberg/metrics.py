@@ -8,8 +8,11 @@ A report is anyone's with SELECT on the table, so what it may cost is bounded he
 * shape: it must be a ``ReportMetricsRequest`` of the REST spec (a ``ScanReport`` or a ``CommitReport`` with their
   required fields and types), else 400;
 * rate: each principal has a token bucket per server process (:data:`RATE_PER_S` reports a second, bursts of
-  :data:`BURST`); beyond it the answer is 429 with ``Retry-After``. Per process is enough for its purpose, which is
-  to bound the storage one caller can fill: with N servers a caller gets at most N times the rate;
+  :data:`BURST`); a report beyond it is dropped: answered 204 as any other, not stored, and counted
+  (``arco_metrics_reports_dropped_total``). Not refused: the REST spec has no 429 for reportMetrics, and Java's
+  client, which reports from inside the scan or commit it measures, waits out a 429's ``Retry-After`` up to five
+  times, so a refusal would stall engines for the sake of their telemetry. Per process is enough for the limit's
+  purpose, which is to bound the storage one caller can fill: with N servers a caller gets at most N times the rate;
 * storage: only what lineage needs is kept (:func:`compact`): the report type, table, snapshot, the projection and
   filter of a scan (the filter only if small), the operation and sequence number of a commit, counter values and
   timer totals, and the engine's string metadata (engine name and version, application id), each bounded.
@@ -19,7 +22,6 @@ Everything here but the bucket's clock is pure.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable
@@ -31,7 +33,7 @@ from arco.iceberg.errors import BadRequest
 
 MAX_REPORT_BYTES = 64 * 1024
 RATE_PER_S = 10.0
-BURST = 50
+BURST = 200  # a burst of scans and commits (a test suite, a dashboard refresh) is kept whole
 MAX_TRACKED_PRINCIPALS = 10_000
 MAX_FILTER_BYTES = 2048
 MAX_METADATA_ENTRIES = 32
@@ -161,6 +163,3 @@ class RateLimiter:
         full_after = self.burst / self.rate
         self._buckets = {who: (tokens, at) for who, (tokens, at) in self._buckets.items() if now - at < full_after}
 
-
-def retry_after(wait_s: float) -> str:
-    return str(max(1, math.ceil(wait_s)))

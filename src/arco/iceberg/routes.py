@@ -46,6 +46,7 @@ from arco.iceberg.storage_routes import granted_access, load_credentials, owner_
 from arco.iceberg.tables import DroppedTable, LocatedTable
 from arco.iceberg.transactions import parse_table_changes
 from arco.iceberg.view_routes import view_routes
+from arco.metrics import METRICS_REPORTS_DROPPED
 
 __all__ = ["IcebergServices", "keep_encoded_slashes", "routes"]
 
@@ -297,10 +298,9 @@ async def commit_transaction(request: Request) -> Response:
 async def report_metrics(request: Request) -> Response:
     """Bounded, validated, rate-limited, and stored compactly for lineage (:mod:`arco.iceberg.metrics`)."""
     svc = services(request)
-    wait = svc.metrics_limiter.take(principal_of(request).name)
-    if wait > 0:
-        raise errors.TooManyRequests("too many metrics reports from this principal; retry later",
-                                     headers={"Retry-After": metrics.retry_after(wait)})
+    if svc.metrics_limiter.take(principal_of(request).name) > 0:
+        METRICS_REPORTS_DROPPED.inc()  # beyond the rate: dropped, not refused (see arco.iceberg.metrics)
+        return Response(status_code=204)
     body = await read_json(request, metrics.MAX_REPORT_BYTES)
     catalog = await catalog_of(request)
     namespace, name = table_path(request)

@@ -58,6 +58,9 @@ from arco.storage.base import StorageBackend, StorageError
 from arco.storage.urls import within
 
 WRITE_METADATA_PATH = "write.metadata.path"
+# Written into every new table unless its creator says otherwise, as Java's TableMetadata.newTableMetadata does: Java
+# writers fall back to gzip for Parquet on a table without the property (the default of tables made before 1.4).
+NEW_TABLE_DEFAULTS = {"write.parquet.compression-codec": "zstd"}
 # Pointer reads started ahead of the catalog check they run beside (one per load in flight; threads on demand).
 _AHEAD = ThreadPoolExecutor(max_workers=32, thread_name_prefix="arco-read-ahead")
 # A known table's uuid and its pointer's read, started before the catalog check that confirms the name.
@@ -276,7 +279,7 @@ class TableService:
                 else UNPARTITIONED_PARTITION_SPEC
             order = SortOrder.model_validate(body["write-order"]) if body.get("write-order") else UNSORTED_SORT_ORDER
             metadata = with_row_lineage(new_table_metadata(
-                schema, spec, order, location.rstrip("/"), properties=dict(properties),
+                schema, spec, order, location.rstrip("/"), properties={**NEW_TABLE_DEFAULTS, **properties},
                 table_uuid=uuid.UUID(table_uuid),
             ))
             # Fresh field ids drop the fields' default values (format v3): put them back, or refuse them (v1, v2).

@@ -239,3 +239,15 @@ def test_config_declares_the_traits_the_compatibility_kit_reads(server: RunningS
     assert httpx.post(f"{server.iceberg_uri}/v1/main/namespaces/nowhere/tables",
                       headers={"Authorization": f"Bearer {ARCO_TOKEN}"},
                       json={"name": "t", "schema": ONE_COLUMN_SCHEMA}).status_code == 404
+
+
+def test_a_new_table_says_zstd_for_parquet_as_javas_new_tables_do(client: httpx.Client) -> None:
+    """Java writes ``write.parquet.compression-codec=zstd`` into every new table; a Java writer falls back to gzip on
+    a table without it. A creator's own choice wins."""
+    _, plain = new_table(client)
+    assert plain["metadata"]["properties"] == {"write.parquet.compression-codec": "zstd"}
+    _, chosen = new_table(client, properties={"write.parquet.compression-codec": "snappy", "k": "v"})
+    assert chosen["metadata"]["properties"] == {"write.parquet.compression-codec": "snappy", "k": "v"}
+    name = f"s{uuid.uuid4().hex[:8]}"
+    staged = client.post("/namespaces/db/tables", json={"name": name, "schema": TWO_COLUMNS, "stage-create": True})
+    assert staged.json()["metadata"]["properties"] == {"write.parquet.compression-codec": "zstd"}
