@@ -162,4 +162,3 @@ class RateLimiter:
             return
         full_after = self.burst / self.rate
         self._buckets = {who: (tokens, at) for who, (tokens, at) in self._buckets.items() if now - at < full_after}
-
