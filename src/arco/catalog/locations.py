@@ -186,7 +186,8 @@ def check_external_table_location(state: CatalogState, who: Subject, raw: object
     """A location a client asks for a new external table (Iceberg create/register with a location, UC EXTERNAL):
     its canonical form, if it lies inside an external location of the caller's metastore on which the caller
     holds CREATE_EXTERNAL_TABLE (or owns it, or is a metastore admin), and overlaps no other owner.
-    ``kind="volume"``: the same for an external volume, with CREATE_EXTERNAL_VOLUME."""
+    ``kind="volume"``: the same for an external volume, with CREATE_EXTERNAL_VOLUME; ``kind="view"``: for an Iceberg
+    view, with CREATE_EXTERNAL_TABLE (only the messages name it a view)."""
     url = canonical(raw)
     root = normalize(warehouse_url)
     if within(root, url):
@@ -200,14 +201,16 @@ def check_external_table_location(state: CatalogState, who: Subject, raw: object
         raise LocationRefused("no-external-location", f"location {url} is in no external location; ask a "
                                                       "metastore admin to create one that contains it, or omit "
                                                       f"the location to let Arco place the {kind}")
-    allowed = can_create_external_volume(who, state, container) if kind == "volume" else \
+    volume = kind == "volume"
+    allowed = can_create_external_volume(who, state, container) if volume else \
         can_create_external_table(who, state, container)
-    if not allowed:
+    if not allowed:  # a view's location takes the privilege of a table's
         raise LocationRefused("privilege", f"{who.name} may not create external {kind}s in external location "
-                                           f"{container.name} (needs CREATE_EXTERNAL_{kind.upper()} on it)")
+                                           f"{container.name} (needs CREATE_EXTERNAL_"
+                                           f"{'VOLUME' if volume else 'TABLE'} on it)")
     if must_be_writable and container.fields.get("read_only"):
         raise LocationRefused("read-only", f"external location {container.name} is read-only, and Arco writes "
-                                           "this table's metadata files")
+                                           f"this {kind}'s metadata files")
     if inside_warehouse and not within(url, root):
         raise LocationRefused("outside-warehouse", f"location {url} is outside this server's warehouse {root}; "
                                                    "Arco writes Iceberg metadata only inside it: create the "

@@ -230,18 +230,20 @@ class TableService:
         return locations.allocate_table_location(catalog, namespace, name, table_uuid)
 
     def placement(self, state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, name: str,
-                  table_uuid: str, requested: str | None, who: Principal | None) -> Placement:
-        """Where a new table goes: the prefix Arco allocates, or a location the caller asked for, if the storage
-        governance rules (:mod:`arco.catalog.locations`) let this caller use it. Called before any byte is
-        written, and again inside the Tier 1 operation that creates the entry (so a race cannot slip through)."""
+                  table_uuid: str, requested: str | None, who: Principal | None, kind: str = "table") -> Placement:
+        """Where a new table (or view: ``kind``) goes: the prefix Arco allocates, or a location the caller asked
+        for, if the storage governance rules (:mod:`arco.catalog.locations`) let this caller use it. Called before
+        any byte is written, and again inside the Tier 1 operation that creates the entry (so a race cannot slip
+        through)."""
         allocated = self.new_location(catalog, namespace, name, table_uuid)
         if requested in (None, "") or locations.canonical(requested) == locations.canonical(allocated):
             return Placement(allocated, True)
         if who is None:
-            raise BadRequest("'location' cannot be chosen here: Arco assigns table locations under the catalog's root")
+            raise BadRequest(f"'location' cannot be chosen here: Arco assigns {kind} locations under the catalog's "
+                             "root")
         url = locations.check_external_table_location(
             state, subject_of(state, who), requested, self.storage.url, catalog.metastore_id,
-            must_be_writable=True, inside_warehouse=True)
+            must_be_writable=True, inside_warehouse=True, kind=kind)
         self.check_plain_spelling(requested, url)
         return Placement(url, False)
 

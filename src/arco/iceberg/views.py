@@ -156,14 +156,16 @@ class ViewService:
         with self.store.read() as state:
             state.namespace(catalog.id, namespace)
             refuse_taken(state, catalog, namespace, name)
-            place = self.tables.placement(state, catalog, namespace, name, view_uuid, request.location, who)
+            place = self.tables.placement(state, catalog, namespace, name, view_uuid, request.location, who,
+                                          kind="view")
         location = request.location if request.location and not place.managed else place.location
         metadata = view_rules.new_view_metadata(view_uuid, location.rstrip("/"), request, int(time.time() * 1000))
         locations.check_write_paths(metadata.properties, metadata.location)
         metadata_location = metadata_file_location(metadata.location, 0, attempt_part(tag), metadata.properties)
 
         def placer(state: CatalogState) -> Placement:
-            return self.tables.placement(state, catalog, namespace, name, view_uuid, request.location, who)
+            return self.tables.placement(state, catalog, namespace, name, view_uuid, request.location, who,
+                                         kind="view")
 
         self._register_new(catalog, namespace, name, metadata, metadata_location, principal, source, tag, placer)
         return metadata_location

@@ -216,7 +216,7 @@ def test_bad_replace_is_400_and_changes_nothing(client: httpx.Client, body: dict
     (create_body("bad\u0000name"), "control"),
     (create_body("x" * 300), "limit"),
     (create_body("bad_create", properties={"arco.x": "1"}), "reserved"),
-    (create_body("bad_create", location="file:///tmp/elsewhere"), "location"),
+    (create_body("bad_create", location="file:///tmp/elsewhere"), "let Arco place the view"),
 ])
 def test_bad_create_is_400_and_creates_nothing(client: httpx.Client, body: dict, fragment: str) -> None:
     response = client.post("/namespaces/db/views", json=body)

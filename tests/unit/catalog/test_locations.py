@@ -322,3 +322,16 @@ def test_only_external_tables_claim_storage_of_their_own(state: CatalogState) ->
 def test_a_spelling_is_plain_when_it_names_its_canonical_path(raw: str, plain: bool) -> None:
     canonical = locations.canonical(raw)
     assert locations.spelled_plainly(raw, canonical) is plain
+
+
+def test_a_views_location_takes_a_tables_privilege_and_is_named_a_view(state: CatalogState) -> None:
+    def refusal(who: Subject, raw: str) -> str:
+        with pytest.raises(LocationRefused) as refused:
+            locations.check_external_table_location(state, who, raw, WH, None, must_be_writable=True,
+                                                    inside_warehouse=True, kind="view")
+        return str(refused.value)
+
+    assert locations.check_external_table_location(state, ANN, f"{LANDING}/v", WH, None, must_be_writable=True,
+                                                   inside_warehouse=True, kind="view") == f"{LANDING}/v"
+    assert "needs CREATE_EXTERNAL_TABLE" in refusal(BOB, f"{LANDING}/v")
+    assert "let Arco place the view" in refusal(ADMIN, f"{WH}/elsewhere/v")
