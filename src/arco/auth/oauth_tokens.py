@@ -91,7 +91,7 @@ def check(token: str, key: bytes, now_ms: int) -> Claims | None:
         return None
     payload, signature = token[len(PREFIX):].split(".")
     expected = _b64(hmac.new(key, payload.encode(), hashlib.sha256).digest())
-    if not hmac.compare_digest(expected, signature):
+    if not signature.isascii() or not hmac.compare_digest(expected, signature):  # compare_digest takes ASCII only
         return None
     if claims.expires_at_ms <= now_ms or claims.issued_at_ms > now_ms + CLOCK_SKEW_MS:
         return None

@@ -42,6 +42,21 @@ def test_a_signature_cannot_be_moved_to_another_file_or_time() -> None:
             file_urls.verify(KEY, forged, NOW)
 
 
+def test_a_signature_has_one_spelling() -> None:
+    """The last of a MAC's 43 base64 characters has two spare bits that a decoder ignores: the three other spellings
+    of a valid token are refused, and so is a MAC in other characters."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    token = file_urls.sign(KEY, "file:///w/t/a.parquet", NOW + 1000)
+    payload, mac = token.split(".")
+    last = alphabet.index(mac[-1])
+    for spare in (1, 2, 3):
+        other = f"{payload}.{mac[:-1]}{alphabet[last ^ spare]}"
+        with pytest.raises(file_urls.BadSignedUrl, match="signature"):
+            file_urls.verify(KEY, other, NOW)
+    with pytest.raises(file_urls.BadSignedUrl, match="malformed"):
+        file_urls.verify(KEY, f"{payload}.{mac[:-1]}\u00e9", NOW)
+
+
 def test_the_signing_key_is_made_once_per_warehouse() -> None:
     from arco.storage.memory import MemoryBackend
 
