@@ -27,8 +27,8 @@ def test_a_requests_file_carries_its_tag_and_no_other() -> None:
     assert file_names.carries_tag(location, TAG)
     assert not file_names.carries_tag(location, hashlib.sha256(b"another key").hexdigest())
     assert not file_names.is_group_file(location)
-    # Two attempts of one request never share a name.
-    assert len({file_names.attempt_part(TAG) for _ in range(1000)}) == 1000
+    # Attempts of one request have names of their own (32 random bits each: a request makes a few attempts).
+    assert len({file_names.attempt_part(TAG) for _ in range(100)}) == 100
 
 
 def test_a_tag_of_any_spelling_is_carried() -> None:
