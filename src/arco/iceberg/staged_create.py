@@ -10,13 +10,12 @@ from pyiceberg.table.metadata import TableMetadata
 from arco.auth.principals import Principal
 from arco.catalog import locations
 from arco.catalog.errors import AlreadyExistsError
-from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
+from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.names import check_name
-from arco.catalog.state import dotted
 from arco.iceberg import commit_rules
 from arco.iceberg.errors import AlreadyExists, CommitFailed
 from arco.iceberg.file_names import attempt_part
-from arco.iceberg.tables import TableService, metadata_file_location, name_taken
+from arco.iceberg.tables import NameTaken, TableService, metadata_file_location
 
 
 def create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: NamespacePath, name: str,
@@ -24,11 +23,10 @@ def create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: Nam
                      source: dict[str, Any], tag: str | None, who: Principal | None) -> tuple[str, TableMetadata]:
     """Create the table whose first metadata ``updates`` make; its metadata file's location and the metadata."""
     check_name("table", name)
-    with tables.store.read() as state:
-        state.namespace(catalog.id, namespace)
-        existing = state.table_or_none(catalog.id, namespace, name)
-    if existing is not None:
-        _refuse_taken(existing, (*namespace, name))
+    try:
+        tables.entry_absent(catalog, namespace, name)
+    except NameTaken as taken:
+        _refuse_taken(taken)
     commit_rules.check_requirements(requirements, None)
     new = commit_rules.apply_updates(None, updates, None)
     # A staged table lives where it was staged: the prefix Arco allocated to its uuid, or a location the caller
@@ -42,18 +40,16 @@ def create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: Nam
         tables.register_new(catalog, namespace, name, new, location, principal, source, tag=tag,
                             place=lambda state: tables.placement(state, catalog, namespace, name,
                                                                  str(new.table_uuid), new.location, who))
-    except AlreadyExistsError as exc:  # made meanwhile, by another request
-        if exc.kind == "view":
-            raise AlreadyExists(f"View with same name already exists: {dotted((*namespace, name))}") from None
-        raise CommitFailed("Requirement failed: table already exists") from None
-    except AlreadyExists:
+    except NameTaken as taken:  # made meanwhile, by another request
+        _refuse_taken(taken)
+    except (AlreadyExists, AlreadyExistsError):  # a table of this uuid
         raise CommitFailed("Requirement failed: table already exists") from None
     return location, new
 
 
-def _refuse_taken(existing: TableEntry, full_name: tuple[str, ...]) -> NoReturn:
+def _refuse_taken(taken: NameTaken) -> NoReturn:
     """A table holds the name: the assert-create requirement failed (409 CommitFailed, the reference's words); a view
     holds it: 409 AlreadyExists, "View with same name already exists" (what Java's createTransaction expects)."""
-    if existing.kind == "VIEW":
-        raise name_taken(existing, full_name, "table")
-    raise CommitFailed("Requirement failed: table already exists")
+    if taken.taken_by == "view":
+        raise taken
+    raise CommitFailed("Requirement failed: table already exists") from None

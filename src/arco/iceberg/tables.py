@@ -103,9 +103,8 @@ def metadata_folder(location: str, properties: Mapping[str, str]) -> str:
     return custom.rstrip("/") if custom else f"{location.rstrip('/')}/metadata"
 
 
-def metadata_file_location(location: str, sequence: int, suffix: str,
-                           properties: Mapping[str, str] | None = None) -> str:
-    return f"{metadata_folder(location, properties or {})}/{sequence:05d}-{suffix}.metadata.json"
+def metadata_file_location(location: str, sequence: int, suffix: str, properties: Mapping[str, str]) -> str:
+    return f"{metadata_folder(location, properties)}/{sequence:05d}-{suffix}.metadata.json"
 
 
 def metadata_sequence(location: str) -> int:
@@ -155,13 +154,10 @@ class TableService:
         return self.store.find(lambda state: _iceberg_table(state, catalog, namespace, name))
 
     def entry_absent(self, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> None:
-        """Raise unless the namespace exists and has no table or view of this name (AlreadyExists, worded as the
-        reference words a table over a table and a table over a view)."""
+        """Raise unless the namespace exists and has no table or view of this name (:class:`NameTaken`)."""
         with self.store.read() as state:
             state.namespace(catalog.id, namespace)
-            existing = state.table_or_none(catalog.id, namespace, name)
-        if existing is not None:
-            raise name_taken(existing, (*namespace, name), "table")
+            refuse_taken(state, catalog.id, namespace, name, "table")
 
     def known_entry(self, catalog: CatalogEntry | str, namespace: NamespacePath, name: str,
                     principal: Principal | None = None) -> TableEntry | None:
@@ -328,6 +324,7 @@ class TableService:
             raise AlreadyExists(f"a table with uuid {table_uuid} already exists")
 
         def build(state: CatalogState) -> dict[str, Any]:
+            refuse_taken(state, catalog.id, namespace, name, "table")
             placement = place(state)
             return {"op": "create_table", "id": table_uuid, "catalog_id": catalog.id, "namespace": list(namespace),
                     "name": name, "kind": "TABLE", "format": "ICEBERG", "location": placement.location,
@@ -505,15 +502,23 @@ def _uuid_of_folder(folder: str) -> str | None:
     return str(uuid.UUID(tail))
 
 
-def name_taken(existing: TableEntry, full_name: tuple[str, ...], creating: str) -> AlreadyExists:
-    """The reference implementation's words for a name already taken when a ``creating`` ("table" or "view") is
-    made: "Table already exists: ns.t" for the same kind, "View with same name already exists: ns.v" for the
-    other (Iceberg's CatalogTests and ViewCatalogTests match on them)."""
-    taken_by = "view" if existing.kind == "VIEW" else "table"
-    what = dotted(full_name)
-    if taken_by == creating:
-        return AlreadyExists(f"{taken_by.capitalize()} already exists: {what}")
-    return AlreadyExists(f"{taken_by.capitalize()} with same name already exists: {what}")
+class NameTaken(AlreadyExists):
+    """A name already held when a ``creating`` ("table" or "view") is made, in the reference implementation's words:
+    "Table already exists: ns.t" for the same kind, "View with same name already exists: ns.v" for the other
+    (Iceberg's CatalogTests and ViewCatalogTests match on them). ``taken_by`` says which kind holds it."""
+
+    def __init__(self, holder: TableEntry, full_name: tuple[str, ...], creating: str) -> None:
+        self.taken_by = "view" if holder.kind == "VIEW" else "table"
+        same = "" if self.taken_by == creating else " with same name"
+        super().__init__(f"{self.taken_by.capitalize()}{same} already exists: {dotted(full_name)}")
+
+
+def refuse_taken(state: CatalogState, catalog_id: str, namespace: NamespacePath, name: str, creating: str) -> None:
+    """:class:`NameTaken` if a table or view holds the name (before any write, and again inside the Tier 1
+    operation that creates the entry, so that a race is answered in the same words)."""
+    holder = state.table_or_none(catalog_id, namespace, name)
+    if holder is not None:
+        raise NameTaken(holder, (*namespace, name), creating)
 
 
 def refuse_rename_onto(state: CatalogState, catalog: CatalogEntry, entry: TableEntry, source: tuple[str, ...],

@@ -49,8 +49,8 @@ from arco.iceberg.tables import (
     TableService,
     metadata_file_location,
     metadata_sequence,
-    name_taken,
     refuse_rename_onto,
+    refuse_taken,
 )
 from arco.storage.base import StorageBackend
 from arco.storage.urls import within
@@ -107,17 +107,6 @@ def _iceberg_view(state: CatalogState, catalog: CatalogEntry, namespace: Namespa
     return entry
 
 
-def _taken(state: CatalogState, catalog_id: str, namespace: NamespacePath, name: str) -> TableEntry | None:
-    return state.table_or_none(catalog_id, namespace, name)
-
-
-def refuse_taken(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> None:
-    """The reference's messages: a view over a view, and a view over a table."""
-    existing = _taken(state, catalog.id, namespace, name)
-    if existing is not None:
-        raise name_taken(existing, (*namespace, name), "view")
-
-
 class ViewService:
     def __init__(self, store: CatalogStore, storage: StorageBackend, tables: TableService) -> None:
         self.store = store
@@ -155,7 +144,7 @@ class ViewService:
         view_uuid = str(uuid.uuid4())
         with self.store.read() as state:
             state.namespace(catalog.id, namespace)
-            refuse_taken(state, catalog, namespace, name)
+            refuse_taken(state, catalog.id, namespace, name, "view")
             place = self.tables.placement(state, catalog, namespace, name, view_uuid, request.location, who,
                                           kind="view")
         location = request.location if request.location and not place.managed else place.location
@@ -186,7 +175,7 @@ class ViewService:
 
         def build(state: CatalogState) -> dict[str, Any]:
             state.namespace(catalog.id, namespace)
-            refuse_taken(state, catalog, namespace, name)
+            refuse_taken(state, catalog.id, namespace, name, "view")
             if view_uuid in state.tables:
                 raise AlreadyExists(f"a table or view with uuid {view_uuid} already exists")
             placement = place(state)
@@ -208,7 +197,7 @@ class ViewService:
             raise BadRequest("'metadata-location' is required")
         with self.store.read() as state:
             state.namespace(catalog.id, namespace)
-            refuse_taken(state, catalog, namespace, name)
+            refuse_taken(state, catalog.id, namespace, name, "view")
             self.tables.check_registrable(state, catalog, location, who)
         try:
             metadata = self.files.read(location)

@@ -17,13 +17,13 @@ TAG = hashlib.sha256(b"an idempotency key").hexdigest()
 def test_every_kind_of_name_is_a_sequence_and_a_uuid_as_pyiceberg_reads_it() -> None:
     for sequence, part in ((0, file_names.attempt_part(None)), (7, file_names.attempt_part(TAG)),
                            (12, file_names.attempt_part(uuid.uuid4().hex)), (123, file_names.group_part())):
-        location = metadata_file_location("s3://b/t", sequence, part)
+        location = metadata_file_location("s3://b/t", sequence, part, {})
         assert MetastoreCatalog._parse_metadata_version(location) == sequence, location
         assert str(uuid.UUID(part)) == part
 
 
 def test_a_requests_file_carries_its_tag_and_no_other() -> None:
-    location = metadata_file_location("s3://b/t", 3, file_names.attempt_part(TAG))
+    location = metadata_file_location("s3://b/t", 3, file_names.attempt_part(TAG), {})
     assert file_names.carries_tag(location, TAG)
     assert not file_names.carries_tag(location, hashlib.sha256(b"another key").hexdigest())
     assert not file_names.is_group_file(location)
@@ -33,16 +33,16 @@ def test_a_requests_file_carries_its_tag_and_no_other() -> None:
 
 def test_a_tag_of_any_spelling_is_carried() -> None:
     for tag in ("short", "not hex at all, but long enough to be cut", TAG.upper()):
-        location = metadata_file_location("s3://b/t", 1, file_names.attempt_part(tag))
+        location = metadata_file_location("s3://b/t", 1, file_names.attempt_part(tag), {})
         assert file_names.carries_tag(location, tag)
         assert MetastoreCatalog._parse_metadata_version(location) == 1
 
 
 def test_a_groups_file_is_known_by_its_name() -> None:
-    location = metadata_file_location("s3://b/t", 4, file_names.group_part())
+    location = metadata_file_location("s3://b/t", 4, file_names.group_part(), {})
     assert file_names.is_group_file(location)
     assert not file_names.carries_tag(location, TAG)
-    assert not file_names.is_group_file(metadata_file_location("s3://b/t", 4, file_names.attempt_part(None)))
+    assert not file_names.is_group_file(metadata_file_location("s3://b/t", 4, file_names.attempt_part(None), {}))
 
 
 def test_names_written_before_this_shape_are_still_recognised() -> None:
