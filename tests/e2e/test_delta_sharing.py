@@ -269,6 +269,17 @@ def test_a_share_without_history_serves_the_latest_version_only(server: RunningS
     assert bad.status_code == 400
 
 
+@pytest.mark.parametrize("body", [{"updates": ["ADD"]}, {"updates": [{"action": "ADD", "data_object": "x"}]},
+                                  {"updates": 5}, {"objects": ["main.lake.orders"]}])
+def test_share_updates_of_the_wrong_shape_are_refused(server: RunningServer, body: dict[str, Any]) -> None:
+    uc(server, "POST", "/shares", json={"name": "shapes"})
+    before = uc(server, "GET", "/shares/shapes").json()
+    answer = uc(server, "PATCH", "/shares/shapes", json=body)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error_code"] == "INVALID_PARAMETER_VALUE"
+    assert uc(server, "GET", "/shares/shapes").json() == before
+
+
 def test_iceberg_changes_cap_an_ending_version_past_the_latest(server: RunningServer,
                                                               provider: dict[str, Any]) -> None:
     table = "/shares/sales/schemas/lake/tables/events"

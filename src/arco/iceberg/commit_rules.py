@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
+from pyiceberg.exceptions import ValidationError as IcebergValidationError
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, TableMetadataV1
@@ -60,6 +61,7 @@ from pyiceberg.utils.datetime import datetime_to_millis
 
 from arco.catalog import locations
 from arco.iceberg.errors import BadRequest, CommitFailed, InvalidArgument
+from arco.iceberg.malformed import MALFORMED, describe
 from arco.storage.urls import BadLocation, normalize, within
 
 RESERVED_PROPERTY_PREFIX = "arco."
@@ -83,14 +85,6 @@ KNOWN_REQUIREMENT_TYPES = frozenset({
 })
 
 
-def _describe(error: ValidationError) -> str:
-    parts = []
-    for e in error.errors()[:5]:
-        where = ".".join(str(p) for p in e["loc"])
-        parts.append(f"{where}: {e['msg']}" if where else e["msg"])
-    return "; ".join(parts)
-
-
 def parse_updates(raw: Any) -> list[TableUpdate]:
     if not isinstance(raw, list) or not all(isinstance(u, dict) for u in raw):
         raise BadRequest("'updates' must be a list of objects")
@@ -108,22 +102,28 @@ def parse_updates(raw: Any) -> list[TableUpdate]:
             raise BadRequest("set-properties: property values must be strings")
     try:
         return _updates_adapter.validate_python(raw)
-    except ValidationError as exc:
-        raise BadRequest(f"invalid update: {_describe(exc)}") from None
+    except MALFORMED as exc:
+        raise BadRequest(f"invalid update: {describe(exc)}") from None
 
 
-def parse_requirements(raw: Any) -> list[TableRequirement]:
+def requirement_objects(raw: Any) -> list[dict[str, Any]]:
+    """A commit's ``requirements`` as the list of objects it must be (absent: none), before they are parsed."""
     if raw is None:
         return []
     if not isinstance(raw, list) or not all(isinstance(r, dict) for r in raw):
         raise BadRequest("'requirements' must be a list of objects")
+    return raw
+
+
+def parse_requirements(raw: Any) -> list[TableRequirement]:
+    raw = requirement_objects(raw)
     unknown = sorted({str(r.get("type")) for r in raw if r.get("type") not in KNOWN_REQUIREMENT_TYPES})
     if unknown:
         raise BadRequest(f"unknown requirement types: {', '.join(unknown)}")
     try:
         return _requirements_adapter.validate_python(raw)
-    except ValidationError as exc:
-        raise BadRequest(f"invalid requirement: {_describe(exc)}") from None
+    except MALFORMED as exc:
+        raise BadRequest(f"invalid requirement: {describe(exc)}") from None
 
 
 def check_reserved_properties(keys: Sequence[str]) -> None:
@@ -418,7 +418,7 @@ def apply_member_updates(running: TableMetadata, updates: Sequence[TableUpdate])
         return with_row_lineage(new), context.has_changes()
     except CommitFailedException as exc:
         raise CommitFailed(str(exc)) from None
-    except (ValueError, ValidationError) as exc:
+    except (ValueError, ValidationError, IcebergValidationError) as exc:
         raise BadRequest(f"cannot apply the updates: {exc}") from None
 
 
@@ -439,5 +439,5 @@ def apply_updates(base: TableMetadata | None, updates: Sequence[TableUpdate], ba
         return with_row_lineage(new)
     except CommitFailedException as exc:
         raise CommitFailed(str(exc)) from None
-    except (ValueError, ValidationError) as exc:
+    except (ValueError, ValidationError, IcebergValidationError) as exc:
         raise BadRequest(f"cannot apply the updates: {exc}") from None

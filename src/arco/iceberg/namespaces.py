@@ -57,7 +57,7 @@ class NamespaceService:
                           source: dict[str, Any] | None = None, tag: str | None = None) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise BadRequest("the request body must be a JSON object")
-        removals = body.get("removals") or []
+        removals = [] if body.get("removals") is None else body["removals"]
         updates = _check_properties(body.get("updates"))
         if not isinstance(removals, list) or not all(isinstance(k, str) for k in removals):
             raise BadRequest("'removals' must be a list of strings")

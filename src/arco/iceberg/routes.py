@@ -18,6 +18,7 @@ from arco.catalog.model import CatalogEntry
 from arco.catalog.names import check_name, check_namespace
 from arco.iceberg import errors, metrics
 from arco.iceberg.access import TableAccess, delegation_modes
+from arco.iceberg.commit_rules import requirement_objects
 from arco.iceberg.config import catalog_config
 from arco.iceberg.function_routes import function_routes
 from arco.iceberg.http import (
@@ -240,7 +241,7 @@ async def update_table(request: Request) -> Response:
     body = await json_body(request)
     if body.get("identifier") is not None and identifier(body["identifier"]) != (namespace, name):
         raise errors.BadRequest("the identifier in the body does not match the table in the path")
-    creates = any(isinstance(r, dict) and r.get("type") == "assert-create" for r in body.get("requirements") or [])
+    creates = any(r.get("type") == "assert-create" for r in requirement_objects(body.get("requirements")))
     if creates:
         await allow(request, "create_table", catalog, namespace)
     else:

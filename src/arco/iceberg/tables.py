@@ -24,7 +24,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata, new_table_metadata
@@ -48,6 +47,7 @@ from arco.iceberg.commit_rules import (
 )
 from arco.iceberg.errors import AlreadyExists, BadRequest, IcebergError, NoSuchTable
 from arco.iceberg.file_names import attempt_part
+from arco.iceberg.malformed import MALFORMED, describe
 from arco.iceberg.group_commit import Coalescer, GroupRecords
 from arco.iceberg.metadata_files import MetadataFiles, ViewFiles
 from arco.iceberg.paging import page
@@ -284,8 +284,8 @@ class TableService:
             fresh = keep_field_defaults(metadata.schemas[0], schema)
             check_field_defaults(fresh, metadata.format_version)
             metadata = metadata.model_copy(update={"schemas": [fresh]})
-        except (ValidationError, ValueError, TypeError, KeyError) as exc:
-            raise BadRequest(f"invalid table definition: {exc}") from None
+        except MALFORMED as exc:
+            raise BadRequest(f"invalid table definition: {describe(exc)}") from None
         return metadata, place
 
     def create(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any], principal: str,

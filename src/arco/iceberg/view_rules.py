@@ -29,6 +29,7 @@ from pyiceberg.view.metadata import ViewHistoryEntry, ViewMetadata, ViewVersion
 
 from arco.iceberg.commit_rules import check_reserved_properties
 from arco.iceberg.errors import BadRequest, CommitFailed, InvalidArgument
+from arco.iceberg.malformed import MALFORMED, describe
 
 LAST_ADDED = -1
 SUPPORTED_VIEW_FORMAT_VERSION = 1
@@ -60,20 +61,13 @@ class ViewRequirement:
 # -- parsing ---------------------------------------------------------------------------------------------------
 
 
-def _describe(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(p) for p in first.get("loc", ())) or "value"
-    return f"{where}: {first.get('msg', 'invalid')}"
-
-
 def parse_schema(raw: Any, what: str = "schema") -> Schema:
     if not isinstance(raw, dict):
         raise BadRequest(f"'{what}' must be an Iceberg schema object")
     try:
         return Schema.model_validate(raw)
-    except (ValidationError, ValueError, TypeError) as exc:
-        detail = _describe(exc) if isinstance(exc, ValidationError) else str(exc)
-        raise BadRequest(f"invalid {what}: {detail}") from None
+    except MALFORMED as exc:
+        raise BadRequest(f"invalid {what}: {describe(exc, limit=1)}") from None
 
 
 def parse_view_version(raw: Any) -> ViewVersion:
@@ -99,9 +93,8 @@ def parse_view_version(raw: Any) -> ViewVersion:
         raise BadRequest("'default-catalog' must be a string")
     try:
         version = ViewVersion.model_validate(raw)
-    except (ValidationError, ValueError, TypeError) as exc:
-        detail = _describe(exc) if isinstance(exc, ValidationError) else str(exc)
-        raise BadRequest(f"invalid view version: {detail}") from None
+    except MALFORMED as exc:
+        raise BadRequest(f"invalid view version: {describe(exc, limit=1)}") from None
     check_dialects(version)
     return version
 
@@ -383,7 +376,7 @@ class ViewBuilder:
                 "properties": self.properties,
             })
         except ValidationError as exc:
-            raise BadRequest(f"invalid view metadata: {_describe(exc)}") from None
+            raise BadRequest(f"invalid view metadata: {describe(exc, limit=1)}") from None
 
 
 def _version(metadata: ViewMetadata, version_id: int) -> ViewVersion | None:

@@ -79,12 +79,16 @@ def _share_fields(body: dict[str, Any], creating: bool, state: CatalogState, old
     now_ms = int(time.time() * 1000)
     objects = list(old.fields.get("objects", []))
     if body.get("objects") is not None:  # 2.0: the list given replaces the share's objects
-        if not isinstance(body["objects"], list):
-            raise invalid("objects must be a list")
+        if not isinstance(body["objects"], list) or not all(isinstance(o, dict) for o in body["objects"]):
+            raise invalid("objects must be a list of objects")
         kept = {o["name"]: o for o in objects}
         objects = [kept.get(str(o.get("name", "")).lower()) or _share_object(o, state, old.owner, caller, now_ms)
                    for o in body["objects"]]
-    for update in body.get("updates") or []:  # the current API: ADD / REMOVE / UPDATE actions
+    updates = body.get("updates") or []
+    if not isinstance(updates, list) or not all(isinstance(u, dict) and isinstance(u.get("data_object") or {}, dict)
+                                                for u in updates):
+        raise invalid("updates must be a list of objects, each with a data_object object")
+    for update in updates:  # the current API: ADD / REMOVE / UPDATE actions
         action = str(update.get("action", "")).upper()
         target = update.get("data_object") or {}
         name = str(target.get("name", "")).lower()
