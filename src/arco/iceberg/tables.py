@@ -47,8 +47,8 @@ from arco.iceberg.commit_rules import (
 )
 from arco.iceberg.errors import AlreadyExists, BadRequest, IcebergError, NoSuchTable
 from arco.iceberg.file_names import attempt_part
-from arco.iceberg.malformed import MALFORMED, describe
 from arco.iceberg.group_commit import Coalescer, GroupRecords
+from arco.iceberg.malformed import MALFORMED, describe
 from arco.iceberg.metadata_files import MetadataFiles, ViewFiles
 from arco.iceberg.paging import page
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
