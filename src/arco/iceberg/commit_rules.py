@@ -97,9 +97,9 @@ def parse_updates(raw: Any) -> list[TableUpdate]:
         raise BadRequest(f"unsupported update types: {', '.join(unsupported)} (table encryption is not supported)")
     for update in raw:
         # PyIceberg turns non-string property values into strings; the spec allows only strings.
-        if update.get("action") == "set-properties" and not all(
-                isinstance(v, str) for v in (update.get("updates") or {}).values()):
-            raise BadRequest("set-properties: property values must be strings")
+        if update.get("action") == "set-properties" and not (
+                isinstance(update.get("updates"), dict) and all(isinstance(v, str) for v in update["updates"].values())):
+            raise BadRequest("set-properties: 'updates' must be an object of string values")
     try:
         return _updates_adapter.validate_python(raw)
     except MALFORMED as exc:

@@ -2,7 +2,8 @@
 
 Pydantic reports a wrong shape as its ``ValidationError``, but PyIceberg's own validators also raise past it:
 their ``ValidationError`` (not pydantic's: ``"decimal(a,b)"``), ``KeyError`` (a list type without its element),
-``TypeError`` and ``ValueError`` (a transform such as ``bucket[x]``). Each is the client's mistake, answered 400,
+``AttributeError`` (a null where a validator expects an object), ``TypeError`` and ``ValueError`` (a transform
+such as ``bucket[x]``). Each is the client's mistake, answered 400,
 so every parse of client JSON into a PyIceberg model catches :data:`MALFORMED`, not a subset of it.
 """
 
@@ -15,7 +16,7 @@ from pyiceberg.exceptions import ValidationError as IcebergValidationError
 _JSON_NAMES = {"element_type": "element", "key_type": "key", "value_type": "value"}
 
 MALFORMED: tuple[type[Exception], ...] = (ValidationError, IcebergValidationError, ValueError, TypeError, KeyError,
-                                          IndexError)
+                                          IndexError, AttributeError)
 
 
 def describe(error: Exception, limit: int = 5) -> str:

@@ -86,6 +86,8 @@ def test_unknown_update_and_requirement_types_are_listed(client: httpx.Client) -
     {"action": "remove-properties", "removals": ["arco.quality"]},
     {"action": "add-schema"},
     {"action": "set-properties", "updates": {"k": 5}},
+    {"action": "set-properties", "updates": 5},
+    {"action": "set-properties", "updates": None},
     {"action": "add-encryption-key", "key": {"key-id": "k"}},
 ])
 def test_guardrails_and_invalid_updates(client: httpx.Client, update: dict) -> None:
