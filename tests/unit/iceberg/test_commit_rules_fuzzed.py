@@ -43,7 +43,8 @@ FIELD_NAMES = ["schema", "fields", "type", "id", "name", "required", "element", 
                "null-order", "snapshot", "snapshot-id", "parent-snapshot-id", "sequence-number", "timestamp-ms",
                "manifest-list", "summary", "operation", "ref-name", "updates", "removals", "location",
                "format-version", "snapshot-ids", "spec-ids", "schema-ids", "statistics", "max-ref-age-ms",
-               "initial-default", "write-default", "doc", "identifier-field-ids", "sort-order-id"]
+               "initial-default", "write-default", "doc", "identifier-field-ids", "sort-order-id", "view-version",
+               "view-version-id", "version-id", "uuid", "representations", "default-namespace", "sql", "dialect"]
 json_values = st.recursive(scalars, lambda inner: st.one_of(
     st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(FIELD_NAMES), inner, max_size=5)), max_leaves=12)
 fields = st.dictionaries(st.sampled_from(FIELD_NAMES), json_values, max_size=5)
@@ -75,13 +76,25 @@ def test_generated_commits_end_in_metadata_or_an_iceberg_error(raw_updates: list
         pass
 
 
+VERSION = {"version-id": 1, "schema-id": 0, "timestamp-ms": 1, "summary": {}, "default-namespace": ["db"],
+           "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}]}
+VIEW = view_rules.new_view_metadata("0c3c1f3e-6a8e-4c0b-9d55-5a1f0c9b7c11", "file:///wh/v", view_rules.parse_create(
+    {"name": "v", "schema": SCHEMA, "view-version": VERSION}), 1)
+view_update = st.builds(lambda action, rest: {**rest, "action": action},
+                        st.sampled_from(sorted(view_rules.VIEW_UPDATE_ACTIONS)), fields)
+
+
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@given(fields, fields)
-def test_generated_view_schemas_and_versions_end_in_a_model_or_an_iceberg_error(schema: dict[str, Any],
-                                                                               version: dict[str, Any]) -> None:
-    for parse, raw in ((view_rules.parse_schema, {**schema, "type": "struct"}),
-                       (view_rules.parse_view_version, version)):
+@given(fields, fields, st.lists(view_update, min_size=1, max_size=3))
+def test_generated_view_creates_and_updates_end_in_a_view_or_an_iceberg_error(
+        schema: dict[str, Any], version: dict[str, Any], raw_updates: list[dict[str, Any]]) -> None:
+    for body in ({"name": "v", "schema": {**schema, "type": "struct"}, "view-version": VERSION},
+                 {"name": "v", "schema": SCHEMA, "view-version": version}):
         try:
-            parse(raw)
+            view_rules.new_view_metadata(VIEW.view_uuid, "file:///wh/v", view_rules.parse_create(body), 1)
         except IcebergError:
             pass
+    try:
+        view_rules.apply_updates(VIEW, view_rules.parse_updates(raw_updates), 2)
+    except IcebergError:
+        pass
