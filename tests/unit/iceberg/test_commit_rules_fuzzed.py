@@ -2,9 +2,10 @@
 
 What a client sends passes through parse_updates, the guardrails, the requirements and the appliers
 (commit_rules), and a view's create or updates through view_rules; whatever PyIceberg raises underneath must come
-out as one of Arco's Iceberg errors (400, 409), never as another exception, which the server could only answer 500. The inputs are updates of every known action
-with fields drawn from the names those actions use and values of every JSON shape, biased towards the strings
-that reach PyIceberg's own parsers (type names, transforms, sort directions).
+out as one of Arco's Iceberg errors (400, 409), never as another exception, which the server could only answer
+500. The inputs are updates of every known action with fields drawn from the names those actions use and values
+of every JSON shape, biased towards the strings that reach PyIceberg's own parsers (type names, transforms, sort
+directions).
 """
 
 from __future__ import annotations
