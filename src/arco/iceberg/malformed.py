@@ -3,8 +3,8 @@
 Pydantic reports a wrong shape as its ``ValidationError``, but PyIceberg's own validators also raise past it:
 their ``ValidationError`` (not pydantic's: ``"decimal(a,b)"``), ``KeyError`` (a list type without its element),
 ``AttributeError`` (a null where a validator expects an object), ``TypeError`` and ``ValueError`` (a transform
-such as ``bucket[x]``). Each is the client's mistake, answered 400,
-so every parse of client JSON into a PyIceberg model catches :data:`MALFORMED`, not a subset of it.
+such as ``bucket[x]``). Each is the client's mistake, answered 400, so every parse of client JSON into a PyIceberg
+model catches :data:`MALFORMED`, not a subset of it.
 """
 
 from __future__ import annotations

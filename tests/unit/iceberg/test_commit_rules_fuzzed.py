@@ -49,10 +49,15 @@ FIELD_NAMES = ["schema", "fields", "type", "id", "name", "required", "element", 
 json_values = st.recursive(scalars, lambda inner: st.one_of(
     st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(FIELD_NAMES), inner, max_size=5)), max_leaves=12)
 fields = st.dictionaries(st.sampled_from(FIELD_NAMES), json_values, max_size=5)
-update = st.builds(lambda action, rest: {**rest, "action": action},
-                   st.sampled_from(sorted(rules.KNOWN_UPDATE_ACTIONS)), fields)
-requirement = st.builds(lambda kind, rest: {**rest, "type": kind},
-                        st.sampled_from(sorted(rules.KNOWN_REQUIREMENT_TYPES)), fields)
+
+
+def objects_of(key: str, kinds: frozenset[str]) -> st.SearchStrategy[dict[str, Any]]:
+    """Objects whose ``key`` ("action", "type") is one of ``kinds``, with generated fields beside it."""
+    return st.builds(lambda kind, rest: {**rest, key: kind}, st.sampled_from(sorted(kinds)), fields)
+
+
+update = objects_of("action", rules.KNOWN_UPDATE_ACTIONS)
+requirement = objects_of("type", rules.KNOWN_REQUIREMENT_TYPES)
 
 
 def commit(raw_updates: list[dict[str, Any]], raw_requirements: list[dict[str, Any]]) -> None:
@@ -81,8 +86,7 @@ VERSION = {"version-id": 1, "schema-id": 0, "timestamp-ms": 1, "summary": {}, "d
            "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}]}
 VIEW = view_rules.new_view_metadata("0c3c1f3e-6a8e-4c0b-9d55-5a1f0c9b7c11", "file:///wh/v", view_rules.parse_create(
     {"name": "v", "schema": SCHEMA, "view-version": VERSION}), 1)
-view_update = st.builds(lambda action, rest: {**rest, "action": action},
-                        st.sampled_from(sorted(view_rules.VIEW_UPDATE_ACTIONS)), fields)
+view_update = objects_of("action", view_rules.VIEW_UPDATE_ACTIONS)
 
 
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
