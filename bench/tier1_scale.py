@@ -18,10 +18,13 @@ only the real ones are loaded. Then, through new servers:
   concurrent     creates/s (REST POST) from 1, 4 and 16 client processes each in its own namespace, and from 4 and
                  16 in one namespace, through the first server, then again through a server with a worker process
                  per core (--workers; servers are the unit of scale, and one interpreter saturates one core):
-                 ratios to one client's rate through the same server (goal: own namespaces scale with clients;
-                 one namespace never below one client), and the server's CPU time over each run's duration
+                 the five runs take turns, --cycles times, each run's rate compared with the one-client run of
+                 its own cycle (the local disk's speed drifts from minute to minute); medians of the rates and
+                 of those ratios (goal: own namespaces scale with clients; one namespace never below one
+                 client), and the server's CPU time over each run's duration
 
-    .venv/bin/python bench/tier1_scale.py [--tables 1000000] [--namespaces 1000] [--creates 30] [--seconds 5]
+    .venv/bin/python bench/tier1_scale.py [--tables 1000000] [--namespaces 1000] [--creates 30] [--seconds 3]
+                                          [--cycles 3] [--workers N]
     .venv/bin/python bench/tier1_scale.py --small     # 20,000 tables in 100 namespaces, to try it quickly
 """
 
@@ -268,7 +271,7 @@ class Figure:
 
 
 def measure(big: Path, empty: Path, workdir: Path, prefix_path: str, namespaces: int, listed_count: int,
-            creates: int, seconds: float, workers: int) -> list[Figure]:
+            creates: int, seconds: float, workers: int, cycles: int) -> list[Figure]:
     print("a new server's first request: GET of a real table ...", flush=True)
     get_first = first_get(big, workdir, prefix_path)
 
@@ -300,14 +303,15 @@ def measure(big: Path, empty: Path, workdir: Path, prefix_path: str, namespaces:
                 "empty": lambda i: empty_catalog.create_table((ns_name(0), f"new{i + WARMUP}"), SCHEMA),
             }, creates)
 
-        rates = {1: concurrent_rates(prefix, namespaces, seconds, pid)}
+        rates = {1: concurrent_rates(prefix, namespaces, seconds, pid, cycles)}
         rss_end = rss_mb(pid)
     finally:
         stop(server.process)
     if workers > 1:
         # Servers are the unit of scale: the same runs through one server with a worker process per core.
         with arco_server(big, workdir, admin_token=TOKEN, extra_args=("--workers", str(workers))) as pool:
-            rates[workers] = concurrent_rates(f"{pool.base_url}{prefix_path}", namespaces, seconds, pool.process.pid)
+            rates[workers] = concurrent_rates(f"{pool.base_url}{prefix_path}", namespaces, seconds, pool.process.pid,
+                                              cycles)
 
     figures = [
         Figure("new server: process start to /health", f"{to_health:.2f} s"),
@@ -343,28 +347,35 @@ CONCURRENT_RUNS = (("1 client", 1, False), ("4 clients, own namespaces", 4, Fals
                    ("16 clients, one namespace", 16, True))
 
 
-def concurrent_rates(prefix: str, namespaces: int, seconds: float, server_pid: int) -> dict[str, Rate]:
-    """Creates/s of each of :data:`CONCURRENT_RUNS` through the server at ``prefix``."""
+def concurrent_rates(prefix: str, namespaces: int, seconds: float, server_pid: int,
+                     cycles: int) -> dict[str, list[Rate]]:
+    """Creates/s of each of :data:`CONCURRENT_RUNS` through the server at ``prefix``, ``cycles`` times in turn.
+
+    A disk shared with other machines drifts by tens of percent from one minute to the next: so the runs take
+    turns (1, 4, 16, 4, 16 clients, then again), and each is compared with the one-client run of its own cycle."""
     own = [ns_name(REAL_TABLES + (namespaces - 1 - REAL_TABLES) * k // 16) for k in range(16)]
     shared = ns_name(namespaces - 1)
-    rates: dict[str, Rate] = {}
-    for label, clients, one_namespace in CONCURRENT_RUNS:
-        print(f"concurrent creates: {label}, {seconds:.0f} s ...", flush=True)
-        rates[label] = create_rate(prefix, [shared] * clients if one_namespace else own[:clients], seconds,
-                                   server_pid)
+    rates: dict[str, list[Rate]] = {label: [] for label, _, _ in CONCURRENT_RUNS}
+    for cycle in range(cycles):
+        for label, clients, one_namespace in CONCURRENT_RUNS:
+            print(f"concurrent creates, cycle {cycle + 1} of {cycles}: {label}, {seconds:.0f} s ...", flush=True)
+            rates[label].append(create_rate(prefix, [shared] * clients if one_namespace else own[:clients], seconds,
+                                            server_pid))
     return rates
 
 
-def rate_figures(rates: dict[str, Rate], server: str) -> list[Figure]:
-    """Each run's rate and its ratio to one client's through the same server."""
+def rate_figures(rates: dict[str, list[Rate]], server: str) -> list[Figure]:
+    """Each configuration's median rate, and the median over the cycles of its ratio to that cycle's one client."""
     figures: list[Figure] = []
-    one = rates["1 client"].per_s
+    ones = [rate.per_s for rate in rates["1 client"]]
     previous = 1.0
-    for label, rate in rates.items():
-        ratio = rate.per_s / one
-        value = f"{rate.per_s:.1f}/s" if label == "1 client" else f"{rate.per_s:.1f}/s = {ratio:.2f}x"
-        if rate.failed:
-            value += f", {rate.failed} failed"
+    for label, runs in rates.items():
+        per_s = statistics.median(rate.per_s for rate in runs)
+        ratio = statistics.median(rate.per_s / one for rate, one in zip(runs, ones, strict=True))
+        value = f"{per_s:.1f}/s" if label == "1 client" else f"{per_s:.1f}/s, {ratio:.2f}x"
+        failed = sum(rate.failed for rate in runs)
+        if failed:
+            value += f", {failed} failed"
         name = f"creates/s, {server}, {label}"
         if label == "1 client":
             figures.append(Figure(name, value))
@@ -373,7 +384,8 @@ def rate_figures(rates: dict[str, Rate], server: str) -> list[Figure]:
             previous = ratio
         else:
             figures.append(Figure(name, value, ">= 1.00x", ratio >= 1.0))
-    figures += [Figure(f"  server CPU, {label}", f"{rate.server_cores:.2f} cores") for label, rate in rates.items()]
+    figures += [Figure(f"  server CPU, {label}", f"{statistics.median(r.server_cores for r in runs):.2f} cores")
+                for label, runs in rates.items()]
     return figures
 
 
@@ -382,7 +394,8 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=1_000_000)
     parser.add_argument("--namespaces", type=int, default=1000)
     parser.add_argument("--creates", type=int, default=30, help="measured creates per warehouse")
-    parser.add_argument("--seconds", type=float, default=5.0, help="per concurrent-create run")
+    parser.add_argument("--seconds", type=float, default=3.0, help="per concurrent-create run")
+    parser.add_argument("--cycles", type=int, default=3, help="concurrent-create runs of each kind, taking turns")
     parser.add_argument("--small", action="store_true", help="20,000 tables in 100 namespaces")
     parser.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1),
                         help="the concurrent creates again through a server with this many worker processes "
@@ -404,7 +417,7 @@ def main() -> None:
         per_namespace, extra = divmod(args.tables, args.namespaces)
         listed_count = min(1000, per_namespace + (args.namespaces // 2 < extra))  # the listed namespace's page
         figures = measure(big, empty, workdir, prefix_path, args.namespaces, listed_count, args.creates,
-                          args.seconds, args.workers)
+                          args.seconds, args.workers, args.cycles)
     print(f"\nTier 1 at {args.tables:,} tables in {args.namespaces:,} namespaces (local directory, built in "
           f"{built:.0f} s), through arco serve")
     print(f"  {'figure':<44} {'value':>22}   {'goal':<24}")
