@@ -270,7 +270,10 @@ def test_a_share_without_history_serves_the_latest_version_only(server: RunningS
 
 
 @pytest.mark.parametrize("body", [{"updates": ["ADD"]}, {"updates": [{"action": "ADD", "data_object": "x"}]},
-                                  {"updates": 5}, {"objects": ["main.lake.orders"]}])
+                                  {"updates": 5}, {"updates": 0}, {"updates": ""}, {"updates": False},
+                                  {"updates": [{"action": "ADD", "data_object": 0}]},
+                                  {"updates": [{"action": "ADD", "data_object": False}]},
+                                  {"objects": ["main.lake.orders"]}])
 def test_share_updates_of_the_wrong_shape_are_refused(server: RunningServer, body: dict[str, Any]) -> None:
     uc(server, "POST", "/shares", json={"name": "shapes"})
     before = uc(server, "GET", "/shares/shapes").json()

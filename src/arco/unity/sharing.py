@@ -84,13 +84,16 @@ def _share_fields(body: dict[str, Any], creating: bool, state: CatalogState, old
         kept = {o["name"]: o for o in objects}
         objects = [kept.get(str(o.get("name", "")).lower()) or _share_object(o, state, old.owner, caller, now_ms)
                    for o in body["objects"]]
-    updates = body.get("updates") or []
-    if not isinstance(updates, list) or not all(isinstance(u, dict) and isinstance(u.get("data_object") or {}, dict)
-                                                for u in updates):
+    updates = body.get("updates")
+    if updates is None:
+        updates = []
+    # Only null is absent: 0, "" or false where a list or an object belongs is a malformed request, not an empty one.
+    if not isinstance(updates, list) or not all(
+            isinstance(u, dict) and isinstance(_or_empty(u.get("data_object")), dict) for u in updates):
         raise invalid("updates must be a list of objects, each with a data_object object")
     for update in updates:  # the current API: ADD / REMOVE / UPDATE actions
         action = str(update.get("action", "")).upper()
-        target = update.get("data_object") or {}
+        target = _or_empty(update.get("data_object"))
         name = str(target.get("name", "")).lower()
         if action == "ADD":
             if any(o["name"] == name for o in objects):
@@ -107,6 +110,10 @@ def _share_fields(body: dict[str, Any], creating: bool, state: CatalogState, old
     if len(set(names)) != len(names):
         raise invalid("shared_as names must be unique within a share")
     return {"objects": objects}
+
+
+def _or_empty(value: Any) -> Any:
+    return {} if value is None else value
 
 
 def _render_share(entry: SecurableEntry) -> dict[str, Any]:
