@@ -25,6 +25,7 @@ import re
 from urllib.parse import unquote, urlsplit
 
 MAX_URL_CHARS = 4096
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # one search in C: a test per character made normalize 3x slower
 _AZURE_CONTAINER = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{1,62}")
 SCHEME_ALIASES = {"s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gs", "az": "az", "abfs": "abfss", "abfss": "abfss",
                   "wasb": "abfss", "wasbs": "abfss", "file": "file", "memory": "memory"}
@@ -40,7 +41,7 @@ def normalize(raw: object) -> str:
         raise BadLocation("a location must be a non-empty storage URL such as s3://bucket/path or file:///path")
     if len(raw) > MAX_URL_CHARS:
         raise BadLocation(f"a location may be at most {MAX_URL_CHARS} characters long")
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in raw):
+    if _CONTROL.search(raw):
         raise BadLocation("a location must not contain control characters")
     if "\\" in raw:
         raise BadLocation("a location must not contain backslashes; use '/' between path segments")
@@ -71,7 +72,7 @@ def _canonical_path(raw_path: str) -> str:
     decoded = unquote(raw_path, errors="strict")
     if "%" in decoded:
         raise BadLocation("a location must not be percent-encoded twice (a '%' remains after decoding)")
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in decoded) or "\\" in decoded:
+    if _CONTROL.search(decoded) or "\\" in decoded:
         raise BadLocation("a location must not contain control characters or backslashes, encoded or not")
     segments = [s for s in decoded.split("/") if s not in ("", ".")]
     if ".." in segments:

@@ -31,6 +31,7 @@ def test_spellings_of_one_place_are_one_canonical_url(given: str, canonical: str
     "", "   ", None, 42, "relative/path", "warehouse", "../etc", "/data/wh/../../etc",
     "s3://b/a%2F..%2Fother", "s3://b/a/%2e%2e/x", "s3://b/%252e%252e/x",  # '..' encoded once, then twice
     "file:///data/wh/t\x00", "file:///data/wh/t%00", "s3://b/k\n", "file:///c:\\windows",
+    "s3://b/k\x7f", "s3://b/k%7F", "s3://b/k%1f/x", "s3://b/\x1fk",  # DEL and the last control character
     "http://example.com/x", "ftp://h/x", "s3://", "s3:///key", "s3://user@bucket/k", "s3://bucket:9000/k",
     "file://otherhost/etc", "s3://b/k?versionId=1", "s3://b/k#frag", "abfss://acct.dfs.core.windows.net/p",
     "s3://b/" + "x" * 5000,
