@@ -9,8 +9,9 @@ Writers call :meth:`CatalogStore.execute` with a function that builds the operat
 may raise a catalog error: the name exists, the namespace is missing). The operation is checked against that
 state and appended at the next log position; if another process took the position first, the writer catches up
 and builds again, so the operation is always validated against the state it lands on. Once appended, the
-operation's receipt is written for the pipeline (best effort; the reconciler backfills it from the log). The
-names of what the operation is about go into the log entry too (``audit``, :mod:`arco.catalog.audit`).
+operation's receipt is written for the pipeline, after the request's answer (best effort, as
+:mod:`arco.events.after_answer` says; the reconciler backfills it from the log). The names of what the
+operation is about go into the log entry too (``audit``, :mod:`arco.catalog.audit`).
 
 Within one request, the freshness check is made once (:meth:`CatalogStore.fresh_as_of`): authentication, the
 catalog lookup, the grant checks and the service all need a view at least as new as the request's arrival, and a
@@ -25,6 +26,7 @@ retry finds out whether the operation landed with :meth:`CatalogStore.find_reque
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -47,6 +49,7 @@ from arco.catalog.snapshots import SnapshotFiles
 from arco.catalog.state import CatalogState, Operation
 from arco.catalog.system import check_writable
 from arco.catalog.table_index import MAX_LOADED_TABLES
+from arco.events import after_answer
 from arco.events.receipts import catalog_event, catalog_receipt_key, write_receipt
 from arco.inline import WouldWait, is_inline, refuse_to_wait
 from arco.storage.backoff import backoff_delay
@@ -319,10 +322,12 @@ class CatalogStore:
                     self._catch_up()
                 prepared = self._snapshot_to_store()
         # Past the commit point, and outside the locks, so that this process's other requests go on meanwhile: the
-        # snapshot only speeds up catch-up, the receipt is backfilled by the reconciler should it be lost.
+        # snapshot only speeds up catch-up. The receipt waits for the answer (in a server; at once elsewhere): it
+        # is backfilled by the reconciler should it be lost, and the change's latency need not include it.
         if prepared is not None:
             self._store_snapshot(prepared)
-        write_receipt(self.storage, catalog_receipt_key(seq, op["at_ms"]), catalog_event(seq, op))
+        after_answer.write_later(functools.partial(write_receipt, self.storage, catalog_receipt_key(seq, op["at_ms"]),
+                                                   catalog_event(seq, op)))
         return {**op, "seq": seq}
 
     def _append(self, build: Callable[[CatalogState], Operation], principal: str, request: str | None,

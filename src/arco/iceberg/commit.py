@@ -32,10 +32,8 @@ table instead (:mod:`arco.iceberg.staged_create`); several tables at once go thr
 from __future__ import annotations
 
 import functools
-import logging
 import time
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +45,7 @@ from arco.auth.principals import Principal
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.events import after_answer
 from arco.events.receipts import iceberg_receipt, write_iceberg_receipt, write_receipt
-from arco.iceberg import commit_rules, staged_create
+from arco.iceberg import commit_rules, side_writes, staged_create
 from arco.iceberg.errors import BadRequest, CommitFailed, NoSuchTable
 from arco.iceberg.file_names import attempt_part, carries_tag, group_part, is_group_file
 from arco.iceberg.group_commit import GroupMember, GroupRecord, Pending
@@ -60,7 +58,6 @@ from arco.iceberg.tables import (
 from arco.storage.backoff import backoff_delay
 from arco.storage.base import StorageError
 
-log = logging.getLogger(__name__)
 # A batch tries longer than a transaction: its tries back off with jitter (arco.iceberg.group_commit), so they
 # cost little, and a hot table served by several servers loses races as a matter of course; a server whose tries
 # are slower (it parses each base the other server wrote, where the winner has its own cached) can lose many in a
@@ -231,7 +228,7 @@ def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> 
         check = None
         if unconfirmed:  # step 1's catalog check, beside the metadata file's write
             since = max(p.item.unconfirmed_since for p in unconfirmed)  # type: ignore[type-var]
-            check = _SIDE_WRITES.submit(tables.store.ensure_fresh, since)
+            check = side_writes.SIDE.submit(tables.store.ensure_fresh, since)
         receipt = None
         try:
             try:
@@ -260,7 +257,7 @@ def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> 
                                    tried.accepted[-1].item.source)
             swapped = tables.pointers.swap(current.version, proposed).ok  # step 9, the commit point
         finally:
-            _receipt_done(receipt)  # after the CAS, or on whatever way this try ends: none outlives its request
+            side_writes.settle(receipt)  # after the CAS, or on whatever way this try ends: none outlives its request
         if swapped:
             tried.deliver()
             return
@@ -336,17 +333,14 @@ def plan_attempt(waiting: list[Pending[CommitRequest]], base: TableMetadata, bas
 
 def write_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> Future[object] | None:
     """Step 7 (the metadata file) and, at the same time, for a group its record (which recovery and the reconciler
-    need: both are written when this returns), else step 8, the pending receipt, whose write is returned running.
-
-    The receipt is the record of an attempt, best effort (the compactor ignores it): the CAS does not wait for it,
-    which would cost the commit the tail of a second write and a thread's wake-up (0.3-0.4 ms on SeaweedFS, by
-    a timeline of the storage calls); :func:`_receipt_done` waits for it after the CAS."""
+    need: both are written when this returns), else step 8, the pending receipt, whose write is returned running
+    (:mod:`arco.iceberg.side_writes`: the CAS does not wait for it; :func:`side_writes.settle` does, after it)."""
     metadata = tried.metadata
     assert metadata is not None
     if tried.grouped:
         record = GroupRecord(table_uuid, tried.location, tried.base_location,
                              [pending.item.member() for pending in tried.accepted])
-        _at_once(lambda: tables.files.write(tried.location, metadata), lambda: tables.groups.write(record))
+        side_writes.at_once(lambda: tables.files.write(tried.location, metadata), lambda: tables.groups.write(record))
         return None
     request = tried.accepted[0].item
     # Built here, so the side thread only writes: building it there would hold the interpreter while this thread
@@ -354,41 +348,13 @@ def write_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> Futu
     key, event = iceberg_receipt("pending", table_uuid=table_uuid, metadata_location=tried.location,
                                  metadata=metadata, previous_metadata_location=tried.base_location,
                                  source=request.source, identifier=request.identifier)
-    receipt = _SIDE_WRITES.submit(write_receipt, tables.storage, key, event)
+    receipt = side_writes.SIDE.submit(write_receipt, tables.storage, key, event)
     try:
         tables.files.write(tried.location, metadata)
     except BaseException:
-        _receipt_done(receipt)
+        side_writes.settle(receipt)
         raise
     return receipt
-
-
-def _receipt_done(receipt: Future[object] | None) -> None:
-    """Wait for a pending receipt after the CAS, or once its attempt has failed. It never fails the commit
-    (:func:`write_receipt` reports storage errors itself; anything else is logged here); only the death of the
-    process passes (the fault tests' crash)."""
-    if receipt is None:
-        return
-    try:
-        receipt.result()
-    except Exception:  # noqa: BLE001 - best effort, and the commit's outcome is already decided
-        log.exception("the pending receipt of a commit was not written")
-
-
-# One slot per table committing at once (a server has one leader per hot table); threads start on demand.
-_SIDE_WRITES = ThreadPoolExecutor(max_workers=32, thread_name_prefix="arco-commit-side")
-
-
-def _at_once(first: Callable[[], object], second: Callable[[], object]) -> None:
-    """Run two independent writes concurrently; return once both are done (also when the first fails), raising the
-    first failure."""
-    future = _SIDE_WRITES.submit(second)
-    try:
-        first()
-    except BaseException:
-        wait([future])
-        raise
-    future.result()
 
 
 def discard_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> None:

@@ -38,7 +38,8 @@ from arco.catalog.names import check_name
 from arco.catalog.state import CatalogState, dotted
 from arco.catalog.store import CatalogStore
 from arco.events import after_answer
-from arco.events.receipts import write_iceberg_receipt
+from arco.events.receipts import iceberg_receipt, write_iceberg_receipt, write_receipt
+from arco.iceberg import side_writes
 from arco.iceberg.commit_rules import (
     check_field_defaults,
     check_reserved_properties,
@@ -311,17 +312,27 @@ class TableService:
                      write_metadata: bool = True, tag: str | None = None) -> None:
         """Write the metadata file (unless it exists already), the pointer, then the Tier 1 entry (tagged with
         ``tag``, the commit point), with the table's first receipts around them. ``place`` decides, inside the
-        Tier 1 operation, where the table lives and whether Arco manages its storage."""
+        Tier 1 operation, where the table lives and whether Arco manages its storage.
+
+        The pending receipt is written beside the metadata file and the pointer (:mod:`arco.iceberg.side_writes`),
+        and waited for before the Tier 1 entry, so it still precedes the commit point; the committed receipts (the
+        table's and the catalog's) are written after the answer. So a create without an Idempotency-Key waits for
+        three writes in a row."""
         table_uuid = str(metadata.table_uuid)
-        if write_metadata:
-            self.files.write(location, metadata)
         identity = {"catalog": catalog.name, "namespace": list(namespace), "name": name}
         receipt = {"table_uuid": table_uuid, "metadata_location": location, "metadata": metadata,
                    "previous_metadata_location": None, "source": source, "identifier": identity}
-        write_iceberg_receipt(self.storage, "pending", **receipt)
-        pointer = pointer_for(table_uuid, location, metadata, None, source)
-        if not self.pointers.create_or_revive(pointer):  # a dropped table's files may be registered again
-            raise AlreadyExists(f"a table with uuid {table_uuid} already exists")
+        # Built here, so the side thread only writes (building it there would hold the interpreter meanwhile).
+        key, event = iceberg_receipt("pending", **receipt)
+        pending = side_writes.SIDE.submit(write_receipt, self.storage, key, event)
+        try:
+            if write_metadata:
+                self.files.write(location, metadata)
+            pointer = pointer_for(table_uuid, location, metadata, None, source)
+            if not self.pointers.create_or_revive(pointer):  # a dropped table's files may be registered again
+                raise AlreadyExists(f"a table with uuid {table_uuid} already exists")
+        finally:
+            side_writes.settle(pending)
 
         def build(state: CatalogState) -> dict[str, Any]:
             refuse_taken(state, catalog.id, namespace, name, "table")

@@ -43,7 +43,7 @@ from arco.iceberg.group_commit import GROUPS
 from arco.iceberg.mutations import Caller
 from arco.iceberg.pointer import POINTERS, read_window
 from arco.storage.base import StorageUnavailable
-from support.iceberg_harness import Harness
+from support.iceberg_harness import SCHEMA, Harness
 from support.rounds import Slowed
 
 SOURCE = {"kind": "iceberg_rest", "client_info": "test", "principal": "admin"}
@@ -59,6 +59,8 @@ def kind_of(key: str) -> str:
         return "pending receipt"
     if "/iceberg/committed/" in key:
         return "committed receipt"
+    if "/catalog/committed/" in key:
+        return "catalog receipt"
     if key.startswith(f"{GROUPS}/"):
         return "group record"
     if key.endswith(".metadata.json"):
@@ -351,3 +353,39 @@ def test_a_window_never_hides_a_table_made_on_another_server(warm: Harness) -> N
     warm.reopen().create_table("made_elsewhere")
     with CatalogStore.fresh_as_of(window_s=60.0), read_window(60.0):
         assert warm.tables.load(warm.catalog, ("db",), "made_elsewhere").entry.name == "made_elsewhere"
+
+
+
+
+def write_rounds(slow: Slowed, kinds: set[str]) -> list[list[str]]:
+    """The puts of these kinds in sequential rounds: each round's puts started after every put of the previous
+    round had ended (a put that overlaps a round joins it)."""
+    puts = sorted((start, end, kind_of(key)) for (start, end), (_, op, key) in
+                  zip(slow.intervals, slow.started, strict=True) if op == "put" and kind_of(key) in kinds)
+    rounds: list[list[str]] = []
+    round_end = float("-inf")
+    for start, end, kind in puts:
+        if rounds and start < round_end:
+            rounds[-1].append(kind)
+            round_end = max(round_end, end)
+        else:
+            rounds.append([kind])
+            round_end = end
+    return rounds
+
+
+def test_a_create_waits_for_three_sequential_writes(warm: Harness) -> None:
+    """Without an Idempotency-Key: the metadata file (the pending receipt started beside it), the pointer, the
+    Tier 1 entry. The committed receipts, the table's and the catalog's, are written after the answer: still in
+    flight when the call returns."""
+    with slowed(warm) as slow:
+        warm.mutations().create_table(warm.catalog, ("db",), {"name": "u", "schema": SCHEMA}, Caller("admin", SOURCE))
+        answered = time.monotonic()
+        assert after_answer.drain(10)
+    waited = {"metadata file", "pending receipt", "pointer", "tier 1"}
+    assert [sorted(r) for r in write_rounds(slow, waited)] == [["metadata file", "pending receipt"], ["pointer"],
+                                                               ["tier 1"]]
+    receipts = [(end, kind_of(key)) for (_, end), (_, op, key) in zip(slow.intervals, slow.started, strict=True)
+                if op == "put" and kind_of(key) in ("committed receipt", "catalog receipt")]
+    assert sorted(kind for _, kind in receipts) == ["catalog receipt", "committed receipt"]
+    assert all(end > answered for end, _ in receipts)

@@ -1,6 +1,7 @@
 """Over HTTP, a commit's answer does not wait for its committed receipt (seed step 10, best effort), which is
-written once the answer has been sent; a server that stops (the in-process one, or the application's lifespan
-shutdown that ``arco serve`` runs on SIGTERM) writes what it queued first."""
+written once the answer has been sent, nor does a catalog change's answer wait for its catalog receipt; a server
+that stops (the in-process one, or the application's lifespan shutdown that ``arco serve`` runs on SIGTERM)
+writes what it queued first."""
 
 from __future__ import annotations
 
@@ -33,10 +34,11 @@ TABLE = "/iceberg/v1/main/namespaces/db/tables/t"
 
 
 class HeldReceipts(LocalBackend):
-    """A local warehouse whose committed-receipt writes wait until the test lets them go."""
+    """A local warehouse whose committed-receipt writes (those under ``held``) wait until the test lets them go."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, held: str = "/iceberg/committed/") -> None:
         super().__init__(root)
+        self.held = held
         self.release = threading.Event()
         self.release.set()
         self.waiting = threading.Event()
@@ -44,7 +46,7 @@ class HeldReceipts(LocalBackend):
         self.receipt_threads: list[str] = []
 
     def put(self, key: str, data: bytes, precondition: Precondition = None) -> WriteResult:
-        if "/iceberg/committed/" in key and not self.release.is_set():
+        if self.held in key and not self.release.is_set():
             self.waiting.set()
             assert self.release.wait(30)
         written = super().put(key, data, precondition)
@@ -145,3 +147,22 @@ def test_with_the_queue_full_a_request_writes_its_receipt_off_the_event_loop(
     # Neither the queue's threads nor the server's event loop (which runs on the thread the server is named by).
     assert not thread.startswith("arco-after-answer") and thread != "after-answer-test"
     assert any(r["metadata_location"] == answer.json()["metadata-location"] for r in committed_receipts(storage))
+
+
+def test_a_catalog_change_is_answered_before_its_catalog_receipt_is_written(tmp_path: Path) -> None:
+    """A namespace's and a table's creation (Tier 1 changes) are answered while their catalog receipts' writes are
+    held; the receipts land once let go, one per log entry."""
+    storage = HeldReceipts(tmp_path / "wh", held="/catalog/committed/")
+    with in_process_server(storage, {TOKEN: BOOTSTRAP_ADMIN}, "after-answer-catalog") as base:
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as client:
+            assert after_answer.drain(10)
+            before = [m.key for m in storage.list(f"{EVENTS}/") if "/catalog/committed/" in m.key]
+            storage.release.clear()
+            make_table(client)  # both answered 200 while the receipts wait
+            assert storage.waiting.wait(10)
+            assert [m.key for m in storage.list(f"{EVENTS}/") if "/catalog/committed/" in m.key] == before
+            storage.release.set()
+            assert after_answer.drain(10)
+            written = [orjson.loads(storage.get(m.key).data) for m in storage.list(f"{EVENTS}/")
+                       if "/catalog/committed/" in m.key and m.key not in before]
+    assert sorted(r["op"] for r in written) == ["create_namespace", "create_table"]
