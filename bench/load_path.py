@@ -7,6 +7,7 @@ Local directory warehouse, through PyIceberg's RestCatalog:
   floor          `load_table` from a canned Starlette server answering the same config and LoadTableResult bytes
   append         `table.append` of 10 rows through Arco, next to PyIceberg's SqlCatalog on SQLite (same rows);
                  each followed by 5 ms of untimed idle time (see "writes alone" below)
+  create         `create_table` through Arco next to SqlCatalog's (then, not interleaved with the appends)
 
 SeaweedFS warehouse (S3 on loopback), started here:
   4 puts, 2 puts four (two) create-only puts of small objects one after the other, timed whole: the storage
@@ -22,6 +23,8 @@ SeaweedFS warehouse (S3 on loopback), started here:
                  land in the next op's measurement)
   commit unkeyed the same commit without an Idempotency-Key, as PyIceberg sends it: its critical path is the
                  metadata file (the pending receipt and the catalog check beside it) and the CAS, two writes
+  3 puts, create a create (REST, no Idempotency-Key) next to three create-only puts: its critical path is the
+                 metadata file (the pending receipt beside it), the pointer and the Tier 1 entry
   load warm/hot  as above, on S3 (the pointer's conditional read is a GET answered 304)
 
 Rounds of the peers being compared are interleaved (a, b, a, b, ...), so a noisy neighbour slows both alike.
@@ -61,6 +64,7 @@ from support.arco_server import arco_server
 from support.net import free_port, stop, wait_for_http
 
 TOKEN = "bench-token"
+REST_SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}]}
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "city", StringType(), required=False))
 ROWS = pa.table({"id": pa.array(range(10), pa.int64()), "city": pa.array(["oslo"] * 10, pa.string())})
 WARMUP = 5
@@ -184,6 +188,10 @@ def append_figures(workdir: Path, rounds: int) -> dict[str, float]:
         sql_table = sql.create_table(("bench", "appended"), SCHEMA)
         results = timed_interleaved({"append arco": lambda: arco_table.append(ROWS),
                                      "append sql": lambda: sql_table.append(ROWS)}, rounds, settle_s=0.005)
+        made = iter(range(10**9))
+        results.update(timed_interleaved({
+            "create arco": lambda: arco.create_table(("bench", f"t{next(made)}"), SCHEMA),
+            "create sql": lambda: sql.create_table(("bench", f"t{next(made)}"), SCHEMA)}, rounds, settle_s=0.005))
     return {name: p50(samples) for name, samples in results.items()}
 
 
@@ -228,6 +236,13 @@ def s3_figures(workdir: Path, rounds: int, loads: bool = True) -> dict[str, floa
                     "requirements": [], "updates": [{"action": "set-properties", "updates": {"n": str(i)}}]})
                 assert response.status_code == 200, response.text
 
+            tables = f"{server.iceberg_uri}/v1/{prefix}/namespaces/bench/tables"
+
+            def create() -> None:
+                response = http.post(tables, headers=headers, json={"name": f"made_{next(counter)}",
+                                                                    "schema": REST_SCHEMA})
+                assert response.status_code == 200, response.text
+
             def puts(n: int) -> Callable[[], None]:
                 def run() -> None:
                     for _ in range(n):
@@ -258,7 +273,8 @@ def s3_figures(workdir: Path, rounds: int, loads: bool = True) -> dict[str, floa
             # The floors are sequences of puts timed whole, after the same idle time as the commits: the first
             # call after idle is slower on this kind of machine, for the commit's first write as for a floor's.
             results = timed_interleaved({"s3 4 puts": puts(4), "s3 commit": commit, "s3 writes alone": writes_alone,
-                                         "s3 2 puts": puts(2), "s3 commit unkeyed": commit_unkeyed}, rounds,
+                                         "s3 2 puts": puts(2), "s3 commit unkeyed": commit_unkeyed,
+                                         "s3 3 puts": puts(3), "s3 create": create}, rounds,
                                         settle_s=0.005)
             figures.update({name: p50(samples) for name, samples in results.items()})
         if not loads:
@@ -279,6 +295,8 @@ def print_s3_commit(s3: dict[str, float]) -> None:
     print(f"  {'s3 2 puts':<12} {s3['s3 2 puts']:8.2f}")
     print(f"  {'s3 commit unkeyed':<12} {s3['s3 commit unkeyed']:8.2f}   "
           f"{s3['s3 commit unkeyed'] / s3['s3 2 puts']:5.2f}x 2 puts")
+    print(f"  {'s3 3 puts':<12} {s3['s3 3 puts']:8.2f}")
+    print(f"  {'s3 create':<12} {s3['s3 create']:8.2f}   {s3['s3 create'] / s3['s3 3 puts']:5.2f}x 3 puts")
 
 
 def main() -> None:
@@ -295,7 +313,7 @@ def main() -> None:
         workdir = Path(tmp)
         print("local directory: loadTable (cold, warm, hot) and the canned-response floor ...", flush=True)
         loads = load_figures(str(workdir / "warehouse"), workdir, args.rounds)
-        print("local directory: append of 10 rows, Arco and SqlCatalog ...", flush=True)
+        print("local directory: append of 10 rows and create_table, Arco and SqlCatalog ...", flush=True)
         appends = append_figures(workdir, max(20, args.rounds // 2))
         s3 = {} if args.no_s3 else s3_figures(workdir, args.rounds)
     print("\np50 milliseconds")
@@ -304,6 +322,9 @@ def main() -> None:
     print(f"  {'append arco':<12} {appends['append arco']:8.2f}   "
           f"{appends['append arco'] / appends['append sql']:5.2f}x SqlCatalog")
     print(f"  {'append sql':<12} {appends['append sql']:8.2f}")
+    print(f"  {'create arco':<12} {appends['create arco']:8.2f}   "
+          f"{appends['create arco'] / appends['create sql']:5.2f}x SqlCatalog")
+    print(f"  {'create sql':<12} {appends['create sql']:8.2f}")
     if s3:
         print_s3_commit(s3)
         for name in ("load cold", "load warm", "load hot", "floor"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from pyspark.sql import SparkSession
 
 from arco.catalog.catalogs import create_catalog
 from arco.catalog.store import CatalogStore
-from arco.events.receipts import EVENTS, iceberg_receipt_key
+from arco.events.receipts import EVENTS, catalog_receipt_key, iceberg_receipt_key
 from arco.pipeline import checkpoint, compact
 from arco.pipeline.parquet_io import read_many, read_parquet
 from arco.pipeline.rows import AUDIT, RUNS, TIMELINE
@@ -81,7 +82,21 @@ def populated(spark: SparkSession, server: RunningServer, warehouse: Path) -> St
                           json={"changes": [{"principal": "ann@x.com", "add": ["SELECT"]}]},
                           headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, timeout=30)
     assert granted.status_code == 200, granted.text
+    wait_for_catalog_receipts(storage)
     return StorageSpec(storage.url)
+
+
+def wait_for_catalog_receipts(storage: LocalBackend, timeout_s: float = 10.0) -> None:
+    """Until every Tier 1 entry has its catalog receipt: the server writes one just after its answer
+    (arco.events.after_answer), so the last change's may still be on its way; the tests below compare the
+    compaction with receipts that are all there."""
+    store = CatalogStore(storage)
+    store.ensure_fresh()
+    keys = [catalog_receipt_key(seq, store.log.read_entry(seq)["at_ms"]) for seq in range(1, store.seq + 1)]
+    deadline = time.monotonic() + timeout_s
+    while any(storage.head(key) is None for key in keys):
+        assert time.monotonic() < deadline, "a catalog receipt was not written after its answer"
+        time.sleep(0.05)
 
 
 def committed_receipts(storage: LocalBackend, kind: str) -> dict[str, dict]:
