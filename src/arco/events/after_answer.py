@@ -1,13 +1,13 @@
 """Best-effort writes made after a request has been answered: committed receipts (seed step 10) of table commits,
-creates and multi-table transactions.
+creates and multi-table transactions, and the catalog receipt of every Tier 1 change.
 
 A committed receipt records a commit that has landed; the answer does not depend on it, and a missing one is
-rebuilt from the metadata log by the reconciler (seed section 4). Written before the answer it cost every commit:
-without an Idempotency-Key a storage round trip of its own after the CAS; with one, a write beside the marker's
-finalization, which a store sharing the server's cores serves more slowly (SeaweedFS on 2 cores: the seed's four
-sequential writes took 9.4 ms with the receipt beside the last and 8.4 ms without it, p50 of 140). So a commit
-queues it here once its own writes are done, and it starts once the answer has been sent
-(:class:`arco.api.after_answer.WritesAfterAnswer`).
+rebuilt from the metadata log by the reconciler (seed section 4; a catalog receipt, from the catalog log). Written
+before the answer it cost every commit: without an Idempotency-Key a storage round trip of its own after the CAS;
+with one, a write beside the marker's finalization, which a store sharing the server's cores serves more slowly
+(SeaweedFS on 2 cores: the seed's four sequential writes took 9.4 ms with the receipt beside the last and 8.4 ms
+without it, p50 of 140). So a commit queues it here once its own writes are done, and it starts once the answer
+has been sent (:class:`arco.api.after_answer.WritesAfterAnswer`).
 
 What this changes for readers: a committed receipt appears a few milliseconds after the commit's answer rather
 than before it (the pipeline reads receipts in batches, long after). A process that stops in between loses the
