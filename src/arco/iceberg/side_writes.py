@@ -28,7 +28,7 @@ def settle(receipt: Future[object] | None) -> None:
     try:
         receipt.result()
     except Exception:  # noqa: BLE001 - best effort, and the request's outcome does not depend on it
-        log.exception("the pending receipt of a commit was not written")
+        log.exception("a pending receipt was not written (best effort: the request goes on)")
 
 
 def at_once(first: Callable[[], object], second: Callable[[], object]) -> None:

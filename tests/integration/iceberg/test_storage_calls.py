@@ -355,8 +355,6 @@ def test_a_window_never_hides_a_table_made_on_another_server(warm: Harness) -> N
         assert warm.tables.load(warm.catalog, ("db",), "made_elsewhere").entry.name == "made_elsewhere"
 
 
-
-
 def write_rounds(slow: Slowed, kinds: set[str]) -> list[list[str]]:
     """The puts of these kinds in sequential rounds: each round's puts started after every put of the previous
     round had ended (a put that overlaps a round joins it)."""
