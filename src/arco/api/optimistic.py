@@ -1,9 +1,9 @@
 """Table commits decided on this process's catalog state, checked beside their first write (:mod:`arco.optimistic`).
 
 Which requests: ``POST /iceberg/v1/{prefix}/namespaces/{namespace}/tables/{table}``, whose mutation layer confirms
-the view with the catalog check it makes beside its first write: beside the marker claim with an
-``Idempotency-Key`` (and before any other write), beside the metadata file's write without one (and before the
-CAS; a file written under a view found stale is deleted, and a staged create confirms before it writes).
+the view with the catalog check it makes beside its first write, the metadata file's (with or without an
+``Idempotency-Key``, whose marker claim runs beside it too), and before the CAS; a file written under a view found
+stale is deleted (a claimed marker released), and a staged create confirms before it writes.
 Everything the request does runs under the view, authentication included. Its answer is held until the request
 ends: sent if the view was confirmed, else dropped, and the request run again the ordinary way (its body
 replayed), which is also what happens after :class:`arco.optimistic.StaleView`. So no answer (not even a 403 or a

@@ -22,7 +22,8 @@ re-applied, as the reference implementation does (Spark retries a 409 only a few
 compatibility kit expects the server to absorb benign races); only a failed requirement, or running out of
 attempts, answers 409. The file of a lost race is deleted once the new base shows it did not land.
 
-Steps 4 and 11 (the Idempotency-Key marker) wrap this flow in :mod:`arco.iceberg.mutations`; the marker's tag
+Steps 4 and 11 (the Idempotency-Key marker) wrap this flow in :mod:`arco.iceberg.mutations`; step 4's claim runs
+beside steps 2-7 (:mod:`arco.iceberg.claim_beside`) and must be the request's before step 9. The marker's tag
 goes into the new metadata file's name (or, for a group, into its group record), which is how a retry after a
 crash tells whether the commit landed (:func:`landed_location`). A request with ``assert-create`` creates its
 table instead (:mod:`arco.iceberg.staged_create`); several tables at once go through
@@ -46,6 +47,7 @@ from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.events import after_answer
 from arco.events.receipts import iceberg_receipt, write_iceberg_receipt, write_receipt
 from arco.iceberg import commit_rules, side_writes, staged_create
+from arco.iceberg.claim_beside import ClaimGate, ClaimNotOwned
 from arco.iceberg.errors import BadRequest, CommitFailed, NoSuchTable
 from arco.iceberg.file_names import attempt_part, carries_tag, group_part, is_group_file
 from arco.iceberg.group_commit import GroupMember, GroupRecord, Pending
@@ -81,11 +83,14 @@ def parse_commit(body: Any) -> tuple[list[Any], list[Any]]:
 
 def commit_table(tables: TableService, catalog: CatalogEntry, namespace: NamespacePath, name: str, body: Any,
                  principal: str, source: dict[str, Any], tag: str | None = None,
-                 who: Principal | None = None) -> CommitResult:
+                 who: Principal | None = None, gate: ClaimGate | None = None) -> CommitResult:
     """Commit one table; ``tag`` (an Idempotency-Key hash) goes where recovery finds it (the new metadata file's
-    name, or the group record of a grouped commit). Requests that meet in this process go as one group commit."""
+    name, or the group record of a grouped commit); ``gate``, the key's claim running beside, must hold before the
+    CAS. Requests that meet in this process go as one group commit."""
     requirements, updates = parse_commit(body)
     if any(isinstance(r, AssertCreate) for r in requirements):
+        if gate is not None:
+            gate.wait()  # a staged create writes its table's files at once: nothing before the claim
         location, created = staged_create.create_by_commit(tables, catalog, namespace, name, requirements, updates,
                                                            principal, source, tag, who)
         return CommitResult(location, created)
@@ -100,7 +105,8 @@ def commit_table(tables: TableService, catalog: CatalogEntry, namespace: Namespa
     unconfirmed = known is not None or view is not None
     request = CommitRequest(entry, namespace, name, requirements, updates, principal, source, tag,
                             identifier_of(catalog, namespace, name), catalog=catalog,
-                            unconfirmed_since=tables.store.scope_start() if unconfirmed else None, view=view)
+                            unconfirmed_since=tables.store.scope_start() if unconfirmed else None, view=view,
+                            gate=gate)
     try:
         landed: Landed = tables.committer.submit(entry.id, request, lambda batch: commit_batch(tables, batch))
     except (optimistic.StaleView, NameMoved):
@@ -136,6 +142,9 @@ class CommitRequest:
     # state (arco.optimistic): the batch confirms it with the same check, before the CAS, or fails the request
     # with StaleView (it then runs again the ordinary way).
     view: optimistic.OptimisticView | None = None
+    # The request's Idempotency-Key claim, when it runs beside the commit: the batch asks it before the CAS, and a
+    # member whose claim is not its own fails with ClaimNotOwned (its answer is the claim's).
+    gate: ClaimGate | None = None
 
     def member(self) -> GroupMember:
         return GroupMember(self.tag, self.principal, self.source, [str(u.action) for u in self.updates])
@@ -236,21 +245,25 @@ def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> 
             finally:
                 if check is not None:
                     check.result()
-            if unconfirmed:
-                moved = [p for p in unconfirmed if not _still_named(tables, p.item)]
-                stale = [p for p in unconfirmed if p not in moved and not _view_holds(tables, p.item)]
-                confirmed.update(id(p) for p in unconfirmed)
-                if moved or stale:  # those go the long way (the name names another table, or none; or their
-                    # grants may have changed): nothing of theirs lands, and the rest try again
-                    for pending in moved:
-                        pending.fail(NameMoved(f"{'.'.join((*pending.item.namespace, pending.item.name))} moved"))
-                    for pending in stale:
-                        pending.fail(optimistic.StaleView("the catalog moved under the commit's view"))
-                    discard_attempt(tables, table_uuid, tried)
-                    waiting = [pending for pending in waiting if not pending.done]
-                    if not waiting:
-                        return
-                    continue
+            moved = [p for p in unconfirmed if not _still_named(tables, p.item)]
+            stale = [p for p in unconfirmed if p not in moved and not _view_holds(tables, p.item)]
+            confirmed.update(id(p) for p in unconfirmed)
+            unclaimed = [p for p in tried.accepted if p.item.gate is not None and not p.item.gate.holds()]
+            if moved or stale or unclaimed:  # those go the long way (the name names another table, or none; or
+                # their grants may have changed) or are answered by their claim: nothing of theirs lands, and the
+                # rest try again
+                for pending in moved:
+                    pending.fail(NameMoved(f"{'.'.join((*pending.item.namespace, pending.item.name))} moved"))
+                for pending in stale:
+                    pending.fail(optimistic.StaleView("the catalog moved under the commit's view"))
+                for pending in unclaimed:
+                    if not pending.done:
+                        pending.fail(ClaimNotOwned())
+                discard_attempt(tables, table_uuid, tried)
+                waiting = [pending for pending in waiting if not pending.done]
+                if not waiting:
+                    return
+                continue
             _all_views_confirmed(tried)
             # The pointer names one writer: the group's last member (each member's own source is in its receipt).
             proposed = pointer_for(table_uuid, tried.location, tried.metadata, base_location,  # type: ignore[arg-type]

@@ -5,7 +5,8 @@
 ``scope`` is the table uuid for a table commit (as in the seed) and ``catalog-{catalog id}`` for the other
 mutations, whose target may not exist yet (create) or any more (a retried drop).
 
-A marker is claimed ``IN_PROGRESS`` with a create-only put before any work, and finalized ``COMMITTED`` (2xx) or
+A marker is claimed ``IN_PROGRESS`` with a create-only put before any work (a table commit's claim runs beside
+its work up to the commit point instead: :mod:`arco.iceberg.claim_beside`), and finalized ``COMMITTED`` (2xx) or
 ``FAILED`` (a deterministic 4xx, with the error) by a version-matched put. The work is tagged with ``h`` where it
 lands (the metadata file name of a commit, the Tier 1 operation of a namespace or table change), so whoever asks
 the mutation's ``recover`` function learns whether the tagged change landed.
@@ -322,8 +323,14 @@ def run_once(keyed: Keyed | None, work: Callable[[str | None], Outcome], recover
     claim = keyed.markers.claim(keyed, recover)
     if claim.replay is not None:
         return replayed(claim.replay)
+    return conclude(keyed, claim, recover, lambda: work(keyed.tag), commit_route=commit_route)
+
+
+def conclude(keyed: Keyed, claim: Claim, recover: Recover, work: Callable[[], Outcome], *,
+             commit_route: bool = False) -> Outcome:
+    """The rest of :func:`run_once` once ``claim`` is this request's: the work's outcome finalizes the marker."""
     try:
-        outcome = work(keyed.tag)
+        outcome = work()
     except (NotStarted, StaleView):
         keyed.markers.release(claim)  # nothing was done: nothing to look for
         raise

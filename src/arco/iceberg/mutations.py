@@ -11,11 +11,9 @@ the outcome it answers with, and the recovery that tells, after a crash, whether
 
 from __future__ import annotations
 
-import contextvars
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +26,7 @@ from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.store import CatalogStore
 from arco.events import after_answer
 from arco.iceberg import commit, transaction_commit
+from arco.iceberg.claim_beside import ClaimGate, run_beside_claim
 from arco.iceberg.errors import IcebergError
 from arco.iceberg.idempotency import (
     IdempotencyMarkers,
@@ -146,10 +145,10 @@ class Mutations:
 
     def _commit_table(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, body: dict[str, Any],
                       caller: Caller) -> Outcome:
-        def work(tag: str | None) -> Outcome:
+        def work(tag: str | None, gate: ClaimGate | None = None) -> Outcome:
             with metrics.counted_commit():  # only attempts: a replayed Idempotency-Key answer is no commit
                 result = commit.commit_table(self.tables, catalog, namespace, name, body, caller.principal,
-                                             caller.source, tag, caller.who)
+                                             caller.source, tag, caller.who, gate)
             return Outcome(200, metadata_location=result.metadata_location)
 
         requirements, _ = commit.parse_commit(body)
@@ -187,42 +186,41 @@ class Mutations:
         known = None if self.store.is_fresh() else self.tables.known_entry(catalog, namespace, name)
         if known is not None:
             try:
-                return self._keyed_commit_beside_check(catalog, namespace, name, known, key, target, body, work)
+                return self._keyed_commit_of_known_table(catalog, namespace, name, known, key, target, body, work)
             except _MovedUnderKey:
                 pass  # the name names another table (or none) now: its marker is released; go the long way
         self.store.confirm_view()
         entry = self.tables.entry(catalog, namespace, name)
         keyed = Keyed(self.markers, entry.id, key, "updateTable", request_hash("updateTable", target, body))
-        return run_once(keyed, work, self._commit_recovery(entry.id), commit_route=True)
+        return run_beside_claim(keyed, work, self._commit_recovery(entry.id), commit_route=True)
 
-    def _keyed_commit_beside_check(self, catalog: CatalogEntry, namespace: NamespacePath, name: str,
-                                   known: TableEntry, key: str, target: str, body: dict[str, Any],
-                                   work: Callable[[str | None], Outcome]) -> Outcome:
-        """The marker is scoped by the table's uuid, which this process knows: claim it while the catalog check
-        runs beside it, so the check costs no round trip of its own. Before any work the check must confirm the
-        name still names that table; if not, the claim is released (as for any attempt that did not land) and
-        :class:`_MovedUnderKey` sends the caller the long way, which resolves the name first."""
+    def _keyed_commit_of_known_table(self, catalog: CatalogEntry, namespace: NamespacePath, name: str,
+                                     known: TableEntry, key: str, target: str, body: dict[str, Any],
+                                     work: Callable[[str, ClaimGate], Outcome]) -> Outcome:
+        """The marker is scoped by the table's uuid, which this process knows: the commit goes ahead on that
+        knowledge, its claim beside it, and the catalog check beside the metadata file's write (as for a commit
+        without a key). If the check finds the name names another table now, nothing landed: the claim is
+        released (as for any attempt that did not land) and :class:`_MovedUnderKey` sends the caller the long
+        way, which resolves the name first."""
         optimistic.table_found()  # before the check starts: it decides whether the view holds
-        check = _BESIDE.submit(contextvars.copy_context().run, self.store.confirm_view)
 
-        def confirmed_work(tag: str | None) -> Outcome:
+        def work_on_known(tag: str, gate: ClaimGate) -> Outcome:
             try:
-                check.result()
-            except StorageError:
-                self.store.confirm_view()  # again: fails the same way if storage is still down
-            try:
-                entry = self.tables.entry(catalog, namespace, name)
-            except (CatalogError, IcebergError) as exc:
+                return work(tag, gate)
+            except commit.NameMoved as exc:
                 raise _MovedUnderKey() from exc
-            if entry.id != known.id:
-                raise _MovedUnderKey()
-            try:
-                return work(tag)
-            except commit.NameMoved as exc:  # moved between this check and the commit's: as if found here
-                raise _MovedUnderKey() from exc
+            except (CatalogError, IcebergError):
+                # The marker records a refusal, so it must not rest on unchecked knowledge (the commit checks the
+                # catalog only once it reaches its first write): confirm the view, and that the name still names
+                # the table, first.
+                self.store.confirm_view()
+                now = self.tables.known_entry(catalog, namespace, name)
+                if now is None or now.id != known.id:
+                    raise _MovedUnderKey() from None
+                raise
 
         keyed = Keyed(self.markers, known.id, key, "updateTable", request_hash("updateTable", target, body))
-        return run_once(keyed, confirmed_work, self._commit_recovery(known.id), commit_route=True)
+        return run_beside_claim(keyed, work_on_known, self._commit_recovery(known.id), commit_route=True)
 
     def _commit_recovery(self, table_uuid: str) -> Recover:
         def recover(marker: Marker) -> Outcome | None:
@@ -304,9 +302,6 @@ class Mutations:
 class _MovedUnderKey(NotStarted):
     """The table a keyed commit's marker was claimed for is no longer the one its name names."""
 
-
-# The catalog check a keyed commit runs beside its marker claim (threads on demand, one per commit in flight).
-_BESIDE = ThreadPoolExecutor(max_workers=32, thread_name_prefix="arco-catalog-check")
 
 
 def _dotted(path: tuple[str, ...]) -> str:

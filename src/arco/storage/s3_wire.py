@@ -1,6 +1,6 @@
 """S3's single-object calls (GET, HEAD, PUT, DELETE) sent straight over urllib3, signed by botocore's SigV4 signer.
 
-Why not boto3 for these: a commit's critical path is four sequential conditional writes, and boto3's request
+Why not boto3 for these: a commit's critical path is sequential conditional writes, and boto3's request
 pipeline (parameter validation, event hooks, response parsing, checksum handlers) costs about 1.5 ms of CPU per
 call on this project's 2-core reference machine, which on a loopback object store was a third of each write
 (``bench/load_path.py``: a keyed commit on SeaweedFS took 1.62x four raw puts). These calls need none of it: a

@@ -1,5 +1,5 @@
-"""Table commits decided on a server's catalog state and checked beside their first write (arco.optimistic): the
-marker claim with an Idempotency-Key, the metadata file without one; through the whole HTTP stack of two
+"""Table commits decided on a server's catalog state and checked beside their first write (arco.optimistic), the
+metadata file's (with an Idempotency-Key, the marker's claim beside it too); through the whole HTTP stack of two
 in-process servers on one warehouse.
 
 The check is still made for every commit; what changes is that it no longer stands, a round trip of its own, in
@@ -110,17 +110,21 @@ def warm_then_measured(server: Server, keyed: bool) -> tuple[Any, Slowed]:
     return response, slow
 
 
-def test_a_warm_keyed_commit_over_http_waits_for_four_storage_rounds_and_reads_nothing_first(
+def test_a_warm_keyed_commit_over_http_waits_for_three_storage_rounds_and_reads_nothing_first(
         servers: tuple[Server, Server, str]) -> None:
+    """The metadata file (the marker's claim, the pending receipt and the catalog check beside it), the CAS, the
+    marker's finalization. The committed receipt follows the answer."""
     a, _, _ = servers
     response, slow = warm_then_measured(a, keyed=True)
     assert response.json()["metadata"]["properties"]["v"] == "measured"
     # The committed receipt follows the answer (the test client returns once the application is done).
-    assert slow.rounds(leaving_out="/iceberg/committed/") == 4 and slow.rounds() == 5
-    # Nothing before the claim; the catalog check was made all the same, beside it.
+    assert slow.rounds(leaving_out="/iceberg/committed/") == 3 and slow.rounds() == 4
+    # Nothing before the first writes; the claim and the catalog check were made all the same, beside them.
     [claim, *_] = sorted(start for start, op, key in slow.started if key.startswith("_catalog/iceberg_idempotency/"))
     [check] = [start for start, op, key in slow.started if op in ("get", "head") and key.startswith("_catalog/core/")]
-    assert abs(check - claim) < LATENCY_S / 2 and min(start for start, _, _ in slow.started) >= claim - LATENCY_S / 2
+    [written] = [start for start, op, key in slow.started if op == "put" and key.endswith(".metadata.json")]
+    assert abs(check - written) < LATENCY_S / 2 and abs(claim - written) < LATENCY_S / 2
+    assert min(start for start, _, _ in slow.started) >= written - LATENCY_S / 2
 
 
 def test_a_warm_unkeyed_commit_over_http_waits_for_two_storage_rounds_and_reads_nothing_first(

@@ -1,0 +1,86 @@
+"""A table commit's Idempotency-Key claim made beside its first writes rather than before them.
+
+The seed claims the marker (step 4) before it writes the new metadata file (step 7), which puts two sequential
+writes ahead of the commit point. Neither depends on the other: the metadata file's name carries the key's tag and
+is unique to the attempt, and nothing of the attempt is visible until the pointer's compare-and-swap (step 9). So
+the claim's create-only put runs on a side thread while the work reads its base and writes its file, and the work
+asks :class:`ClaimGate` before its compare-and-swap. What the seed's order guarantees still holds:
+
+* nothing lands unless the marker is this request's: the gate refuses the compare-and-swap otherwise, and the
+  attempt's file is deleted (garbage collection removes it after a crash, as any lost race's);
+* the answer is the claim's whenever the marker is not this request's (the cached answer of an earlier request
+  with the key, 503 while one is in flight, 409 for another payload), whatever the work found meanwhile;
+* once the marker is this request's, the work's outcome finalizes it exactly as :func:`run_once` does.
+
+A request whose key was used before therefore writes a metadata file it then deletes: retries are rare, and the
+common first attempt waits for three sequential writes (metadata file, pointer, marker finalization) instead of
+four.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+
+from arco.iceberg.idempotency import Claim, Keyed, Outcome, Recover, conclude, replayed
+
+# One thread per keyed commit in flight (threads start on demand). A claim never waits for another task here.
+_CLAIMS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="arco-marker-claim")
+
+
+class ClaimNotOwned(Exception):
+    """The marker is not this request's (or its claim failed): the attempt must not land, and the request's answer
+    is the claim's (:func:`run_beside_claim` gives it)."""
+
+    runs_again = True  # not a commit's outcome (arco.metrics.counted_commit): the claim answers the request
+
+
+class ClaimGate:
+    """The claim running beside the work, asked before the work's commit point."""
+
+    def __init__(self, claiming: Future[Claim]) -> None:
+        self._claiming = claiming
+
+    def wait(self) -> None:
+        """Return once the marker is this request's; raise :class:`ClaimNotOwned` if it is not."""
+        try:
+            claim = self._claiming.result()
+        except Exception as exc:  # noqa: BLE001 - the claim's error is the request's answer, given by its runner
+            raise ClaimNotOwned() from exc
+        if claim.replay is not None:
+            raise ClaimNotOwned()
+
+    def holds(self) -> bool:
+        try:
+            self.wait()
+        except ClaimNotOwned:
+            return False
+        return True
+
+
+def run_beside_claim(keyed: Keyed, work: Callable[[str, ClaimGate], Outcome], recover: Recover, *,
+                     commit_route: bool = False) -> Outcome:
+    """:func:`arco.iceberg.idempotency.run_once` with the claim beside the work. ``work(tag, gate)`` must call
+    ``gate.wait()`` before anything of it can land; a work that fails earlier is answered as the claim decides."""
+    claiming = _CLAIMS.submit(contextvars.copy_context().run, keyed.markers.claim, keyed, recover)
+    try:
+        outcome = work(keyed.tag, ClaimGate(claiming))
+    except Exception as exc:  # noqa: BLE001 - decided below, once the claim is known
+        failure: Exception | None = exc
+    except BaseException:
+        wait([claiming])  # the process "dies" (a test's crash): nothing of this request runs on after it
+        raise
+    else:
+        failure = None
+    claim = claiming.result()  # its error (503 in flight, 409 another payload, storage) is the answer: nothing landed
+    if claim.replay is not None:
+        return replayed(claim.replay)
+    assert not isinstance(failure, ClaimNotOwned)
+
+    def result() -> Outcome:
+        if failure is not None:
+            raise failure
+        return outcome
+
+    return conclude(keyed, claim, recover, result, commit_route=commit_route)

@@ -1,0 +1,127 @@
+"""A keyed table commit claims its Idempotency-Key marker beside its first writes (arco.iceberg.claim_beside).
+
+The work runs before the claim is known; these tests make the claim go against it (a key in flight, a key answered
+before, a key reused with another payload) and check that nothing of the work lands, that the claim's answer is the
+request's, and that the work's metadata file does not stay behind.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from support.iceberg_harness import Harness
+from uuid6 import uuid7
+
+from arco.iceberg.errors import CommitFailed, IcebergError, ServiceUnavailable
+from arco.iceberg.idempotency import Outcome
+from arco.iceberg.mutations import Caller
+from arco.storage.faults import FaultRule, SimulatedCrash
+
+SOURCE = {"kind": "iceberg_rest", "client_info": "test", "principal": "admin"}
+
+
+def set_property(value: str, requirements: list | None = None) -> dict:
+    return {"requirements": requirements or [], "updates": [{"action": "set-properties", "updates": {"p": value}}]}
+
+
+def commit(h: Harness, body: dict, key: str) -> Outcome:
+    return h.mutations().commit_table(h.catalog, ("db",), "t", body, Caller("admin", SOURCE, key))
+
+
+def properties(h: Harness) -> dict[str, str]:
+    return dict(h.reopen().tables.load(h.catalog, ("db",), "t").metadata.properties)
+
+
+def metadata_files(h: Harness) -> set[str]:
+    return {m.key for m in h.storage.inner.list("") if m.key.endswith(".metadata.json")}
+
+
+@pytest.fixture
+def table(harness: Harness) -> Harness:
+    harness.create_table("t")
+    commit(harness, set_property("warm"), str(uuid7()))  # this process knows the table: the commit's fast path
+    return harness
+
+
+def test_a_commit_whose_key_is_in_flight_lands_nothing(table: Harness) -> None:
+    key = str(uuid7())
+    table.storage.inject(FaultRule(op="put", key="*.metadata.json", when="after"))
+    with pytest.raises(SimulatedCrash):  # the first attempt "dies" after its file: its marker stays in flight
+        commit(table, set_property("1"), key)
+    table.storage.clear()
+    files = metadata_files(table)
+    with pytest.raises(ServiceUnavailable):  # its work ran, up to the CAS, which the claim's answer stopped
+        commit(table, set_property("1"), key)
+    assert properties(table)["p"] == "warm"
+    assert metadata_files(table) == files  # the work's own file was deleted
+
+
+def test_a_replayed_key_answers_as_before_and_leaves_no_file(table: Harness) -> None:
+    key = str(uuid7())
+    first = commit(table, set_property("1"), key)
+    commit(table, set_property("2"), str(uuid7()))
+    files = metadata_files(table)
+    assert commit(table, set_property("1"), key) == first
+    assert properties(table)["p"] == "2"  # the replay did not set "1" again over the later commit
+    assert metadata_files(table) == files
+
+
+def test_a_replayed_refusal_wins_over_a_work_that_would_pass_now(table: Harness) -> None:
+    key = str(uuid7())
+    wants_schema_1 = set_property("1", [{"type": "assert-current-schema-id", "current-schema-id": 1}])
+    with pytest.raises(CommitFailed) as refused:
+        commit(table, wants_schema_1, key)
+    commit(table, {"requirements": [], "updates": [
+        {"action": "add-schema", "schema": {"type": "struct", "schema-id": 1, "fields": [
+            {"id": 1, "name": "id", "required": False, "type": "long"},
+            {"id": 2, "name": "s", "required": False, "type": "string"},
+            {"id": 3, "name": "n", "required": False, "type": "long"}]}},
+        {"action": "set-current-schema", "schema-id": -1}]}, str(uuid7()))
+    with pytest.raises(IcebergError) as again:  # the requirement holds now: only the claim stops the work
+        commit(table, wants_schema_1, key)
+    assert (again.value.status, again.value.message) == (409, refused.value.message)
+    assert properties(table)["p"] == "warm"
+
+
+def test_another_payload_under_a_used_key_is_that_conflict_whatever_the_work_found(table: Harness) -> None:
+    key = str(uuid7())
+    commit(table, set_property("1"), key)
+    failing = set_property("2", [{"type": "assert-current-schema-id", "current-schema-id": 7}])
+    with pytest.raises(CommitFailed, match="different request payload"):
+        commit(table, failing, key)
+    with pytest.raises(CommitFailed, match="different request payload"):
+        commit(table, set_property("2"), key)
+    assert properties(table)["p"] == "1"
+
+
+def test_in_a_group_a_member_whose_key_was_used_before_gets_its_replay_and_the_rest_land(table: Harness) -> None:
+    used = str(uuid7())
+    first = commit(table, set_property("1"), used)
+    commit(table, set_property("2"), str(uuid7()))
+    uuid = table.tables.entry(table.catalog, ("db",), "t").id
+    answers: dict[str, object] = {}
+
+    def run(name: str, body: dict, key: str) -> None:
+        try:
+            answers[name] = commit(table, body, key)
+        except Exception as exc:  # noqa: BLE001 - recorded for the assertions
+            answers[name] = exc
+
+    threads = [threading.Thread(target=run, args=("replay", set_property("1"), used)),
+               threading.Thread(target=run, args=("new", {"requirements": [], "updates": [
+                   {"action": "set-properties", "updates": {"q": "new"}}]}, str(uuid7())))]
+    with table.tables.committer.hold(uuid):
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 10
+        while table.tables.committer.queued(uuid) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.002)
+    for thread in threads:
+        thread.join(30)
+    assert answers["replay"] == first
+    assert isinstance(answers["new"], Outcome)
+    now = properties(table)
+    assert now["q"] == "new" and now["p"] == "2"  # the replayed member's change did not land again
