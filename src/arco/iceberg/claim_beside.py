@@ -13,8 +13,8 @@ asks :class:`ClaimGate` before its compare-and-swap. What the seed's order guara
 * once the marker is this request's, the work's outcome finalizes it exactly as :func:`run_once` does.
 
 A request whose key was used before therefore writes a metadata file it then deletes: retries are rare, and the
-common first attempt waits for three sequential writes (metadata file, pointer, marker finalization) instead of
-four.
+common first attempt waits for two sequential writes (metadata file, pointer) instead of the seed's four (the
+marker's finalization follows the answer: :mod:`arco.iceberg.idempotency`).
 """
 
 from __future__ import annotations

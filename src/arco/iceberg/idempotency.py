@@ -7,7 +7,10 @@ mutations, whose target may not exist yet (create) or any more (a retried drop).
 
 A marker is claimed ``IN_PROGRESS`` with a create-only put before any work (a table commit's claim runs beside
 its work up to the commit point instead: :mod:`arco.iceberg.claim_beside`), and finalized ``COMMITTED`` (2xx) or
-``FAILED`` (a deterministic 4xx, with the error) by a version-matched put. The work is tagged with ``h`` where it
+``FAILED`` (a deterministic 4xx, with the error) by a version-matched put. A ``FAILED`` marker is written before
+the answer (nothing landed, so only the marker remembers the refusal); a ``COMMITTED`` one just after it, like the
+committed receipt (:mod:`arco.events.after_answer`): the change it records has landed, and a retry that finds the
+marker still in progress learns that from ``recover`` below and answers the same. The work is tagged with ``h`` where it
 lands (the metadata file name of a commit, the Tier 1 operation of a namespace or table change), so whoever asks
 the mutation's ``recover`` function learns whether the tagged change landed.
 
@@ -56,6 +59,7 @@ import rfc8785
 
 from arco.api.faults import report_storage_fault
 from arco.catalog.errors import CatalogError
+from arco.events import after_answer
 from arco.iceberg.errors import (
     BadRequest,
     CommitFailed,
@@ -347,12 +351,19 @@ def conclude(keyed: Keyed, claim: Claim, recover: Recover, work: Callable[[], Ou
         raise
     except Exception as exc:  # noqa: BLE001 - storage unavailable, or a bug: the attempt has ended either way
         return _settle(keyed, claim, recover, exc, commit_route)
+    after_answer.write_later(functools.partial(_finalize_committed, keyed, claim, outcome))
+    return outcome
+
+
+def _finalize_committed(keyed: Keyed, claim: Claim, outcome: Outcome) -> None:
+    """Step 11, written just after the answer (:mod:`arco.events.after_answer`; at once outside a server). The
+    change has landed, so the answer does not wait for its record: a retry that comes first (or after a crash in
+    between, or after this write failed) finds the marker in progress, and recovery finds the change where it
+    landed and answers the same (the module docstring)."""
     try:
         keyed.markers.committed(claim, outcome)
     except StorageError as exc:
-        # The work landed: answer it. The marker stays IN_PROGRESS and the retry's recovery finds the change.
         _report(keyed, exc)
-    return outcome
 
 
 class NotStarted(Exception):

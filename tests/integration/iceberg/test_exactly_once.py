@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+import orjson
 import pytest
 from support.iceberg_harness import SCHEMA, Harness
 from uuid6 import uuid7
@@ -63,6 +64,21 @@ def test_a_retry_with_the_same_key_is_applied_once(table: Harness) -> None:
     again = commit(table.reopen(), set_property("1"), key)
     assert again == first
     assert len(history(table)) == 2  # the create and one commit
+
+
+def test_a_retry_before_the_markers_finalization_gets_the_same_answer(table: Harness) -> None:
+    """The marker is finalized just after the answer: a retry that comes first (on another server, say) finds it in
+    progress, and recovery finds the change landed."""
+    key = str(uuid7())
+    with after_answer.holding() as held:  # the answer is given; the writes after it wait
+        first = commit(table, set_property("1"), key)
+        marker = next(m.key for m in table.storage.list("_catalog/iceberg_idempotency/"))
+        assert orjson.loads(table.storage.get(marker).data)["status"] == "IN_PROGRESS"
+        assert commit(table.reopen(), set_property("1"), key) == first
+    after_answer.run_now(held)
+    assert len(history(table)) == 2  # the create and one commit
+    assert orjson.loads(table.storage.get(marker).data)["status"] == "COMMITTED"
+    assert commit(table.reopen(), set_property("1"), key) == first
 
 
 def test_the_same_key_with_another_body_is_a_conflict_and_changes_nothing(table: Harness) -> None:
@@ -128,15 +144,16 @@ COMMIT_STEPS: dict[str, FaultRule] = {
     "after-metadata-write": FaultRule(op="put", key="*.metadata.json", when="after"),
     "after-pending-receipt": FaultRule(op="put", key="_catalog/events/*/iceberg/pending/*", when="after"),
     "after-pointer-cas": FaultRule(op="put", key=f"{POINTERS}/*", when="after"),
+    # The marker's finalization and the committed receipt are written after the answer (arco.events.after_answer):
+    # a crash there or while they are written comes after the client has its answer, and leaves the marker in
+    # progress (recovery finds the change) and at most the receipt for the reconciler.
     "after-marker-finalization": FaultRule(op="put", key="_catalog/iceberg_idempotency/*", when="after", nth=2),
-    # The committed receipt is written after the answer (arco.events.after_answer): a crash there or while it is
-    # written comes after the client has its answer, and leaves at most the receipt for the reconciler.
     "before-committed-receipt": FaultRule(op="put", key="_catalog/events/*/iceberg/committed/*", when="before"),
     "after-committed-receipt": FaultRule(op="put", key="_catalog/events/*/iceberg/committed/*", when="after"),
 }
 LANDED_AFTER = ("after-pointer-cas", "after-marker-finalization", "before-committed-receipt",
                 "after-committed-receipt")
-ANSWERED_BEFORE = ("before-committed-receipt", "after-committed-receipt")
+ANSWERED_BEFORE = ("after-marker-finalization", "before-committed-receipt", "after-committed-receipt")
 
 
 def retry_until_done(run: Callable[[], Outcome]) -> Outcome:
@@ -328,9 +345,11 @@ def test_mutation_crash_matrix(harness: Harness, mutation: str, step: str, monke
     key = str(uuid7())
     rule = harness.storage.inject(replace(case.steps[step]))
     # Written after the answer (arco.events.after_answer): the process "dies" once the client has it. A create's
-    # catalog receipt is too: its mutation holds its writes until the marker is final (in a server every request
-    # does; called directly, a drop's or a rename's is written before the marker's finalization).
-    if "committed-receipt" in step or (mutation == "create-table" and step == "after-catalog-receipt"):
+    # catalog receipt and marker finalization, and a transaction's finalization, are too: those mutations hold
+    # their writes until the answer (in a server every request does; called directly, a drop's or a rename's are
+    # written at once).
+    if "committed-receipt" in step or (mutation == "create-table" and step == "after-catalog-receipt") or (
+            mutation in ("create-table", "transaction") and step == "after-marker-finalization"):
         case.check(harness.reopen(), case.run(harness, caller(key)))
         assert after_answer.drain(10) and rule.fired == 1
     else:
