@@ -36,6 +36,7 @@ from arco.iceberg.idempotency import (
     Outcome,
     Recover,
     check_key,
+    is_deterministic,
     request_hash,
     run_once,
     settle_unkeyed,
@@ -209,7 +210,9 @@ class Mutations:
                 return work(tag, gate)
             except commit.NameMoved as exc:
                 raise _MovedUnderKey() from exc
-            except (CatalogError, IcebergError):
+            except (CatalogError, IcebergError) as exc:
+                if isinstance(exc, IcebergError) and not is_deterministic(exc):
+                    raise
                 # The marker records a refusal, so it must not rest on unchecked knowledge (the commit checks the
                 # catalog only once it reaches its first write): confirm the view, and that the name still names
                 # the table, first.
