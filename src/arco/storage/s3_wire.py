@@ -1,4 +1,5 @@
-"""S3's single-object calls (GET, HEAD, PUT, DELETE) sent straight over urllib3, signed by botocore's SigV4 signer.
+"""S3's single-object calls (GET, HEAD, PUT, DELETE) sent straight over ``http.client`` (kept-alive connections:
+:mod:`arco.storage.connections`), signed by botocore's SigV4 signer.
 
 Why not boto3 for these: a commit's critical path is sequential conditional writes, and boto3's request
 pipeline (parameter validation, event hooks, response parsing, checksum handlers) costs about 1.5 ms of CPU per
@@ -7,7 +8,8 @@ call on this project's 2-core reference machine, which on a loopback object stor
 path, a few headers, a status and an ETag. Signing stays with botocore (``S3SigV4Auth``, ~60 us a request), and
 so do credentials (the session's provider chain: keys, environment, profiles, instance roles, with refresh), the
 endpoint (the client's resolved ``endpoint_url`` and region) and the CA bundle. Listing and presigning, which
-parse XML or are rare, still go through the boto3 client (:mod:`arco.storage.s3`).
+parse XML or are rare, still go through the boto3 client (:mod:`arco.storage.s3`). They were sent through urllib3
+until it too proved to cost more than the calls need (:mod:`arco.storage.connections` says how much).
 
 Retries: a call that failed in transit or got a 5xx/throttling answer is retried (with jittered backoff) only
 when repeating it cannot change its outcome: reads, and writes without a precondition. A conditional write is
@@ -23,12 +25,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-import urllib3
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.httpsession import get_cert_path
 
 from arco.storage.backoff import backoff_delay
+from arco.storage.connections import ConnectionPool, TransportError
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _ERROR_CODE = re.compile(rb"<Code>([^<]*)</Code>")
@@ -39,7 +41,7 @@ _DNS_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 @dataclass(frozen=True)
 class Reply:
     status: int
-    headers: Any  # urllib3's case-insensitive HTTPHeaderDict
+    headers: Any  # http.client's HTTPMessage: a case-insensitive ``get``
     data: bytes
 
     @property
@@ -55,10 +57,6 @@ class Reply:
         message = _ERROR_MESSAGE.search(self.data)
         text = message.group(1).decode("utf-8", "replace") if message else ""
         return f"HTTP {self.status} {self.error_code}{': ' + text if text else ''}"
-
-
-class TransportError(Exception):
-    """The request did not get an answer (connection refused or reset, timeout); whether a write landed is unknown."""
 
 
 def bucket_base_url(endpoint_url: str, bucket: str, path_style: bool) -> str:
@@ -79,15 +77,15 @@ class S3Wire:
                  max_connections: int = 32, connect_timeout_s: float = 5, read_timeout_s: float = 30,
                  attempts: int = 3) -> None:
         self._base = bucket_base_url(endpoint_url, bucket, path_style)
+        base = urlsplit(self._base)
+        self._base_path = base.path
         self._region = region
         self._credentials = credentials  # botocore credentials (refreshable or not), or None for anonymous access
         self._attempts = attempts
         verify = os.environ.get("AWS_CA_BUNDLE") or get_cert_path(True)
-        self._pool = urllib3.PoolManager(
-            num_pools=4, maxsize=max_connections, block=False, retries=False,
-            timeout=urllib3.Timeout(connect=connect_timeout_s, read=read_timeout_s),
-            cert_reqs="CERT_REQUIRED", ca_certs=verify if isinstance(verify, str) else None,
-        )
+        self._pool = ConnectionPool(base.scheme, base.hostname or "", base.port, max_idle=max_connections,
+                                    connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s,
+                                    ca_file=verify if isinstance(verify, str) else None)
 
     def url_of(self, full_key: str) -> str:
         return self._base + quote(full_key, safe="/~")
@@ -102,7 +100,7 @@ class S3Wire:
             last = attempt == attempts - 1
             try:
                 reply = self._send_once(method, full_key, headers or {}, body)
-            except urllib3.exceptions.HTTPError as exc:
+            except TransportError as exc:
                 if last:
                     raise TransportError(f"{method} {full_key!r}: {exc}") from exc
             else:
@@ -112,12 +110,11 @@ class S3Wire:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _send_once(self, method: str, full_key: str, headers: dict[str, str], body: bytes) -> Reply:
-        url = self.url_of(full_key)
-        signed = self._signed_headers(method, url, headers, body)
+        quoted = quote(full_key, safe="/~")
+        signed = self._signed_headers(method, self._base + quoted, headers, body)
         # A PUT always carries a body (Content-Length: 0 for an empty object); the other calls never do.
-        response = self._pool.request(method, url, body=body if method == "PUT" else None, headers=signed,
-                                      redirect=False, preload_content=True)
-        return Reply(status=response.status, headers=response.headers, data=response.data or b"")
+        response = self._pool.request(method, self._base_path + quoted, signed, body if method == "PUT" else None)
+        return Reply(status=response.status, headers=response.headers, data=response.data)
 
     def _signed_headers(self, method: str, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
         if self._credentials is None:
@@ -127,4 +124,4 @@ class S3Wire:
         return dict(request.headers.items())
 
     def close(self) -> None:
-        self._pool.clear()
+        self._pool.close()

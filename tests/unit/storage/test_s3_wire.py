@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from http.client import HTTPMessage
+
 import pytest
 from botocore.credentials import Credentials
-from urllib3 import HTTPHeaderDict
 
 from arco.storage.s3_wire import Reply, S3Wire, bucket_base_url
 
@@ -51,10 +52,12 @@ def test_anonymous_requests_are_not_signed() -> None:
 def test_an_error_answer_is_read_for_its_code_and_message() -> None:
     body = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>PreconditionFailed</Code>'
             b"<Message>At least one of the pre-conditions you specified did not hold</Message></Error>")
-    reply = Reply(412, HTTPHeaderDict({"ETag": '"abc"'}), body)
+    headers = HTTPMessage()
+    headers["etag"] = '"abc"'  # looked up whatever its case
+    reply = Reply(412, headers, body)
     assert reply.error_code == "PreconditionFailed"
     assert reply.describe() == ("HTTP 412 PreconditionFailed: At least one of the pre-conditions you specified "
                                 "did not hold")
     assert reply.etag == '"abc"'
-    bare = Reply(503, HTTPHeaderDict(), b"")
+    bare = Reply(503, HTTPMessage(), b"")
     assert bare.error_code == "503" and bare.describe() == "HTTP 503 503"

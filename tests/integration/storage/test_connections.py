@@ -1,0 +1,147 @@
+"""The kept-alive HTTP connections the S3 calls use (arco.storage.connections), against an HTTP server on loopback
+that tells which connection each request came on, and can close them, stall, or answer without a body."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from arco.storage.connections import ConnectionPool, TransportError
+
+
+@dataclass
+class Seen:
+    requests: list[tuple[str, str, int]] = field(default_factory=list)  # (method, path, client port)
+    handlers: list[BaseHTTPRequestHandler] = field(default_factory=list)
+
+    def ports(self) -> set[int]:
+        return {port for _, _, port in self.requests}
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[ConnectionPool, Seen]]:
+    seen = Seen()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body_in = self.rfile.read(length) if length else b""
+            seen.requests.append((self.command, self.path, self.client_address[1]))
+            seen.handlers.append(self)
+            if self.path == "/slow":
+                time.sleep(1.0)
+            if self.path == "/chunked":
+                self.send_response(200)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for part in (b"hello ", b"chunked ", b"world"):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            if self.path == "/not-modified":
+                self.send_response(304)
+                self.send_header("ETag", '"v1"')
+                self.end_headers()
+                return
+            body = b"stored:" + body_in if self.command != "HEAD" else b""
+            self.send_response(200)
+            self.send_header("ETag", '"v1"')
+            self.send_header("Content-Length", str(len(body) if self.command != "HEAD" else 1234))
+            if self.path == "/close":
+                self.send_header("Connection", "close")
+                self.close_connection = True
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_PUT = do_HEAD = do_DELETE = _answer
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    pool = ConnectionPool("http", "127.0.0.1", httpd.server_address[1], read_timeout_s=0.5)
+    try:
+        yield pool, seen
+    finally:
+        pool.close()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_requests_reuse_one_connection(server: tuple[ConnectionPool, Seen]) -> None:
+    pool, seen = server
+    for i in range(5):
+        answer = pool.request("PUT", f"/k{i}", {"If-None-Match": "*"}, b"x" * i)
+        assert (answer.status, answer.data, answer.headers.get("etag")) == (200, b"stored:" + b"x" * i, '"v1"')
+    assert len(seen.ports()) == 1
+
+
+def test_a_connection_the_server_closed_while_idle_is_not_reused(server: tuple[ConnectionPool, Seen]) -> None:
+    pool, seen = server
+    assert pool.request("GET", "/a", {}, None).status == 200
+    seen.handlers[-1].connection.shutdown(2)  # the server drops the idle connection (as an idle timeout does)
+    time.sleep(0.05)
+    assert pool.request("GET", "/b", {}, None).status == 200  # not a TransportError: a fresh connection
+    assert len(seen.ports()) == 2
+
+
+def test_a_connection_the_server_asked_to_close_is_not_reused(server: tuple[ConnectionPool, Seen]) -> None:
+    pool, seen = server
+    assert pool.request("GET", "/close", {}, None).status == 200
+    assert pool.request("GET", "/after", {}, None).status == 200
+    assert len(seen.ports()) == 2
+
+
+def test_answers_without_a_body_and_chunked_ones_are_read_whole(server: tuple[ConnectionPool, Seen]) -> None:
+    pool, seen = server
+    head = pool.request("HEAD", "/h", {}, None)
+    assert (head.status, head.data, head.headers.get("Content-Length")) == (200, b"", "1234")
+    assert pool.request("GET", "/not-modified", {"If-None-Match": '"v1"'}, None).status == 304
+    assert pool.request("GET", "/chunked", {}, None).data == b"hello chunked world"
+    assert pool.request("DELETE", "/d", {}, None).status == 200
+    assert len(seen.ports()) == 1  # and the connection stayed usable after each
+
+
+def test_no_answer_in_time_is_a_transport_error_and_the_connection_is_dropped(
+        server: tuple[ConnectionPool, Seen]) -> None:
+    pool, seen = server
+    with pytest.raises(TransportError, match="timed out"):
+        pool.request("GET", "/slow", {}, None)
+    assert pool.request("GET", "/next", {}, None).status == 200
+    assert len(seen.ports()) == 2
+
+
+def test_nobody_listening_is_a_transport_error() -> None:
+    pool = ConnectionPool("http", "127.0.0.1", 1, connect_timeout_s=0.5)
+    with pytest.raises(TransportError, match="cannot connect"):
+        pool.request("GET", "/", {}, None)
+
+
+def test_threads_share_the_pool(server: tuple[ConnectionPool, Seen]) -> None:
+    pool, seen = server
+    failures: list[BaseException] = []
+
+    def run(n: int) -> None:
+        try:
+            for i in range(40):
+                answer = pool.request("PUT", f"/t{n}/{i}", {}, f"{n}-{i}".encode())
+                assert answer.data == f"stored:{n}-{i}".encode()
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not failures
+    assert len(seen.requests) == 320 and len(seen.ports()) <= 8  # connections reused, at most one per thread
