@@ -7,9 +7,10 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from support.loopback_http import QuietHandler, serving
 
 from arco.storage.connections import ConnectionPool, TransportError
 
@@ -27,15 +28,9 @@ class Seen:
 def server() -> Iterator[tuple[ConnectionPool, Seen]]:
     seen = Seen()
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def _answer(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body_in = self.rfile.read(length) if length else b""
+    class Handler(QuietHandler):
+        def answer(self) -> None:
+            body_in = self.read_body()
             seen.requests.append((self.command, self.path, self.client_address[1]))
             seen.handlers.append(self)
             if self.path == "/slow":
@@ -63,18 +58,12 @@ def server() -> Iterator[tuple[ConnectionPool, Seen]]:
             self.end_headers()
             self.wfile.write(body)
 
-        do_GET = do_PUT = do_HEAD = do_DELETE = _answer
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    pool = ConnectionPool("http", "127.0.0.1", httpd.server_address[1], read_timeout_s=0.5)
-    try:
-        yield pool, seen
-    finally:
-        pool.close()
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(Handler) as port:
+        pool = ConnectionPool("http", "127.0.0.1", port, read_timeout_s=0.5)
+        try:
+            yield pool, seen
+        finally:
+            pool.close()
 
 
 def test_requests_reuse_one_connection(server: tuple[ConnectionPool, Seen]) -> None:

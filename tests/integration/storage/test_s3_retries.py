@@ -7,12 +7,11 @@ what it received, so a test sees how many times a call was really sent.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from support.loopback_http import QuietHandler, serving
 
 from arco.storage.base import DoesNotExist, MatchesVersion, StorageUnavailable, Written
 from arco.storage.s3 import S3Backend
@@ -30,16 +29,9 @@ class Script:
 def failing_s3() -> Iterator[tuple[Script, dict[str, str]]]:
     script = Script([])
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def _answer(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length:
-                self.rfile.read(length)
+    class Handler(QuietHandler):
+        def answer(self) -> None:
+            self.read_body()
             script.received.append((self.command, self.path, dict(self.headers.items())))
             answer = script.answers.pop(0) if script.answers else 200
             if answer == "drop":
@@ -53,18 +45,9 @@ def failing_s3() -> Iterator[tuple[Script, dict[str, str]]]:
             self.end_headers()
             self.wfile.write(body)
 
-        do_GET = do_PUT = do_HEAD = do_DELETE = _answer
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    options = {"s3.endpoint": f"http://127.0.0.1:{server.server_address[1]}", "s3.access-key-id": "k",
-               "s3.secret-access-key": "s", "s3.region": "us-east-1"}
-    try:
-        yield script, options
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as port:
+        yield script, {"s3.endpoint": f"http://127.0.0.1:{port}", "s3.access-key-id": "k",
+                       "s3.secret-access-key": "s", "s3.region": "us-east-1"}
 
 
 def test_a_read_is_retried_after_a_throttling_answer(failing_s3: tuple[Script, dict[str, str]]) -> None:
