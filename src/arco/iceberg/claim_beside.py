@@ -76,7 +76,7 @@ def run_beside_claim(keyed: Keyed, work: Callable[[str, ClaimGate], Outcome], re
     claim = claiming.result()  # its error (503 in flight, 409 another payload, storage) is the answer: nothing landed
     if claim.replay is not None:
         return replayed(claim.replay)
-    assert not isinstance(failure, ClaimNotOwned)
+    assert not isinstance(failure, ClaimNotOwned)  # the claim is this request's
 
     def result() -> Outcome:
         if failure is not None:

@@ -26,7 +26,7 @@ from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.catalog.store import CatalogStore
 from arco.events import after_answer
 from arco.iceberg import commit, transaction_commit
-from arco.iceberg.claim_beside import ClaimGate, run_beside_claim
+from arco.iceberg.claim_beside import ClaimGate, ClaimNotOwned, run_beside_claim
 from arco.iceberg.errors import IcebergError
 from arco.iceberg.idempotency import (
     IdempotencyMarkers,
@@ -148,8 +148,13 @@ class Mutations:
                       caller: Caller) -> Outcome:
         def work(tag: str | None, gate: ClaimGate | None = None) -> Outcome:
             with metrics.counted_commit():  # only attempts: a replayed Idempotency-Key answer is no commit
-                result = commit.commit_table(self.tables, catalog, namespace, name, body, caller.principal,
-                                             caller.source, tag, caller.who, gate)
+                try:
+                    result = commit.commit_table(self.tables, catalog, namespace, name, body, caller.principal,
+                                                 caller.source, tag, caller.who, gate)
+                except Exception:
+                    if gate is not None and not gate.holds():  # the claim answers (a replay, say): not counted
+                        raise ClaimNotOwned() from None
+                    raise
             return Outcome(200, metadata_location=result.metadata_location)
 
         requirements, _ = commit.parse_commit(body)

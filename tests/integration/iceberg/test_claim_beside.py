@@ -17,6 +17,7 @@ from uuid6 import uuid7
 from arco.iceberg.errors import CommitFailed, IcebergError, ServiceUnavailable
 from arco.iceberg.idempotency import Outcome
 from arco.iceberg.mutations import Caller
+from arco.metrics import REGISTRY
 from arco.storage.faults import FaultRule, SimulatedCrash
 
 SOURCE = {"kind": "iceberg_rest", "client_info": "test", "principal": "admin"}
@@ -83,6 +84,23 @@ def test_a_replayed_refusal_wins_over_a_work_that_would_pass_now(table: Harness)
         commit(table, wants_schema_1, key)
     assert (again.value.status, again.value.message) == (409, refused.value.message)
     assert properties(table)["p"] == "warm"
+
+
+def test_a_replay_counts_no_commit_even_when_the_work_was_refused(table: Harness) -> None:
+    key = str(uuid7())
+    wants_schema_7 = set_property("1", [{"type": "assert-current-schema-id", "current-schema-id": 7}])
+    with pytest.raises(CommitFailed):
+        commit(table, wants_schema_7, key)
+    before = {outcome: counted(outcome) for outcome in ("committed", "refused")}
+    with pytest.raises(IcebergError):  # the replay, while the work was refused again on its own
+        commit(table, wants_schema_7, key)
+    assert {outcome: counted(outcome) for outcome in ("committed", "refused")} == before
+    commit(table, set_property("2"), str(uuid7()))
+    assert counted("committed") == before["committed"] + 1  # (the counter does count)
+
+
+def counted(outcome: str) -> float:
+    return REGISTRY.get_sample_value("arco_iceberg_commits_total", {"outcome": outcome}) or 0.0
 
 
 def test_another_payload_under_a_used_key_is_that_conflict_whatever_the_work_found(table: Harness) -> None:
