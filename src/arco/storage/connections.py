@@ -109,8 +109,9 @@ def _dropped(connection: http.client.HTTPConnection) -> bool:
     sock = connection.sock
     if sock is None:
         return True
+    poller = select.poll()  # not select(): a server holds more than FD_SETSIZE (1024) descriptors
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
     except (OSError, ValueError):
         return True
-    return bool(readable)

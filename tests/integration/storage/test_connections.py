@@ -3,6 +3,8 @@ that tells which connection each request came on, and can close them, stall, or 
 
 from __future__ import annotations
 
+import os
+import resource
 import threading
 import time
 from collections.abc import Iterator
@@ -134,3 +136,19 @@ def test_threads_share_the_pool(server: tuple[ConnectionPool, Seen]) -> None:
         thread.join(30)
     assert not failures
     assert len(seen.requests) == 320 and len(seen.ports()) <= 8  # connections reused, at most one per thread
+
+
+def test_connections_past_descriptor_1024_are_reused(server: tuple[ConnectionPool, Seen]) -> None:
+    """A busy server holds more than select()'s 1024 descriptors: the idle check must still work there."""
+    pool, seen = server
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
+    fillers = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        for i in range(3):
+            assert pool.request("GET", f"/{i}", {}, None).status == 200
+    finally:
+        for fd in fillers:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert len(seen.ports()) == 1
