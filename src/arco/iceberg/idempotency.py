@@ -5,14 +5,14 @@
 ``scope`` is the table uuid for a table commit (as in the seed) and ``catalog-{catalog id}`` for the other
 mutations, whose target may not exist yet (create) or any more (a retried drop).
 
-A marker is claimed ``IN_PROGRESS`` with a create-only put before any work (a table commit's claim runs beside
-its work up to the commit point instead: :mod:`arco.iceberg.claim_beside`), and finalized ``COMMITTED`` (2xx) or
-``FAILED`` (a deterministic 4xx, with the error) by a version-matched put. A ``FAILED`` marker is written before
-the answer (nothing landed, so only the marker remembers the refusal); a ``COMMITTED`` one just after it, like the
+A marker is claimed ``IN_PROGRESS`` with a create-only put before any work (a table commit's claim runs beside its
+work up to the commit point instead: :mod:`arco.iceberg.claim_beside`), and finalized ``COMMITTED`` (2xx) or
+``FAILED`` (a deterministic 4xx, with the error) by a version-matched put. A ``FAILED`` marker is written before the
+answer (nothing landed, so only the marker remembers the refusal); a ``COMMITTED`` one just after it, like the
 committed receipt (:mod:`arco.events.after_answer`): the change it records has landed, and a retry that finds the
-marker still in progress learns that from ``recover`` below and answers the same. The work is tagged with ``h`` where it
-lands (the metadata file name of a commit, the Tier 1 operation of a namespace or table change), so whoever asks
-the mutation's ``recover`` function learns whether the tagged change landed.
+marker still in progress learns that from ``recover`` below and answers the same. The work is tagged with ``h``
+where it lands (the metadata file name of a commit, the Tier 1 operation of a namespace or table change), so whoever
+asks the mutation's ``recover`` function learns whether the tagged change landed.
 
 When the work ends in an error that is not a deterministic 4xx (storage unavailable, a bug), the server asks
 ``recover`` at once, while it still knows that nothing of the attempt is running any more:
