@@ -15,7 +15,8 @@ from support.iceberg_harness import Harness
 from uuid6 import uuid7
 
 from arco.iceberg.errors import CommitFailed, IcebergError, ServiceUnavailable
-from arco.iceberg.idempotency import Outcome
+from arco.iceberg.file_names import carries_tag, is_group_file
+from arco.iceberg.idempotency import Outcome, key_hash
 from arco.iceberg.mutations import Caller
 from arco.metrics import REGISTRY
 from arco.storage.faults import FaultRule, SimulatedCrash
@@ -143,3 +144,48 @@ def test_in_a_group_a_member_whose_key_was_used_before_gets_its_replay_and_the_r
     assert isinstance(answers["new"], Outcome)
     now = properties(table)
     assert now["q"] == "new" and now["p"] == "2"  # the replayed member's change did not land again
+
+
+def test_the_same_keyed_requests_sent_twice_at_once_through_two_servers_land_once_each(table: Harness) -> None:
+    """Each request goes to both "servers" at the same moment: one claim wins, the other request's work (which ran
+    all the same) lands nothing, and both get the same answer (after a 503 while the first is in flight)."""
+    other = table.reopen()
+    requests = [(str(uuid7()), set_property_named(f"c{i}")) for i in range(24)]
+    answers: dict[str, list[str]] = {key: [] for key, _ in requests}
+    stuck: list[str] = []
+
+    def send(h: Harness, key: str, body: dict) -> None:
+        for _ in range(500):
+            try:
+                location = commit(h, body, key).metadata_location
+            except ServiceUnavailable:
+                time.sleep(0.01)
+                continue
+            assert location is not None
+            answers[key].append(location)
+            return
+        stuck.append(key)
+
+    threads = [threading.Thread(target=send, args=(h, key, body)) for key, body in requests for h in (table, other)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not stuck
+    assert all(len(found) == 2 and found[0] == found[1] for found in answers.values()), answers
+    after = table.reopen()
+    loaded = after.tables.load(after.catalog, ("db",), "t")
+    uuid = loaded.entry.id
+    current = loaded.pointer.pointer.current_metadata_location
+    versions = [current, *(e.metadata_file for e in after.tables.files.read(current).metadata_log)]
+    for key, _ in requests:
+        tag = key_hash(key)
+        carriers = [v for v in versions if carries_tag(v, tag) or (
+            is_group_file(v) and (record := after.tables.groups.read(uuid, v)) is not None
+            and record.member_of(tag) is not None)]
+        assert len(carriers) == 1, (key, carriers)  # applied exactly once
+    assert {f"c{i}" for i in range(24)} <= set(loaded.metadata.properties)
+
+
+def set_property_named(name: str) -> dict:
+    return {"requirements": [], "updates": [{"action": "set-properties", "updates": {name: "1"}}]}
