@@ -1,5 +1,7 @@
-"""Best-effort writes made after a request has been answered: committed receipts (seed step 10) of table commits,
-creates and multi-table transactions, and the catalog receipt of every Tier 1 change.
+"""Writes made after a request has been answered: committed receipts (seed step 10) of table commits, creates and
+multi-table transactions, the catalog receipt of every Tier 1 change (all best effort), and the COMMITTED
+finalization of an Idempotency-Key marker (seed step 11; recovery stands in for it until it lands:
+:mod:`arco.iceberg.idempotency`).
 
 A committed receipt records a commit that has landed; the answer does not depend on it, and a missing one is
 rebuilt from the metadata log by the reconciler (seed section 4; a catalog receipt, from the catalog log). Written

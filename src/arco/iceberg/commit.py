@@ -45,7 +45,7 @@ from arco import optimistic
 from arco.auth.principals import Principal
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.events import after_answer
-from arco.events.receipts import iceberg_receipt, write_iceberg_receipt, write_receipt
+from arco.events.receipts import write_iceberg_receipt
 from arco.iceberg import commit_rules, side_writes, staged_create
 from arco.iceberg.claim_beside import ClaimGate, ClaimNotOwned
 from arco.iceberg.errors import BadRequest, CommitFailed, NoSuchTable
@@ -356,12 +356,9 @@ def write_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> Futu
         side_writes.at_once(lambda: tables.files.write(tried.location, metadata), lambda: tables.groups.write(record))
         return None
     request = tried.accepted[0].item
-    # Built here, so the side thread only writes: building it there would hold the interpreter while this thread
-    # serializes the metadata, delaying both writes.
-    key, event = iceberg_receipt("pending", table_uuid=table_uuid, metadata_location=tried.location,
-                                 metadata=metadata, previous_metadata_location=tried.base_location,
-                                 source=request.source, identifier=request.identifier)
-    receipt = side_writes.SIDE.submit(write_receipt, tables.storage, key, event)
+    receipt = side_writes.start_pending_receipt(
+        tables.storage, table_uuid=table_uuid, metadata_location=tried.location, metadata=metadata,
+        previous_metadata_location=tried.base_location, source=request.source, identifier=request.identifier)
     try:
         tables.files.write(tried.location, metadata)
     except BaseException:

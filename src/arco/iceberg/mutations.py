@@ -27,7 +27,7 @@ from arco.catalog.store import CatalogStore
 from arco.events import after_answer
 from arco.iceberg import commit, transaction_commit
 from arco.iceberg.claim_beside import ClaimGate, ClaimNotOwned, run_beside_claim
-from arco.iceberg.errors import IcebergError
+from arco.iceberg.errors import IcebergError, from_catalog_error
 from arco.iceberg.idempotency import (
     IdempotencyMarkers,
     Keyed,
@@ -216,7 +216,7 @@ class Mutations:
             except commit.NameMoved as exc:
                 raise _MovedUnderKey() from exc
             except (CatalogError, IcebergError) as exc:
-                if isinstance(exc, IcebergError) and not is_deterministic(exc):
+                if not is_deterministic(exc if isinstance(exc, IcebergError) else from_catalog_error(exc)):
                     raise
                 # The marker records a refusal, so it must not rest on unchecked knowledge (the commit checks the
                 # catalog only once it reaches its first write): confirm the view, and that the name still names

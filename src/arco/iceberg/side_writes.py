@@ -12,11 +12,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any
+
+from arco.events.receipts import iceberg_receipt, write_receipt
+from arco.storage.base import StorageBackend
 
 log = logging.getLogger(__name__)
 
 # One slot per table committing at once (a server has one leader per hot table); threads start on demand.
 SIDE = ThreadPoolExecutor(max_workers=32, thread_name_prefix="arco-commit-side")
+
+
+def start_pending_receipt(storage: StorageBackend, **fields: Any) -> Future[object]:
+    """Start writing an attempt's pending receipt beside the caller. The event is built here, so the side thread
+    only writes: building it there would hold the interpreter while the caller serializes the metadata, delaying
+    both writes."""
+    key, event = iceberg_receipt("pending", **fields)
+    return SIDE.submit(write_receipt, storage, key, event)
 
 
 def settle(receipt: Future[object] | None) -> None:

@@ -38,7 +38,7 @@ from arco.catalog.names import check_name
 from arco.catalog.state import CatalogState, dotted
 from arco.catalog.store import CatalogStore
 from arco.events import after_answer
-from arco.events.receipts import iceberg_receipt, write_iceberg_receipt, write_receipt
+from arco.events.receipts import write_iceberg_receipt
 from arco.iceberg import side_writes
 from arco.iceberg.commit_rules import (
     check_field_defaults,
@@ -322,9 +322,7 @@ class TableService:
         identity = {"catalog": catalog.name, "namespace": list(namespace), "name": name}
         receipt = {"table_uuid": table_uuid, "metadata_location": location, "metadata": metadata,
                    "previous_metadata_location": None, "source": source, "identifier": identity}
-        # Built here, so the side thread only writes (building it there would hold the interpreter meanwhile).
-        key, event = iceberg_receipt("pending", **receipt)
-        pending = side_writes.SIDE.submit(write_receipt, self.storage, key, event)
+        pending = side_writes.start_pending_receipt(self.storage, **receipt)
         try:
             if write_metadata:
                 self.files.write(location, metadata)

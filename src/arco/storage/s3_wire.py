@@ -59,6 +59,11 @@ class Reply:
         return f"HTTP {self.status} {self.error_code}{': ' + text if text else ''}"
 
 
+def _quoted(full_key: str) -> str:
+    """A key as it goes into the URL: percent-encoded once, its slashes kept."""
+    return quote(full_key, safe="/~")
+
+
 def bucket_base_url(endpoint_url: str, bucket: str, path_style: bool) -> str:
     """Where the bucket's objects live: ``{endpoint}/{bucket}/`` (path style) or ``{scheme}://{bucket}.{host}/``
     (virtual-hosted, boto3's choice for DNS-compatible names, and for https only without dots)."""
@@ -88,7 +93,7 @@ class S3Wire:
                                     ca_file=verify if isinstance(verify, str) else None)
 
     def url_of(self, full_key: str) -> str:
-        return self._base + quote(full_key, safe="/~")
+        return self._base + _quoted(full_key)
 
     def send(self, method: str, full_key: str, *, headers: dict[str, str] | None = None, body: bytes = b"",
              retry: bool = True) -> Reply:
@@ -110,7 +115,7 @@ class S3Wire:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _send_once(self, method: str, full_key: str, headers: dict[str, str], body: bytes) -> Reply:
-        quoted = quote(full_key, safe="/~")
+        quoted = _quoted(full_key)
         signed = self._signed_headers(method, self._base + quoted, headers, body)
         # A PUT always carries a body (Content-Length: 0 for an empty object); the other calls never do.
         response = self._pool.request(method, self._base_path + quoted, signed, body if method == "PUT" else None)

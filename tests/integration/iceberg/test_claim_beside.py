@@ -24,8 +24,8 @@ from arco.storage.faults import FaultRule, SimulatedCrash
 SOURCE = {"kind": "iceberg_rest", "client_info": "test", "principal": "admin"}
 
 
-def set_property(value: str, requirements: list | None = None) -> dict:
-    return {"requirements": requirements or [], "updates": [{"action": "set-properties", "updates": {"p": value}}]}
+def set_property(value: str, requirements: list | None = None, name: str = "p") -> dict:
+    return {"requirements": requirements or [], "updates": [{"action": "set-properties", "updates": {name: value}}]}
 
 
 def commit(h: Harness, body: dict, key: str) -> Outcome:
@@ -129,8 +129,7 @@ def test_in_a_group_a_member_whose_key_was_used_before_gets_its_replay_and_the_r
             answers[name] = exc
 
     threads = [threading.Thread(target=run, args=("replay", set_property("1"), used)),
-               threading.Thread(target=run, args=("new", {"requirements": [], "updates": [
-                   {"action": "set-properties", "updates": {"q": "new"}}]}, str(uuid7())))]
+               threading.Thread(target=run, args=("new", set_property("new", name="q"), str(uuid7())))]
     with table.tables.committer.hold(uuid):
         for thread in threads:
             thread.start()
@@ -150,7 +149,7 @@ def test_the_same_keyed_requests_sent_twice_at_once_through_two_servers_land_onc
     """Each request goes to both "servers" at the same moment: one claim wins, the other request's work (which ran
     all the same) lands nothing, and both get the same answer (after a 503 while the first is in flight)."""
     other = table.reopen()
-    requests = [(str(uuid7()), set_property_named(f"c{i}")) for i in range(24)]
+    requests = [(str(uuid7()), set_property("1", name=f"c{i}")) for i in range(24)]
     answers: dict[str, list[str]] = {key: [] for key, _ in requests}
     stuck: list[str] = []
 
@@ -185,7 +184,3 @@ def test_the_same_keyed_requests_sent_twice_at_once_through_two_servers_land_onc
             and record.member_of(tag) is not None)]
         assert len(carriers) == 1, (key, carriers)  # applied exactly once
     assert {f"c{i}" for i in range(24)} <= set(loaded.metadata.properties)
-
-
-def set_property_named(name: str) -> dict:
-    return {"requirements": [], "updates": [{"action": "set-properties", "updates": {name: "1"}}]}
