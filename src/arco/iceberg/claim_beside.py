@@ -9,7 +9,10 @@ asks :class:`ClaimGate` before its compare-and-swap. What the seed's order guara
 * nothing lands unless the marker is this request's: the gate refuses the compare-and-swap otherwise, and the
   attempt's file is deleted (garbage collection removes it after a crash, as any lost race's);
 * the answer is the claim's whenever the marker is not this request's (the cached answer of an earlier request
-  with the key, 503 while one is in flight, 409 for another payload), whatever the work found meanwhile;
+  with the key, 409 for another payload), whatever the work found meanwhile;
+* a request with the key still in flight is waited for once the work was refused (not beside it: the work may be
+  part of a group commit, whose other members would wait too), then answered as it was answered; if its marker
+  was released instead, the work runs again under the marker this request then holds;
 * once the marker is this request's, the work's outcome finalizes it exactly as :func:`run_once` does.
 
 A request whose key was used before therefore writes a metadata file it then deletes: retries are rare, and the
@@ -20,10 +23,11 @@ marker's finalization follows the answer: :mod:`arco.iceberg.idempotency`).
 from __future__ import annotations
 
 import contextvars
+import functools
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
-from arco.iceberg.idempotency import Claim, Keyed, Outcome, Recover, conclude, replayed
+from arco.iceberg.idempotency import Claim, Keyed, KeyInFlight, Outcome, Recover, conclude, replayed
 
 # One thread per keyed commit in flight (threads start on demand). A claim never waits for another task here.
 _CLAIMS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="arco-marker-claim")
@@ -63,7 +67,8 @@ def run_beside_claim(keyed: Keyed, work: Callable[[str, ClaimGate], Outcome], re
                      commit_route: bool = False) -> Outcome:
     """:func:`arco.iceberg.idempotency.run_once` with the claim beside the work. ``work(tag, gate)`` must call
     ``gate.wait()`` before anything of it can land; a work that fails earlier is answered as the claim decides."""
-    claiming = _CLAIMS.submit(contextvars.copy_context().run, keyed.markers.claim, keyed, recover)
+    claiming = _CLAIMS.submit(contextvars.copy_context().run, functools.partial(keyed.markers.claim, wait=False),
+                              keyed, recover)
     try:
         outcome = work(keyed.tag, ClaimGate(claiming))
     except Exception as exc:  # noqa: BLE001 - decided below, once the claim is known
@@ -73,7 +78,13 @@ def run_beside_claim(keyed: Keyed, work: Callable[[str, ClaimGate], Outcome], re
         raise
     else:
         failure = None
-    claim = claiming.result()  # its error (503 in flight, 409 another payload, storage) is the answer: nothing landed
+    try:
+        claim = claiming.result()  # its error (409 another payload, storage) is the answer: nothing landed
+    except KeyInFlight:
+        claim = keyed.markers.claim(keyed, recover)  # waits for it; its error (503 still in flight) is the answer
+        if claim.replay is None:  # the other request's marker was released (it did not land): this one's now
+            return conclude(keyed, claim, recover, lambda: work(keyed.tag, ClaimGate(_resolved(claim))),
+                            commit_route=commit_route)
     if claim.replay is not None:
         return replayed(claim.replay)
     assert not isinstance(failure, ClaimNotOwned)  # the claim is this request's
@@ -84,3 +95,9 @@ def run_beside_claim(keyed: Keyed, work: Callable[[str, ClaimGate], Outcome], re
         return outcome
 
     return conclude(keyed, claim, recover, result, commit_route=commit_route)
+
+
+def _resolved(claim: Claim) -> Future[Claim]:
+    done: Future[Claim] = Future()
+    done.set_result(claim)
+    return done

@@ -28,8 +28,13 @@ proceeds at once; other servers treat the marker as in flight.
 
 A retry that finds an ``IN_PROGRESS`` marker asks ``recover``: if the change landed, the marker is finalized from
 it and its answer returned (crash recovery); if not, a released marker (or one this process knows ended) is taken
-over at once; otherwise the request is in flight (503 with Retry-After) until the marker is older than the
-in-progress timeout, after which the retry takes the marker over with a compare-and-swap and does the work itself.
+over at once; otherwise the request is in flight. A live request ends within moments, so the retry waits for the
+marker to change (up to ``in_flight_wait_s``, polling it) and then answers as that request was answered, or takes a
+released marker over; only a marker still in progress after that wait (its server likely died) makes the answer a
+503, whose Retry-After is the time left until the marker is older than the in-progress timeout, after which the
+retry takes the marker over with a compare-and-swap and does the work itself. The wait happens where the request
+holds nothing another request waits for (:func:`run_once`, before the work; a commit whose claim ran beside its
+work, after that work was refused: :mod:`arco.iceberg.claim_beside`).
 
 While storage refuses writes, a retry still gets the answer of a request that finished or whose change landed:
 the claim's put fails, and the answer is read instead (a marker that is the failed claim itself is released).
@@ -46,6 +51,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import re
 import threading
 import time
@@ -75,6 +81,10 @@ MarkerStatus = Literal["IN_PROGRESS", "COMMITTED", "FAILED"]
 _UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 MAX_CLAIM_ATTEMPTS = 5
 RETRY_AFTER_FAULT_S = 2
+# How long a request waits for another one with its key, still in flight, to end; a commit takes milliseconds to
+# a second or so, and a longer wait would hold a worker thread for a request whose server likely died.
+IN_FLIGHT_WAIT_S = 2.0
+_IN_FLIGHT_POLL_S = (0.01, 0.25)  # first and longest pause between reads of the marker while waiting
 ENDED_ATTEMPTS_REMEMBERED = 10_000
 
 
@@ -189,10 +199,17 @@ class Claim:
 Recover = Callable[[Marker], Outcome | None]
 
 
+class KeyInFlight(ServiceUnavailable):
+    """Another request with this Idempotency-Key is in flight: answered 503 with Retry-After, unless the caller
+    waits for it to end (:meth:`IdempotencyMarkers.claim` with ``wait``)."""
+
+
 class IdempotencyMarkers:
-    def __init__(self, storage: StorageBackend, in_progress_timeout_s: float) -> None:
+    def __init__(self, storage: StorageBackend, in_progress_timeout_s: float,
+                 in_flight_wait_s: float = IN_FLIGHT_WAIT_S) -> None:
         self.storage = storage
         self.in_progress_timeout_s = in_progress_timeout_s
+        self.in_flight_wait_s = min(in_flight_wait_s, in_progress_timeout_s)
         # (marker key, marker version) of attempts of this process that ended without landing but whose marker
         # could not be released: a retry reaching this process need not wait for the timeout.
         self._ended: OrderedDict[tuple[str, str], None] = OrderedDict()
@@ -209,9 +226,12 @@ class IdempotencyMarkers:
             return (storage_key, version) in self._ended
 
     @_before_confirmation
-    def claim(self, keyed: Keyed, recover: Recover) -> Claim:
+    def claim(self, keyed: Keyed, recover: Recover, *, wait: bool = True) -> Claim:
+        """Claim the key's marker, or the answer to give instead. A marker of another request still in flight is
+        waited for (up to ``in_flight_wait_s``) if ``wait``, else :class:`KeyInFlight` is raised at once."""
         storage_key = marker_key(keyed.scope, keyed.tag)
         fresh = Marker("IN_PROGRESS", keyed.key, keyed.operation, keyed.request_hash, _now_ms(), keyed.tier1_seq)
+        waited = not wait
         for _ in range(MAX_CLAIM_ATTEMPTS):
             try:
                 written = self.storage.put(storage_key, fresh.to_bytes(), DoesNotExist())
@@ -239,15 +259,33 @@ class IdempotencyMarkers:
                     report_storage_fault(f"{keyed.operation} (Idempotency-Key {keyed.key})", exc)
                     return Claim(storage_key, replay=replace(existing, status="COMMITTED", outcome=landed))
             ended = existing.retryable_at_ms is not None or self._known_ended(storage_key, found.version)
-            if not ended and existing.started_at_ms / 1000 + self.in_progress_timeout_s > time.time():
-                raise ServiceUnavailable(
-                    "a request with this Idempotency-Key is in progress; retry later",
-                    headers={"Retry-After": str(max(1, int(self.in_progress_timeout_s)))},
-                )
+            takeover_in_s = existing.started_at_ms / 1000 + self.in_progress_timeout_s - time.time()
+            if not ended and takeover_in_s > 0:
+                if not waited:
+                    # Then everything again: the answer that request left, a released marker to take over, or
+                    # its change landed (recover) though its marker could not be finalized.
+                    waited = True
+                    self._await_change(storage_key, found.version)
+                    fresh = replace(fresh, started_at_ms=_now_ms())  # a takeover's timeout runs from now
+                    continue
+                raise KeyInFlight("a request with this Idempotency-Key is in progress; retry later",
+                                  headers={"Retry-After": str(max(1, math.ceil(takeover_in_s)))})
             taken = self.storage.put(storage_key, fresh.to_bytes(), MatchesVersion(found.version))
             if taken.ok:
                 return Claim(storage_key, version=taken.version, marker=fresh)  # type: ignore[union-attr]
         raise ServiceUnavailable("the Idempotency-Key marker is contended; retry", headers={"Retry-After": "1"})
+
+    def _await_change(self, storage_key: str, version: str) -> None:
+        """Return once the marker is no longer at ``version`` (finalized, released, taken over or collected), or
+        after ``in_flight_wait_s``."""
+        deadline = time.monotonic() + self.in_flight_wait_s
+        pause, longest = _IN_FLIGHT_POLL_S
+        while (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, longest)
+            found = self.storage.get_or_none(storage_key)
+            if found is None or found.version != version:
+                return
 
     def _claim_failed(self, storage_key: str, fresh: Marker, keyed: Keyed, recover: Recover) -> Marker | None:
         """The claim's put failed: what can still be answered by reading (storage may refuse only writes).

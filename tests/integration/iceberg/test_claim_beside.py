@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+from support.held_puts import HeldPuts
 from support.iceberg_harness import Harness
 from uuid6 import uuid7
 
@@ -18,6 +19,7 @@ from arco.iceberg.errors import CommitFailed, IcebergError, ServiceUnavailable
 from arco.iceberg.file_names import carries_tag, is_group_file
 from arco.iceberg.idempotency import Outcome, key_hash
 from arco.iceberg.mutations import Caller
+from arco.iceberg.pointer import POINTERS
 from arco.metrics import REGISTRY
 from arco.storage.faults import FaultRule, SimulatedCrash
 
@@ -54,8 +56,8 @@ def test_a_commit_whose_key_is_in_flight_lands_nothing(table: Harness) -> None:
         commit(table, set_property("1"), key)
     table.storage.clear()
     files = metadata_files(table)
-    with pytest.raises(ServiceUnavailable):  # its work ran, up to the CAS, which the claim's answer stopped
-        commit(table, set_property("1"), key)
+    with pytest.raises(ServiceUnavailable):  # its work ran, up to the CAS, which the claim stopped; then the retry
+        commit(table, set_property("1"), key)  # waited for the marker to change, and it did not
     assert properties(table)["p"] == "warm"
     assert metadata_files(table) == files  # the work's own file was deleted
 
@@ -145,32 +147,94 @@ def test_in_a_group_a_member_whose_key_was_used_before_gets_its_replay_and_the_r
     assert now["q"] == "new" and now["p"] == "2"  # the replayed member's change did not land again
 
 
+def test_a_retry_while_the_first_commit_is_in_flight_waits_for_it_and_gets_its_answer(table: Harness) -> None:
+    """The retry's claim (beside its work) finds the first request's marker in flight: its work is refused before
+    the CAS, then it waits, outside any group commit, for the first to end, and answers as it did."""
+    key = str(uuid7())
+    held = HeldPuts(table.storage.inner, "*.metadata.json")
+    table.storage.inner = held  # type: ignore[assignment]
+    answers: dict[str, Outcome] = {}
+
+    def send(h: Harness, name: str) -> None:
+        answers[name] = commit(h, set_property("1"), key)
+
+    first = threading.Thread(target=send, args=(table, "first"))
+    first.start()
+    assert held.reached.wait(10)  # the first request's metadata file is on its way
+    deadline = time.monotonic() + 10
+    while not any(m.key.endswith(f"{key_hash(key)}.json") for m in held.list("_catalog/iceberg_idempotency/")):
+        assert time.monotonic() < deadline, "the first request's claim never landed"
+        time.sleep(0.005)
+    retry = threading.Thread(target=send, args=(table.reopen(), "retry"))
+    retry.start()
+    time.sleep(0.2)  # the retry finds the marker in flight
+    held.release()
+    first.join(10)
+    retry.join(10)
+    assert answers["retry"] == answers["first"] and answers["first"].metadata_location is not None
+    assert properties(table)["p"] == "1"
+    assert sum(carries_tag(f, key_hash(key)) for f in metadata_files(table)) == 1  # the retry's own file is gone
+
+
+def test_a_retry_that_waited_for_a_first_commit_which_did_not_land_does_the_work_itself(table: Harness) -> None:
+    """The first request's CAS fails (storage unavailable): it releases the marker and answers 503. The retry that
+    was waiting for it takes the marker over and runs its work again, this time under its own claim."""
+    key = str(uuid7())
+    held = HeldPuts(table.storage.inner, "*.metadata.json")
+    table.storage.inner = held  # type: ignore[assignment]
+    table.storage.inject(FaultRule(op="put", key=f"{POINTERS}/*", action="fail"))  # the first server's CAS only
+    answers: dict[str, Outcome | Exception] = {}
+
+    def send(h: Harness, name: str) -> None:
+        try:
+            answers[name] = commit(h, set_property("1"), key)
+        except IcebergError as exc:
+            answers[name] = exc
+
+    first = threading.Thread(target=send, args=(table, "first"))
+    first.start()
+    assert held.reached.wait(10)
+    deadline = time.monotonic() + 10
+    while not any(m.key.endswith(f"{key_hash(key)}.json") for m in held.list("_catalog/iceberg_idempotency/")):
+        assert time.monotonic() < deadline, "the first request's claim never landed"
+        time.sleep(0.005)
+    retry = threading.Thread(target=send, args=(table.reopen(), "retry"))
+    retry.start()
+    time.sleep(0.2)
+    held.release()
+    first.join(10)
+    retry.join(10)
+    assert isinstance(answers["first"], ServiceUnavailable), answers["first"]
+    assert isinstance(answers["retry"], Outcome), answers["retry"]
+    assert properties(table)["p"] == "1"
+    after = table.reopen()
+    current = after.tables.load(after.catalog, ("db",), "t").pointer.pointer.current_metadata_location
+    assert current == answers["retry"].metadata_location and carries_tag(current, key_hash(key))
+
+
 def test_the_same_keyed_requests_sent_twice_at_once_through_two_servers_land_once_each(table: Harness) -> None:
     """Each request goes to both "servers" at the same moment: one claim wins, the other request's work (which ran
-    all the same) lands nothing, and both get the same answer (after a 503 while the first is in flight)."""
+    all the same) lands nothing, and both get the same answer, the second after waiting for the first."""
     other = table.reopen()
     requests = [(str(uuid7()), set_property("1", name=f"c{i}")) for i in range(24)]
     answers: dict[str, list[str]] = {key: [] for key, _ in requests}
-    stuck: list[str] = []
+    busy: list[str] = []
 
     def send(h: Harness, key: str, body: dict) -> None:
-        for _ in range(500):
-            try:
-                location = commit(h, body, key).metadata_location
-            except ServiceUnavailable:
-                time.sleep(0.01)
-                continue
-            assert location is not None
-            answers[key].append(location)
+        try:
+            location = commit(h, body, key).metadata_location
+        except ServiceUnavailable:
+            busy.append(key)
             return
-        stuck.append(key)
+        assert location is not None
+        answers[key].append(location)
 
     threads = [threading.Thread(target=send, args=(h, key, body)) for key, body in requests for h in (table, other)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(60)
-    assert not stuck
+    assert not busy  # no 503: a request in flight was waited for
     assert all(len(found) == 2 and found[0] == found[1] for found in answers.values()), answers
     after = table.reopen()
     loaded = after.tables.load(after.catalog, ("db",), "t")

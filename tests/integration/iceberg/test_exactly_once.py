@@ -7,12 +7,14 @@ identifiable by garbage collection (an unreferenced metadata file or pointer, ne
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import orjson
 import pytest
+from support.held_puts import HeldPuts
 from support.iceberg_harness import SCHEMA, Harness
 from uuid6 import uuid7
 
@@ -108,15 +110,44 @@ def test_the_same_key_on_another_route_is_a_conflict(table: Harness) -> None:
         table.mutations().create_namespace(table.catalog, {"namespace": ["other2"]}, caller(key))
 
 
-def test_a_key_in_flight_is_answered_503_with_retry_after(table: Harness) -> None:
+def test_a_key_still_in_flight_after_the_wait_is_answered_503_with_the_time_left_until_takeover(
+        table: Harness) -> None:
     key = str(uuid7())
     table.storage.inject(FaultRule(op="put", key="*.metadata.json", when="after"))
-    with pytest.raises(SimulatedCrash):
+    with pytest.raises(SimulatedCrash):  # its server "died": the marker stays in progress
         commit(table, set_property("1"), key)
     table.storage.clear()
     with pytest.raises(ServiceUnavailable) as busy:
         commit(table.reopen(), set_property("1"), key, timeout=60)
-    assert busy.value.status == 503 and int(busy.value.headers["Retry-After"]) == 60
+    # The retry waited (IN_FLIGHT_WAIT_S) for the marker to change first; the time left is under the timeout.
+    assert busy.value.status == 503 and 1 <= int(busy.value.headers["Retry-After"]) < 60
+    assert history(table.reopen()) == history(table)[:1] and len(history(table)) == 1
+
+
+def test_a_retry_while_the_first_request_is_in_flight_waits_for_it_and_gets_its_answer(harness: Harness) -> None:
+    """A client's timeout or a proxy's retry sends the request again while the first is still being served: the
+    retry (here on another server) waits for the first to end and answers as it did, not 503. A create claims
+    its marker before any work (run_once); the first request is held at its Tier 1 write."""
+    key = str(uuid7())
+    held = HeldPuts(harness.storage.inner, "_catalog/core/log/*")
+    harness.storage.inner = held  # type: ignore[assignment]
+    body = {"namespace": ["sales"], "properties": {"owner": "ops"}}
+    answers: dict[str, Outcome] = {}
+
+    def send(h: Harness, name: str) -> None:
+        answers[name] = h.mutations().create_namespace(h.catalog, body, caller(key))
+
+    first = threading.Thread(target=send, args=(harness, "first"))
+    first.start()
+    assert held.reached.wait(10)  # the first request holds the marker, in flight
+    retry = threading.Thread(target=send, args=(harness.reopen(), "retry"))
+    retry.start()
+    time.sleep(0.2)  # the retry finds the marker in flight
+    held.release()
+    first.join(10)
+    retry.join(10)
+    assert answers["retry"] == answers["first"] and answers["first"].body["namespace"] == ["sales"]
+    assert harness.reopen().namespaces.load(harness.catalog, ("sales",)) is not None
 
 
 @pytest.mark.parametrize("raw", ["", "not-a-uuid", "{01936f8e-7c2a-7b3d-9f4e-5a6b7c8d9e0f}",
