@@ -27,7 +27,8 @@ import functools
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
-from arco.iceberg.idempotency import Claim, Keyed, KeyInFlight, Outcome, Recover, conclude, replayed
+from arco.iceberg.idempotency import Claim, Keyed, KeyInFlight, Outcome, Recover
+from arco.iceberg.run_once import conclude, replayed
 
 # One thread per keyed commit in flight (threads start on demand). A claim never waits for another task here.
 _CLAIMS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="arco-marker-claim")
@@ -65,7 +66,7 @@ class ClaimGate:
 
 def run_beside_claim(keyed: Keyed, work: Callable[[str, ClaimGate], Outcome], recover: Recover, *,
                      commit_route: bool = False) -> Outcome:
-    """:func:`arco.iceberg.idempotency.run_once` with the claim beside the work. ``work(tag, gate)`` must call
+    """:func:`arco.iceberg.run_once.run_once` with the claim beside the work. ``work(tag, gate)`` must call
     ``gate.wait()`` before anything of it can land; a work that fails earlier is answered as the claim decides."""
     claiming = _CLAIMS.submit(contextvars.copy_context().run, functools.partial(keyed.markers.claim, wait=False),
                               keyed, recover)

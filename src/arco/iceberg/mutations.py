@@ -32,16 +32,13 @@ from arco.iceberg.idempotency import (
     IdempotencyMarkers,
     Keyed,
     Marker,
-    NotStarted,
     Outcome,
     Recover,
     check_key,
-    is_deterministic,
     request_hash,
-    run_once,
-    settle_unkeyed,
 )
 from arco.iceberg.namespaces import NamespaceService
+from arco.iceberg.run_once import NotStarted, is_deterministic, run_once, settle_unkeyed
 from arco.iceberg.tables import TableService
 from arco.iceberg.transactions import parse_table_changes
 from arco.storage.base import StorageError

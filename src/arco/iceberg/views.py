@@ -39,11 +39,12 @@ from arco.events.receipts import EVENTS, SCHEMA_VERSION, commit_key, day_of, wri
 from arco.iceberg import view_rules
 from arco.iceberg.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchView
 from arco.iceberg.file_names import attempt_part, carries_tag
-from arco.iceberg.idempotency import Keyed, Marker, Outcome, Recover, check_key, request_hash, run_once
+from arco.iceberg.idempotency import Keyed, Marker, Outcome, Recover, check_key, request_hash
 from arco.iceberg.metadata_files import view_metadata_bytes
 from arco.iceberg.mutations import Caller, Mutations
 from arco.iceberg.paging import page
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
+from arco.iceberg.run_once import run_once
 from arco.iceberg.tables import (
     Placement,
     TableService,
