@@ -249,8 +249,10 @@ class IdempotencyMarkers:
                     self._await_change(storage_key, found.version)
                     fresh = replace(fresh, started_at_ms=_now_ms())  # a takeover's timeout runs from now
                     continue
+                # Capped: the marker's start is another server's clock.
+                retry_after = max(1, math.ceil(min(takeover_in_s, self.in_progress_timeout_s)))
                 raise KeyInFlight("a request with this Idempotency-Key is in progress; retry later",
-                                  headers={"Retry-After": str(max(1, math.ceil(takeover_in_s)))})
+                                  headers={"Retry-After": str(retry_after)})
             taken = self.storage.put(storage_key, fresh.to_bytes(), MatchesVersion(found.version))
             if taken.ok:
                 return Claim(storage_key, version=taken.version, marker=fresh)  # type: ignore[union-attr]

@@ -24,9 +24,19 @@ from arco.events.reconcile import reconcile_catalog_log, reconcile_table, table_
 from arco.iceberg import transactions
 from arco.iceberg.errors import BadRequest, CommitFailed, IcebergError, ServiceUnavailable
 from arco.iceberg.file_names import carries_tag
-from arco.iceberg.idempotency import Outcome, check_key, request_hash
+from arco.iceberg.idempotency import (
+    IdempotencyMarkers,
+    Keyed,
+    KeyInFlight,
+    Marker,
+    Outcome,
+    check_key,
+    marker_key,
+    request_hash,
+)
 from arco.iceberg.mutations import Caller
 from arco.iceberg.pointer import POINTERS, TablePointer
+from arco.storage.base import DoesNotExist
 from arco.storage.faults import FaultRule, SimulatedCrash
 
 TIMEOUT = 0.4  # the in-progress timeout of these tests' "servers"
@@ -423,3 +433,16 @@ def test_the_named_steps_cover_every_write_of_each_mutation(harness: Harness, mu
     puts = [c.key for c in harness.storage.calls if c.op == "put"]
     uncovered = [k for k in puts if not any(rule.matches("put", k) for rule in case.steps.values())]
     assert puts and not uncovered
+
+
+def test_retry_after_for_a_marker_from_a_clock_ahead_is_at_most_the_in_progress_timeout(harness: Harness) -> None:
+    """The marker's start is the claiming server's clock: one running an hour ahead must not make a retry wait
+    an hour and more."""
+    markers = IdempotencyMarkers(harness.storage, in_progress_timeout_s=30, in_flight_wait_s=0.05)
+    body = {"namespace": ["ahead"]}
+    keyed = Keyed(markers, "catalog-x", str(uuid7()), "createNamespace", request_hash("createNamespace", "", body))
+    ahead = Marker("IN_PROGRESS", keyed.key, keyed.operation, keyed.request_hash, int(time.time() * 1000) + 3_600_000)
+    harness.storage.put(marker_key(keyed.scope, keyed.tag), ahead.to_bytes(), DoesNotExist())
+    with pytest.raises(KeyInFlight) as busy:
+        markers.claim(keyed, lambda marker: None)
+    assert 1 <= int(busy.value.headers["Retry-After"]) <= 30
