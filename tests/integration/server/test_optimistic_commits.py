@@ -10,6 +10,7 @@ first, with or without a key.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -264,3 +265,29 @@ def test_a_table_dropped_on_another_server_is_not_committed_to_here(servers: tup
     gone = a.commit(ADMIN, "after", keyed=keyed)
     assert gone.status_code == 404, gone.text
     assert gone.json()["error"]["type"] == "NoSuchTableException"
+
+
+def test_the_same_keyed_commit_sent_to_both_servers_at_once_gets_one_answer_and_no_503(
+        servers: tuple[Server, Server, str]) -> None:
+    """A retry racing its first attempt (a client's timeout, a proxy's retry) through another server: the one whose
+    claim loses waits for the other's answer instead of answering 503, on the optimistic path, over HTTP."""
+    a, b, _ = servers
+    for i in range(12):
+        key = str(uuid7())
+        start = threading.Barrier(2)
+        answers: dict[str, Any] = {}
+
+        def send(server: Server, name: str, value: str = f"v{i}") -> None:
+            start.wait(10)
+            answers[name] = server.commit(ADMIN, value, key=key)
+
+        threads = [threading.Thread(target=send, args=(server, name)) for server, name in ((a, "a"), (b, "b"))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert [answers[n].status_code for n in "ab"] == [200, 200], [answers[n].text for n in "ab"]
+        assert answers["a"].json()["metadata-location"] == answers["b"].json()["metadata-location"]
+    assert after_answer.drain(10)
+    log = a.call(ADMIN, "GET", TABLE).json()["metadata"]["metadata-log"]
+    assert len(log) == 12  # the create's version and eleven of the twelve commits: each landed once
