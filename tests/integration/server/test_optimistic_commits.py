@@ -272,22 +272,20 @@ def test_the_same_keyed_commit_sent_to_both_servers_at_once_gets_one_answer_and_
     """A retry racing its first attempt (a client's timeout, a proxy's retry) through another server: the one whose
     claim loses waits for the other's answer instead of answering 503, on the optimistic path, over HTTP."""
     a, b, _ = servers
+
+    def send(server: Server, value: str, key: str, start: threading.Barrier, answers: list[Any]) -> None:
+        start.wait(10)
+        answers.append(server.commit(ADMIN, value, key=key))
+
     for i in range(12):
-        key = str(uuid7())
-        start = threading.Barrier(2)
-        answers: dict[str, Any] = {}
-
-        def send(server: Server, name: str, value: str = f"v{i}") -> None:
-            start.wait(10)
-            answers[name] = server.commit(ADMIN, value, key=key)
-
-        threads = [threading.Thread(target=send, args=(server, name)) for server, name in ((a, "a"), (b, "b"))]
+        key, start, answers = str(uuid7()), threading.Barrier(2), []
+        threads = [threading.Thread(target=send, args=(server, f"v{i}", key, start, answers)) for server in (a, b)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join(30)
-        assert [answers[n].status_code for n in "ab"] == [200, 200], [answers[n].text for n in "ab"]
-        assert answers["a"].json()["metadata-location"] == answers["b"].json()["metadata-location"]
+        assert [answer.status_code for answer in answers] == [200, 200], [answer.text for answer in answers]
+        assert answers[0].json()["metadata-location"] == answers[1].json()["metadata-location"]
     assert after_answer.drain(10)
     log = a.call(ADMIN, "GET", TABLE).json()["metadata"]["metadata-log"]
     assert len(log) == 12  # the create's version and eleven of the twelve commits: each landed once
