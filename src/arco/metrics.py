@@ -48,8 +48,9 @@ STORAGE_SECONDS = Histogram(
     ["operation", "outcome"], buckets=LATENCY_BUCKETS, registry=REGISTRY)
 METRICS_REPORTS_DROPPED = Counter(
     "arco_metrics_reports_dropped_total",
-    "Iceberg metrics reports answered 204 but not stored: their principal sent more than the rate allows "
-    "(arco.iceberg.metrics).", registry=REGISTRY)
+    "Iceberg metrics reports answered 204 but not stored, by reason: rate (their principal sent more than the "
+    "rate allows: arco.iceberg.metrics), no_table (the table does not exist yet: a staged create's report).",
+    ["reason"], registry=REGISTRY)
 CACHE = Counter(
     "arco_cache_requests_total",
     "Cache lookups by cache (metadata_files, view_metadata, load_table_responses, catalog_state, "

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 
+import httpx
 import pytest
 from pyspark.sql import SparkSession
+from support.arco_server import ARCO_TOKEN, RunningServer
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 
@@ -80,9 +82,8 @@ def test_ddl_and_dml(spark: SparkSession, spark_arco: str) -> None:
     assert rows(spark, f"SHOW TABLES IN {c}.sales") == []
 
 
-def test_format_version_3_row_lineage(spark: SparkSession, spark_arco: str, arco) -> None:  # type: ignore[no-untyped-def]
+def test_format_version_3_row_lineage(spark: SparkSession, spark_arco: str, arco: RunningServer) -> None:
     from pyiceberg.catalog.rest import RestCatalog
-    from support.arco_server import ARCO_TOKEN
 
     c = spark_arco
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {c}.v3")
@@ -94,3 +95,24 @@ def test_format_version_3_row_lineage(spark: SparkSession, spark_arco: str, arco
     assert metadata.format_version == 3
     assert metadata.next_row_id == 3  # every added row got a row id
     assert [s.first_row_id for s in metadata.snapshots] == [0, 2]
+
+
+def dropped_reports(server: RunningServer, reason: str) -> float:
+    exposition = httpx.get(f"{server.base_url}/metrics", headers={"Authorization": f"Bearer {ARCO_TOKEN}"}).text
+    return next((float(line.split()[-1]) for line in exposition.splitlines()
+                 if line.startswith(f'arco_metrics_reports_dropped_total{{reason="{reason}"}} ')), 0.0)
+
+
+def test_a_ctas_commit_report_sent_before_the_table_exists_is_answered(spark: SparkSession, spark_arco: str,
+                                                                      arco: RunningServer) -> None:
+    """Spark reports a CTAS's commit from inside its staged create, before the table exists: answered 204 (a 404
+    makes Iceberg's Java client log a warning with a stack trace for every CTAS), not kept (it names no table)."""
+    c = spark_arco
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {c}.reports")
+    before = dropped_reports(arco, "no_table")
+    spark.sql(f"CREATE TABLE {c}.reports.made USING iceberg AS SELECT 1 AS id")
+    deadline = time.monotonic() + 30  # the client sends reports from a thread of its own
+    while dropped_reports(arco, "no_table") == before:
+        assert time.monotonic() < deadline, "the CTAS's commit report never reached the server"
+        time.sleep(0.2)
+    assert rows(spark, f"SELECT id FROM {c}.reports.made") == [(1,)]

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
-import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from arco.api.requests import blocking, client_source, inline_or_blocking, principal_of, read_json
+from arco.api.requests import blocking, inline_or_blocking, principal_of
 from arco.api.responses import JsonResponse
 from arco.catalog.errors import CatalogNotFound
 from arco.catalog.model import CatalogEntry
 from arco.catalog.names import check_name, check_namespace
-from arco.iceberg import errors, metrics
+from arco.iceberg import errors
 from arco.iceberg.access import TableAccess, delegation_modes
 from arco.iceberg.commit_rules import requirement_objects
 from arco.iceberg.config import catalog_config
@@ -39,6 +37,7 @@ from arco.iceberg.http import (
     services,
     table_path,
 )
+from arco.iceberg.metrics_route import report_metrics
 from arco.iceberg.oauth import issue_token
 from arco.iceberg.paging import parse_page_size
 from arco.iceberg.plan_routes import plan_routes
@@ -47,7 +46,6 @@ from arco.iceberg.storage_routes import granted_access, load_credentials, owner_
 from arco.iceberg.tables import DroppedTable, LocatedTable
 from arco.iceberg.transactions import parse_table_changes
 from arco.iceberg.view_routes import view_routes
-from arco.metrics import METRICS_REPORTS_DROPPED
 
 __all__ = ["IcebergServices", "keep_encoded_slashes", "routes"]
 
@@ -293,27 +291,6 @@ async def commit_transaction(request: Request) -> Response:
         await allow(request, "table", catalog, namespace, name, "modify")
     svc = services(request)
     return render(svc, await blocking(svc.mutations.commit_transaction, catalog, body, caller_of(request)))
-
-
-@iceberg_errors
-async def report_metrics(request: Request) -> Response:
-    """Bounded, validated, rate-limited, and stored compactly for lineage (:mod:`arco.iceberg.metrics`)."""
-    svc = services(request)
-    if svc.metrics_limiter.take(principal_of(request).name) > 0:
-        METRICS_REPORTS_DROPPED.inc()  # beyond the rate: dropped, not refused (see arco.iceberg.metrics)
-        return Response(status_code=204)
-    body = await read_json(request, metrics.MAX_REPORT_BYTES)
-    catalog = await catalog_of(request)
-    namespace, name = table_path(request)
-    entry = await blocking(svc.tables.entry, catalog, namespace, name)
-    await allow(request, "table", catalog, namespace, name, "read")
-    report = metrics.compact(metrics.validate(body))
-    event = {"kind": "metrics_report", "table_uuid": entry.id, "catalog": catalog.name,
-             "namespace": list(namespace), "table": name, "report": report, "source": client_source(request),
-             "received_at_ms": int(time.time() * 1000)}
-    day = time.strftime("%Y-%m-%d", time.gmtime())
-    await blocking(svc.storage.put, f"_catalog/events/{day}/metrics/{uuid.uuid4().hex}.json", orjson.dumps(event))
-    return Response(status_code=204)
 
 
 PREFIX = "/v1/{prefix}"

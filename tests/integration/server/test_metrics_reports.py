@@ -8,7 +8,7 @@ import time
 import httpx
 import orjson
 import pytest
-from support.arco_server import ARCO_TOKEN, RunningServer
+from support.arco_server import ARCO_TOKEN, RunningServer, run_cli
 
 from arco.iceberg import metrics
 
@@ -63,10 +63,44 @@ def test_a_report_over_64_kb_is_refused_unread(client: httpx.Client, server: Run
     assert len(stored_reports(server)) == before
 
 
-def dropped_so_far(server: RunningServer) -> float:
+def dropped_so_far(server: RunningServer, reason: str = "rate") -> float:
     exposition = httpx.get(f"{server.base_url}/metrics", headers={"Authorization": f"Bearer {ARCO_TOKEN}"}).text
-    return next(float(line.split()[-1]) for line in exposition.splitlines()
-                if line.startswith("arco_metrics_reports_dropped_total "))
+    return next((float(line.split()[-1]) for line in exposition.splitlines()
+                 if line.startswith(f'arco_metrics_reports_dropped_total{{reason="{reason}"}} ')), 0.0)
+
+
+COMMIT_REPORT = {"report-type": "commit-report", "table-name": "main.db.made_by_ctas", "snapshot-id": 7,
+                 "sequence-number": 1, "operation": "append",
+                 "metrics": {"added-data-files": {"unit": "count", "value": 1}}, "metadata": {"engine-name": "spark"}}
+
+
+def test_a_report_for_a_table_still_being_created_is_answered_and_dropped(client: httpx.Client,
+                                                                         server: RunningServer) -> None:
+    """Spark's CTAS and RTAS report their commit from inside the staged create, before the table exists: the
+    table's creator gets 204 (a 404 makes Java log a warning with a stack trace for every CTAS)."""
+    stored_before, dropped_before = len(stored_reports(server)), dropped_so_far(server, "no_table")
+    assert client.post("/namespaces/db/tables/made_by_ctas/metrics", json=COMMIT_REPORT).status_code == 204
+    assert len(stored_reports(server)) == stored_before
+    assert dropped_so_far(server, "no_table") == dropped_before + 1
+    invalid = client.post("/namespaces/db/tables/made_by_ctas/metrics", json={"report-type": "commit-report"})
+    assert invalid.status_code == 400  # validated all the same
+    missing_namespace = client.post("/namespaces/nowhere/tables/t/metrics", json=COMMIT_REPORT)
+    assert (missing_namespace.status_code, missing_namespace.json()["error"]["type"]) == (
+        404, "NoSuchNamespaceException")
+
+
+def test_a_report_for_a_missing_table_from_a_caller_who_may_not_create_there_is_404(server: RunningServer) -> None:
+    email = "reader-of-reports@x.com"
+    run_cli(server.warehouse_dir, "user", "create", email)  # type: ignore[attr-defined]
+    token = run_cli(server.warehouse_dir, "token", "create", email).strip()  # type: ignore[attr-defined]
+    admin = {"Authorization": f"Bearer {ARCO_TOKEN}"}
+    for kind, securable, privilege in (("catalog", "main", "USE_CATALOG"), ("schema", "main.db", "USE_SCHEMA")):
+        granted = httpx.patch(f"{server.base_url}/api/2.1/unity-catalog/permissions/{kind}/{securable}", headers=admin,
+                              json={"changes": [{"principal": email, "add": [privilege]}]})
+        assert granted.status_code == 200, granted.text
+    url = f"{server.iceberg_uri}/v1/main/namespaces/db/tables/made_by_ctas/metrics"
+    response = httpx.post(url, json=COMMIT_REPORT, headers={"Authorization": f"Bearer {token}"})
+    assert (response.status_code, response.json()["error"]["type"]) == (404, "NoSuchTableException")
 
 
 def test_a_flood_from_one_principal_is_answered_but_only_the_rate_is_stored(client: httpx.Client,
