@@ -33,10 +33,12 @@ def rest_catalog_conf(
     conf = {"type": "rest", "uri": uri, "warehouse": warehouse}
     if token is not None:
         # A static bearer token, sent as "Authorization: Bearer <token>". Iceberg handles it in its oauth2 auth
-        # manager; naming the type explicitly stops it warning that it inferred it. Arco tokens are opaque (not
-        # JWTs with an expiry), so the client never tries to refresh them at /v1/oauth/tokens.
+        # manager; naming the type and the token endpoint explicitly stops it warning that it inferred them (the
+        # endpoint's fallback is deprecated). Arco tokens are opaque (not JWTs with an expiry), so the client
+        # never tries to refresh them there.
         conf["token"] = token
         conf["rest.auth.type"] = "oauth2"
+        conf["oauth2-server-uri"] = uri.rstrip("/") + "/v1/oauth/tokens"
     for name, value in (headers or {}).items():
         conf[f"header.{name}"] = value
     return conf
