@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import fnmatch
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from arco.storage.base import StorageBackend
@@ -34,3 +36,22 @@ class HeldPuts:
 
     def release(self) -> None:
         self._released.set()
+
+
+def race_a_retry(held: HeldPuts, first: Callable[[], object], retry: Callable[[], object],
+                 first_in_flight: Callable[[], bool] = lambda: True) -> None:
+    """Run ``first`` up to its held put (and until ``first_in_flight``), start ``retry`` beside it, then let the
+    first go on; both have ended when this returns."""
+    started = threading.Thread(target=first)
+    started.start()
+    assert held.reached.wait(10)
+    deadline = time.monotonic() + 10
+    while not first_in_flight():
+        assert time.monotonic() < deadline, "the first request never got in flight"
+        time.sleep(0.005)
+    again = threading.Thread(target=retry)
+    again.start()
+    time.sleep(0.2)  # the retry finds the first request in flight
+    held.release()
+    started.join(10)
+    again.join(10)

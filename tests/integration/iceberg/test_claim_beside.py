@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
-from support.held_puts import HeldPuts
+from support.held_puts import HeldPuts, race_a_retry
 from support.iceberg_harness import Harness
 from uuid6 import uuid7
 
@@ -147,6 +148,11 @@ def test_in_a_group_a_member_whose_key_was_used_before_gets_its_replay_and_the_r
     assert now["q"] == "new" and now["p"] == "2"  # the replayed member's change did not land again
 
 
+def claimed(held: HeldPuts, key: str) -> Callable[[], bool]:
+    """Whether the key's marker has been claimed (the first request is in flight)."""
+    return lambda: any(m.key.endswith(f"{key_hash(key)}.json") for m in held.list("_catalog/iceberg_idempotency/"))
+
+
 def test_a_retry_while_the_first_commit_is_in_flight_waits_for_it_and_gets_its_answer(table: Harness) -> None:
     """The retry's claim (beside its work) finds the first request's marker in flight: its work is refused before
     the CAS, then it waits, outside any group commit, for the first to end, and answers as it did."""
@@ -154,23 +160,12 @@ def test_a_retry_while_the_first_commit_is_in_flight_waits_for_it_and_gets_its_a
     held = HeldPuts(table.storage.inner, "*.metadata.json")
     table.storage.inner = held  # type: ignore[assignment]
     answers: dict[str, Outcome] = {}
+    other = table.reopen()
 
     def send(h: Harness, name: str) -> None:
         answers[name] = commit(h, set_property("1"), key)
 
-    first = threading.Thread(target=send, args=(table, "first"))
-    first.start()
-    assert held.reached.wait(10)  # the first request's metadata file is on its way
-    deadline = time.monotonic() + 10
-    while not any(m.key.endswith(f"{key_hash(key)}.json") for m in held.list("_catalog/iceberg_idempotency/")):
-        assert time.monotonic() < deadline, "the first request's claim never landed"
-        time.sleep(0.005)
-    retry = threading.Thread(target=send, args=(table.reopen(), "retry"))
-    retry.start()
-    time.sleep(0.2)  # the retry finds the marker in flight
-    held.release()
-    first.join(10)
-    retry.join(10)
+    race_a_retry(held, lambda: send(table, "first"), lambda: send(other, "retry"), claimed(held, key))
     assert answers["retry"] == answers["first"] and answers["first"].metadata_location is not None
     assert properties(table)["p"] == "1"
     assert sum(carries_tag(f, key_hash(key)) for f in metadata_files(table)) == 1  # the retry's own file is gone
@@ -191,19 +186,8 @@ def test_a_retry_that_waited_for_a_first_commit_which_did_not_land_does_the_work
         except IcebergError as exc:
             answers[name] = exc
 
-    first = threading.Thread(target=send, args=(table, "first"))
-    first.start()
-    assert held.reached.wait(10)
-    deadline = time.monotonic() + 10
-    while not any(m.key.endswith(f"{key_hash(key)}.json") for m in held.list("_catalog/iceberg_idempotency/")):
-        assert time.monotonic() < deadline, "the first request's claim never landed"
-        time.sleep(0.005)
-    retry = threading.Thread(target=send, args=(table.reopen(), "retry"))
-    retry.start()
-    time.sleep(0.2)
-    held.release()
-    first.join(10)
-    retry.join(10)
+    other = table.reopen()
+    race_a_retry(held, lambda: send(table, "first"), lambda: send(other, "retry"), claimed(held, key))
     assert isinstance(answers["first"], ServiceUnavailable), answers["first"]
     assert isinstance(answers["retry"], Outcome), answers["retry"]
     assert properties(table)["p"] == "1"

@@ -7,14 +7,13 @@ identifiable by garbage collection (an unreferenced metadata file or pointer, ne
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import orjson
 import pytest
-from support.held_puts import HeldPuts
+from support.held_puts import HeldPuts, race_a_retry
 from support.iceberg_harness import SCHEMA, Harness
 from uuid6 import uuid7
 
@@ -147,15 +146,8 @@ def test_a_retry_while_the_first_request_is_in_flight_waits_for_it_and_gets_its_
     def send(h: Harness, name: str) -> None:
         answers[name] = h.mutations().create_namespace(h.catalog, body, caller(key))
 
-    first = threading.Thread(target=send, args=(harness, "first"))
-    first.start()
-    assert held.reached.wait(10)  # the first request holds the marker, in flight
-    retry = threading.Thread(target=send, args=(harness.reopen(), "retry"))
-    retry.start()
-    time.sleep(0.2)  # the retry finds the marker in flight
-    held.release()
-    first.join(10)
-    retry.join(10)
+    other = harness.reopen()
+    race_a_retry(held, lambda: send(harness, "first"), lambda: send(other, "retry"))  # held: the marker is claimed
     assert answers["retry"] == answers["first"] and answers["first"].body["namespace"] == ["sales"]
     assert harness.reopen().namespaces.load(harness.catalog, ("sales",)) is not None
 
