@@ -1,4 +1,4 @@
-"""A table commit's Idempotency-Key claim made beside its first writes rather than before them.
+"""A table commit's (or create's) Idempotency-Key claim made beside its first writes rather than before them.
 
 The seed claims the marker (step 4) before it writes the new metadata file (step 7), which puts two sequential
 writes ahead of the commit point. Neither depends on the other: the metadata file's name carries the key's tag and
@@ -18,6 +18,10 @@ asks :class:`ClaimGate` before its compare-and-swap. What the seed's order guara
 A request whose key was used before therefore writes a metadata file it then deletes: retries are rare, and the
 common first attempt waits for two sequential writes (metadata file, pointer) instead of the seed's four (the
 marker's finalization follows the answer: :mod:`arco.iceberg.idempotency`).
+
+A keyed ``createTable`` runs the same way: its claim beside the new table's reads and metadata file, the gate asked
+before the pointer (:meth:`arco.iceberg.tables.TableService.register_new`), so it waits for the three writes a
+create without a key waits for (file, pointer, Tier 1 entry), and a replay leaves neither file nor pointer.
 """
 
 from __future__ import annotations

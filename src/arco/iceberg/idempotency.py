@@ -5,8 +5,9 @@
 ``scope`` is the table uuid for a table commit (as in the seed) and ``catalog-{catalog id}`` for the other
 mutations, whose target may not exist yet (create) or any more (a retried drop).
 
-A marker is claimed ``IN_PROGRESS`` with a create-only put before any work (a table commit's claim runs beside its
-work up to the commit point instead: :mod:`arco.iceberg.claim_beside`), and finalized ``COMMITTED`` (2xx) or
+A marker is claimed ``IN_PROGRESS`` with a create-only put before any work (a table commit's or a table create's
+claim runs beside its work up to the commit point, or the pointer, instead: :mod:`arco.iceberg.claim_beside`), and
+finalized ``COMMITTED`` (2xx) or
 ``FAILED`` (a deterministic 4xx, with the error) by a version-matched put. A ``FAILED`` marker is written before the
 answer (nothing landed, so only the marker remembers the refusal); a ``COMMITTED`` one just after it, like the
 committed receipt (:mod:`arco.events.after_answer`): the change it records has landed, and a retry that finds the

@@ -11,8 +11,9 @@ A report is anyone's with SELECT on the table, so what it may cost is bounded he
   :data:`BURST`); a report beyond it is dropped: answered 204 as any other, not stored, and counted
   (``arco_metrics_reports_dropped_total{reason="rate"}``). Not refused: the REST spec has no 429 for
   reportMetrics, and Java's client, which reports from inside the scan or commit it measures, waits out a 429's
-  ``Retry-After`` up to five times, so a refusal would stall engines for the sake of their telemetry. Per process is enough for the limit's
-  purpose, which is to bound the storage one caller can fill: with N servers a caller gets at most N times the rate;
+  ``Retry-After`` up to five times, so a refusal would stall engines for the sake of their telemetry. Per process
+  is enough for the limit's purpose, which is to bound the storage one caller can fill: with N servers a caller
+  gets at most N times the rate;
 * storage: only what lineage needs is kept (:func:`compact`): the report type, table, snapshot, the projection and
   filter of a scan (the filter only if small), the operation and sequence number of a commit, counter values and
   timer totals, and the engine's string metadata (engine name and version, application id), each bounded.

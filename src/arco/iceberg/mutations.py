@@ -117,18 +117,27 @@ class Mutations:
 
     def create_table(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any],
                      caller: Caller) -> Outcome:
-        return self._new_table("createTable", self.tables.create, catalog, namespace, body, caller)
+        keyed = self._catalog_keyed(caller, catalog, "createTable", _dotted(namespace), body)
+
+        def work(tag: str | None, gate: ClaimGate | None = None) -> Outcome:
+            location, _ = self.tables.create(catalog, namespace, body, caller.principal, caller.source, tag,
+                                             who=caller.who, gate=gate)
+            return Outcome(200, metadata_location=location)
+
+        with after_answer.answer_first():  # the committed receipt once the marker is final
+            if keyed is None:
+                return work(None)
+            # The claim beside the metadata file, asked before the pointer: a keyed create waits for three writes
+            # in a row (file, pointer, Tier 1 entry), as one without a key does.
+            return run_beside_claim(keyed, work, self._table_created())
 
     def register_table(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any],
                        caller: Caller) -> Outcome:
-        return self._new_table("registerTable", self.tables.register, catalog, namespace, body, caller)
-
-    def _new_table(self, operation: str, service: Callable[..., tuple[str, Any]], catalog: CatalogEntry,
-                   namespace: NamespacePath, body: dict[str, Any], caller: Caller) -> Outcome:
-        keyed = self._catalog_keyed(caller, catalog, operation, _dotted(namespace), body)
+        keyed = self._catalog_keyed(caller, catalog, "registerTable", _dotted(namespace), body)
 
         def work(tag: str | None) -> Outcome:
-            location, _ = service(catalog, namespace, body, caller.principal, caller.source, tag, who=caller.who)
+            location, _ = self.tables.register(catalog, namespace, body, caller.principal, caller.source, tag,
+                                               who=caller.who)
             return Outcome(200, metadata_location=location)
 
         with after_answer.answer_first():  # the committed receipt once the marker is final

@@ -40,6 +40,7 @@ from arco.catalog.store import CatalogStore
 from arco.events import after_answer
 from arco.events.receipts import write_iceberg_receipt
 from arco.iceberg import side_writes
+from arco.iceberg.claim_beside import ClaimGate, ClaimNotOwned
 from arco.iceberg.commit_rules import (
     check_field_defaults,
     check_reserved_properties,
@@ -290,14 +291,16 @@ class TableService:
         return metadata, place
 
     def create(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any], principal: str,
-               source: dict[str, Any], tag: str | None = None,
-               who: Principal | None = None) -> tuple[str, TableMetadata]:
+               source: dict[str, Any], tag: str | None = None, who: Principal | None = None,
+               gate: ClaimGate | None = None) -> tuple[str, TableMetadata]:
+        """A new table; ``gate``, an Idempotency-Key's claim made beside the metadata file, is asked before the
+        pointer (:meth:`register_new`)."""
         table_uuid = str(uuid.uuid4())
         name = check_name("table", body.get("name"))
         self.entry_absent(catalog, namespace, name)
         metadata, _ = self.build_create_metadata(catalog, namespace, body, table_uuid, who)
         location = metadata_file_location(metadata.location, 0, attempt_part(None), metadata.properties)
-        self.register_new(catalog, namespace, name, metadata, location, principal, source, tag=tag,
+        self.register_new(catalog, namespace, name, metadata, location, principal, source, tag=tag, gate=gate,
                           place=self._placer(catalog, namespace, name, metadata, who))
         return location, metadata
 
@@ -309,10 +312,12 @@ class TableService:
 
     def register_new(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, metadata: TableMetadata,
                      location: str, principal: str, source: dict[str, Any], *, place: Placer,
-                     write_metadata: bool = True, tag: str | None = None) -> None:
+                     write_metadata: bool = True, tag: str | None = None, gate: ClaimGate | None = None) -> None:
         """Write the metadata file (unless it exists already), the pointer, then the Tier 1 entry (tagged with
         ``tag``, the commit point), with the table's first receipts around them. ``place`` decides, inside the
-        Tier 1 operation, where the table lives and whether Arco manages its storage.
+        Tier 1 operation, where the table lives and whether Arco manages its storage. ``gate`` (a keyed create's
+        claim, made beside the metadata file: :mod:`arco.iceberg.claim_beside`) must hold before the pointer is
+        written; if it does not, the file is deleted and nothing else is written.
 
         The pending receipt is written beside the metadata file and the pointer (:mod:`arco.iceberg.side_writes`),
         and waited for before the Tier 1 entry, so it still precedes the commit point; the committed receipts (the
@@ -326,6 +331,8 @@ class TableService:
         try:
             if write_metadata:
                 self.files.write(location, metadata)
+            if gate is not None:
+                self._await_claim(gate, location if write_metadata else None)
             pointer = pointer_for(table_uuid, location, metadata, None, source)
             if not self.pointers.create_or_revive(pointer):  # a dropped table's files may be registered again
                 raise AlreadyExists(f"a table with uuid {table_uuid} already exists")
@@ -343,6 +350,17 @@ class TableService:
         self.store.execute(build, principal=principal, request=tag, source=source)
         # Best effort, after the answer (arco.events.after_answer): the reconciler backfills a missing one.
         after_answer.write_later(functools.partial(write_iceberg_receipt, self.storage, "committed", **receipt))
+
+    def _await_claim(self, gate: ClaimGate, written: str | None) -> None:
+        try:
+            gate.wait()
+        except ClaimNotOwned:
+            if written is not None:  # best effort: garbage collection removes what a failed delete leaves
+                try:
+                    self.storage.delete(self.files.key_of(written))
+                except (StorageError, OSError):
+                    pass
+            raise
 
     def register(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any], principal: str,
                  source: dict[str, Any], tag: str | None = None,

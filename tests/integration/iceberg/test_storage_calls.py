@@ -396,6 +396,42 @@ def write_rounds(slow: Slowed, kinds: set[str]) -> list[list[str]]:
     return rounds
 
 
+def create_in_rounds(h: Harness, name: str, key: str | None) -> tuple[int, Slowed, float]:
+    """A create as a server runs it (one catalog check per request): its sequential storage rounds before the
+    answer, the calls, and when it was answered."""
+    with slowed(h) as slow, CatalogStore.fresh_as_of():
+        h.mutations().create_table(h.catalog, ("db",), {"name": name, "schema": SCHEMA}, Caller("admin", SOURCE, key))
+        answered = time.monotonic()
+        assert after_answer.drain(10)
+    return slow.rounds(started_before=answered), slow, answered
+
+
+def test_a_keyed_create_waits_for_as_many_storage_rounds_as_one_without_a_key(warm: Harness) -> None:
+    """The marker's claim runs beside the create's reads and metadata file and is asked before the pointer
+    (arco.iceberg.claim_beside); its finalization, like the committed receipts, follows the answer."""
+    unkeyed, _, _ = create_in_rounds(warm, "u", None)
+    keyed, slow, answered = create_in_rounds(warm, "v", str(uuid7()))
+    assert keyed == unkeyed
+    markers = sorted(start for start, op, key in slow.started if op == "put" and kind_of(key) == "marker")
+    assert len(markers) == 2 and markers[0] < answered < markers[1]  # claimed before, finalized after the answer
+
+
+def test_a_keyed_create_whose_key_was_used_leaves_no_file_and_answers_as_before(warm: Harness) -> None:
+    """The replay's work ran beside its claim up to the pointer: its metadata file is deleted, no pointer or Tier 1
+    entry is written, and the answer is the first request's."""
+    key = str(uuid7())
+    body = {"name": "u", "schema": SCHEMA}
+    first = warm.mutations().create_table(warm.catalog, ("db",), body, Caller("admin", SOURCE, key))
+    assert after_answer.drain(10)
+    files = {m.key for m in warm.storage.inner.list("") if m.key.endswith(".metadata.json")}
+    pointers = {m.key for m in warm.storage.inner.list(f"{POINTERS}/")}
+    again = warm.reopen().mutations().create_table(warm.catalog, ("db",), body, Caller("admin", SOURCE, key))
+    assert after_answer.drain(10)
+    assert again == first
+    assert {m.key for m in warm.storage.inner.list("") if m.key.endswith(".metadata.json")} == files
+    assert {m.key for m in warm.storage.inner.list(f"{POINTERS}/")} == pointers
+
+
 def test_a_create_waits_for_three_sequential_writes(warm: Harness) -> None:
     """Without an Idempotency-Key: the metadata file (the pending receipt started beside it), the pointer, the
     Tier 1 entry. The committed receipts, the table's and the catalog's, are written after the answer: still in
