@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 from support.held_puts import HeldPuts, race_a_retry
-from support.iceberg_harness import Harness
+from support.iceberg_harness import SCHEMA, Harness
 from uuid6 import uuid7
 
 from arco.iceberg.errors import CommitFailed, IcebergError, ServiceUnavailable
@@ -194,6 +194,30 @@ def test_a_retry_that_waited_for_a_first_commit_which_did_not_land_does_the_work
     after = table.reopen()
     current = after.tables.load(after.catalog, ("db",), "t").pointer.pointer.current_metadata_location
     assert current == answers["retry"].metadata_location and carries_tag(current, key_hash(key))
+
+
+def test_a_keyed_create_retried_while_in_flight_gets_the_first_answer_and_leaves_one_table(table: Harness) -> None:
+    """A create claims beside its metadata file too: the retry's work is refused before its pointer, its file is
+    deleted, and it answers as the first request did."""
+    key = str(uuid7())
+    held = HeldPuts(table.storage.inner, "*.metadata.json")
+    table.storage.inner = held  # type: ignore[assignment]
+    answers: dict[str, Outcome] = {}
+    other = table.reopen()
+
+    def send(h: Harness, name: str) -> None:
+        answers[name] = h.mutations().create_table(h.catalog, ("db",), {"name": "made", "schema": SCHEMA},
+                                                   Caller("admin", SOURCE, key))
+
+    pointers_before = {m.key for m in held.list(f"{POINTERS}/")}
+    race_a_retry(held, lambda: send(table, "first"), lambda: send(other, "retry"), claimed(held, key))
+    assert answers["retry"] == answers["first"] and answers["first"].metadata_location is not None
+    after = table.reopen()
+    assert after.tables.load(after.catalog, ("db",), "made").pointer.pointer.current_metadata_location == (
+        answers["first"].metadata_location)
+    assert len({m.key for m in held.list(f"{POINTERS}/")} - pointers_before) == 1  # the retry wrote no pointer
+    made = [m.key for m in held.list("") if m.key.endswith(".metadata.json") and "/made" in m.key]
+    assert len(made) == 1, made  # and its metadata file is gone
 
 
 def test_the_same_keyed_requests_sent_twice_at_once_through_two_servers_land_once_each(table: Harness) -> None:
