@@ -148,6 +148,13 @@ def test_in_a_group_a_member_whose_key_was_used_before_gets_its_replay_and_the_r
     assert now["q"] == "new" and now["p"] == "2"  # the replayed member's change did not land again
 
 
+def hold_metadata_writes(h: Harness) -> HeldPuts:
+    """The next metadata file written waits for the test: the first request, held in flight."""
+    held = HeldPuts(h.storage.inner, "*.metadata.json")
+    h.storage.inner = held  # type: ignore[assignment]
+    return held
+
+
 def claimed(held: HeldPuts, key: str) -> Callable[[], bool]:
     """Whether the key's marker has been claimed (the first request is in flight)."""
     return lambda: any(m.key.endswith(f"{key_hash(key)}.json") for m in held.list("_catalog/iceberg_idempotency/"))
@@ -157,8 +164,7 @@ def test_a_retry_while_the_first_commit_is_in_flight_waits_for_it_and_gets_its_a
     """The retry's claim (beside its work) finds the first request's marker in flight: its work is refused before
     the CAS, then it waits, outside any group commit, for the first to end, and answers as it did."""
     key = str(uuid7())
-    held = HeldPuts(table.storage.inner, "*.metadata.json")
-    table.storage.inner = held  # type: ignore[assignment]
+    held = hold_metadata_writes(table)
     answers: dict[str, Outcome] = {}
     other = table.reopen()
 
@@ -175,8 +181,7 @@ def test_a_retry_that_waited_for_a_first_commit_which_did_not_land_does_the_work
     """The first request's CAS fails (storage unavailable): it releases the marker and answers 503. The retry that
     was waiting for it takes the marker over and runs its work again, this time under its own claim."""
     key = str(uuid7())
-    held = HeldPuts(table.storage.inner, "*.metadata.json")
-    table.storage.inner = held  # type: ignore[assignment]
+    held = hold_metadata_writes(table)
     table.storage.inject(FaultRule(op="put", key=f"{POINTERS}/*", action="fail"))  # the first server's CAS only
     answers: dict[str, Outcome | Exception] = {}
 
@@ -200,8 +205,7 @@ def test_a_keyed_create_retried_while_in_flight_gets_the_first_answer_and_leaves
     """A create claims beside its metadata file too: the retry's work is refused before its pointer, its file is
     deleted, and it answers as the first request did."""
     key = str(uuid7())
-    held = HeldPuts(table.storage.inner, "*.metadata.json")
-    table.storage.inner = held  # type: ignore[assignment]
+    held = hold_metadata_writes(table)
     answers: dict[str, Outcome] = {}
     other = table.reopen()
 
