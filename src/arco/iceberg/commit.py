@@ -370,12 +370,12 @@ def write_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> Futu
 def discard_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> None:
     """A try that lost its CAS (and is known not to have landed) leaves nothing: its file and record are deleted,
     best effort (garbage collection removes what a crash leaves)."""
-    try:
-        tables.storage.delete(tables.files.key_of(tried.location))
-        if tried.grouped:
+    tables.files.discard(tried.location)
+    if tried.grouped:
+        try:
             tables.groups.delete(table_uuid, tried.location)
-    except (StorageError, OSError):
-        pass
+        except (StorageError, OSError):
+            pass
 
 
 def write_member_receipt(tables: TableService, request: CommitRequest, landed: Landed) -> None:

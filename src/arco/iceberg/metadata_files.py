@@ -134,6 +134,17 @@ class ImmutableFiles(Generic[M]):
             _keep(self._cache, location, metadata, self._cache_entries)
             _keep(self._written, location, data, WRITTEN_BYTES_ENTRIES)
 
+    def discard(self, location: str) -> None:
+        """Delete a file no pointer names (an attempt that did not land), best effort: garbage collection removes
+        what a failed delete leaves. This process forgets it too."""
+        with self._lock:
+            self._cache.pop(location, None)
+            self._written.pop(location, None)
+        try:
+            self.storage.delete(self.key_of(location))
+        except (StorageError, OSError):
+            pass
+
     def read_bytes(self, location: str) -> bytes:
         """The file's bytes as stored, unparsed (kept in memory only if this process wrote them recently)."""
         written = self.written_bytes(location)

@@ -332,7 +332,12 @@ class TableService:
             if write_metadata:
                 self.files.write(location, metadata)
             if gate is not None:
-                self._await_claim(gate, location if write_metadata else None)
+                try:
+                    gate.wait()
+                except ClaimNotOwned:
+                    if write_metadata:
+                        self.files.discard(location)
+                    raise
             pointer = pointer_for(table_uuid, location, metadata, None, source)
             if not self.pointers.create_or_revive(pointer):  # a dropped table's files may be registered again
                 raise AlreadyExists(f"a table with uuid {table_uuid} already exists")
@@ -350,17 +355,6 @@ class TableService:
         self.store.execute(build, principal=principal, request=tag, source=source)
         # Best effort, after the answer (arco.events.after_answer): the reconciler backfills a missing one.
         after_answer.write_later(functools.partial(write_iceberg_receipt, self.storage, "committed", **receipt))
-
-    def _await_claim(self, gate: ClaimGate, written: str | None) -> None:
-        try:
-            gate.wait()
-        except ClaimNotOwned:
-            if written is not None:  # best effort: garbage collection removes what a failed delete leaves
-                try:
-                    self.storage.delete(self.files.key_of(written))
-                except (StorageError, OSError):
-                    pass
-            raise
 
     def register(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any], principal: str,
                  source: dict[str, Any], tag: str | None = None,

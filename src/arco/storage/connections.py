@@ -38,7 +38,7 @@ class ConnectionPool:
                  connect_timeout_s: float = 5, read_timeout_s: float = 30, ca_file: str | None = None) -> None:
         if scheme not in ("http", "https"):
             raise ValueError(f"unsupported scheme {scheme!r}")
-        self._scheme, self._host, self._port = scheme, host, port
+        self._host, self._port = host, port
         self._max_idle = max_idle
         self._connect_timeout_s, self._read_timeout_s = connect_timeout_s, read_timeout_s
         self._tls = ssl.create_default_context(cafile=ca_file) if scheme == "https" else None
