@@ -32,14 +32,14 @@ def create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: Nam
     # A staged table lives where it was staged: the prefix Arco allocated to its uuid, or a location the caller
     # may use inside an external location (CREATE TABLE ... LOCATION); decided by the same rule as a create.
     with tables.store.read() as state:
-        tables.placement(state, catalog, namespace, name, str(new.table_uuid), new.location, who)
+        tables.placements.for_new(state, catalog, namespace, name, str(new.table_uuid), new.location, who)
     commit_rules.check_guardrails(updates, allowed_location=new.location)
     locations.check_write_paths(new.properties, new.location)
     location = metadata_file_location(new.location, 0, attempt_part(tag), new.properties)
     try:
         tables.register_new(catalog, namespace, name, new, location, principal, source, tag=tag,
-                            place=lambda state: tables.placement(state, catalog, namespace, name,
-                                                                 str(new.table_uuid), new.location, who))
+                            place=lambda state: tables.placements.for_new(state, catalog, namespace, name,
+                                                                          str(new.table_uuid), new.location, who))
     except NameTaken as taken:  # made meanwhile, by another request
         _refuse_taken(taken)
     except (AlreadyExists, AlreadyExistsError):  # a table of this uuid

@@ -11,6 +11,8 @@ Orders of writes, chosen so a crash between any two leaves nothing visible half-
 * drop: the Tier 1 entry goes first (the commit point: the name is free), then the pointer becomes a tombstone,
   so a commit that resolved the name before the drop either lands before the tombstone or fails with 404.
 * rename: one Tier 1 operation; the uuid, pointer and files stay where they are.
+
+Where a new or registered table may live is decided by :mod:`arco.iceberg.placement` (pure).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import contextvars
 import functools
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +32,6 @@ from pyiceberg.table.metadata import TableMetadata, new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
 
 from arco.auth.principals import Principal
-from arco.auth.subjects import subject_of
 from arco.catalog import locations
 from arco.catalog.errors import CatalogError
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
@@ -53,6 +54,7 @@ from arco.iceberg.group_commit import Coalescer, GroupRecords
 from arco.iceberg.malformed import MALFORMED, describe
 from arco.iceberg.metadata_files import MetadataFiles, ViewFiles
 from arco.iceberg.paging import page
+from arco.iceberg.placement import Placement, Placements, Placer
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
 from arco.iceberg.transactions import PointerResolver, TxnRecords
 from arco.inline import refuse_to_wait
@@ -67,15 +69,6 @@ NEW_TABLE_DEFAULTS = {"write.parquet.compression-codec": "zstd"}
 _AHEAD = ThreadPoolExecutor(max_workers=32, thread_name_prefix="arco-read-ahead")
 # A known table's uuid and its pointer's read, started before the catalog check that confirms the name.
 PointerAhead = tuple[str, Future[VersionedPointer | None]]
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Where a new table lives, and whether Arco allocated it (managed: purge may delete it) or the caller chose it
-    inside an external location (external: purge never deletes its files)."""
-
-    location: str
-    managed: bool
 
 
 @dataclass(frozen=True)
@@ -137,6 +130,7 @@ class TableService:
         self.resolver = PointerResolver(self.pointers, TxnRecords(storage))
         self.files = MetadataFiles(storage)
         self.view_files = ViewFiles(storage)
+        self.placements = Placements(storage.url, self.files.key_of)
         # Commits to one table that meet in this process go together (arco.iceberg.group_commit).
         self.committer = Coalescer()
         self.groups = GroupRecords(storage)
@@ -224,38 +218,6 @@ class TableService:
 
     # -- creating --------------------------------------------------------------------------------------------
 
-    def new_location(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, table_uuid: str) -> str:
-        return locations.allocate_table_location(catalog, namespace, name, table_uuid)
-
-    def placement(self, state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, name: str,
-                  table_uuid: str, requested: str | None, who: Principal | None, kind: str = "table") -> Placement:
-        """Where a new table (or view: ``kind``) goes: the prefix Arco allocates, or a location the caller asked
-        for, if the storage governance rules (:mod:`arco.catalog.locations`) let this caller use it. Called before
-        any byte is written, and again inside the Tier 1 operation that creates the entry (so a race cannot slip
-        through)."""
-        allocated = self.new_location(catalog, namespace, name, table_uuid)
-        if requested in (None, "") or locations.canonical(requested) == locations.canonical(allocated):
-            return Placement(allocated, True)
-        if who is None:
-            raise BadRequest(f"'location' cannot be chosen here: Arco assigns {kind} locations under the catalog's "
-                             "root")
-        url = locations.check_external_table_location(
-            state, subject_of(state, who), requested, self.storage.url, catalog.metastore_id,
-            must_be_writable=True, inside_warehouse=True, kind=kind)
-        self.check_plain_spelling(requested, url)
-        return Placement(url, False)
-
-    def check_plain_spelling(self, raw: str, url: str) -> None:
-        """Files are written where the client's spelling points, decisions are made on the canonical form: the two
-        must name the same objects (``file:/x`` and ``file:///x/`` do; ``%6d`` and ``m`` do not)."""
-        try:
-            same = self.files.key_of(raw.rstrip("/")) == self.files.key_of(url)
-        except StorageError:
-            same = False
-        if not same:
-            raise BadRequest(f"write the location {raw!r} plainly, as {url}: escapes, '.' segments and doubled "
-                             "slashes are not accepted in locations")
-
     def build_create_metadata(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any],
                               table_uuid: str, who: Principal | None = None) -> tuple[TableMetadata, Placement]:
         """The first metadata of a table from a CreateTableRequest (field ids reassigned, as the spec asks)."""
@@ -268,7 +230,7 @@ class TableService:
             raise BadRequest("'properties' must be an object of string values")
         check_reserved_properties(list(properties))
         with self.store.read() as state:
-            place = self.placement(state, catalog, namespace, name, table_uuid, requested, who)
+            place = self.placements.for_new(state, catalog, namespace, name, table_uuid, requested, who)
         # The client's spelling is kept in the metadata (engines compare it with what they sent); Tier 1 keeps
         # the canonical form that every governance decision uses.
         location = requested if requested and not place.managed else place.location
@@ -307,8 +269,8 @@ class TableService:
     def _placer(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, metadata: TableMetadata,
                 who: Principal | None) -> Placer:
         """The placement decision again, against the state the Tier 1 operation is checked on."""
-        return lambda state: self.placement(state, catalog, namespace, name, str(metadata.table_uuid),
-                                            metadata.location, who)
+        return lambda state: self.placements.for_new(state, catalog, namespace, name, str(metadata.table_uuid),
+                                                     metadata.location, who)
 
     def register_new(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, metadata: TableMetadata,
                      location: str, principal: str, source: dict[str, Any], *, place: Placer,
@@ -365,51 +327,23 @@ class TableService:
             raise BadRequest("'metadata-location' is required")
         self.entry_absent(catalog, namespace, name)
         with self.store.read() as state:
-            self.check_registrable(state, catalog, location, who)
+            self.placements.check_registrable(state, catalog, location, who)
         try:
             metadata = self.files.read(location)
         except Exception:  # noqa: BLE001 - the file's contents are never quoted back: it may be anyone's
             raise BadRequest(f"{location} is not a readable Iceberg table metadata file") from None
         if not within(locations.canonical(location), locations.canonical(metadata.location)):
             raise BadRequest("the metadata file must lie inside the location its metadata names")
+
+        def place(state: CatalogState) -> Placement:
+            return self.placements.for_registered(state, catalog, metadata.location, str(metadata.table_uuid), who,
+                                                  write_paths=metadata.properties)
+
         with self.store.read() as state:
-            self._registered_placement(state, catalog, metadata, who)  # before the pointer is written
+            place(state)  # before the pointer is written
         self.register_new(catalog, namespace, name, metadata, location, principal, source, write_metadata=False,
-                          tag=tag, place=lambda state: self._registered_placement(state, catalog, metadata, who))
+                          tag=tag, place=place)
         return location, metadata
-
-    def check_registrable(self, state: CatalogState, catalog: CatalogEntry, location: str,
-                           who: Principal | None) -> None:
-        """Before a byte of it is read: a metadata file may be registered from inside an external location the
-        caller may create tables in, or from the folder Arco allocated to a table of this catalog that was
-        dropped without purge (registering it again)."""
-        url = locations.canonical(location, "metadata-location")
-        if not url.endswith(".metadata.json"):
-            raise BadRequest("metadata-location must name an Iceberg metadata file (*.metadata.json)")
-        self.check_plain_spelling(location, url)
-        folder = url.rsplit("/", 1)[0]
-        table_folder = folder.rsplit("/", 1)[0] if folder.endswith("/metadata") else folder
-        table_id = _uuid_of_folder(table_folder)
-        if table_id and locations.check_reregistration(state, table_folder, catalog, table_id):
-            return
-        if who is None:
-            raise BadRequest("metadata-location is not registrable here")
-        locations.check_external_table_location(state, subject_of(state, who), table_folder, self.storage.url,
-                                                catalog.metastore_id, must_be_writable=False, inside_warehouse=True)
-
-    def _registered_placement(self, state: CatalogState, catalog: CatalogEntry, metadata: TableMetadata,
-                              who: Principal | None) -> Placement:
-        self.check_plain_spelling(metadata.location, locations.canonical(metadata.location))
-        again = locations.check_reregistration(state, metadata.location, catalog, str(metadata.table_uuid))
-        if again:
-            return Placement(again, True)
-        if who is None:
-            raise BadRequest("the table's location is not registrable here")
-        url = locations.check_external_table_location(
-            state, subject_of(state, who), metadata.location, self.storage.url, catalog.metastore_id,
-            must_be_writable=True, inside_warehouse=True)
-        locations.check_write_paths(metadata.properties, url)
-        return Placement(url, False)
 
     # -- dropping and renaming -------------------------------------------------------------------------------
 
@@ -510,17 +444,6 @@ class DroppedTable:
     def from_op(cls, op: dict[str, Any]) -> DroppedTable:
         # Drops logged before ownership was recorded carry no "managed": their files are not deleted.
         return cls(op["id"], op.get("catalog_id", ""), op.get("location") or "", bool(op.get("managed", False)))
-
-
-Placer = Callable[[CatalogState], Placement]
-
-
-def _uuid_of_folder(folder: str) -> str | None:
-    """The table uuid at the end of an allocated folder's name (``<name>-<32 hex>``), if it has one."""
-    tail = folder.rsplit("-", 1)[-1]
-    if len(tail) != 32 or any(c not in "0123456789abcdef" for c in tail):
-        return None
-    return str(uuid.UUID(tail))
 
 
 class NameTaken(AlreadyExists):

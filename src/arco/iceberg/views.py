@@ -28,7 +28,6 @@ from pyiceberg.view.metadata import ViewMetadata
 from uuid6 import uuid7
 
 from arco.auth.principals import Principal
-from arco.auth.subjects import subject_of
 from arco.catalog import locations
 from arco.catalog.errors import TableNotFound
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
@@ -43,10 +42,10 @@ from arco.iceberg.idempotency import Keyed, Marker, Outcome, Recover, check_key,
 from arco.iceberg.metadata_files import view_metadata_bytes
 from arco.iceberg.mutations import Caller, Mutations
 from arco.iceberg.paging import page
+from arco.iceberg.placement import Placement
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
 from arco.iceberg.run_once import run_once
 from arco.iceberg.tables import (
-    Placement,
     TableService,
     metadata_file_location,
     metadata_sequence,
@@ -146,16 +145,16 @@ class ViewService:
         with self.store.read() as state:
             state.namespace(catalog.id, namespace)
             refuse_taken(state, catalog.id, namespace, name, "view")
-            place = self.tables.placement(state, catalog, namespace, name, view_uuid, request.location, who,
-                                          kind="view")
+            place = self.tables.placements.for_new(state, catalog, namespace, name, view_uuid, request.location,
+                                                   who, kind="view")
         location = request.location if request.location and not place.managed else place.location
         metadata = view_rules.new_view_metadata(view_uuid, location.rstrip("/"), request, int(time.time() * 1000))
         locations.check_write_paths(metadata.properties, metadata.location)
         metadata_location = metadata_file_location(metadata.location, 0, attempt_part(tag), metadata.properties)
 
         def placer(state: CatalogState) -> Placement:
-            return self.tables.placement(state, catalog, namespace, name, view_uuid, request.location, who,
-                                         kind="view")
+            return self.tables.placements.for_new(state, catalog, namespace, name, view_uuid, request.location,
+                                                  who, kind="view")
 
         self._register_new(catalog, namespace, name, metadata, metadata_location, principal, source, tag, placer)
         return metadata_location
@@ -199,7 +198,7 @@ class ViewService:
         with self.store.read() as state:
             state.namespace(catalog.id, namespace)
             refuse_taken(state, catalog.id, namespace, name, "view")
-            self.tables.check_registrable(state, catalog, location, who)
+            self.tables.placements.check_registrable(state, catalog, location, who)
         try:
             metadata = self.files.read(location)
         except Exception:  # noqa: BLE001 - never quoted back
@@ -207,25 +206,16 @@ class ViewService:
         if not within(locations.canonical(location), locations.canonical(metadata.location)):
             raise BadRequest("the metadata file must lie inside the location its metadata names")
         locations.check_write_paths(metadata.properties, metadata.location)
+
+        def place(state: CatalogState) -> Placement:
+            return self.tables.placements.for_registered(state, catalog, metadata.location, metadata.view_uuid, who,
+                                                         kind="view")
+
         with self.store.read() as state:
-            self._registered_placement(state, catalog, metadata, who)  # before the pointer is written
-        self._register_new(catalog, namespace, name, metadata, location, principal, source, tag,
-                           lambda state: self._registered_placement(state, catalog, metadata, who),
+            place(state)  # before the pointer is written
+        self._register_new(catalog, namespace, name, metadata, location, principal, source, tag, place,
                            write_metadata=False)
         return location
-
-    def _registered_placement(self, state: CatalogState, catalog: CatalogEntry, metadata: ViewMetadata,
-                              who: Principal | None) -> Placement:
-        self.tables.check_plain_spelling(metadata.location, locations.canonical(metadata.location))
-        again = locations.check_reregistration(state, metadata.location, catalog, metadata.view_uuid)
-        if again:
-            return Placement(again, True)
-        if who is None:
-            raise BadRequest("the view's location is not registrable here")
-        url = locations.check_external_table_location(
-            state, subject_of(state, who), metadata.location, self.storage.url, catalog.metastore_id,
-            must_be_writable=True, inside_warehouse=True)
-        return Placement(url, False)
 
     # -- replacing -------------------------------------------------------------------------------------------
 
