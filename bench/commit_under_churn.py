@@ -32,8 +32,9 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from arco.storage.s3 import create_bucket
 from load_path import SCHEMA, TOKEN, catalog_of, server_env
+
+from arco.storage.s3 import create_bucket
 from support import emulators
 from support.arco_server import arco_server
 

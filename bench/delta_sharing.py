@@ -37,7 +37,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent / "tests"))
 
-from support.arco_server import arco_server
+from support.arco_server import arco_server  # noqa: E402 - after the sys.path fix above
 
 TOKEN = "bench-token"
 

@@ -37,7 +37,8 @@ def write_receipts(storage: LocalBackend, count: int, tables: int) -> None:
     start_ms = int(time.time() * 1000) - count * 1000
     for i in range(count):
         table = table_ids[i % tables]
-        location = f"{storage.url}/main/db/t{i % tables}/metadata/{i // tables + 1:05d}-{uuid.uuid4().hex}.metadata.json"
+        name = f"{i // tables + 1:05d}-{uuid.uuid4().hex}.metadata.json"
+        location = f"{storage.url}/main/db/t{i % tables}/metadata/{name}"
         commit_key = hashlib.sha256(location.encode()).hexdigest()
         at = start_ms + i * 1000
         day = time.strftime("%Y-%m-%d", time.gmtime(at / 1000))

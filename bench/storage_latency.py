@@ -22,10 +22,9 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from support import emulators  # noqa: E402
-
 from arco.storage.base import DoesNotExist, MatchesVersion, StorageBackend  # noqa: E402
 from arco.storage.factory import open_storage  # noqa: E402
+from support import emulators  # noqa: E402
 
 TARGETS = ("local", "memory", "s3-seaweedfs", "s3-moto", "gcs-fake", "azure-azurite")
 

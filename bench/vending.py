@@ -89,7 +89,7 @@ def main() -> None:
 
             vendor = CredentialVendor(ServerSettings(vending_s3_role_arn=s3.role_arn), s3.options())
             vendor.vend(f"s3://{bucket}/wh/main/b/warm", Access.READ, "bench")  # the STS client is built once
-            mint = [timed(lambda: vendor.vend(f"s3://{bucket}/wh/main/b/x{i}", Access.READ, "bench"))
+            mint = [timed(lambda i=i: vendor.vend(f"s3://{bucket}/wh/main/b/x{i}", Access.READ, "bench"))
                     for i in range(min(args.rounds, 50))]  # a new prefix each time: never cached
             report("one STS AssumeRole (uncached mint), beside a cached vended loadTable",
                    {"mint": mint, "loadTable, vended (cached)": loads["loadTable, vended (cached)"]},
@@ -102,7 +102,7 @@ def main() -> None:
             for _ in range(max(10, args.rounds // 10)):
                 for label in appends:
                     table = (vended if "vended" in label else static).load_table("b.t")
-                    appends[label].append(timed(lambda: table.append(rows)))
+                    appends[label].append(timed(lambda table=table: table.append(rows)))
             report("PyIceberg append of 10 rows (SeaweedFS)", appends, "append, static keys")
 
 

@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+
 from support import emulators
 from support.storage_targets import StorageTarget
 

@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
-
 from arco.spark.session import hadoop_catalog_conf, local_spark_session, rest_catalog_conf
+from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -17,6 +17,7 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import ForbiddenError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
+
 from support.arco_server import ARCO_TOKEN, arco_server, get_json, run_cli
 
 pytestmark = pytest.mark.timeout(300)

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
+
 from support.arco_server import arco_server, get_json, run_cli
 from support.duckdb_ext import attach_arco, connect_with_iceberg
 

@@ -16,13 +16,13 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
-from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
 from uuid6 import uuid7
 
 from arco.events.receipts import EVENTS
 from arco.iceberg.file_names import is_group_file
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.storage.local import LocalBackend
+from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -71,7 +71,7 @@ def test_eight_processes_append_through_two_servers(two_servers: tuple[RunningSe
         assert p.exitcode == 0
 
     table = RestCatalog("check", uri=b.iceberg_uri, warehouse="main", token=ARCO_TOKEN).load_table("conc.events")
-    got = sorted(zip(*[table.scan().to_arrow().column(c).to_pylist() for c in ("writer", "n")]))
+    got = sorted(zip(*[table.scan().to_arrow().column(c).to_pylist() for c in ("writer", "n")], strict=True))
     assert got == sorted((w, n) for w in range(WRITERS) for n in range(APPENDS))
     appends = [s for s in table.metadata.snapshots if s.summary and s.summary.operation.value == "append"]
     assert len(appends) == WRITERS * APPENDS

@@ -11,6 +11,7 @@ import duckdb
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyspark.sql import SparkSession
+
 from support.arco_server import ARCO_TOKEN, RunningServer
 from support.duckdb_ext import attach_arco, connect_with_iceberg
 

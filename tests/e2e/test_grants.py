@@ -12,11 +12,13 @@ import httpx
 import pyarrow as pa
 import pytest
 from databricks.sdk import WorkspaceClient
+from databricks.sdk.errors import ResourceDoesNotExist
 from databricks.sdk.service.catalog import PermissionsChange, Privilege
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import ForbiddenError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
+
 from support.arco_server import ARCO_TOKEN, arco_server, run_cli
 
 pytestmark = pytest.mark.timeout(300)
@@ -219,7 +221,7 @@ def test_users_manage_their_own_tokens_over_http(world: dict, owned: dict) -> No
     assert created.token_info.token_id in [t.token_id for t in w.tokens.list()]
     eve = WorkspaceClient(host=world["server"].base_url, token=world["tokens"]["eve@x.com"])
     assert created.token_info.token_id not in [t.token_id for t in eve.tokens.list()]
-    with pytest.raises(Exception):
+    with pytest.raises(ResourceDoesNotExist):
         eve.tokens.delete(created.token_info.token_id)  # not hers
     w.tokens.delete(created.token_info.token_id)
     gone = httpx.get(f"{world['server'].base_url}/api/2.1/unity-catalog/catalogs",

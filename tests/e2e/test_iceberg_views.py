@@ -11,6 +11,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewRepresentation, ViewVersion
 from pyspark.sql import SparkSession
+
 from support.arco_server import ARCO_TOKEN, RunningServer
 
 pytestmark = pytest.mark.timeout(600)

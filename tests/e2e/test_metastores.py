@@ -21,6 +21,7 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import NoSuchNamespaceError, RESTError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
+
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server, run_cli
 
 pytestmark = pytest.mark.timeout(300)

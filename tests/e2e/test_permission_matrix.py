@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+
 from support.arco_server import ARCO_TOKEN, arco_server, run_cli
 
 pytestmark = pytest.mark.timeout(300)
@@ -234,7 +235,7 @@ def _fill(value: object, **names: str) -> object:
 @pytest.mark.parametrize(("name", "method", "path", "body", "expected"), MATRIX, ids=[row[0] for row in MATRIX])
 def test_permission_matrix(setup: dict, name: str, method: str, path: str, body: object,
                            expected: tuple[bool | None, ...]) -> None:
-    for role, allowed in zip(ROLES, expected):
+    for role, allowed in zip(ROLES, expected, strict=True):
         if allowed is None:
             continue
         names = {"role": role.split("@")[0], "email": role, "metastore": setup["metastore"], "ice_id": setup["ice_id"],
@@ -250,7 +251,7 @@ def test_permission_matrix(setup: dict, name: str, method: str, path: str, body:
                          ids=[row[0] for row in VISIBILITY])
 def test_lists_show_only_what_each_caller_may_see(setup: dict, name: str, path: str, key: str, field: str,
                                                   item: str, expected: tuple[bool | None, ...]) -> None:
-    for role, visible in zip(ROLES, expected):
+    for role, visible in zip(ROLES, expected, strict=True):
         if visible is None:  # the caller may not even use the parent: the list itself is refused
             assert setup["call"](role, "GET", path).status_code == 403, role
             continue

@@ -15,7 +15,6 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 from pyspark.sql import SparkSession
-from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
 from uuid6 import uuid7
 
 from arco.iceberg.idempotency import marker_key
@@ -26,6 +25,7 @@ from arco.pipeline.runs import Run
 from arco.pipeline.storage_spec import StorageSpec
 from arco.spark.session import rest_catalog_conf
 from arco.storage.local import LocalBackend
+from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))

@@ -12,13 +12,13 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import SparkSession
-from support.arco_server import ARCO_TOKEN, arco_server
 
 from arco.events.receipts import EVENTS
 from arco.pipeline.maintain import policy_of, run_maintain
 from arco.pipeline.runs import Run
 from arco.pipeline.storage_spec import StorageSpec
 from arco.storage.local import LocalBackend
+from support.arco_server import ARCO_TOKEN, arco_server
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "s", StringType(), required=False))

@@ -18,6 +18,7 @@ from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import BucketTransform, IdentityTransform
 from pyiceberg.types import IntegerType, LongType, NestedField, StringType
+
 from support.arco_server import ARCO_TOKEN, RunningServer
 
 pytestmark = pytest.mark.timeout(300)
@@ -35,7 +36,7 @@ def catalog(arco: RunningServer) -> RestCatalog:
 
 def rows(table) -> list[tuple]:  # type: ignore[no-untyped-def]
     data = table.scan().to_arrow().sort_by("id")
-    return list(zip(*[data.column(n).to_pylist() for n in data.column_names]))
+    return list(zip(*[data.column(n).to_pylist() for n in data.column_names], strict=True))
 
 
 def test_namespaces(catalog: RestCatalog) -> None:
@@ -82,7 +83,8 @@ def test_table_lifecycle(catalog: RestCatalog) -> None:
     table = catalog.load_table("py.cities")
     assert [f.name for f in table.schema().fields] == ["id", "name", "population"]
     assert len(table.metadata.partition_specs) == 2
-    table.append(pa.table({"id": pa.array([11], pa.int64()), "name": ["Kyiv"], "population": pa.array([3], pa.int32())}))
+    table.append(pa.table({"id": pa.array([11], pa.int64()), "name": ["Kyiv"],
+                           "population": pa.array([3], pa.int32())}))
     assert rows(catalog.load_table("py.cities"))[-1] == (11, "Kyiv", 3)
     assert len(catalog.load_table("py.cities").metadata.snapshots) >= 5
 

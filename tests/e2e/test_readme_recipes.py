@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
 
 REPO = Path(__file__).resolve().parents[2]

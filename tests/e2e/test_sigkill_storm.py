@@ -19,8 +19,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support.arco_server import ARCO_TOKEN, RunningServer, start_server
-from support.net import stop
 from uuid6 import uuid7
 
 from arco.events.receipts import iceberg_receipt_key
@@ -29,6 +27,8 @@ from arco.iceberg.file_names import carries_tag, is_group_file
 from arco.iceberg.group_commit import GroupRecords
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.storage.local import LocalBackend
+from support.arco_server import ARCO_TOKEN, RunningServer, start_server
+from support.net import stop
 
 pytestmark = pytest.mark.timeout(600)
 

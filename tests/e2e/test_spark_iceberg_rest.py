@@ -7,6 +7,7 @@ import time
 import httpx
 import pytest
 from pyspark.sql import SparkSession
+
 from support.arco_server import ARCO_TOKEN, RunningServer
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
@@ -66,7 +67,8 @@ def test_ddl_and_dml(spark: SparkSession, spark_arco: str) -> None:
     spark.sql(f"CALL {c}.system.rollback_to_snapshot('sales.orders', {first})")
     assert rows(spark, f"SELECT count(*) FROM {c}.sales.orders") == [(3,)]
     spark.sql(f"CALL {c}.system.rewrite_data_files(table => 'sales.orders', options => map('min-input-files','1'))")
-    spark.sql(f"CALL {c}.system.expire_snapshots(table => 'sales.orders', older_than => TIMESTAMP '2100-01-01 00:00:00', retain_last => 1)")
+    spark.sql(f"CALL {c}.system.expire_snapshots(table => 'sales.orders', "
+              "older_than => TIMESTAMP '2100-01-01 00:00:00', retain_last => 1)")
     assert rows(spark, f"SELECT id FROM {c}.sales.orders ORDER BY id") == [(1,), (2,), (3,)]
 
     spark.sql(f"CREATE TABLE {c}.sales.big_orders USING iceberg AS SELECT * FROM {c}.sales.orders WHERE amount >= 20")
@@ -91,7 +93,8 @@ def test_format_version_3_row_lineage(spark: SparkSession, spark_arco: str, arco
     spark.sql(f"INSERT INTO {c}.v3.t VALUES (1), (2)")
     spark.sql(f"INSERT INTO {c}.v3.t VALUES (3)")
     assert rows(spark, f"SELECT id FROM {c}.v3.t ORDER BY id") == [(1,), (2,), (3,)]
-    metadata = RestCatalog("check", uri=arco.iceberg_uri, warehouse="main", token=ARCO_TOKEN).load_table("v3.t").metadata
+    catalog = RestCatalog("check", uri=arco.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    metadata = catalog.load_table("v3.t").metadata
     assert metadata.format_version == 3
     assert metadata.next_row_id == 3  # every added row got a row id
     assert [s.first_row_id for s in metadata.snapshots] == [0, 2]

@@ -39,8 +39,10 @@ def test_plan_of_a_spark_merge_on_read_table_equals_pyiceberg(spark: SparkSessio
                                  'write.update.mode'='merge-on-read')""")
     for day in (1, 2):
         spark.sql(f"""INSERT INTO {c}.mor.events VALUES
-                      ({day}0, 'eu', TIMESTAMP '2026-01-0{day} 10:00:00'), ({day}1, 'eu', TIMESTAMP '2026-01-0{day} 11:00:00'),
-                      ({day}2, 'us', TIMESTAMP '2026-01-0{day} 10:00:00'), ({day}3, 'us', TIMESTAMP '2026-01-0{day} 11:00:00')""")
+                      ({day}0, 'eu', TIMESTAMP '2026-01-0{day} 10:00:00'),
+                      ({day}1, 'eu', TIMESTAMP '2026-01-0{day} 11:00:00'),
+                      ({day}2, 'us', TIMESTAMP '2026-01-0{day} 10:00:00'),
+                      ({day}3, 'us', TIMESTAMP '2026-01-0{day} 11:00:00')""")
     spark.sql(f"DELETE FROM {c}.mor.events WHERE id IN (10, 22)")
     spark.sql(f"INSERT INTO {c}.mor.events VALUES (30, 'eu', TIMESTAMP '2026-01-01 12:00:00')")
     assert [r[0] for r in spark.sql(f"SELECT id FROM {c}.mor.events ORDER BY id").collect()] == \

@@ -21,6 +21,7 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import BadRequestError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
+
 from support.arco_server import ARCO_TOKEN, arco_server, run_cli
 
 pytestmark = pytest.mark.timeout(300)
@@ -150,7 +151,8 @@ def test_uc_external_table_over_foreign_storage_is_refused(world: dict, location
     for who in ("mallory@x.com", "ann@x.com", "admin"):
         answer = uc(world, who, "POST", "/tables", json={
             "name": "grab", "catalog_name": "main", "schema_name": "annex" if who != "mallory@x.com" else "mal",
-            "table_type": "EXTERNAL", "data_source_format": "DELTA", "columns": COLUMNS, "storage_location": location_of(world)})
+            "table_type": "EXTERNAL", "data_source_format": "DELTA", "columns": COLUMNS,
+            "storage_location": location_of(world)})
         assert answer.status_code == 400, answer.text
         assert answer.json()["error_code"] == "INVALID_PARAMETER_VALUE"
         assert "location" in answer.json()["message"], answer.json()["message"]

@@ -29,6 +29,7 @@ from databricks.sdk.service.catalog import (
     Privilege,
     VolumeType,
 )
+
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server, run_cli
 
 pytestmark = pytest.mark.timeout(300)

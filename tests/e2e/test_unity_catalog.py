@@ -21,6 +21,7 @@ from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import DecimalType, ListType, LongType, NestedField, StringType, StructType
+
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
 
 pytestmark = pytest.mark.timeout(300)
@@ -174,7 +175,8 @@ def test_iceberg_tables_appear_in_uc_and_changes_show_both_ways(server: RunningS
     assert raw["data_source_format"] == "ICEBERG" and raw["storage_location"] == table.metadata.location
     by_name = {c["name"]: c for c in raw["columns"]}
     assert [c["name"] for c in raw["columns"]] == ["id", "price", "tags", "addr"]
-    assert (by_name["id"]["type_name"], by_name["id"]["nullable"], by_name["id"]["partition_index"]) == ("LONG", False, 0)
+    assert (by_name["id"]["type_name"], by_name["id"]["nullable"],
+            by_name["id"]["partition_index"]) == ("LONG", False, 0)
     assert (by_name["price"]["type_text"], by_name["price"]["type_precision"]) == ("decimal(10,2)", 10)
     assert by_name["tags"]["type_text"] == "array<string>" and by_name["addr"]["type_text"] == "struct<city:string>"
 
@@ -226,6 +228,7 @@ def test_the_unitycatalog_client_and_the_20_paths(server: RunningServer) -> None
 def test_duckdb_reads_a_delta_table_registered_in_uc(server: RunningServer, external: Path) -> None:
     tmp_path = external
     from deltalake import write_deltalake
+
     from support.duckdb_ext import connect_with
 
     location = tmp_path / "people"
@@ -261,8 +264,9 @@ def test_storage_credentials_and_external_locations(w: WorkspaceClient, server: 
     oss_view = uc(server, "GET", "/credentials/lake-role").json()  # unitycatalog-oss 2.1 names the same objects
     assert (oss_view["purpose"], oss_view["aws_iam_role"]["role_arn"]) == ("STORAGE", "arn:aws:iam::1:role/r")
     assert "lake-role" in [c["name"] for c in uc(server, "GET", "/credentials").json()["credentials"]]
-    for bad in ({"name": "none"}, {"name": "two", "aws_iam_role": {"role_arn": "x"},
-                                   "gcp_service_account_key": {"email": "e", "private_key_id": "i", "private_key": "k"}},
+    for bad in ({"name": "none"},
+                {"name": "two", "aws_iam_role": {"role_arn": "x"},
+                 "gcp_service_account_key": {"email": "e", "private_key_id": "i", "private_key": "k"}},
                 {"name": "half", "aws_iam_role": {}}):
         assert uc(server, "POST", "/storage-credentials", json=bad).status_code == 400, bad
 
@@ -408,7 +412,8 @@ def test_two_clients_creating_the_same_name_get_one_success(server: RunningServe
         barrier = threading.Barrier(4)
         statuses: list[int] = []
 
-        def create(name: str = f"race{attempt}") -> None:
+        def create(name: str = f"race{attempt}", barrier: threading.Barrier = barrier,
+                   statuses: list[int] = statuses) -> None:
             barrier.wait()
             statuses.append(uc(server, "POST", "/catalogs", json={"name": name}).status_code)
 
@@ -440,10 +445,18 @@ def test_non_ascii_names_in_url_encoded_full_names(server: RunningServer) -> Non
 def test_the_unitycatalog_client_drives_grants_credentials_and_locations(server: RunningServer,
                                                                         tmp_path: Path) -> None:
     from unitycatalog.client import (
-        ApiClient, Configuration, CredentialsApi, ExternalLocationsApi, GrantsApi,
+        ApiClient,
+        Configuration,
+        CredentialsApi,
+        ExternalLocationsApi,
+        GrantsApi,
     )
     from unitycatalog.client.models import (
-        AwsIamRoleRequest, CreateCredentialRequest, CreateExternalLocation, PermissionsChange, SecurableType,
+        AwsIamRoleRequest,
+        CreateCredentialRequest,
+        CreateExternalLocation,
+        PermissionsChange,
+        SecurableType,
         UpdatePermissions,
     )
 

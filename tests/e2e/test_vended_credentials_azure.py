@@ -16,6 +16,7 @@ import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
+
 from support import emulators
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server, run_cli
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from support.net import free_port, stop, wait_for_http
 
+from support.net import free_port, stop, wait_for_http
 
 ARCO_TOKEN = "e2e-admin-token"  # the admin token of servers the end-to-end tests start
 ONE_COLUMN_SCHEMA = {"type": "struct", "schema-id": 0,

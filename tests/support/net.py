@@ -35,7 +35,8 @@ def wait_for_http(
     last_error = ""
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
-            raise RuntimeError(f"server exited with code {process.returncode} before answering {url}\n{_tail(log_path)}")
+            raise RuntimeError(f"server exited with code {process.returncode} before answering {url}\n"
+                               f"{_tail(log_path)}")
         try:
             with urllib.request.urlopen(url, timeout=2):
                 return

@@ -1,4 +1,5 @@
-"""The Tier 1 catalog model: metastore (a tenant of the warehouse) -> catalog -> schema (= Iceberg namespace) -> table / view.
+"""The Tier 1 catalog model: metastore (a tenant of the warehouse) -> catalog -> schema (= Iceberg namespace) ->
+table / view.
 
 These are the facts Tier 1 is authoritative for: identity (names to ids), existence, storage location, format,
 ownership, comments and properties. Iceberg table state (schemas, snapshots) lives in Iceberg metadata files

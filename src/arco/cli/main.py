@@ -9,14 +9,13 @@ import sys
 
 import click
 
+from arco.cli.common import WAREHOUSE_HELP, parse_options, storage_options_option, warehouse_option  # noqa: F401
 from arco.settings import (
     VENDING_AZURE_SAS_SCOPES,
     VENDING_MAX_LIFETIME_S,
     VENDING_MIN_LIFETIME_S,
     ServerSettings,
 )
-
-from arco.cli.common import WAREHOUSE_HELP, parse_options, storage_options_option, warehouse_option  # noqa: F401
 
 # Kept for modules that import these names from here.
 _warehouse_option = warehouse_option

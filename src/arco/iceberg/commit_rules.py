@@ -22,12 +22,12 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.exceptions import ValidationError as IcebergValidationError
-from pyiceberg.schema import Schema
-from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, TableMetadataV1
 from pyiceberg.partitioning import INITIAL_PARTITION_SPEC_ID as INITIAL_SPEC_ID
 from pyiceberg.partitioning import PARTITION_FIELD_ID_START, PartitionSpec
-from pyiceberg.table.sorting import INITIAL_SORT_ORDER_ID, UNSORTED_SORT_ORDER_ID, SortOrder
+from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, TableMetadataV1
 from pyiceberg.table.refs import SnapshotRefType
+from pyiceberg.table.sorting import INITIAL_SORT_ORDER_ID, UNSORTED_SORT_ORDER_ID, SortOrder
 from pyiceberg.table.update import (
     AddPartitionSpecUpdate,
     AddSchemaUpdate,
@@ -41,18 +41,16 @@ from pyiceberg.table.update import (
     AssertLastAssignedPartitionId,
     AssertRefSnapshotId,
     AssertTableUUID,
-    SetLocationUpdate,
-    SetPropertiesUpdate,
     RemovePartitionSpecsUpdate,
     RemovePropertiesUpdate,
     SetDefaultSortOrderUpdate,
     SetDefaultSpecUpdate,
+    SetLocationUpdate,
+    SetPropertiesUpdate,
     TableRequirement,
     TableUpdate,
     UpgradeFormatVersionUpdate,
-)
-# PyIceberg's per-update appliers and their context, run by Arco's own loop (see _update_metadata).
-from pyiceberg.table.update import (
+    # PyIceberg's per-update appliers and their context, run by Arco's own loop (see _update_metadata).
     _apply_table_update,
     _TableMetadataUpdateContext,
     _update_table_metadata_log,
@@ -97,8 +95,9 @@ def parse_updates(raw: Any) -> list[TableUpdate]:
         raise BadRequest(f"unsupported update types: {', '.join(unsupported)} (table encryption is not supported)")
     for update in raw:
         # PyIceberg turns non-string property values into strings; the spec allows only strings.
+        values = update.get("updates")
         if update.get("action") == "set-properties" and not (
-                isinstance(update.get("updates"), dict) and all(isinstance(v, str) for v in update["updates"].values())):
+                isinstance(values, dict) and all(isinstance(v, str) for v in values.values())):
             raise BadRequest("set-properties: 'updates' must be an object of string values")
     try:
         return _updates_adapter.validate_python(raw)
@@ -332,7 +331,7 @@ def _copy_defaults(source: Any, target: Any) -> bool:
         return False
     copied = False
     if "fields" in source and "fields" in target:
-        for src, dst in zip(source["fields"], target["fields"]):
+        for src, dst in zip(source["fields"], target["fields"], strict=True):
             for key in _DEFAULT_KEYS:
                 if key in src:
                     dst[key] = src[key]
@@ -430,7 +429,8 @@ def close_group(base: TableMetadata, new: TableMetadata, base_location: str, cha
     return _update_table_metadata_log(new, base_location, base.last_updated_ms)
 
 
-def apply_updates(base: TableMetadata | None, updates: Sequence[TableUpdate], base_location: str | None) -> TableMetadata:
+def apply_updates(base: TableMetadata | None, updates: Sequence[TableUpdate],
+                  base_location: str | None) -> TableMetadata:
     """The new metadata; ``base_location`` (the base's metadata file) goes into the metadata log."""
     start = with_row_lineage(base) if base is not None else empty_metadata()
     try:

@@ -89,7 +89,8 @@ def render(svc: IcebergServices, outcome: Outcome, *,
     if outcome.status == 204:
         return Response(status_code=204)
     if outcome.metadata_location is None:
-        return JsonResponse({k: v for k, v in (outcome.body or {}).items() if v is not None}, status_code=outcome.status)
+        body = {k: v for k, v in (outcome.body or {}).items() if v is not None}
+        return JsonResponse(body, status_code=outcome.status)
     written = svc.tables.files.written_bytes(outcome.metadata_location) if access is None else None
     if written is not None:  # the file just written is the answer's metadata, byte for byte (metadata_json)
         head = b'{"metadata-location":' + orjson.dumps(outcome.metadata_location) + b',"metadata":'
@@ -190,7 +191,8 @@ async def catalog_of(request: Request) -> CatalogEntry:
 
 
 def table_path(request: Request) -> tuple[NamespacePath, str]:
-    return decode_namespace(request.path_params["namespace"]), check_name("table", _unescape(request.path_params["table"]))
+    name = check_name("table", _unescape(request.path_params["table"]))
+    return decode_namespace(request.path_params["namespace"]), name
 
 
 async def json_body(request: Request) -> Any:

@@ -14,7 +14,6 @@ from arco.iceberg.errors import BadRequest
 from arco.iceberg.paging import page
 
 
-
 class NamespaceService:
     def __init__(self, store: CatalogStore) -> None:
         self.store = store

@@ -38,10 +38,10 @@ def commit_transaction(tables: TableService, catalog: CatalogEntry, body: Any, p
         raise BadRequest("creating a table inside a multi-table transaction is not supported; create it first")
     entries = [tables.entry(catalog, namespace, name) for namespace, name, _, _ in parsed]
     identities = {entry.id: identifier_of(catalog, namespace, name)
-                  for entry, (namespace, name, _, _) in zip(entries, parsed)}
+                  for entry, (namespace, name, _, _) in zip(entries, parsed, strict=True)}
     for _ in range(MAX_COMMIT_ATTEMPTS):
         prepared = [prepare_change(tables, entry, namespace, name, requirements, updates, source, tag)
-                    for entry, (namespace, name, requirements, updates) in zip(entries, parsed)]
+                    for entry, (namespace, name, requirements, updates) in zip(entries, parsed, strict=True)]
         for change in prepared:
             write_change_receipt(tables, "pending", change, identities[change.entry.id])
         if mark_and_commit(tables.resolver, list(prepared)):

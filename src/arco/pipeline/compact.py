@@ -8,14 +8,14 @@
     _catalog/core/snapshots/columns.parquet                 one row per column of each table's current schema
     _catalog/core/snapshots/tables.parquet                  one row per table (with its format tag)
 
-(schemas: :mod:`arco.pipeline.rows`, :mod:`arco.pipeline.lineage`). Lineage is derived in the driver once the
-tasks are done: the edges into the commits of this batch, from every report compacted so far (a scan is reported
-before the commit that used it, so its report is in this batch or an earlier one). Incremental and idempotent: a receipt is consumed once its key is in the
-``receipt_key`` column of a committed batch (:mod:`arco.pipeline.checkpoint`), so a re-run with nothing new
-writes nothing, and a run that crashes before committing its batch leaves files no reader sees, which the next
-run removes. Spark spreads the receipts over tasks; each task reads its receipts and writes its part files
-through the storage backend, so nothing assumes a disk shared between driver and executors. Only committed
-receipts are read (section 4.4); pending ones are not listed. Once a batch is committed, the history is
+(schemas: :mod:`arco.pipeline.rows`, :mod:`arco.pipeline.lineage`). Lineage is derived in the driver once the tasks
+are done: the edges into the commits of this batch, from every report compacted so far (a scan is reported before
+the commit that used it, so its report is in this batch or an earlier one). Incremental and idempotent: a receipt is
+consumed once its key is in the ``receipt_key`` column of a committed batch (:mod:`arco.pipeline.checkpoint`), so a
+re-run with nothing new writes nothing, and a run that crashes before committing its batch leaves files no reader
+sees, which the next run removes. Spark spreads the receipts over tasks; each task reads its receipts and writes its
+part files through the storage backend, so nothing assumes a disk shared between driver and executors. Only
+committed receipts are read (section 4.4); pending ones are not listed. Once a batch is committed, the history is
 published as the ``system`` catalog's Iceberg tables (:mod:`arco.pipeline.system_tables`); a failure there is
 reported in the run and made good by the next run.
 """

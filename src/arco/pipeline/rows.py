@@ -198,7 +198,8 @@ def sharing_read_row(receipt_key: str, event: dict[str, Any]) -> dict[str, Any]:
             "object_id": event.get("table_id"), "catalog_id": None,
             "namespace": [str(p) for p in (event.get("share"), event.get("schema")) if p is not None],
             "name": table or event.get("share"), "principal": f"recipient:{event['recipient']}",
-            "source_kind": "delta_sharing", "client_info": event.get("client_info"), "committed_at": _ms(event["at_ms"]),
+            "source_kind": "delta_sharing", "client_info": event.get("client_info"),
+            "committed_at": _ms(event["at_ms"]),
             "details": orjson.dumps({k: event.get(k) for k in ("version", "files", "client_ip", "details")}).decode(),
             "recorded_by": "sharing",
         }

@@ -105,7 +105,8 @@ def published_batches(storage: StorageBackend) -> dict[tuple[str, str], set[str]
 def to_publish(state: CompactState, published: dict[tuple[str, str], set[str]]) -> dict[tuple[str, str], list[dict]]:
     """The batches each history table still lacks (pure); none at all unless one of them is more than the system
     tables' own commits (see the module's docstring)."""
-    missing = {key: [b for b in state.batches if b["files"].get(kind) and b["batch_id"] not in published.get(key, set())]
+    missing = {key: [b for b in state.batches
+                     if b["files"].get(kind) and b["batch_id"] not in published.get(key, set())]
                for key, kind in HISTORY_TABLES.items()}
     if not any(not b.get("system_only") for batches in missing.values() for b in batches):
         return {}

@@ -118,7 +118,8 @@ def keeps(tree: dict[str, Any] | None, file: SharedFile) -> bool:
         return True
 
 
-_SQL = re.compile(r"^\s*(?:(?P<col>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<op><=|>=|<>|!=|=|<|>)\s*(?P<lit>'(?:[^']|'')*'|-?\d+(?:\.\d+)?)"
+_SQL = re.compile(r"^\s*(?:(?P<col>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<op><=|>=|<>|!=|=|<|>)\s*"
+                  r"(?P<lit>'(?:[^']|'')*'|-?\d+(?:\.\d+)?)"
                   r"|(?P<lit2>'(?:[^']|'')*'|-?\d+(?:\.\d+)?)\s*(?P<op2><=|>=|<>|!=|=|<|>)\s*(?P<col2>[A-Za-z_][A-Za-z0-9_]*)"
                   r"|(?P<col3>[A-Za-z_][A-Za-z0-9_]*)\s+IS\s+(?P<not>NOT\s+)?NULL)\s*$", re.IGNORECASE)
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")

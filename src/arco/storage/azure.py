@@ -29,8 +29,8 @@ from arco.storage.base import (
     StorageBackend,
     StorageError,
     StorageUnavailable,
-    Written,
     WriteResult,
+    Written,
 )
 from arco.storage.prefixed import PrefixedKeys
 
@@ -117,7 +117,8 @@ class AzureBackend(PrefixedKeys, StorageBackend):
                 return PreconditionFailed()
             raise StorageUnavailable(f"Azure PUT {key!r} failed: {exc}") from exc
         except AzureError as exc:
-            raise StorageUnavailable(f"Azure PUT {key!r} failed (the write may or may not have happened): {exc}") from exc
+            raise StorageUnavailable(
+                f"Azure PUT {key!r} failed (the write may or may not have happened): {exc}") from exc
         return Written(version=_etag(result["etag"]))
 
     def delete(self, key: str, precondition: MatchesVersion | None = None) -> DeleteResult:

@@ -6,7 +6,7 @@
 | ``memory://name`` | :class:`~arco.storage.memory.MemoryBackend` (one per name and process) |
 | ``s3://bucket/prefix`` (also ``s3a://``) | :class:`~arco.storage.s3.S3Backend` |
 | ``gs://bucket/prefix`` | :class:`~arco.storage.gcs.GcsBackend` |
-| ``az://container/prefix``, ``abfss://container@account.dfs.core.windows.net/prefix`` | :class:`~arco.storage.azure.AzureBackend` |
+| ``az://container/prefix``, ``abfss://container@account.dfs.core.windows.net/p`` | :class:`.azure.AzureBackend` |
 
 Options (endpoint, credentials) use Iceberg's FileIO property names (``s3.endpoint``, ``gcs.service.host``,
 ``adls.connection-string``, ...). They can be given as a dict, as the URL's query string

@@ -30,8 +30,8 @@ from arco.storage.base import (
     StorageBackend,
     StorageError,
     StorageUnavailable,
-    Written,
     WriteResult,
+    Written,
 )
 from arco.storage.prefixed import PrefixedKeys
 

@@ -50,8 +50,8 @@ from arco.storage.base import (
     StorageBackend,
     StorageError,
     StorageUnavailable,
-    Written,
     WriteResult,
+    Written,
 )
 from arco.storage.keys import RESERVED_PREFIX, check_key, check_prefix
 

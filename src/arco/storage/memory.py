@@ -20,8 +20,8 @@ from arco.storage.base import (
     Precondition,
     PreconditionFailed,
     StorageBackend,
-    Written,
     WriteResult,
+    Written,
 )
 from arco.storage.keys import check_key, check_prefix
 

@@ -39,8 +39,8 @@ from arco.storage.base import (
     StorageBackend,
     StorageError,
     StorageUnavailable,
-    Written,
     WriteResult,
+    Written,
 )
 from arco.storage.prefixed import PrefixedKeys
 from arco.storage.s3_wire import Reply, S3Wire, TransportError

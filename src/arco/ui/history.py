@@ -190,9 +190,9 @@ def attach_sources(storage: StorageBackend, versions: list[Version], compacted: 
     receipts = [_receipts.peek(key) for key in keys]
     unread = [i for i, found in enumerate(receipts) if found is None]
     if unread:  # first views, or receipts not written yet: read them in parallel (object stores are slow per get)
-        for i, found in zip(unread, _pool.map(lambda i: _safe_receipt(storage, keys[i]), unread)):
+        for i, found in zip(unread, _pool.map(lambda i: _safe_receipt(storage, keys[i]), unread), strict=True):
             receipts[i] = found
-    for version, receipt in zip(missing, receipts):
+    for version, receipt in zip(missing, receipts, strict=True):
         if receipt is not None:
             version.source = classify(receipt.get("source") or {}, receipt.get("summary"))
             version.operation = receipt.get("operation") or version.operation

@@ -184,7 +184,8 @@ def api(build: Callable[[Request, Principal], Any]) -> Callable[[Request], Await
 def _api_table(request: Request, caller: Principal) -> Any:
     view = table_page(request.app.state, caller, request.path_params["full_name"], _version_page(request))
     body = orjson.loads(orjson.dumps(view, option=orjson.OPT_NON_STR_KEYS))
-    for shown, version in zip(body["versions"], view.versions):  # the words the page shows, for scripts too
+    # The words the page shows, for scripts too.
+    for shown, version in zip(body["versions"], view.versions, strict=True):
         shown["source"]["label"] = version.source.label
     return body
 

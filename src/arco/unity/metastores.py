@@ -83,7 +83,8 @@ class MetastoreService:
             "storage_root": fields.get("storage_root", self.warehouse_root), "owner": entry.owner,
             "delta_sharing_scope": fields.get("delta_sharing_scope", "INTERNAL"),
             "cloud": "arco", "region": region, "global_metastore_id": f"arco:{region}:{tenant.id}",
-            "created_at": fields.get("created_at", entry.created_at_ms), "created_by": entry.created_by or METASTORE_OWNER,
+            "created_at": fields.get("created_at", entry.created_at_ms),
+            "created_by": entry.created_by or METASTORE_OWNER,
             "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by or METASTORE_OWNER,
             **{k: fields[k] for k in SETTINGS if k in fields and k != "delta_sharing_scope"},
         }

@@ -11,18 +11,18 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from arco.auth import decisions as can
+from arco.auth.principals import Principal
+from arco.auth.subjects import metastore, securable, subject_of
+from arco.catalog import locations
 from arco.catalog.catalogs import create_catalog
 from arco.catalog.model import CatalogEntry, NamespaceEntry, TableEntry
-from arco.catalog import locations
 from arco.catalog.names import check_name
 from arco.catalog.paging import page
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.catalog.tenancy import Tenant
 from arco.iceberg.tables import TableService
-from arco.auth import decisions as can
-from arco.auth.principals import Principal
-from arco.auth.subjects import metastore, securable, subject_of
 from arco.unity import infos
 from arco.unity.errors import UnityError, invalid
 

@@ -50,7 +50,8 @@ def _share_object(raw: Any, state: CatalogState, owner: str, caller: Principal, 
         raise invalid("shared_as must have the form <schema>.<table>")
     out = {"name": f"{catalog_name}.{schema_name}.{name}".lower(), "data_object_type": "TABLE",
            "shared_as": shared_as.lower(), "added_at": now_ms, "added_by": caller.name, "table_id": table.id}
-    for optional in ("comment", "cdf_enabled", "start_version", "partition_specification", "history_data_sharing_status"):
+    for optional in ("comment", "cdf_enabled", "start_version", "partition_specification",
+                     "history_data_sharing_status"):
         if raw.get(optional) is not None:
             out[optional] = raw[optional]
     _check_history_fields(out)

@@ -6,11 +6,10 @@ import re
 import subprocess
 import sys
 
-from support.iceberg_harness import Harness
-
 from arco.events.receipts import EVENTS, catalog_receipt_key, iceberg_receipt_key
 from arco.events.reconcile import reconcile_catalog_log, reconcile_table, table_history
 from arco.iceberg import commit
+from support.iceberg_harness import Harness
 
 
 def commit_n(h: Harness, n: int, name: str = "t") -> None:

@@ -12,8 +12,6 @@ import time
 from collections.abc import Callable
 
 import pytest
-from support.held_puts import HeldPuts, race_a_retry
-from support.iceberg_harness import SCHEMA, Harness
 from uuid6 import uuid7
 
 from arco.iceberg.errors import CommitFailed, IcebergError, ServiceUnavailable
@@ -23,6 +21,8 @@ from arco.iceberg.mutations import Caller
 from arco.iceberg.pointer import POINTERS
 from arco.metrics import REGISTRY
 from arco.storage.faults import FaultRule, SimulatedCrash
+from support.held_puts import HeldPuts, race_a_retry
+from support.iceberg_harness import SCHEMA, Harness
 
 SOURCE = {"kind": "iceberg_rest", "client_info": "test", "principal": "admin"}
 

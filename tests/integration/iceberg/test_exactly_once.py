@@ -13,8 +13,6 @@ from dataclasses import dataclass, replace
 
 import orjson
 import pytest
-from support.held_puts import HeldPuts, race_a_retry
-from support.iceberg_harness import SCHEMA, Harness
 from uuid6 import uuid7
 
 from arco.events import after_answer
@@ -37,6 +35,8 @@ from arco.iceberg.mutations import Caller
 from arco.iceberg.pointer import POINTERS, TablePointer
 from arco.storage.base import DoesNotExist
 from arco.storage.faults import FaultRule, SimulatedCrash
+from support.held_puts import HeldPuts, race_a_retry
+from support.iceberg_harness import SCHEMA, Harness
 
 TIMEOUT = 0.4  # the in-progress timeout of these tests' "servers"
 SOURCE = {"kind": "iceberg_rest", "client_info": "test", "principal": "admin"}
@@ -361,7 +361,8 @@ CASES: dict[str, Case] = {
     "rename-table": Case(
         lambda h: h.create_table("t"),
         lambda h, c: h.mutations(TIMEOUT).rename_table(
-            h.catalog, {"source": {"namespace": ["db"], "name": "t"}, "destination": {"namespace": ["db"], "name": "u"}},
+            h.catalog, {"source": {"namespace": ["db"], "name": "t"},
+                        "destination": {"namespace": ["db"], "name": "u"}},
             (("db",), "t"), (("db",), "u"), c),
         lambda h, o: (o.status == 204 and _tables(h) == ["u"]) or pytest.fail(f"{o}"),
         TIER1_STEPS),

@@ -21,6 +21,7 @@ from arco.events.receipts import EVENTS, iceberg_receipt_key
 from arco.events.reconcile import reconcile_table, table_history
 from arco.iceberg import commit
 from arco.iceberg.errors import CommitFailed, IcebergError, ServiceUnavailable
+from arco.iceberg.file_names import carries_tag, group_part, is_group_file
 from arco.iceberg.group_commit import (
     GROUPS,
     Coalescer,
@@ -30,7 +31,6 @@ from arco.iceberg.group_commit import (
     Pending,
     group_record_key,
 )
-from arco.iceberg.file_names import carries_tag, group_part, is_group_file
 from arco.iceberg.idempotency import Outcome, key_hash
 from arco.iceberg.mutations import Caller
 from arco.iceberg.pointer import POINTERS
@@ -162,7 +162,8 @@ def test_a_failed_requirement_fails_only_its_own_request(table: Harness) -> None
 def test_a_requirement_is_checked_against_the_earlier_members_changes(table: Harness) -> None:
     schema = {"type": "struct", "schema-id": 1, "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}]}
     evolve = {"requirements": [{"type": "assert-current-schema-id", "current-schema-id": 0}],
-              "updates": [{"action": "add-schema", "schema": schema}, {"action": "set-current-schema", "schema-id": -1}]}
+              "updates": [{"action": "add-schema", "schema": schema},
+                          {"action": "set-current-schema", "schema-id": -1}]}
     same_base = set_property("late", requirements=[{"type": "assert-current-schema-id", "current-schema-id": 0}])
     results = run_grouped(table, [commit_call(table, 0, evolve), commit_call(table, 1, same_base),
                                   commit_call(table, 2, set_property("other"))])

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from support.iceberg_harness import SCHEMA, Harness
 from uuid6 import uuid7
 
 from arco.catalog.log import CORE
@@ -24,6 +23,7 @@ from arco.iceberg.mutations import Caller
 from arco.iceberg.pointer import POINTERS
 from arco.storage.base import StorageError
 from arco.storage.faults import FaultRule
+from support.iceberg_harness import SCHEMA, Harness
 
 SOURCE = {"kind": "iceberg_rest", "client_info": "test", "principal": "admin"}
 LONG_TIMEOUT = 600.0  # a retry that had to wait for the in-progress timeout would fail these tests

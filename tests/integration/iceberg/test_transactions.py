@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from support.iceberg_harness import Harness
 
 from arco.iceberg import commit, transaction_commit
 from arco.iceberg import transactions as txn
 from arco.iceberg.errors import BadRequest, CommitFailed
 from arco.storage.faults import FaultRule, SimulatedCrash
+from support.iceberg_harness import Harness
 
 
 def change(name: str, value: str, requirements: list | None = None) -> dict:

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from support.arco_server import ARCO_TOKEN, ONE_COLUMN_SCHEMA, RunningServer, arco_server, iceberg_client
+
 MAX_BODY_BYTES = 1024 * 1024
 
 

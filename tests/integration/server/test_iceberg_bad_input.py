@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from support.arco_server import ARCO_TOKEN, ONE_COLUMN_SCHEMA as SCHEMA, RunningServer
+
+from support.arco_server import ARCO_TOKEN, RunningServer
+from support.arco_server import ONE_COLUMN_SCHEMA as SCHEMA
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -10,6 +10,7 @@ from urllib.parse import urlparse
 
 import httpx
 import pytest
+
 from support.arco_server import ARCO_TOKEN, ONE_COLUMN_SCHEMA, RunningServer
 
 pytestmark = pytest.mark.timeout(120)

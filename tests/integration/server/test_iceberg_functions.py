@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from support.arco_server import ARCO_TOKEN, arco_server, run_cli
 
 pytestmark = pytest.mark.timeout(180)

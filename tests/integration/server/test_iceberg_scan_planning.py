@@ -47,7 +47,8 @@ pytestmark = pytest.mark.timeout(300)
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "cat", StringType(), required=False),
                 NestedField(3, "ts", TimestampType(), required=False))
-SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "cat"), PartitionField(3, 1001, DayTransform(), "ts_day"))
+SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "cat"),
+                     PartitionField(3, 1001, DayTransform(), "ts_day"))
 ARROW = pa.schema([pa.field("id", pa.int64()), pa.field("cat", pa.string()), pa.field("ts", pa.timestamp("us"))])
 
 
@@ -139,7 +140,8 @@ def served(client: httpx.Client, body: dict[str, Any], path: str = "/namespaces/
     return fetch_all(client, path, answer.json(), fetcher)
 
 
-def oracle(table: Table, expression: BooleanExpression, snapshot_id: int | None = None) -> set[tuple[str, frozenset[str]]]:
+def oracle(table: Table, expression: BooleanExpression,
+           snapshot_id: int | None = None) -> set[tuple[str, frozenset[str]]]:
     return {(task.file.file_path, frozenset(d.file_path for d in task.delete_files))
             for task in table.scan(row_filter=expression, snapshot_id=snapshot_id).plan_files()}
 
@@ -264,7 +266,8 @@ def test_incremental_scan_gives_the_files_appended_in_between(servers: dict[str,
             body = {"start-snapshot-id": start, "end-snapshot-id": end, "filter": {"type": "eq", "term": "cat",
                                                                                    "value": "a"}}
             expected = {(t.file.file_path, frozenset()) for t in table.incremental_append_scan(
-                from_snapshot_id_exclusive=start, to_snapshot_id_inclusive=end, row_filter=EqualTo("cat", "a")).plan_files()}
+                from_snapshot_id_exclusive=start, to_snapshot_id_inclusive=end,
+                row_filter=EqualTo("cat", "a")).plan_files()}
             assert served(client, body) == expected and expected
         # only appends count: from just before the deletes to just after them, nothing was appended
         assert served(client, {"start-snapshot-id": snapshots[2], "end-snapshot-id": snapshots[3]}) == set()
@@ -390,7 +393,8 @@ def test_bad_input(servers: dict[str, Any], table: Table) -> None:
         plan_id = client.post(f"{path}/plan", json={}).json()["plan-id"]
         fetch_all(client, path, {"status": "submitted", "plan-id": plan_id})
         tasks = client.get(f"{path}/plan/{plan_id}").json()["plan-tasks"]
-        for url in (f"{path}/plan/{'A' * 32}", f"{path}/plan/not-a-plan", f"/namespaces/plan/tables/other/plan/{plan_id}"):
+        for url in (f"{path}/plan/{'A' * 32}", f"{path}/plan/not-a-plan",
+                    f"/namespaces/plan/tables/other/plan/{plan_id}"):
             for answer in (client.get(url), client.delete(url)):
                 assert answer.status_code == 404 and answer.json()["error"]["type"] == "NoSuchPlanIdException", url
         for token in (f"{plan_id}.{len(tasks)}", tasks[0].replace(".", ".0"), "nope", f"{'A' * 32}.1"):
@@ -414,7 +418,8 @@ def test_bad_input(servers: dict[str, Any], table: Table) -> None:
             {"snapshot-id": "1"},
             {"snapshot-id": table.snapshots()[0].snapshot_id, "start-snapshot-id": 1, "end-snapshot-id": 2},
             {"start-snapshot-id": table.snapshots()[0].snapshot_id},
-            {"start-snapshot-id": table.snapshots()[3].snapshot_id, "end-snapshot-id": table.snapshots()[1].snapshot_id},
+            {"start-snapshot-id": table.snapshots()[3].snapshot_id,
+             "end-snapshot-id": table.snapshots()[1].snapshot_id},
             {"select": ["nope"]},
             {"stats-fields": "id"},
             {"case-sensitive": "yes"},
@@ -439,7 +444,8 @@ def test_planning_needs_select(servers: dict[str, Any], table: Table) -> None:
     token = run_cli(servers["warehouse"], "token", "create", "reader@x.com").strip()
     path = "/namespaces/plan/tables/t"
     with http(server) as admin, http(server, token) as reader:
-        plan_id = admin.post(f"{path}/plan", json={"filter": FILTERS[2][0], "snapshot-id": table.snapshots()[0].snapshot_id}).json()["plan-id"]
+        body = {"filter": FILTERS[2][0], "snapshot-id": table.snapshots()[0].snapshot_id}
+        plan_id = admin.post(f"{path}/plan", json=body).json()["plan-id"]
         assert reader.post(f"{path}/plan", json={}).status_code == 403
         assert reader.get(f"{path}/plan/{plan_id}").status_code == 403
         assert reader.delete(f"{path}/plan/{plan_id}").status_code == 403

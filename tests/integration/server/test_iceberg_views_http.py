@@ -9,8 +9,9 @@ from typing import Any
 
 import httpx
 import pytest
-from support.arco_server import ARCO_TOKEN, ONE_COLUMN_SCHEMA, RunningServer, run_cli
 from uuid6 import uuid7
+
+from support.arco_server import ARCO_TOKEN, ONE_COLUMN_SCHEMA, RunningServer, run_cli
 
 pytestmark = pytest.mark.timeout(180)
 

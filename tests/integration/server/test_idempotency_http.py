@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from support.arco_server import ONE_COLUMN_SCHEMA as SCHEMA
 from uuid6 import uuid7
+
+from support.arco_server import ONE_COLUMN_SCHEMA as SCHEMA
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -59,8 +60,10 @@ def test_the_same_key_with_another_body_is_409(client: httpx.Client) -> None:
     assert ["k3"] not in client.get("/namespaces").json()["namespaces"]
 
 
-@pytest.mark.parametrize("key", ["550e8400-e29b-41d4-a716-446655440000", "{" + "0" * 8 + "-0000-7000-8000-" + "0" * 12 + "}",
-                                 "019a0000000070008000000000000000", "", "x" * 10_000, "01936f8e-7c2a-7b3d-9f4e-5a6b7c8d9e0"])
+@pytest.mark.parametrize("key", ["550e8400-e29b-41d4-a716-446655440000",
+                                 "{" + "0" * 8 + "-0000-7000-8000-" + "0" * 12 + "}",
+                                 "019a0000000070008000000000000000", "", "x" * 10_000,
+                                 "01936f8e-7c2a-7b3d-9f4e-5a6b7c8d9e0"])
 def test_malformed_keys_are_400_and_change_nothing(client: httpx.Client, key: str) -> None:
     before = snapshot(client)
     for method, path, body in [("POST", "/namespaces", {"namespace": ["bad"]}),
@@ -72,7 +75,8 @@ def test_malformed_keys_are_400_and_change_nothing(client: httpx.Client, key: st
     assert snapshot(client) == before
 
 
-@pytest.mark.parametrize("content", [b'{"namespace": ["dup"], "namespace": ["dup2"]}', b'{"namespace": ["n"], "x": NaN}',
+@pytest.mark.parametrize("content", [b'{"namespace": ["dup"], "namespace": ["dup2"]}',
+                                     b'{"namespace": ["n"], "x": NaN}',
                                      b'{"namespace": ["\xff"]}', b'{"namespace": ["big"], "n": 9007199254740993}'])
 def test_bodies_without_a_canonical_form_are_400(client: httpx.Client, content: bytes) -> None:
     before = snapshot(client)

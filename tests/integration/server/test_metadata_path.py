@@ -13,7 +13,6 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 from pyiceberg.catalog import MetastoreCatalog
-from support.arco_server import ONE_COLUMN_SCHEMA, RunningServer
 from uuid6 import uuid7
 
 from arco.catalog.store import CatalogStore
@@ -22,6 +21,7 @@ from arco.pipeline.gc import table_deletions
 from arco.pipeline.gc_rules import GcPolicy
 from arco.pipeline.storage_spec import StorageSpec
 from arco.storage.factory import open_storage
+from support.arco_server import ONE_COLUMN_SCHEMA, RunningServer
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -8,9 +8,9 @@ import time
 import httpx
 import orjson
 import pytest
-from support.arco_server import ARCO_TOKEN, RunningServer, run_cli
 
 from arco.iceberg import metrics
+from support.arco_server import ARCO_TOKEN, RunningServer, run_cli
 
 pytestmark = pytest.mark.timeout(120)
 

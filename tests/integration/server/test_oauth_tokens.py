@@ -10,11 +10,11 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
-from support.arco_server import RunningServer, arco_server, run_cli
 
 from arco.auth import oauth_tokens
 from arco.auth.oauth_tokens import Claims, SigningKeys
 from arco.storage.local import LocalBackend
+from support.arco_server import RunningServer, arco_server, run_cli
 
 pytestmark = pytest.mark.timeout(180)
 ADMIN = "oauth-admin-token"

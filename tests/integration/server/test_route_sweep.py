@@ -12,10 +12,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support.arco_server import ARCO_TOKEN, RunningServer
 
 from arco.api.app import create_app
 from arco.settings import ServerSettings
+from support.arco_server import ARCO_TOKEN, RunningServer
 
 pytestmark = pytest.mark.timeout(300)
 

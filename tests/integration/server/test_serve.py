@@ -10,10 +10,10 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
-from support.arco_server import arco_server, get_json
 
 from arco.auth.bootstrap import BOOTSTRAP_ADMIN_KEY
 from arco.auth.tokens import hash_token
+from support.arco_server import arco_server, get_json
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from support.arco_server import ARCO_TOKEN, ONE_COLUMN_SCHEMA, RunningServer
 
 pytestmark = pytest.mark.timeout(300)

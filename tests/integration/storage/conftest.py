@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.storage_targets import StorageTarget
 
 from arco.storage.base import StorageBackend
+from support.storage_targets import StorageTarget
 
 TARGETS = ["memory", "local", "s3-seaweedfs", "s3-moto", "gcs-fake", "azure-azurite"]
 

@@ -16,7 +16,6 @@ from typing import Any, Callable
 
 import orjson
 import pytest
-from support.storage_targets import StorageTarget
 
 from arco.storage.base import (
     Deleted,
@@ -29,6 +28,7 @@ from arco.storage.base import (
     Written,
 )
 from arco.storage.probe import probe_conditional_writes
+from support.storage_targets import StorageTarget
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 
 import pytest
-from support.loopback_http import QuietHandler, serving
 
 from arco.storage.connections import ConnectionPool, TransportError
+from support.loopback_http import QuietHandler, serving
 
 
 @dataclass

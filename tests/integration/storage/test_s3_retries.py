@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
-from support.loopback_http import QuietHandler, serving
 
 from arco.storage.base import DoesNotExist, MatchesVersion, StorageUnavailable, Written
 from arco.storage.s3 import S3Backend
+from support.loopback_http import QuietHandler, serving
 
 SLOW_DOWN = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
 

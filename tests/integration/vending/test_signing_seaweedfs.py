@@ -82,8 +82,8 @@ def test_put_get_head_and_list_inside_the_prefix_are_accepted(table: Table) -> N
     assert head.status_code == 200
     assert int(head.headers["content-length"]) == len(body)
 
-    listing = send(table, "GET", f"{table.endpoint}/{table.bucket}?list-type=2&prefix={quote(table.prefix + '/', safe='')}",
-                   write=False)
+    prefix = quote(table.prefix + "/", safe="")
+    listing = send(table, "GET", f"{table.endpoint}/{table.bucket}?list-type=2&prefix={prefix}", write=False)
     assert listing.status_code == 200, listing.text
     assert "part 0001=a+b.parquet" in listing.text
 
@@ -199,7 +199,8 @@ def test_pyiceberg_fsspec_file_io_writes_and_reads_through_remote_signing(
     # the catalog's own property, always there in a RestCatalog; S3V4RestSigner reads it even when
     # s3.signer.uri is set (its dict.get default is evaluated eagerly).
     io = FsspecFileIO({
-        "uri": "http://127.0.0.1:1/unused-catalog", "s3.endpoint": table.endpoint, "s3.region": REGION, "token": "catalog-token",
+        "uri": "http://127.0.0.1:1/unused-catalog",
+        "s3.endpoint": table.endpoint, "s3.region": REGION, "token": "catalog-token",
         "s3.remote-signing-enabled": "true", "s3.signer": "S3V4RestSigner",
         "s3.signer.uri": signing_server.uri, "s3.signer.endpoint": SIGN_PATH,
     })

@@ -4,13 +4,13 @@ table or external location, what a purge may delete, where write paths may point
 from __future__ import annotations
 
 import pytest
-from support.tier1 import commit
 
 from arco.auth.decisions import Subject
 from arco.catalog import locations
 from arco.catalog.locations import LocationRefused
 from arco.catalog.model import TableEntry
 from arco.catalog.state import CatalogState
+from support.tier1 import commit
 
 WH = "file:///srv/wh"
 MAIN_ROOT = f"{WH}/main"

@@ -4,12 +4,11 @@ catalog and schema renames keep them, refused drops of non-empty schemas, cascad
 from __future__ import annotations
 
 import pytest
-from support.tier1 import commit
 
-from arco.catalog.errors import AlreadyExistsError, InvalidRequestError, NamespaceNotFound, NotEmptyError, \
-    NotFoundError
+from arco.catalog.errors import AlreadyExistsError, InvalidRequestError, NamespaceNotFound, NotEmptyError, NotFoundError
 from arco.catalog.schema_objects import objects_in_schema, schema_object
 from arco.catalog.state import CatalogState
+from support.tier1 import commit
 
 
 @pytest.fixture

@@ -199,7 +199,8 @@ GROUP_MEMBERS = [
     [{"action": "add-schema", "schema": {**SCHEMA, "schema-id": 1, "fields": [
         *SCHEMA["fields"], {"id": 3, "name": "t", "required": False, "type": "string"}]}},
      {"action": "set-current-schema", "schema-id": -1}],
-    [{"action": "add-sort-order", "sort-order": order(1, 1)}, {"action": "set-default-sort-order", "sort-order-id": -1}],
+    [{"action": "add-sort-order", "sort-order": order(1, 1)},
+     {"action": "set-default-sort-order", "sort-order-id": -1}],
     [{"action": "remove-properties", "removals": ["a"]}, {"action": "set-properties", "updates": {"b": "2"}}],
 ]
 

@@ -28,7 +28,8 @@ MIN = 60_000
 def commit(table: TableRef = T2, at: int = 100 * MIN, app: str | None = "app-1", kind: str = "iceberg_rest",
            snapshot: int | None = 20, parent: int | None = 19, operation: str = "append",
            engine: str | None = "spark", key: str = "k") -> Commit:
-    return Commit(key, table, snapshot, parent, at, operation, kind, app, engine, "run-1" if kind == "pipeline" else None)
+    return Commit(key, table, snapshot, parent, at, operation, kind, app, engine,
+                  "run-1" if kind == "pipeline" else None)
 
 
 def scan(table: TableRef = T1, at: int = 99 * MIN, app: str | None = "app-1", snapshot: int = 10,

@@ -375,7 +375,8 @@ def test_identity_partitions_added_to_an_unpartitioned_table_stay_data_columns(c
     # the columns are read from the data files instead, and keep their stats.
     assert shared.metadata["partitionColumns"] == []
     assert all(file.partition_values == {} for file in shared.files)
-    assert sorted(json.loads(file.stats)["minValues"]["name"] for file in shared.files) == ["a1", "a2", "b3", "c4", "c5"]
+    min_names = sorted(json.loads(file.stats)["minValues"]["name"] for file in shared.files)
+    assert min_names == ["a1", "a2", "b3", "c4", "c5"]
     assert_same_rows(shared, table, table.metadata.current_snapshot_id)
 
 
@@ -504,7 +505,8 @@ NESTED = Schema(
         NestedField(12, "geo", StructType(NestedField(13, "lat", DoubleType()))),
     )),
     NestedField(14, "tags", ListType(15, StringType(), element_required=True), required=True),
-    NestedField(16, "scores", MapType(17, StringType(), 18, ListType(19, LongType(), element_required=False), value_required=False)),
+    NestedField(16, "scores", MapType(17, StringType(), 18, ListType(19, LongType(), element_required=False),
+                                      value_required=False)),
 )
 
 
@@ -672,7 +674,8 @@ def test_position_deletes_are_refused_with_the_remedy(catalog: SqlCatalog) -> No
     with pytest.raises(UnsharableTable, match="has 1 added delete files"):
         iceberg_files_since(table.metadata, table.io, 1, None)
     # The version before the delete is still shared, and so are the changes up to it.
-    assert_same_rows(iceberg_version(table.metadata, table.io, version=1), table, table.metadata.snapshots[0].snapshot_id)
+    assert_same_rows(iceberg_version(table.metadata, table.io, version=1), table,
+                     table.metadata.snapshots[0].snapshot_id)
     assert len(iceberg_files_since(table.metadata, table.io, 1, 1)) == 1
 
 
@@ -701,7 +704,8 @@ def test_delta_rs_reads_a_partitioned_version_as_pyiceberg_does(catalog: SqlCata
     shared = iceberg_version(table.metadata, table.io)
     assert shared.metadata["partitionColumns"] == ["name", "day", "at", "count"]
     delta = as_delta_table(table, shared)
-    assert sorted(map(key, delta.to_pyarrow_table().to_pylist())) == sorted(map(key, table.scan().to_arrow().to_pylist()))
+    delta_rows = sorted(map(key, delta.to_pyarrow_table().to_pylist()))
+    assert delta_rows == sorted(map(key, table.scan().to_arrow().to_pylist()))
     assert delta_query(delta, "day = '2025-02-28'") == [3]
     assert delta_query(delta, "count is null") == [1, 2]
 

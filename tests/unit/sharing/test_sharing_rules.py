@@ -250,7 +250,8 @@ def test_a_recipient_read_becomes_an_audit_row_with_its_name() -> None:
         rows.sharing_read_row(key, {"event_type": "DeltaSharingRead"})
 
 
-@pytest.mark.parametrize(("url", "path"), [("file:///w/a.parquet", "/w/a.parquet"), ("file:/w/a.parquet", "/w/a.parquet"),
+@pytest.mark.parametrize(("url", "path"), [("file:///w/a.parquet", "/w/a.parquet"),
+                                           ("file:/w/a.parquet", "/w/a.parquet"),
                                            ("file://localhost/w/a.parquet", "/w/a.parquet")])
 def test_local_file_urls_in_each_spelling(url: str, path: str) -> None:
     from arco.sharing.routes import _local_path

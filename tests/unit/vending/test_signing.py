@@ -40,7 +40,8 @@ GOOD: dict[str, Any] = {"method": "GET", "region": "us-east-1", "uri": f"{OBJ}/a
 def test_parse_accepts_what_pyiceberg_and_java_send() -> None:
     parsed = parse_sign_request({**GOOD, "method": "put", "body": "<Delete/>", "provider": "s3",
                                  "properties": {"k": "v"}, "future-field": 1})
-    assert parsed == SignRequest("PUT", "us-east-1", f"{OBJ}/a", {"Range": ["bytes=0-1"]}, "<Delete/>", "s3", {"k": "v"})
+    assert parsed == SignRequest("PUT", "us-east-1", f"{OBJ}/a", {"Range": ["bytes=0-1"]}, "<Delete/>", "s3",
+                                 {"k": "v"})
     assert parse_sign_request(GOOD).provider == "s3"  # absent provider means s3, per the spec
 
 
@@ -256,7 +257,8 @@ def expected_signature(method: str, uri: str, headers: dict[str, str], signed: l
     return hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
 
 
-def check(result: dict[str, Any], request: SignRequest, region: str, secret: str = CREDS.secret_access_key) -> list[str]:
+def check(result: dict[str, Any], request: SignRequest, region: str,
+          secret: str = CREDS.secret_access_key) -> list[str]:
     """Verify the returned Authorization against the client's headers plus the returned ones; the signed names."""
     returned = {n: v[0] for n, v in result["headers"].items()}
     sent = {n: v[0] for n, v in request.headers.items()} | returned
@@ -272,7 +274,8 @@ def check(result: dict[str, Any], request: SignRequest, region: str, secret: str
 def test_sign_returns_only_the_headers_it_adds_and_a_valid_signature() -> None:
     request = req("GET", f"{OBJ}/data/a%20b.parquet?x-id=GetObject",
                   {"User-Agent": ["aiobotocore/3"], "If-Match": ['"etag"'], "Range": ["bytes=0-9"],
-                   "amz-sdk-invocation-id": ["abc"], "amz-sdk-request": ["attempt=1; max=3"], "Expect": ["100-continue"]})
+                   "amz-sdk-invocation-id": ["abc"], "amz-sdk-request": ["attempt=1; max=3"],
+                   "Expect": ["100-continue"]})
     result = sign(request, CREDS, "eu-west-1")
     assert result["uri"] == request.uri
     assert set(result["headers"]) == {"Authorization", "X-Amz-Date", "X-Amz-Content-SHA256"}
@@ -298,7 +301,8 @@ def test_sign_defaults_to_the_request_region_and_adds_the_session_token() -> Non
 
 def test_sign_replaces_client_signing_artifacts_and_ignores_a_client_host() -> None:
     request = req("GET", f"{OBJ}/a", {"Authorization": ["AWS4-HMAC-SHA256 forged"], "X-Amz-Date": ["20000101T000000Z"],
-                                      "Host": ["other-bucket.127.0.0.1:9000"], "Date": ["Sat, 01 Jan 2000 00:00:00 GMT"]})
+                                      "Host": ["other-bucket.127.0.0.1:9000"],
+                                      "Date": ["Sat, 01 Jan 2000 00:00:00 GMT"]})
     result = sign(request, CREDS)
     assert result["headers"]["X-Amz-Date"] != ["20000101T000000Z"]
     client_free = req("GET", request.uri)  # verify against the URI's host, not the client's Host
@@ -322,4 +326,5 @@ def test_a_signature_covers_method_path_and_query() -> None:
     sent = {"x-amz-content-sha256": "UNSIGNED-PAYLOAD", "x-amz-date": amz_date}
     signed = ["host", "x-amz-content-sha256", "x-amz-date"]
     for method, uri in [("GET", f"{OBJ}/b?partNumber=1"), ("GET", f"{OBJ}/a?partNumber=2"), ("HEAD", request.uri)]:
-        assert expected_signature(method, uri, sent, signed, amz_date, "us-east-1", CREDS.secret_access_key) != signature
+        assert expected_signature(method, uri, sent, signed, amz_date, "us-east-1",
+                                  CREDS.secret_access_key) != signature
