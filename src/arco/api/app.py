@@ -46,8 +46,9 @@ from arco.sharing.service import SharingServer
 from arco.storage.base import StorageBackend
 from arco.storage.factory import open_storage
 from arco.ui import routes as ui_routes
+from arco.unity import handlers as unity_handlers
+from arco.unity import metastore_routes, tokens_api
 from arco.unity import routes as unity_routes
-from arco.unity import tokens_api
 from arco.unity.metastores import MetastoreService
 from arco.unity.named import NamedSecurables
 from arco.unity.permissions import PermissionsService
@@ -132,11 +133,11 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
             Mount("/api/2.0/unity-catalog", app=unity_router),
             Mount("/api/2.1/unity-catalog", app=unity_router),
             Route("/api/2.0/settings/types/default_namespace_ws/names/default",
-                  unity_routes.default_namespace_setting, methods=["GET"]),
+                  metastore_routes.default_namespace_setting, methods=["GET"]),
             Route("/api/2.0/preview/scim/v2/Me", unity_routes.scim_me, methods=["GET"]),
-            Route("/api/2.0/token/create", unity_routes.posted(tokens_api.create), methods=["POST"]),
-            Route("/api/2.0/token/list", unity_routes.caller_only(tokens_api.list_mine), methods=["GET"]),
-            Route("/api/2.0/token/delete", unity_routes.posted(tokens_api.delete), methods=["POST"]),
+            Route("/api/2.0/token/create", unity_handlers.posted(tokens_api.create), methods=["POST"]),
+            Route("/api/2.0/token/list", unity_handlers.caller_only(tokens_api.list_mine), methods=["GET"]),
+            Route("/api/2.0/token/delete", unity_handlers.posted(tokens_api.delete), methods=["POST"]),
             # The web UI at / (arco.ui): pages behind a session cookie, its JSON API under /ui/api.
             *ui_routes.routes,
             Route(METRICS_PATH, metrics_endpoint(store, settings.metrics_public), methods=["GET"]),
