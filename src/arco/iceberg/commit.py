@@ -4,7 +4,7 @@
                                             that runs beside step 7 and must pass before step 9)
     2 load the pointer and its version     (this process's copy when it has one: step 9's CAS checks it)
     3 load the base metadata file          (cached by location: files are immutable)
-    5 check the requirements               (pure, :mod:`arco.iceberg.commit_rules`)
+    5 check the requirements               (pure, :mod:`arco.iceberg.table_requirements`)
     6 compute the new metadata             (pure)
     7 write the new metadata file          (create-only, name derived from the base sequence)
     9 pointer compare-and-swap             (the commit point)
@@ -46,7 +46,7 @@ from arco.auth.principals import Principal
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.events import after_answer
 from arco.events.receipts import write_iceberg_receipt
-from arco.iceberg import commit_rules, side_writes, staged_create
+from arco.iceberg import commit_rules, side_writes, staged_create, table_requirements
 from arco.iceberg.claim_beside import ClaimGate, ClaimNotOwned
 from arco.iceberg.errors import BadRequest, CommitFailed, NoSuchTable
 from arco.iceberg.file_names import attempt_part, carries_tag, group_part, is_group_file
@@ -76,7 +76,7 @@ class CommitResult:
 def parse_commit(body: Any) -> tuple[list[Any], list[Any]]:
     if not isinstance(body, dict):
         raise BadRequest("the request body must be a JSON object")
-    requirements = commit_rules.parse_requirements(body.get("requirements"))
+    requirements = table_requirements.parse_requirements(body.get("requirements"))
     updates = commit_rules.parse_updates(body.get("updates", []))
     return requirements, updates
 
@@ -323,7 +323,7 @@ def plan_attempt(waiting: list[Pending[CommitRequest]], base: TableMetadata, bas
     for pending in waiting:
         request = pending.item
         try:
-            commit_rules.check_requirements(request.requirements, running)
+            table_requirements.check_requirements(request.requirements, running)
             running_next, member_changed = commit_rules.apply_member_updates(running, request.updates)
         except Exception as exc:  # noqa: BLE001 - a request's own failure is its answer, not the batch's
             if not final:

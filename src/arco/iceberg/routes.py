@@ -16,7 +16,6 @@ from arco.catalog.model import CatalogEntry
 from arco.catalog.names import check_name, check_namespace
 from arco.iceberg import errors
 from arco.iceberg.access import TableAccess, delegation_modes
-from arco.iceberg.commit_rules import requirement_objects
 from arco.iceberg.config import catalog_config
 from arco.iceberg.function_routes import function_routes
 from arco.iceberg.http import (
@@ -43,6 +42,7 @@ from arco.iceberg.paging import parse_page_size
 from arco.iceberg.plan_routes import plan_routes
 from arco.iceberg.responses import LoadResult, metadata_json
 from arco.iceberg.storage_routes import granted_access, load_credentials, owner_access, sign_request, with_access
+from arco.iceberg.table_requirements import requirement_objects
 from arco.iceberg.tables import DroppedTable, LocatedTable
 from arco.iceberg.transactions import parse_table_changes
 from arco.iceberg.view_routes import view_routes

@@ -12,7 +12,7 @@ from arco.catalog import locations
 from arco.catalog.errors import AlreadyExistsError
 from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.names import check_name
-from arco.iceberg import commit_rules
+from arco.iceberg import commit_rules, table_requirements
 from arco.iceberg.errors import AlreadyExists, CommitFailed
 from arco.iceberg.file_names import attempt_part
 from arco.iceberg.tables import NameTaken, TableService, metadata_file_location
@@ -27,7 +27,7 @@ def create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: Nam
         tables.entry_absent(catalog, namespace, name)
     except NameTaken as taken:
         _refuse_taken(taken)
-    commit_rules.check_requirements(requirements, None)
+    table_requirements.check_requirements(requirements, None)
     new = commit_rules.apply_updates(None, updates, None)
     # A staged table lives where it was staged: the prefix Arco allocated to its uuid, or a location the caller
     # may use inside an external location (CREATE TABLE ... LOCATION); decided by the same rule as a create.

@@ -15,7 +15,7 @@ from arco.auth.principals import Principal
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.events import after_answer
 from arco.events.receipts import IcebergReceiptKind, write_iceberg_receipt
-from arco.iceberg import commit_rules
+from arco.iceberg import commit_rules, table_requirements
 from arco.iceberg.commit import commit_table, identifier_of, parse_commit
 from arco.iceberg.errors import BadRequest, CommitFailed, NoSuchTable
 from arco.iceberg.file_names import attempt_part
@@ -67,7 +67,7 @@ def prepare_change(tables: TableService, entry: TableEntry, namespace: Namespace
         raise NoSuchTable(f"Table does not exist: {'.'.join((*namespace, name))}")
     base_location = current.pointer.current_metadata_location
     base = tables.files.read(base_location)
-    commit_rules.check_requirements(requirements, base)
+    table_requirements.check_requirements(requirements, base)
     new = commit_rules.apply_updates(base, updates, base_location)
     location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, attempt_part(tag),
                                       new.properties)

@@ -30,7 +30,7 @@ from typing import Any, Literal
 import orjson
 
 from arco.catalog.model import NamespacePath, TableEntry
-from arco.iceberg import commit_rules
+from arco.iceberg import commit_rules, table_requirements
 from arco.iceberg.errors import BadRequest, CommitFailed
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
 from arco.storage.base import DoesNotExist, MatchesVersion, StorageBackend, StorageError
@@ -160,7 +160,7 @@ def parse_table_changes(body: Any) -> list[tuple[NamespacePath, str, dict[str, A
             raise BadRequest(f"table {'.'.join((*namespace, name))} appears twice in one transaction")
         seen.add(key)
         commit_rules.parse_updates(change.get("updates", []))
-        commit_rules.parse_requirements(change.get("requirements"))
+        table_requirements.parse_requirements(change.get("requirements"))
         changes.append((namespace, name, change))
     return changes
 

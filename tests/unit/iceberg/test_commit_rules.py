@@ -12,6 +12,7 @@ from pyiceberg.table.metadata import TableMetadata, new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
 from arco.iceberg import commit_rules as rules
+from arco.iceberg import table_requirements
 from arco.iceberg.errors import BadRequest, CommitFailed
 
 TABLE_UUID = "f79c3e09-677c-4bbd-a479-3f349cb785e7"
@@ -29,7 +30,7 @@ def base(format_version: int = 2) -> TableMetadata:
 
 def fail_message(requirement: dict, metadata: TableMetadata | None) -> str:
     with pytest.raises(CommitFailed) as caught:
-        rules.check_requirements(rules.parse_requirements([requirement]), metadata)
+        table_requirements.check_requirements(table_requirements.parse_requirements([requirement]), metadata)
     return caught.value.message
 
 
@@ -57,19 +58,19 @@ def test_requirement_failures_use_the_reference_wording(requirement: dict, messa
 def test_an_absent_ref_expected_absent_holds() -> None:
     metadata = base().model_copy(update={"refs": {}})
     # A ref that is absent and expected absent holds (Java), even off main on a table without snapshots.
-    rules.check_requirements(rules.parse_requirements(
+    table_requirements.check_requirements(table_requirements.parse_requirements(
         [{"type": "assert-ref-snapshot-id", "ref": "audit", "snapshot-id": None}]), metadata)
 
 
 def test_requirements_that_hold_pass() -> None:
-    rules.check_requirements(rules.parse_requirements([
+    table_requirements.check_requirements(table_requirements.parse_requirements([
         {"type": "assert-current-schema-id", "current-schema-id": 0},
         {"type": "assert-table-uuid", "uuid": TABLE_UUID.upper()},
         {"type": "assert-last-assigned-field-id", "last-assigned-field-id": 2},
         {"type": "assert-default-spec-id", "default-spec-id": 0},
         {"type": "assert-default-sort-order-id", "default-sort-order-id": 0},
     ]), base())
-    rules.check_requirements(rules.parse_requirements([{"type": "assert-create"}]), None)
+    table_requirements.check_requirements(table_requirements.parse_requirements([{"type": "assert-create"}]), None)
 
 
 # -- spec and sort-order ids -------------------------------------------------------------------------------------

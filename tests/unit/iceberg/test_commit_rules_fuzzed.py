@@ -21,7 +21,7 @@ from pyiceberg.table.metadata import TableMetadata, new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
 from arco.iceberg import commit_rules as rules
-from arco.iceberg import view_rules
+from arco.iceberg import table_requirements, view_rules
 from arco.iceberg.errors import IcebergError
 from arco.iceberg.metadata_files import metadata_bytes
 
@@ -57,16 +57,16 @@ def objects_of(key: str, kinds: frozenset[str]) -> st.SearchStrategy[dict[str, A
 
 
 update = objects_of("action", rules.KNOWN_UPDATE_ACTIONS)
-requirement = objects_of("type", rules.KNOWN_REQUIREMENT_TYPES)
+requirement = objects_of("type", table_requirements.KNOWN_REQUIREMENT_TYPES)
 
 
 def commit(raw_updates: list[dict[str, Any]], raw_requirements: list[dict[str, Any]]) -> None:
     """The steps a commit takes without I/O, on one table, through both appliers (a lone commit or a transaction
     uses apply_updates, a group member apply_member_updates), and the bytes the metadata file would hold."""
     updates = rules.parse_updates(raw_updates)
-    requirements = rules.parse_requirements(raw_requirements)
+    requirements = table_requirements.parse_requirements(raw_requirements)
     rules.check_guardrails(updates, allowed_location=BASE.location)
-    rules.check_requirements(requirements, BASE)
+    table_requirements.check_requirements(requirements, BASE)
     metadata_bytes(rules.apply_updates(BASE, updates, "file:///wh/t/metadata/00000-x.metadata.json"))
     member, _ = rules.apply_member_updates(BASE, updates)
     metadata_bytes(member)
