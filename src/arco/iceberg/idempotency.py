@@ -7,13 +7,13 @@ mutations, whose target may not exist yet (create) or any more (a retried drop).
 
 A marker is claimed ``IN_PROGRESS`` with a create-only put before any work (a table commit's or a table create's
 claim runs beside its work up to the commit point, or the pointer, instead: :mod:`arco.iceberg.claim_beside`), and
-finalized ``COMMITTED`` (2xx) or
-``FAILED`` (a deterministic 4xx, with the error) by a version-matched put. A ``FAILED`` marker is written before the
-answer (nothing landed, so only the marker remembers the refusal); a ``COMMITTED`` one just after it, like the
-committed receipt (:mod:`arco.events.after_answer`): the change it records has landed, and a retry that finds the
-marker still in progress learns that from ``recover`` below and answers the same. The work is tagged with ``h``
-where it lands (the metadata file name of a commit, the Tier 1 operation of a namespace or table change), so whoever
-asks the mutation's ``recover`` function learns whether the tagged change landed.
+finalized ``COMMITTED`` (2xx) or ``FAILED`` (a deterministic 4xx, with the error) by a version-matched put. A
+``FAILED`` marker is written before the answer (nothing landed, so only the marker remembers the refusal); a
+``COMMITTED`` one just after it, like the committed receipt (:mod:`arco.events.after_answer`): the change it records
+has landed, and a retry that finds the marker still in progress learns that from ``recover`` below and answers the
+same. The work is tagged with ``h`` where it lands (the metadata file name of a commit, the Tier 1 operation of a
+namespace or table change), so whoever asks the mutation's ``recover`` function learns whether the tagged change
+landed.
 
 What happens when the work fails is :mod:`arco.iceberg.run_once`'s.
 

@@ -31,15 +31,14 @@ def create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: Nam
     new = commit_rules.apply_updates(None, updates, None)
     # A staged table lives where it was staged: the prefix Arco allocated to its uuid, or a location the caller
     # may use inside an external location (CREATE TABLE ... LOCATION); decided by the same rule as a create.
+    place = tables.placer(catalog, namespace, name, new, who)
     with tables.store.read() as state:
-        tables.placements.for_new(state, catalog, namespace, name, str(new.table_uuid), new.location, who)
+        place(state)
     commit_rules.check_guardrails(updates, allowed_location=new.location)
     locations.check_write_paths(new.properties, new.location)
     location = metadata_file_location(new.location, 0, attempt_part(tag), new.properties)
     try:
-        tables.register_new(catalog, namespace, name, new, location, principal, source, tag=tag,
-                            place=lambda state: tables.placements.for_new(state, catalog, namespace, name,
-                                                                          str(new.table_uuid), new.location, who))
+        tables.register_new(catalog, namespace, name, new, location, principal, source, tag=tag, place=place)
     except NameTaken as taken:  # made meanwhile, by another request
         _refuse_taken(taken)
     except (AlreadyExists, AlreadyExistsError):  # a table of this uuid

@@ -263,12 +263,13 @@ class TableService:
         metadata, _ = self.build_create_metadata(catalog, namespace, body, table_uuid, who)
         location = metadata_file_location(metadata.location, 0, attempt_part(None), metadata.properties)
         self.register_new(catalog, namespace, name, metadata, location, principal, source, tag=tag, gate=gate,
-                          place=self._placer(catalog, namespace, name, metadata, who))
+                          place=self.placer(catalog, namespace, name, metadata, who))
         return location, metadata
 
-    def _placer(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, metadata: TableMetadata,
-                who: Principal | None) -> Placer:
-        """The placement decision again, against the state the Tier 1 operation is checked on."""
+    def placer(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, metadata: TableMetadata,
+               who: Principal | None) -> Placer:
+        """The placement decision for a new table of this metadata, to be made against a given state (before any
+        write, and again against the state the Tier 1 operation is checked on)."""
         return lambda state: self.placements.for_new(state, catalog, namespace, name, str(metadata.table_uuid),
                                                      metadata.location, who)
 

@@ -142,20 +142,19 @@ class ViewService:
         request = view_rules.parse_create(body)
         name = check_name("view", request.name)
         view_uuid = str(uuid.uuid4())
-        with self.store.read() as state:
-            state.namespace(catalog.id, namespace)
-            refuse_taken(state, catalog.id, namespace, name, "view")
-            place = self.tables.placements.for_new(state, catalog, namespace, name, view_uuid, request.location,
-                                                   who, kind="view")
-        location = request.location if request.location and not place.managed else place.location
-        metadata = view_rules.new_view_metadata(view_uuid, location.rstrip("/"), request, int(time.time() * 1000))
-        locations.check_write_paths(metadata.properties, metadata.location)
-        metadata_location = metadata_file_location(metadata.location, 0, attempt_part(tag), metadata.properties)
 
         def placer(state: CatalogState) -> Placement:
             return self.tables.placements.for_new(state, catalog, namespace, name, view_uuid, request.location,
                                                   who, kind="view")
 
+        with self.store.read() as state:
+            state.namespace(catalog.id, namespace)
+            refuse_taken(state, catalog.id, namespace, name, "view")
+            place = placer(state)
+        location = request.location if request.location and not place.managed else place.location
+        metadata = view_rules.new_view_metadata(view_uuid, location.rstrip("/"), request, int(time.time() * 1000))
+        locations.check_write_paths(metadata.properties, metadata.location)
+        metadata_location = metadata_file_location(metadata.location, 0, attempt_part(tag), metadata.properties)
         self._register_new(catalog, namespace, name, metadata, metadata_location, principal, source, tag, placer)
         return metadata_location
 
