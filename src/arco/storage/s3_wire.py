@@ -1,15 +1,16 @@
-"""S3's single-object calls (GET, HEAD, PUT, DELETE) sent straight over ``http.client`` (kept-alive connections:
-:mod:`arco.storage.connections`), signed by botocore's SigV4 signer.
+"""S3's single-object calls (GET, HEAD, PUT, DELETE) sent straight over kept-alive connections
+(:mod:`arco.storage.connections`), signed with SigV4 (:mod:`arco.storage.sigv4`).
 
 Why not boto3 for these: a commit's critical path is sequential conditional writes, and boto3's request
 pipeline (parameter validation, event hooks, response parsing, checksum handlers) costs about 1.5 ms of CPU per
 call on this project's 2-core reference machine, which on a loopback object store was a third of each write
 (``bench/load_path.py``: a keyed commit on SeaweedFS took 1.62x four raw puts). These calls need none of it: a
-path, a few headers, a status and an ETag. Signing stays with botocore (``S3SigV4Auth``, ~60 us a request), and
-so do credentials (the session's provider chain: keys, environment, profiles, instance roles, with refresh), the
-endpoint (the client's resolved ``endpoint_url`` and region) and the CA bundle. Listing and presigning, which
-parse XML or are rare, still go through the boto3 client (:mod:`arco.storage.s3`). They were sent through urllib3
-until it too proved to cost more than the calls need (:mod:`arco.storage.connections` says how much).
+path, a few headers, a status and an ETag. Credentials stay with botocore (the session's provider chain: keys,
+environment, profiles, instance roles, with refresh), and so do the endpoint (the client's resolved
+``endpoint_url`` and region) and the CA bundle. Listing and presigning, which parse XML or are rare, still go
+through the boto3 client (:mod:`arco.storage.s3`). The calls were sent through urllib3, then ``http.client``, and
+signed by botocore's ``S3SigV4Auth``, until each proved to cost more than the calls need (the modules say how
+much).
 
 Retries: a call that failed in transit or got a 5xx/throttling answer is retried (with jittered backoff) only
 when repeating it cannot change its outcome: reads, and writes without a precondition. A conditional write is
@@ -25,12 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from botocore.auth import S3SigV4Auth
-from botocore.awsrequest import AWSRequest
 from botocore.httpsession import get_cert_path
 
 from arco.storage.backoff import backoff_delay
-from arco.storage.connections import ConnectionPool, TransportError
+from arco.storage.connections import ConnectionPool, Headers, TransportError
+from arco.storage.sigv4 import SigV4Signer
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _ERROR_CODE = re.compile(rb"<Code>([^<]*)</Code>")
@@ -41,7 +41,7 @@ _DNS_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 @dataclass(frozen=True)
 class Reply:
     status: int
-    headers: Any  # http.client's HTTPMessage: a case-insensitive ``get``
+    headers: Headers  # a case-insensitive ``get``
     data: bytes
 
     @property
@@ -84,8 +84,8 @@ class S3Wire:
         self._base = bucket_base_url(endpoint_url, bucket, path_style)
         base = urlsplit(self._base)
         self._base_path = base.path
-        self._region = region
-        self._credentials = credentials  # botocore credentials (refreshable or not), or None for anonymous access
+        # botocore credentials (refreshable or not), or None for anonymous access
+        self._signer = SigV4Signer(credentials, region) if credentials is not None else None
         self._attempts = attempts
         verify = os.environ.get("AWS_CA_BUNDLE") or get_cert_path(True)
         self._pool = ConnectionPool(base.scheme, base.hostname or "", base.port, max_idle=max_connections,
@@ -115,18 +115,18 @@ class S3Wire:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _send_once(self, method: str, full_key: str, headers: dict[str, str], body: bytes) -> Reply:
-        quoted = _quoted(full_key)
-        signed = self._signed_headers(method, self._base + quoted, headers, body)
+        path = self._base_path + _quoted(full_key)
+        signed = self.signed_headers(method, path, headers, body)
         # A PUT always carries a body (Content-Length: 0 for an empty object); the other calls never do.
-        response = self._pool.request(method, self._base_path + quoted, signed, body if method == "PUT" else None)
+        response = self._pool.request(method, path, signed, body if method == "PUT" else None)
         return Reply(status=response.status, headers=response.headers, data=response.data)
 
-    def _signed_headers(self, method: str, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
-        if self._credentials is None:
+    def signed_headers(self, method: str, path: str, headers: dict[str, str], body: bytes,
+                       now: float | None = None) -> dict[str, str]:
+        """The headers a request to ``path`` (as sent) goes out with: signed, unless access is anonymous."""
+        if self._signer is None:
             return headers
-        request = AWSRequest(method=method, url=url, data=body, headers=headers)
-        S3SigV4Auth(self._credentials.get_frozen_credentials(), "s3", self._region).add_auth(request)
-        return dict(request.headers.items())
+        return self._signer.headers(method, path, self._pool.host_header, headers, body, now)
 
     def close(self) -> None:
         self._pool.close()

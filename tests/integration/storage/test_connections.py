@@ -3,15 +3,23 @@ that tells which connection each request came on, and can close them, stall, or 
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import os
 import resource
+import ssl
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from arco.storage.connections import ConnectionPool, TransportError
 from support.loopback_http import QuietHandler, serving
@@ -44,6 +52,19 @@ def server() -> Iterator[tuple[ConnectionPool, Seen]]:
                 for part in (b"hello ", b"chunked ", b"world"):
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
                 self.wfile.write(b"0\r\n\r\n")
+                return
+            if self.path == "/until-close":  # no length, no chunks: the body ends with the connection
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nETag: \"v2\"\r\n\r\nall of it")
+                self.close_connection = True
+                return
+            if self.path == "/dribble":  # the answer in one-byte writes
+                for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Part: a\r\nX-Part: b\r\n\r\nslow!":
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                return
+            if self.path == "/garbage":
+                self.wfile.write(b"NOT HTTP AT ALL\r\n\r\n")
+                self.close_connection = True
                 return
             if self.path == "/not-modified":
                 self.send_response(304)
@@ -102,6 +123,33 @@ def test_answers_without_a_body_and_chunked_ones_are_read_whole(server: tuple[Co
     assert len(seen.ports()) == 1  # and the connection stayed usable after each
 
 
+def test_a_body_that_ends_with_the_connection_is_read_whole_and_the_connection_not_reused(
+        server: tuple[ConnectionPool, Seen]) -> None:
+    pool, seen = server
+    answer = pool.request("GET", "/until-close", {}, None)
+    assert (answer.status, answer.data, answer.headers.get("ETag")) == (200, b"all of it", '"v2"')
+    assert pool.request("GET", "/after", {}, None).status == 200
+    assert len(seen.ports()) == 2
+
+
+def test_an_answer_arriving_byte_by_byte_is_read_whole_with_repeated_headers_joined(
+        server: tuple[ConnectionPool, Seen]) -> None:
+    pool, seen = server
+    answer = pool.request("GET", "/dribble", {}, None)
+    assert (answer.status, answer.data, answer.headers["x-part"]) == (200, b"slow!", "a, b")
+    assert pool.request("GET", "/after", {}, None).status == 200
+    assert len(seen.ports()) == 1
+
+
+def test_a_malformed_answer_is_a_transport_error_and_the_connection_is_dropped(
+        server: tuple[ConnectionPool, Seen]) -> None:
+    pool, seen = server
+    with pytest.raises(TransportError):
+        pool.request("GET", "/garbage", {}, None)
+    assert pool.request("GET", "/after", {}, None).status == 200
+    assert len(seen.ports()) == 2
+
+
 def test_no_answer_in_time_is_a_transport_error_and_the_connection_is_dropped(
         server: tuple[ConnectionPool, Seen]) -> None:
     pool, seen = server
@@ -152,3 +200,51 @@ def test_connections_past_descriptor_1024_are_reused(server: tuple[ConnectionPoo
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert len(seen.ports()) == 1
+
+
+def _self_signed(folder: Path) -> Path:
+    """A certificate (and its key, in one PEM file) for 127.0.0.1, signed by itself."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "arco-test")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+                   .not_valid_after(now + datetime.timedelta(hours=1))
+                   .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                                  critical=False)
+                   .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                   .sign(key, hashes.SHA256()))
+    pem = folder / "server.pem"
+    pem.write_bytes(certificate.public_bytes(serialization.Encoding.PEM) + key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    return pem
+
+
+def test_tls_is_verified_against_the_ca_bundle(tmp_path: Path) -> None:
+    pem = _self_signed(tmp_path)
+
+    class Handler(QuietHandler):
+        def answer(self) -> None:
+            body = b"over tls:" + self.read_body()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(pem)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        trusted = ConnectionPool("https", "127.0.0.1", port, ca_file=str(pem), read_timeout_s=5)
+        for _ in range(2):  # and the connection is kept for the second
+            assert trusted.request("PUT", "/k", {}, b"x").data == b"over tls:x"
+        trusted.close()
+        # Not in the bundle: the handshake fails, nothing is sent.
+        with pytest.raises(TransportError, match="CERTIFICATE_VERIFY_FAILED"):
+            ConnectionPool("https", "127.0.0.1", port, connect_timeout_s=5).request("GET", "/k", {}, None)
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from http.client import HTTPMessage
-
 import pytest
 from botocore.credentials import Credentials
 
+from arco.storage.connections import Headers
 from arco.storage.s3_wire import Reply, S3Wire, bucket_base_url
 
 
@@ -34,7 +33,7 @@ def test_keys_are_percent_encoded_once_with_slashes_kept() -> None:
 def test_requests_are_signed_with_the_payload_hash_and_the_session_token() -> None:
     wire = S3Wire(endpoint_url="http://127.0.0.1:1", bucket="b", region="eu-west-1", path_style=True,
                   credentials=Credentials("AKIDEXAMPLE", "secret", "session-token"))
-    headers = wire._signed_headers("PUT", wire.url_of("k"), {"If-None-Match": "*"}, b"body")
+    headers = wire.signed_headers("PUT", "/b/k", {"If-None-Match": "*"}, b"body")
     assert headers["Authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
     assert "/eu-west-1/s3/aws4_request" in headers["Authorization"]
     assert "if-none-match" in headers["Authorization"]  # the precondition is signed, so it cannot be stripped
@@ -46,18 +45,17 @@ def test_requests_are_signed_with_the_payload_hash_and_the_session_token() -> No
 def test_anonymous_requests_are_not_signed() -> None:
     wire = S3Wire(endpoint_url="http://127.0.0.1:1", bucket="b", region="us-east-1", path_style=True,
                   credentials=None)
-    assert wire._signed_headers("GET", wire.url_of("k"), {}, b"") == {}
+    assert wire.signed_headers("GET", "/b/k", {}, b"") == {}
 
 
 def test_an_error_answer_is_read_for_its_code_and_message() -> None:
     body = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>PreconditionFailed</Code>'
             b"<Message>At least one of the pre-conditions you specified did not hold</Message></Error>")
-    headers = HTTPMessage()
-    headers["etag"] = '"abc"'  # looked up whatever its case
+    headers = Headers(etag='"abc"')  # looked up whatever its case
     reply = Reply(412, headers, body)
     assert reply.error_code == "PreconditionFailed"
     assert reply.describe() == ("HTTP 412 PreconditionFailed: At least one of the pre-conditions you specified "
                                 "did not hold")
     assert reply.etag == '"abc"'
-    bare = Reply(503, HTTPMessage(), b"")
+    bare = Reply(503, Headers(), b"")
     assert bare.error_code == "503" and bare.describe() == "HTTP 503 503"
