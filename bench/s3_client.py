@@ -3,8 +3,8 @@ calls through boto3, the well-kept client they replace on the commit path, on Se
 
 For each call: p50 latency (ms) and CPU time of this process per call (us, ``time.process_time``, which counts the
 kernel's loopback work done on this process's behalf too), interleaved (a, b, a, b, ...) so a noisy neighbour
-slows both alike. The calls: a create-only PUT of 600 bytes (``If-None-Match: *``), a GET of it, and a GET of a
-missing key.
+slows both alike. The calls: a create-only PUT of 600 bytes (``If-None-Match: *``), a GET of it, a GET of a
+missing key, and a pre-signed GET URL (no request: a Delta Sharing answer carries one per file).
 
     .venv/bin/python bench/s3_client.py [--rounds 400]
 """
@@ -56,6 +56,7 @@ def main() -> None:
         create_bucket(bucket, options)
         arco = open_storage(f"s3://{bucket}/arco", options)
         boto = _client(options, retries=1)
+        presigner = _client(options, retries=1, signature_version="s3v4")
         run = uuid.uuid4().hex[:8]
         arco.put("present", BODY)
         boto.put_object(Bucket=bucket, Key="boto/present", Body=BODY)
@@ -81,6 +82,9 @@ def main() -> None:
             "get boto3": lambda i: boto.get_object(Bucket=bucket, Key="boto/present")["Body"].read(),
             "missing arco": arco_missing,
             "missing boto3": boto_missing,
+            "presign arco": lambda i: arco.presign_get(f"s3://{bucket}/arco/p{i}.parquet", 3600),
+            "presign boto3": lambda i: presigner.generate_presigned_url(
+                "get_object", Params={"Bucket": bucket, "Key": f"arco/p{i}.parquet"}, ExpiresIn=3600),
         }, args.rounds)
     print(f"{'':14} {'p50 ms':>8} {'cpu us':>8}")
     for name, (p50, cpu) in results.items():

@@ -92,6 +92,12 @@ class _Answer:
         self.complete = True
 
 
+def host_header(scheme: str, host: str, port: int | None) -> str:
+    """The Host header for ``scheme://host:port``: the port only where it is not the scheme's default."""
+    shown = f"[{host}]" if ":" in host else host  # an IPv6 literal
+    return shown if port in (None, 443 if scheme == "https" else 80) else f"{shown}:{port}"
+
+
 class ConnectionPool:
     """Connections to ``scheme://host:port``; thread-safe. Each request takes an idle connection (or opens one)
     and gives it back once its answer is read, unless either side asked to close it."""
@@ -100,10 +106,8 @@ class ConnectionPool:
                  connect_timeout_s: float = 5, read_timeout_s: float = 30, ca_file: str | None = None) -> None:
         if scheme not in ("http", "https"):
             raise ValueError(f"unsupported scheme {scheme!r}")
-        default_port = 443 if scheme == "https" else 80
-        self._host, self._port = host, port or default_port
-        shown = f"[{host}]" if ":" in host else host  # an IPv6 literal
-        self.host_header = shown if self._port == default_port else f"{shown}:{self._port}"
+        self._host, self._port = host, port or (443 if scheme == "https" else 80)
+        self.host_header = host_header(scheme, host, port)
         self._max_idle = max_idle
         self._connect_timeout_s, self._read_timeout_s = connect_timeout_s, read_timeout_s
         self._tls = ssl.create_default_context(cafile=ca_file) if scheme == "https" else None

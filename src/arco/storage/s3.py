@@ -103,8 +103,6 @@ class S3Backend(PrefixedKeys, StorageBackend):
         self._wire = S3Wire(endpoint_url=self._client.meta.endpoint_url, bucket=bucket,
                             region=self._client.meta.region_name, path_style=_path_style(options),
                             credentials=session.get_credentials())
-        self._options = options
-        self._presigner: Any = None
 
     def _send(self, method: str, key: str, headers: dict[str, str] | None = None, body: bytes = b"",
               retry: bool = True) -> Reply:
@@ -174,16 +172,14 @@ class S3Backend(PrefixedKeys, StorageBackend):
         self._wire.close()
 
     def presign_get(self, url: str, expires_s: int) -> str | None:
-        """A SigV4 query-signed GET of one object, with the credentials this backend uses (any bucket they read)."""
+        """A SigV4 query-signed GET of one object, with the credentials this backend uses (any bucket they read);
+        None without credentials."""
         if not url.startswith("s3://"):
             return None
         bucket, _, key = url[len("s3://"):].partition("/")
         if not bucket or not key:
             return None
-        if self._presigner is None:  # SigV4 query signing (boto3 presigns with SigV2 unless told otherwise)
-            self._presigner = _client(self._options, retries=1, signature_version="s3v4")
-        return self._presigner.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key},
-                                                      ExpiresIn=expires_s)
+        return self._wire.presigned_get(bucket, key, expires_s)
 
     def list_page(self, prefix: str = "", page_size: int = 1000, page_token: str | None = None) -> ListPage:
         full_prefix = self._full_prefix(prefix)

@@ -29,7 +29,7 @@ from urllib.parse import quote, urlsplit
 from botocore.httpsession import get_cert_path
 
 from arco.storage.backoff import backoff_delay
-from arco.storage.connections import ConnectionPool, Headers, TransportError
+from arco.storage.connections import ConnectionPool, Headers, TransportError, host_header
 from arco.storage.sigv4 import SigV4Signer
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -81,6 +81,7 @@ class S3Wire:
     def __init__(self, *, endpoint_url: str, bucket: str, region: str, path_style: bool, credentials: Any,
                  max_connections: int = 32, connect_timeout_s: float = 5, read_timeout_s: float = 30,
                  attempts: int = 3) -> None:
+        self._endpoint_url, self._path_style = endpoint_url, path_style
         self._base = bucket_base_url(endpoint_url, bucket, path_style)
         base = urlsplit(self._base)
         self._base_path = base.path
@@ -127,6 +128,17 @@ class S3Wire:
         if self._signer is None:
             return headers
         return self._signer.headers(method, path, self._pool.host_header, headers, body, now)
+
+    def presigned_get(self, bucket: str, full_key: str, expires_s: int, now: float | None = None) -> str | None:
+        """A URL that lets anyone GET ``full_key`` of ``bucket`` (any bucket these credentials read, at this
+        endpoint) for ``expires_s`` seconds; None where access is anonymous (nothing to sign with)."""
+        if self._signer is None:
+            return None
+        base = urlsplit(bucket_base_url(self._endpoint_url, bucket, self._path_style))
+        path = base.path + _quoted(full_key)
+        query = self._signer.presigned_query(path, host_header(base.scheme, base.hostname or "", base.port),
+                                             expires_s, now)
+        return f"{base.scheme}://{base.netloc}{path}?{query}"
 
     def close(self) -> None:
         self._pool.close()

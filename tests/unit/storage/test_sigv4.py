@@ -1,15 +1,19 @@
 """Arco's SigV4 signer against botocore's (``S3SigV4Auth``, which AWS maintains): the same request, signed at the
-same instant with the same credentials, must go out with the same headers, byte for byte."""
+same instant with the same credentials, must go out with the same headers, byte for byte; and a pre-signed GET
+must be the URL boto3's ``generate_presigned_url`` makes."""
 
 from __future__ import annotations
 
 import datetime
 
+import boto3
 import pytest
-from botocore.auth import S3SigV4Auth
+from botocore.auth import S3SigV4Auth, S3SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
+from botocore.config import Config
 from botocore.credentials import Credentials
 
+from arco.storage.s3_wire import S3Wire
 from arco.storage.sigv4 import SigV4Signer
 
 INSTANT = datetime.datetime(2026, 11, 26, 23, 59, 58, tzinfo=datetime.timezone.utc)
@@ -68,3 +72,41 @@ def test_the_signing_key_follows_the_day_and_the_secret(monkeypatch: pytest.Monk
         request = AWSRequest(method="GET", url="http://127.0.0.1:8333/b/k", data=b"", headers={})
         S3SigV4Auth(credentials, "s3", "us-east-1").add_auth(request)
         assert ours["Authorization"] == request.headers["Authorization"]
+
+
+@pytest.mark.parametrize(("endpoint", "bucket", "path_style", "key"), [
+    ("http://127.0.0.1:8333", "warehouse", True, "arco/t/data/part-00000.parquet"),
+    ("https://s3.eu-west-1.amazonaws.com", "warehouse", False, "w/a b/ø+x=1&y?.parquet"),  # virtual-hosted
+    ("https://s3.eu-west-1.amazonaws.com", "my.bucket", False, "k/~tilde.parquet"),  # dotted: path style (https)
+    ("https://s3.eu-west-1.amazonaws.com:443", "lake", True, "k/x.parquet"),
+    ("http://minio.local:9000", "lake", True, "deep/er/key.json"),
+])
+@pytest.mark.parametrize("token", [None, "session//token+="])
+def test_presigned_urls_are_botocores(monkeypatch: pytest.MonkeyPatch, endpoint: str, bucket: str,
+                                      path_style: bool, key: str, token: str | None) -> None:
+    """The query botocore's S3SigV4QueryAuth adds to the same object URL; and where an endpoint is configured (an
+    S3-compatible store), the very URL boto3's ``generate_presigned_url`` makes. (Without one, boto3 names AWS's
+    global host, ``bucket.s3.amazonaws.com``; Arco names the region's, which the object calls use too.)"""
+    credentials = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", token)
+    wire = S3Wire(endpoint_url=endpoint, bucket="unused", region="eu-west-1", path_style=path_style,
+                  credentials=credentials)
+    ours = wire.presigned_get(bucket, key, 900, now=INSTANT.timestamp())
+    assert ours is not None
+    monkeypatch.setattr("botocore.auth.get_current_datetime", lambda: INSTANT.replace(tzinfo=None))
+    request = AWSRequest(method="GET", url=ours.split("?", 1)[0])
+    S3SigV4QueryAuth(credentials, "s3", "eu-west-1", expires=900).add_auth(request)
+    assert ours == request.url
+    if path_style:
+        client = boto3.session.Session(aws_access_key_id=credentials.access_key,
+                                       aws_secret_access_key=credentials.secret_key,
+                                       aws_session_token=token).client(
+            "s3", endpoint_url=endpoint, region_name="eu-west-1",
+            config=Config(signature_version="s3v4", s3={"addressing_style": "path"}))
+        assert ours == client.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key},
+                                                     ExpiresIn=900)
+
+
+def test_anonymous_access_presigns_nothing() -> None:
+    wire = S3Wire(endpoint_url="http://127.0.0.1:1", bucket="b", region="us-east-1", path_style=True,
+                  credentials=None)
+    assert wire.presigned_get("b", "k", 60) is None
