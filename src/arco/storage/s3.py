@@ -3,8 +3,8 @@
 The single-object calls (get, head, put, delete, the commit path's every call) go through
 :mod:`arco.storage.s3_wire`: signed with SigV4, sent over kept-alive connections, without boto3's request
 pipeline, which cost a third of each write on a loopback store (the modules say what was measured).
-Listing and presigning use the boto3 client. Both take credentials, region and endpoint from one boto3 session,
-so they reach the same bucket as the same principal. S3 is one of the few stores with conditional PUT *and*
+So do pre-signed GETs. Listing uses the boto3 client. Both take credentials, region and endpoint from one boto3
+session, so they reach the same bucket as the same principal. S3 is one of the few stores with conditional PUT *and*
 conditional DELETE. The version is the ETag, which is the MD5 of the content: see :mod:`arco.storage.base` for what
 that means for callers.
 

@@ -1,5 +1,5 @@
 """S3's single-object calls (GET, HEAD, PUT, DELETE) sent straight over kept-alive connections
-(:mod:`arco.storage.connections`), signed with SigV4 (:mod:`arco.storage.sigv4`).
+(:mod:`arco.storage.connections`), signed with SigV4 (:mod:`arco.storage.sigv4`), and pre-signed GET URLs.
 
 Why not boto3 for these: a commit's critical path is sequential conditional writes, and boto3's request
 pipeline (parameter validation, event hooks, response parsing, checksum handlers) costs about 1.5 ms of CPU per
@@ -7,10 +7,10 @@ call on this project's 2-core reference machine, which on a loopback object stor
 (``bench/load_path.py``: a keyed commit on SeaweedFS took 1.62x four raw puts). These calls need none of it: a
 path, a few headers, a status and an ETag. Credentials stay with botocore (the session's provider chain: keys,
 environment, profiles, instance roles, with refresh), and so do the endpoint (the client's resolved
-``endpoint_url`` and region) and the CA bundle. Listing and presigning, which parse XML or are rare, still go
-through the boto3 client (:mod:`arco.storage.s3`). The calls were sent through urllib3, then ``http.client``, and
-signed by botocore's ``S3SigV4Auth``, until each proved to cost more than the calls need (the modules say how
-much).
+``endpoint_url`` and region) and the CA bundle. Listing, which parses XML, still goes through the boto3 client
+(:mod:`arco.storage.s3`); pre-signed GETs are made here too. The calls were sent through urllib3, then
+``http.client``, and signed by botocore's ``S3SigV4Auth``, until each proved to cost more than the calls need
+(the modules say how much).
 
 Retries: a call that failed in transit or got a 5xx/throttling answer is retried (with jittered backoff) only
 when repeating it cannot change its outcome: reads, and writes without a precondition. A conditional write is
