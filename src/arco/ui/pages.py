@@ -15,9 +15,9 @@ from arco.auth.principals import Principal
 from arco.catalog.errors import CatalogError, NotFoundError
 from arco.iceberg.errors import IcebergError
 from arco.pipeline.runs import RUNS_PREFIX
+from arco.unity.common import split_full_name
 from arco.unity.errors import from_catalog_error
 from arco.unity.named import KINDS_BY_TYPE
-from arco.unity.service import split_full_name
 
 PAGE_SIZE = 1000  # the UC services' own page limit: a metastore's catalogs, a catalog's schemas, a schema's tables
 RUNS_SHOWN = 100

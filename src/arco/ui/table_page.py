@@ -20,8 +20,8 @@ from arco.auth.principals import Principal
 from arco.ui import charts, history
 from arco.ui.lineage import Lineage, lineage_of
 from arco.ui.pages import SERVICE_ERRORS, PageError, full_name_parts, page_error
+from arco.unity.common import catalog_in
 from arco.unity.lineage import may_read_table
-from arco.unity.service import catalog_in
 
 VERSIONS_PER_PAGE = 50
 SNAPSHOTS_SHOWN = 100

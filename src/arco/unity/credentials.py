@@ -19,8 +19,8 @@ from arco.catalog import locations
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
+from arco.unity.common import tenant_of
 from arco.unity.errors import UnityError, invalid
-from arco.unity.service import tenant_of
 from arco.vending.locations import InvalidLocation
 from arco.vending.model import Access, VendingFailed, VendingUnavailable
 from arco.vending.vendor import CredentialVendor

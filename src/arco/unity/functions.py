@@ -21,9 +21,9 @@ from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.unity import objects
+from arco.unity.common import denied, uc_name
 from arco.unity.errors import invalid
 from arco.unity.infos import COLUMN_TYPES
-from arco.unity.service import denied, uc_name
 
 TYPE_NAMES = tuple(sorted(COLUMN_TYPES))
 REQUIRED_TEXT = ("full_data_type", "routine_definition", "specific_name")

@@ -20,8 +20,9 @@ from arco.pipeline import lineage
 from arco.pipeline.checkpoint import history_keys
 from arco.pipeline.parquet_io import read_many
 from arco.storage.base import StorageBackend
+from arco.unity.common import denied, tenant_of
 from arco.unity.errors import invalid
-from arco.unity.service import UnityService, denied, tenant_of
+from arco.unity.service import UnityService
 
 
 def parse_query(direction: str | None, depth: str | None) -> tuple[str, int]:

@@ -26,9 +26,9 @@ from arco.catalog.securables import securable_key
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.catalog.tenancy import Tenant
+from arco.unity.common import denied, uc_name
 from arco.unity.errors import UnityError, invalid
 from arco.unity.named import within
-from arco.unity.service import denied, uc_name
 
 SETTINGS = ("delta_sharing_scope", "delta_sharing_recipient_token_lifetime_in_seconds",
             "delta_sharing_organization_name", "storage_root_credential_id", "default_data_access_config_id")

@@ -26,8 +26,8 @@ from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.iceberg.tables import TableService
 from arco.unity import objects
+from arco.unity.common import catalog_in, changes_owner_only, denied, page_size, tenant_of, uc_name
 from arco.unity.errors import invalid
-from arco.unity.service import catalog_in, changes_owner_only, denied, page_size, tenant_of, uc_name
 from arco.unity.volumes import purge
 
 FINALIZED = "READY"

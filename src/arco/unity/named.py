@@ -24,8 +24,8 @@ from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.unity import infos
+from arco.unity.common import changes_owner_only, denied, new_name_in, page_size, tenant_of, uc_name
 from arco.unity.errors import UnityError, invalid
-from arco.unity.service import changes_owner_only, denied, new_name_in, page_size, tenant_of, uc_name
 
 CREDENTIAL_KINDS = {
     "aws_iam_role": ("role_arn",),

@@ -19,9 +19,9 @@ from arco.catalog.model import CatalogEntry, NamespaceEntry
 from arco.catalog.schema_objects import object_key_name, schema_object
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
+from arco.unity.common import catalog_in, denied, split_full_name, uc_name
 from arco.unity.errors import UnityError, invalid
 from arco.unity.infos import drop_none
-from arco.unity.service import catalog_in, denied, split_full_name, uc_name
 
 WORDS = {"volume": "Volume", "function": "Function", "registered_model": "Registered model",
          "model_version": "Model version"}
@@ -150,7 +150,7 @@ def page_in_schema(store: Any, caller: Principal, kind: str, privilege: str, cat
     USE_SCHEMA."""
     from arco.catalog.paging import page
     from arco.catalog.schema_objects import objects_in_schema
-    from arco.unity.service import page_size
+    from arco.unity.common import page_size
 
     if not catalog_name or not schema_name:
         raise invalid("catalog_name and schema_name are both required")

@@ -16,8 +16,8 @@ from arco.auth.subjects import metastore, securable, subject_of
 from arco.catalog.access import ACCOUNT_USERS
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
+from arco.unity.common import catalog_in, split_full_name, tenant_of
 from arco.unity.errors import UnityError, invalid
-from arco.unity.service import catalog_in, split_full_name, tenant_of
 
 TYPES = {"metastore", "catalog", "schema", "table", "storage_credential", "external_location", "volume", "function",
          "registered_model"}

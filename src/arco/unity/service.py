@@ -1,9 +1,9 @@
 """Catalogs, schemas and tables as Unity Catalog sees them, over the Tier 1 catalog Iceberg REST also uses.
 
 A UC catalog is an Iceberg warehouse, a UC schema a top-level Iceberg namespace, and a table is the same entry
-whichever API made it: an Iceberg table shows in UC with ``data_source_format`` ICEBERG and the columns of its
-current Iceberg schema; a table made through UC (Delta, Parquet, ... or a view) keeps its columns in Tier 1.
-Names given to UC are lower-cased (the spec), and compared case-insensitively everywhere.
+whichever API made it (:mod:`arco.unity.table_service` has the tables; :class:`UnityService` adds catalogs and
+schemas to them, and is what the routes call). Names given to UC are lower-cased (the spec), and compared
+case-insensitively everywhere.
 """
 
 from __future__ import annotations
@@ -14,97 +14,30 @@ from typing import Any
 from arco.auth import decisions as can
 from arco.auth.principals import Principal
 from arco.auth.subjects import metastore, securable, subject_of
-from arco.catalog import locations
 from arco.catalog.catalogs import create_catalog
-from arco.catalog.model import CatalogEntry, NamespaceEntry, TableEntry
-from arco.catalog.names import check_name
+from arco.catalog.model import NamespaceEntry
 from arco.catalog.paging import page
 from arco.catalog.state import CatalogState
-from arco.catalog.store import CatalogStore
-from arco.catalog.tenancy import Tenant
-from arco.iceberg.tables import TableService
 from arco.unity import infos
-from arco.unity.errors import UnityError, invalid
-
-MAX_RESULTS = 1000
-TABLE_TYPES = {"MANAGED", "EXTERNAL", "VIEW"}
-UC_FORMATS = {"DELTA", "CSV", "JSON", "AVRO", "PARQUET", "ORC", "TEXT"}
-
-
-def uc_name(kind: str, raw: Any) -> str:
-    return check_name(kind, raw).lower() if isinstance(raw, str) else check_name(kind, raw)
-
-
-def split_full_name(full_name: str, parts: int) -> list[str]:
-    names = full_name.split(".")
-    if len(names) != parts or not all(names):
-        shape = ".".join(["<catalog>", "<schema>", "<table>"][:parts])
-        raise invalid(f"'{full_name}' is not a full name of the form {shape}")
-    return names
+from arco.unity.common import (
+    catalog_in,
+    changes_owner_only,
+    common_updates,
+    denied,
+    new_name_in,
+    page_size,
+    properties_of,
+    split_full_name,
+    tenant_of,
+    text_of,
+    uc_name,
+)
+from arco.unity.errors import invalid
+from arco.unity.table_service import UnityTables
 
 
-def page_size(raw: Any) -> int:
-    if raw in (None, ""):
-        return MAX_RESULTS
-    try:
-        size = int(raw)
-    except (TypeError, ValueError):
-        raise invalid(f"max_results must be an integer, got {raw!r}") from None
-    if size < 0:
-        raise invalid("max_results must not be negative")
-    return MAX_RESULTS if size == 0 else min(size, MAX_RESULTS)
-
-
-def _properties(raw: Any) -> dict[str, str]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
-        raise invalid("properties must be an object of string keys and string values")
-    return dict(raw)
-
-
-def _text(body: dict[str, Any], key: str) -> str | None:
-    value = body.get(key)
-    if value is not None and not isinstance(value, str):
-        raise invalid(f"{key} must be a string")
-    return value
-
-
-def tenant_of(state: CatalogState, caller: Principal) -> Tenant:
-    """The metastore the caller's workspace works in (404 METASTORE_DOES_NOT_EXIST when it has none)."""
-    return state.tenant_of_workspace(caller.workspace_id)
-
-
-def catalog_in(state: CatalogState, caller: Principal, name: str) -> CatalogEntry:
-    """A catalog of the caller's metastore: names are unique per metastore."""
-    return state.catalog(name, tenant_of(state, caller).scope)
-
-
-def denied(caller: Principal, what: str) -> UnityError:
-    return UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not {what}")
-
-
-def changes_owner_only(body: dict[str, Any]) -> bool:
-    return {k for k, v in body.items() if v is not None} <= {"owner"}
-
-
-def new_name_in(body: dict[str, Any], current: str) -> str | None:
-    """A rename asked for by ``new_name`` (2.1) or by a different ``name`` (2.0's partial Info)."""
-    if body.get("new_name"):
-        return str(body["new_name"])
-    name = body.get("name")
-    return name if isinstance(name, str) and name and name.lower() != current.lower() else None
-
-
-def _replacing(current: dict[str, str], new: dict[str, str]) -> dict[str, Any]:
-    """The update/removal operation fields that make ``current`` properties into ``new`` (PATCH replaces them)."""
-    return {"updates": new, "removals": sorted(set(current) - set(new))}
-
-
-class UnityService:
-    def __init__(self, store: CatalogStore, tables: TableService) -> None:
-        self.store = store
-        self.tables = tables
+class UnityService(UnityTables):
+    """Catalogs and schemas; tables through its base, :class:`arco.unity.table_service.UnityTables`."""
 
     # -- catalogs --------------------------------------------------------------------------------------------
 
@@ -119,8 +52,8 @@ class UnityService:
             raise invalid("catalogs of Delta Sharing providers are not supported by this server yet")
         if body.get("storage_root"):
             raise invalid("storage_root cannot be chosen here: Arco places each catalog under the warehouse")
-        entry = create_catalog(self.store, name, owner=principal, comment=_text(body, "comment"),
-                               properties=_properties(body.get("properties")), metastore_id=tenant.scope,
+        entry = create_catalog(self.store, name, owner=principal, comment=text_of(body, "comment"),
+                               properties=properties_of(body.get("properties")), metastore_id=tenant.scope,
                                under=tenant.entry.fields.get("storage_root") if tenant.scope else None)
         with self.store.read() as state:
             return infos.catalog_info(state.catalogs[entry.id], state)
@@ -154,7 +87,7 @@ class UnityService:
             op: dict[str, Any] = {"op": "update_catalog", "id": entry.id}
             if new_name:
                 op["new_name"] = uc_name("catalog", new_name)
-            _common_updates(op, entry, body)
+            common_updates(op, entry, body)
             return op
 
         op = self.store.execute(build, principal=principal)
@@ -178,14 +111,14 @@ class UnityService:
         catalog_name = uc_name("catalog", body.get("catalog_name"))
         if body.get("storage_root"):
             raise invalid("storage_root cannot be chosen here: a schema's tables live under its catalog's root")
-        props = _properties(body.get("properties"))
+        props = properties_of(body.get("properties"))
         ns_id = str(uuid.uuid4())
         def build(state: CatalogState) -> dict[str, Any]:
             catalog = catalog_in(state, caller, catalog_name)
             if not can.can_create_schema(subject_of(state, caller), securable(state, "catalog", catalog)):
                 raise denied(caller, f"create schemas in {catalog.name} (needs USE_CATALOG and CREATE_SCHEMA)")
             return {"op": "create_namespace", "id": ns_id, "catalog_id": catalog.id, "path": [name],
-                    "owner": principal, "properties": props, "comment": _text(body, "comment")}
+                    "owner": principal, "properties": props, "comment": text_of(body, "comment")}
 
         self.store.execute(build, principal=principal)
         with self.store.read() as state:
@@ -233,7 +166,7 @@ class UnityService:
             op: dict[str, Any] = {"op": "update_namespace", "id": entry.id}
             if new_name:
                 op["new_name"] = uc_name("schema", new_name)
-            _common_updates(op, entry, body)
+            common_updates(op, entry, body)
             return op
 
         op = self.store.execute(build, principal=principal)
@@ -247,241 +180,3 @@ class UnityService:
             return {"op": "drop_namespace", "id": entry.id, "force": force}
 
         self.store.execute(build, principal=caller.name)
-
-    # -- tables ----------------------------------------------------------------------------------------------
-
-    def _table(self, state: CatalogState, caller: Principal, full_name: str) -> TableEntry:
-        catalog_name, schema_name, name = split_full_name(full_name, 3)
-        return state.table(catalog_in(state, caller, catalog_name).id, (schema_name,), name)
-
-    def table_info(self, entry: TableEntry, state: CatalogState) -> dict[str, Any]:
-        if entry.format != "ICEBERG":
-            return infos.table_info(entry, state, entry.columns)
-        if entry.kind == "VIEW":
-            return self._iceberg_view_info(entry, state)
-        columns, properties = self._iceberg_view(entry)
-        # An Iceberg table's properties live in its metadata; Tier 1's (set through UC) are kept beside them.
-        return infos.table_info(entry, state, columns, {**properties, **entry.properties})
-
-    def _iceberg_view_info(self, entry: TableEntry, state: CatalogState) -> dict[str, Any]:
-        """An Iceberg REST view: ``VIEW`` with the SQL of its ``spark`` representation (else the first) and the
-        columns of its schema, from its current metadata."""
-        from arco.iceberg.views import uc_view_of
-        from arco.unity.columns import column_infos
-
-        sql, schema, properties = uc_view_of(self.tables, entry)
-        info = infos.table_info(entry, state, column_infos(schema) if schema is not None else [],
-                                {**properties, **entry.properties})
-        if sql is not None:
-            info["view_definition"] = sql
-        return info
-
-    def _iceberg_view(self, entry: TableEntry) -> tuple[list[dict[str, Any]], dict[str, str]]:
-        """Columns and properties of an Iceberg table's current metadata."""
-        from arco.unity.columns import column_infos
-
-        pointer = self.tables.resolver.for_read(entry.id)
-        if pointer is None or pointer.pointer.dropped:
-            return [], {}
-        metadata = self.tables.files.read(pointer.pointer.current_metadata_location)
-        partition_sources = [f.source_id for f in metadata.spec().fields]
-        return column_infos(metadata.schema(), partition_sources), dict(metadata.properties)
-
-    def _check_table(self, state: CatalogState, caller: Principal, entry: TableEntry, rule: Any, what: str,
-                     needs: str, **kwargs: Any) -> None:
-        catalog = state.catalogs[entry.catalog_id]
-        schema = state.namespace(catalog.id, entry.namespace)
-        if not rule(subject_of(state, caller), securable(state, "catalog", catalog), securable(state, "schema", schema),
-                    securable(state, "table", entry), **kwargs):
-            raise denied(caller, f"{what} {catalog.name}.{'.'.join(entry.namespace)}.{entry.name} (needs {needs})")
-
-    def get_table(self, full_name: str, caller: Principal) -> dict[str, Any]:
-        with self.store.read() as state:
-            entry = self._table(state, caller, full_name)
-            self._check_table(state, caller, entry, can.can_read_table, "read table",
-                              "USE_CATALOG, USE_SCHEMA and SELECT")
-            return self.table_info(entry, state)
-
-    def list_tables(self, catalog_name: str | None, schema_name: str | None, max_results: Any,
-                    token: str | None, caller: Principal,
-                    omit_columns: bool = False) -> tuple[list[dict[str, Any]], str | None]:
-        if not catalog_name or not schema_name:
-            raise invalid("catalog_name and schema_name are both required")
-        with self.store.read() as state:
-            catalog = catalog_in(state, caller, catalog_name)
-            schema = state.namespace(catalog.id, (schema_name,))
-            who = subject_of(state, caller)
-            parent, container = securable(state, "catalog", catalog), securable(state, "schema", schema)
-            entries = [t for t in state.tables_of(catalog.id, (schema_name,))
-                       if can.can_read_table(who, parent, container, securable(state, "table", t))]
-            chunk, next_token = page(entries, lambda t: t.name.casefold(), token, page_size(max_results))
-            if omit_columns:
-                return [infos.table_info(t, state, None) for t in chunk], next_token
-            return [self.table_info(t, state) for t in chunk], next_token
-
-    def create_table(self, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
-        principal = caller.name
-        name = uc_name("table", body.get("name"))
-        catalog_name = uc_name("catalog", body.get("catalog_name"))
-        schema_name = uc_name("schema", body.get("schema_name"))
-        table_type = str(body.get("table_type") or "").upper()
-        if table_type not in TABLE_TYPES:
-            raise invalid(f"table_type must be one of {sorted(TABLE_TYPES)}, got {body.get('table_type')!r}")
-        columns = infos.check_columns(body.get("columns"))
-        fmt = str(body.get("data_source_format") or "").upper() or None
-        view_definition = _text(body, "view_definition")
-        location = _text(body, "storage_location")
-        if table_type == "VIEW":
-            if not view_definition:
-                raise invalid("view_definition is required for a VIEW")
-            fmt, location = fmt or "UNITY_CATALOG", None
-        else:
-            if fmt == "ICEBERG":
-                raise invalid("create Iceberg tables through the Iceberg REST API (/iceberg); they show here too")
-            if fmt not in UC_FORMATS:
-                raise invalid(f"data_source_format must be one of {sorted(UC_FORMATS)}, got {fmt!r}")
-            if table_type == "EXTERNAL" and not location:
-                raise invalid("storage_location is required for an EXTERNAL table")
-        ids = {"table": str(uuid.uuid4())}
-
-        def build(state: CatalogState) -> dict[str, Any]:
-            catalog = catalog_in(state, caller, catalog_name)
-            schema = state.namespace(catalog.id, (schema_name,))
-            if not can.can_create_table(subject_of(state, caller), securable(state, "catalog", catalog),
-                                        securable(state, "schema", schema)):
-                raise denied(caller, f"create tables in {catalog.name}.{schema_name} "
-                                     "(needs USE_CATALOG, USE_SCHEMA and CREATE_TABLE)")
-            where = location
-            if table_type == "MANAGED" and location:  # promoting a staging table: its id and location
-                staged = self._staged(state, catalog, schema_name, name, location)
-                ids["table"], where = staged.name, location
-            elif table_type == "MANAGED":
-                where = self._managed_location(catalog, schema_name, name, ids["table"])
-            elif table_type == "EXTERNAL":
-                # Storage governance (arco.catalog.locations): inside an external location the caller may create
-                # tables in, clear of every other table, managed storage and Arco's own files.
-                where = locations.check_external_table_location(
-                    state, subject_of(state, caller), location, self.tables.storage.url, catalog.metastore_id,
-                    must_be_writable=False, inside_warehouse=False)
-            return {"op": "create_table", "id": ids["table"], "catalog_id": catalog.id, "namespace": [schema_name],
-                    "name": name, "kind": "VIEW" if table_type == "VIEW" else "TABLE", "format": fmt,
-                    "location": where or "", "owner": principal, "managed": table_type == "MANAGED",
-                    "comment": _text(body, "comment"), "properties": _properties(body.get("properties")),
-                    "columns": columns, "view_definition": view_definition,
-                    "storage_credential_name": _text(body, "storage_credential_name")}
-
-        self.store.execute(build, principal=principal)
-        with self.store.read() as state:
-            return self.table_info(state.tables[ids["table"]], state)
-
-    @staticmethod
-    def _managed_location(catalog: CatalogEntry, schema: str, name: str, table_id: str) -> str:
-        return locations.allocate_table_location(catalog, (schema,), name, table_id)
-
-    @staticmethod
-    def _staged(state: CatalogState, catalog: CatalogEntry, schema: str, name: str, location: str) -> Any:
-        for staged in state.securables_of("staging_table"):
-            f = staged.fields
-            if f["location"] == location and f["catalog_id"] == catalog.id and \
-                    f["schema"].casefold() == schema.casefold() and f["name"].casefold() == name.casefold():
-                return staged
-        raise invalid("a managed table's storage_location must be empty, or the staging_location of a staging "
-                      "table created for the same catalog, schema and name")
-
-    def create_staging_table(self, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
-        """Storage for a managed table whose data is written before the table exists (CTAS); see
-        :meth:`create_table` for the promotion."""
-        name = uc_name("table", body.get("name"))
-        catalog_name = uc_name("catalog", body.get("catalog_name"))
-        schema_name = uc_name("schema", body.get("schema_name"))
-        staging_id = str(uuid.uuid4())
-        found: dict[str, str] = {}
-
-        def build(state: CatalogState) -> dict[str, Any]:
-            catalog = catalog_in(state, caller, catalog_name)
-            schema = state.namespace(catalog.id, (schema_name,))
-            if not can.can_create_table(subject_of(state, caller), securable(state, "catalog", catalog),
-                                        securable(state, "schema", schema)):
-                raise denied(caller, f"stage tables in {catalog.name}.{schema_name} (needs USE_CATALOG, "
-                                     "USE_SCHEMA and CREATE_TABLE)")
-            found["location"] = self._managed_location(catalog, schema_name, name, staging_id)
-            return {"op": "create_securable", "id": staging_id, "type": "staging_table", "name": staging_id,
-                    "owner": caller.name, "fields": {"catalog_id": catalog.id, "schema": schema_name, "name": name,
-                                                     "location": found["location"]}}
-
-        self.store.execute(build, principal=caller.name)
-        return {"id": staging_id, "name": name, "catalog_name": catalog_name, "schema_name": schema_name,
-                "staging_location": found["location"]}
-
-    def update_table(self, full_name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
-        new_name = new_name_in(body, split_full_name(full_name, 3)[2])
-        principal = caller.name
-
-        def build(state: CatalogState) -> dict[str, Any]:
-            entry = self._table(state, caller, full_name)
-            self._check_table(state, caller, entry, can.can_update_table, "update table", "ownership",
-                              owner_only=changes_owner_only(body), renames=bool(new_name))
-            op: dict[str, Any] = {"op": "update_table", "id": entry.id}
-            _common_updates(op, entry, body)
-            if "columns" in body and entry.format != "ICEBERG":
-                op["columns"] = infos.check_columns(body["columns"])
-            return op
-
-        op = self.store.execute(build, principal=principal)
-        if new_name:
-            with self.store.read() as state:
-                entry = state.tables[op["id"]]
-            target = uc_name("table", new_name)
-            self.store.execute(lambda state: {"op": "rename_table", "id": entry.id, "namespace": list(entry.namespace),
-                                              "name": target}, principal=principal)
-        with self.store.read() as state:
-            return self.table_info(state.tables[op["id"]], state)
-
-    def delete_table(self, full_name: str, caller: Principal) -> None:
-        principal = caller.name
-        with self.store.read() as state:
-            entry = self._table(state, caller, full_name)
-            self._check_table(state, caller, entry, can.can_delete_table, "delete table", "ownership")
-            catalog = state.catalogs[entry.catalog_id]
-        if entry.format == "ICEBERG" and entry.kind == "TABLE":
-            self.tables.drop(catalog, entry.namespace, entry.name, principal)  # also tombstones its pointer
-            return
-        self.store.execute(lambda state: {"op": "drop_table", "id": entry.id, "location": entry.location},
-                           principal=principal)
-        if entry.format == "ICEBERG":  # an Iceberg view: its pointer is marked dropped, as dropView does
-            self.tables.tombstone(entry.id)
-
-    def table_summaries(self, catalog_name: str | None, schema_pattern: str | None, table_pattern: str | None,
-                        max_results: Any, token: str | None,
-                        caller: Principal) -> tuple[list[dict[str, Any]], str | None]:
-        if not catalog_name:
-            raise invalid("catalog_name is required")
-        schema_match = infos.like(schema_pattern)
-        table_match = infos.like(table_pattern)
-        with self.store.read() as state:
-            catalog = catalog_in(state, caller, catalog_name)
-            who, parent = subject_of(state, caller), securable(state, "catalog", catalog)
-            rows = []
-            for schema in state.child_namespaces(catalog.id, ()):
-                if not schema_match(schema.path[-1]):
-                    continue
-                container = securable(state, "schema", schema)
-                for table in state.tables_of(catalog.id, schema.path):
-                    if table_match(table.name) and can.can_read_table(who, parent, container,
-                                                                      securable(state, "table", table)):
-                        rows.append((f"{catalog.name}.{schema.path[-1]}.{table.name}", infos.table_type(table)))
-        rows.sort(key=lambda r: r[0].casefold())
-        chunk, next_token = page(rows, lambda r: r[0].casefold(), token, page_size(max_results))
-        return [{"full_name": n, "table_type": t} for n, t in chunk], next_token
-
-
-def _common_updates(op: dict[str, Any], entry: Any, body: dict[str, Any]) -> None:
-    if "owner" in body and body["owner"] is not None:
-        if not isinstance(body["owner"], str) or not body["owner"]:
-            raise invalid("owner must be a non-empty string")
-        op["owner"] = body["owner"]
-    if "comment" in body:
-        op["comment"] = _text(body, "comment")
-    if "properties" in body and body["properties"] is not None:
-        op.update(_replacing(entry.properties, _properties(body["properties"])))
-

@@ -24,9 +24,9 @@ from arco.auth.tokens import hash_token
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
+from arco.unity.common import catalog_in, denied, split_full_name
 from arco.unity.errors import UnityError, invalid
 from arco.unity.named import KINDS_BY_TYPE, Kind, NamedSecurables
-from arco.unity.service import catalog_in, denied, split_full_name
 
 RECIPIENT_TOKEN_PREFIX = "arco_share_"
 

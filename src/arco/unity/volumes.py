@@ -24,8 +24,8 @@ from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.iceberg.tables import TableService
 from arco.unity import objects
+from arco.unity.common import changes_owner_only, denied, uc_name
 from arco.unity.errors import invalid
-from arco.unity.service import changes_owner_only, denied, uc_name
 
 VOLUME_TYPES = ("MANAGED", "EXTERNAL")
 

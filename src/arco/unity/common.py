@@ -1,0 +1,98 @@
+"""What the services of every Unity Catalog securable share: names, full names, page sizes and the common fields
+of a body as a request gives them, the caller's metastore and the catalogs in it, and the refusal they answer
+with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arco.auth.principals import Principal
+from arco.catalog.model import CatalogEntry
+from arco.catalog.names import check_name
+from arco.catalog.state import CatalogState
+from arco.catalog.tenancy import Tenant
+from arco.unity.errors import UnityError, invalid
+
+MAX_RESULTS = 1000
+
+
+def uc_name(kind: str, raw: Any) -> str:
+    return check_name(kind, raw).lower() if isinstance(raw, str) else check_name(kind, raw)
+
+
+def split_full_name(full_name: str, parts: int) -> list[str]:
+    names = full_name.split(".")
+    if len(names) != parts or not all(names):
+        shape = ".".join(["<catalog>", "<schema>", "<table>"][:parts])
+        raise invalid(f"'{full_name}' is not a full name of the form {shape}")
+    return names
+
+
+def page_size(raw: Any) -> int:
+    if raw in (None, ""):
+        return MAX_RESULTS
+    try:
+        size = int(raw)
+    except (TypeError, ValueError):
+        raise invalid(f"max_results must be an integer, got {raw!r}") from None
+    if size < 0:
+        raise invalid("max_results must not be negative")
+    return MAX_RESULTS if size == 0 else min(size, MAX_RESULTS)
+
+
+def tenant_of(state: CatalogState, caller: Principal) -> Tenant:
+    """The metastore the caller's workspace works in (404 METASTORE_DOES_NOT_EXIST when it has none)."""
+    return state.tenant_of_workspace(caller.workspace_id)
+
+
+def catalog_in(state: CatalogState, caller: Principal, name: str) -> CatalogEntry:
+    """A catalog of the caller's metastore: names are unique per metastore."""
+    return state.catalog(name, tenant_of(state, caller).scope)
+
+
+def denied(caller: Principal, what: str) -> UnityError:
+    return UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not {what}")
+
+
+def changes_owner_only(body: dict[str, Any]) -> bool:
+    return {k for k, v in body.items() if v is not None} <= {"owner"}
+
+
+def new_name_in(body: dict[str, Any], current: str) -> str | None:
+    """A rename asked for by ``new_name`` (2.1) or by a different ``name`` (2.0's partial Info)."""
+    if body.get("new_name"):
+        return str(body["new_name"])
+    name = body.get("name")
+    return name if isinstance(name, str) and name and name.lower() != current.lower() else None
+
+
+def properties_of(raw: Any) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
+        raise invalid("properties must be an object of string keys and string values")
+    return dict(raw)
+
+
+def text_of(body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, str):
+        raise invalid(f"{key} must be a string")
+    return value
+
+
+def replacing(current: dict[str, str], new: dict[str, str]) -> dict[str, Any]:
+    """The update/removal operation fields that make ``current`` properties into ``new`` (PATCH replaces them)."""
+    return {"updates": new, "removals": sorted(set(current) - set(new))}
+
+
+def common_updates(op: dict[str, Any], entry: Any, body: dict[str, Any]) -> None:
+    """The owner, comment and properties an update ``body`` changes, into the Tier 1 operation ``op``."""
+    if "owner" in body and body["owner"] is not None:
+        if not isinstance(body["owner"], str) or not body["owner"]:
+            raise invalid("owner must be a non-empty string")
+        op["owner"] = body["owner"]
+    if "comment" in body:
+        op["comment"] = text_of(body, "comment")
+    if "properties" in body and body["properties"] is not None:
+        op.update(replacing(entry.properties, properties_of(body["properties"])))
