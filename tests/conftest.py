@@ -81,3 +81,20 @@ def azure_azurite_bucket(azurite_server: emulators.AzureServer) -> StorageTarget
     container = _bucket_name()
     create_container(container, azurite_server.options())
     return StorageTarget("azure-azurite", f"az://{container}", azurite_server.options())
+
+
+@pytest.fixture(scope="session")
+def azure_azurite_sas_bucket(azurite_server: emulators.AzureServer,
+                             azure_azurite_bucket: StorageTarget) -> StorageTarget:
+    """The same container, reached with an account SAS in the connection string instead of the account key."""
+    from datetime import UTC, datetime, timedelta
+
+    from azure.storage.blob import AccountSasPermissions, ResourceTypes, generate_account_sas
+
+    sas = generate_account_sas(azurite_server.account_name, azurite_server.account_key,
+                               resource_types=ResourceTypes(container=True, object=True),
+                               permission=AccountSasPermissions(read=True, write=True, delete=True, list=True,
+                                                                add=True, create=True),
+                               expiry=datetime.now(UTC) + timedelta(hours=4))
+    options = {"adls.connection-string": f"BlobEndpoint={azurite_server.blob_endpoint};SharedAccessSignature={sas}"}
+    return StorageTarget("azure-azurite-sas", azure_azurite_bucket.url, options)

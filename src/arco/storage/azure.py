@@ -1,19 +1,24 @@
 """Azure Blob Storage: conditional writes with ``If-None-Match: *`` and ``If-Match: <etag>``.
 
-The version is the blob's ETag, which changes on every write. Conditional requests are sent without the SDK's
-automatic retries, for the same reason as on S3 (a retried successful write would fail its own precondition).
+The single-blob calls (get, head, put, delete: the commit path's every call) go through
+:mod:`arco.storage.azure_wire`, without the SDK's request pipeline (the module says what it cost); listing, SAS
+generation and container creation use the SDK, which also resolves the warehouse's endpoint and credential for
+both. The version is the blob's ETag, which changes on every write. Conditional requests are sent once, for the
+same reason as on S3 (a retried successful write would fail its own precondition).
 """
 
 from __future__ import annotations
 
 import os
 from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 from typing import Any
 
-from azure.core import MatchConditions
-from azure.core.exceptions import AzureError, HttpResponseError, ResourceExistsError, ResourceNotFoundError
+import certifi
+from azure.core.exceptions import AzureError, ResourceExistsError
 from azure.storage.blob import BlobSasPermissions, BlobServiceClient, ContainerClient, generate_blob_sas
 
+from arco.storage.azure_wire import AzureWire, SharedKey
 from arco.storage.base import (
     Capabilities,
     Deleted,
@@ -32,6 +37,8 @@ from arco.storage.base import (
     WriteResult,
     Written,
 )
+from arco.storage.connections import TransportError
+from arco.storage.object_calls import Reply
 from arco.storage.prefixed import PrefixedKeys
 
 
@@ -54,8 +61,13 @@ def _etag(value: object) -> str:
     return text if text.startswith('"') else f'"{text}"'
 
 
-def _is_precondition(exc: HttpResponseError) -> bool:
-    return exc.status_code in (409, 412)
+def _wire(container: ContainerClient) -> AzureWire:
+    """The wire client for the container the SDK's client resolved: its URL (a SAS as its query, if that is the
+    credential) and, with an account key, Shared Key signing."""
+    credential = getattr(container, "credential", None)
+    account, key = getattr(credential, "account_name", None), getattr(credential, "account_key", None)
+    ca_file = os.environ.get("REQUESTS_CA_BUNDLE") or certifi.where()  # the bundle the SDK (requests) verifies with
+    return AzureWire(container.url, SharedKey(account, key) if account and key else None, ca_file=ca_file)
 
 
 class AzureBackend(PrefixedKeys, StorageBackend):
@@ -74,70 +86,74 @@ class AzureBackend(PrefixedKeys, StorageBackend):
         self.url = f"{root}/{self.prefix}" if self.prefix else root
         options = options or {}
         self._container: ContainerClient = _service(options).get_container_client(container)
-        self._conditional: ContainerClient = _service(options, retries=0).get_container_client(container)
+        self._wire = _wire(self._container)
+
+    def _send(self, method: str, key: str, headers: dict[str, str] | None = None, body: bytes = b"",
+              retry: bool = True) -> Reply:
+        try:
+            return self._wire.send(method, self._key(key), headers=headers, body=body, retry=retry)
+        except TransportError as exc:
+            unknown = " (the write may or may not have happened)" if method in ("PUT", "DELETE") else ""
+            raise StorageUnavailable(f"Azure {method} {key!r} failed{unknown}: {exc}") from exc
+
+    @staticmethod
+    def _unavailable(method: str, key: str, reply: Reply) -> StorageUnavailable:
+        return StorageUnavailable(f"Azure {method} {key!r} failed: {reply.describe()}")
+
+    def _blob(self, key: str, reply: Reply) -> ObjectData:
+        if reply.status == 200:
+            return ObjectData(data=reply.data, version=_etag(reply.etag))
+        if reply.status == 404:
+            raise NotFound(key)
+        raise self._unavailable("GET", key, reply)
 
     def get(self, key: str) -> ObjectData:
-        try:
-            downloader = self._container.get_blob_client(self._key(key)).download_blob()
-            return ObjectData(data=downloader.readall(), version=_etag(downloader.properties.etag))
-        except ResourceNotFoundError:
-            raise NotFound(key) from None
-        except AzureError as exc:
-            raise StorageUnavailable(f"Azure GET {key!r} failed: {exc}") from exc
+        return self._blob(key, self._send("GET", key))
+
+    def get_if_changed(self, key: str, version: str) -> ObjectData | None:
+        """A GET with ``If-None-Match: <etag>``: answered 304 without the blob when it is unchanged."""
+        reply = self._send("GET", key, headers={"If-None-Match": version})
+        return None if reply.status == 304 else self._blob(key, reply)
 
     def head(self, key: str) -> ObjectMeta | None:
-        try:
-            p = self._container.get_blob_client(self._key(key)).get_blob_properties()
-        except ResourceNotFoundError:
+        reply = self._send("HEAD", key)
+        if reply.status == 404:
             return None
-        except AzureError as exc:
-            raise StorageUnavailable(f"Azure HEAD {key!r} failed: {exc}") from exc
-        return ObjectMeta(key=key, size=int(p.size), version=_etag(p.etag),
-                          modified_at=p.last_modified.timestamp() if p.last_modified else 0.0)
+        if reply.status != 200:
+            raise self._unavailable("HEAD", key, reply)
+        modified = reply.headers.get("Last-Modified")
+        return ObjectMeta(key=key, size=int(reply.headers.get("Content-Length") or 0), version=_etag(reply.etag),
+                          modified_at=parsedate_to_datetime(modified).timestamp() if modified else 0.0)
 
     def put(self, key: str, data: bytes, precondition: Precondition = None) -> WriteResult:
-        kwargs: dict[str, Any] = {"overwrite": True}
-        container = self._container
+        headers = {"x-ms-blob-type": "BlockBlob", "Content-Type": "application/octet-stream"}
         if isinstance(precondition, DoesNotExist):
-            kwargs = {"overwrite": False}
-            container = self._conditional
+            headers["If-None-Match"] = "*"
         elif isinstance(precondition, MatchesVersion):
-            kwargs = {"overwrite": True, "etag": precondition.version, "match_condition": MatchConditions.IfNotModified}
-            container = self._conditional
-        try:
-            result = container.get_blob_client(self._key(key)).upload_blob(bytes(data), **kwargs)
-        except ResourceExistsError:
+            headers["If-Match"] = precondition.version
+        reply = self._send("PUT", key, headers=headers, body=bytes(data), retry=precondition is None)
+        if reply.status == 201:
+            return Written(version=_etag(reply.etag))
+        if reply.status == 404 and reply.error_code == "ContainerNotFound":
+            raise self._unavailable("PUT", key, reply)
+        # 409 BlobAlreadyExists (If-None-Match: *), 412 ConditionNotMet; If-Match on a missing blob is a 404.
+        if precondition is not None and reply.status in (404, 409, 412):
             return PreconditionFailed()
-        except ResourceNotFoundError:
-            if precondition is not None:
-                return PreconditionFailed()
-            raise StorageUnavailable(f"Azure PUT {key!r} failed: container not found") from None
-        except HttpResponseError as exc:
-            if precondition is not None and _is_precondition(exc):
-                return PreconditionFailed()
-            raise StorageUnavailable(f"Azure PUT {key!r} failed: {exc}") from exc
-        except AzureError as exc:
-            raise StorageUnavailable(
-                f"Azure PUT {key!r} failed (the write may or may not have happened): {exc}") from exc
-        return Written(version=_etag(result["etag"]))
+        raise self._unavailable("PUT", key, reply)
 
     def delete(self, key: str, precondition: MatchesVersion | None = None) -> DeleteResult:
-        kwargs: dict[str, Any] = {}
-        container = self._container
-        if precondition is not None:
-            kwargs = {"etag": precondition.version, "match_condition": MatchConditions.IfNotModified}
-            container = self._conditional
-        try:
-            container.get_blob_client(self._key(key)).delete_blob(**kwargs)
-        except ResourceNotFoundError:
+        headers = {"If-Match": precondition.version} if precondition is not None else {}
+        reply = self._send("DELETE", key, headers=headers, retry=precondition is None)
+        if reply.status in (200, 202):
+            return Deleted()
+        if reply.status == 404:
             return PreconditionFailed() if precondition is not None else Deleted()
-        except HttpResponseError as exc:
-            if precondition is not None and _is_precondition(exc):
-                return PreconditionFailed()
-            raise StorageUnavailable(f"Azure DELETE {key!r} failed: {exc}") from exc
-        except AzureError as exc:
-            raise StorageUnavailable(f"Azure DELETE {key!r} failed: {exc}") from exc
-        return Deleted()
+        if precondition is not None and reply.status in (409, 412):
+            return PreconditionFailed()
+        raise self._unavailable("DELETE", key, reply)
+
+    def close(self) -> None:
+        self._wire.close()
 
     def presign_get(self, url: str, expires_s: int) -> str | None:
         """A read-only SAS for one blob of this warehouse, when the account key is at hand (else None)."""

@@ -42,8 +42,10 @@ from arco.storage.base import (
     WriteResult,
     Written,
 )
+from arco.storage.connections import TransportError
+from arco.storage.object_calls import Reply
 from arco.storage.prefixed import PrefixedKeys
-from arco.storage.s3_wire import Reply, S3Wire, TransportError
+from arco.storage.s3_wire import S3Wire
 
 PRECONDITION_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412"}
 

@@ -12,51 +12,23 @@ environment, profiles, instance roles, with refresh), and so do the endpoint (th
 ``http.client``, and signed by botocore's ``S3SigV4Auth``, until each proved to cost more than the calls need
 (the modules say how much).
 
-Retries: a call that failed in transit or got a 5xx/throttling answer is retried (with jittered backoff) only
-when repeating it cannot change its outcome: reads, and writes without a precondition. A conditional write is
-sent once: its first attempt may have landed, and a retry would then fail its own precondition.
+Retries: as :mod:`arco.storage.object_calls` says (reads and unconditional writes only).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import time
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from botocore.httpsession import get_cert_path
 
-from arco.storage.backoff import backoff_delay
-from arco.storage.connections import ConnectionPool, Headers, TransportError, host_header
+from arco.storage.connections import ConnectionPool, host_header
+from arco.storage.object_calls import Reply, send_with_retries
 from arco.storage.sigv4 import SigV4Signer
 
-RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
-_ERROR_CODE = re.compile(rb"<Code>([^<]*)</Code>")
-_ERROR_MESSAGE = re.compile(rb"<Message>([^<]*)</Message>")
 _DNS_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-
-
-@dataclass(frozen=True)
-class Reply:
-    status: int
-    headers: Headers  # a case-insensitive ``get``
-    data: bytes
-
-    @property
-    def etag(self) -> str:
-        return str(self.headers.get("ETag", ""))
-
-    @property
-    def error_code(self) -> str:
-        found = _ERROR_CODE.search(self.data)
-        return found.group(1).decode("utf-8", "replace") if found else str(self.status)
-
-    def describe(self) -> str:
-        message = _ERROR_MESSAGE.search(self.data)
-        text = message.group(1).decode("utf-8", "replace") if message else ""
-        return f"HTTP {self.status} {self.error_code}{': ' + text if text else ''}"
 
 
 def _quoted(full_key: str) -> str:
@@ -101,19 +73,8 @@ class S3Wire:
         """One request, retried on transport errors and 5xx/429 answers when ``retry`` (see the module docstring).
 
         Raises :class:`TransportError` when no answer came (after the retries, if any)."""
-        attempts = self._attempts if retry else 1
-        for attempt in range(attempts):
-            last = attempt == attempts - 1
-            try:
-                reply = self._send_once(method, full_key, headers or {}, body)
-            except TransportError as exc:
-                if last:
-                    raise TransportError(f"{method} {full_key!r}: {exc}") from exc
-            else:
-                if reply.status not in RETRYABLE_STATUS or last:
-                    return reply
-            time.sleep(backoff_delay(attempt, base_s=0.05, cap_s=1.0))
-        raise AssertionError("unreachable: the last attempt returns or raises")
+        return send_with_retries(lambda: self._send_once(method, full_key, headers or {}, body),
+                                 f"{method} {full_key!r}", self._attempts if retry else 1)
 
     def _send_once(self, method: str, full_key: str, headers: dict[str, str], body: bytes) -> Reply:
         path = self._base_path + _quoted(full_key)

@@ -11,7 +11,7 @@ import pytest
 from arco.storage.base import StorageBackend
 from support.storage_targets import StorageTarget
 
-TARGETS = ["memory", "local", "s3-seaweedfs", "s3-moto", "gcs-fake", "azure-azurite"]
+TARGETS = ["memory", "local", "s3-seaweedfs", "s3-moto", "gcs-fake", "azure-azurite", "azure-azurite-sas"]
 
 
 @pytest.fixture(params=TARGETS)

@@ -6,7 +6,8 @@ import pytest
 from botocore.credentials import Credentials
 
 from arco.storage.connections import Headers
-from arco.storage.s3_wire import Reply, S3Wire, bucket_base_url
+from arco.storage.object_calls import Reply
+from arco.storage.s3_wire import S3Wire, bucket_base_url
 
 
 @pytest.mark.parametrize(("endpoint", "bucket", "path_style", "expected"), [

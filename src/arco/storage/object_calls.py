@@ -1,0 +1,64 @@
+"""What the object stores' wire clients (:mod:`arco.storage.s3_wire`, :mod:`arco.storage.azure_wire`) share: an
+answer read for its ETag and error, and the retry rule.
+
+Retries: a call that failed in transit or got a 5xx/throttling answer is retried (with jittered backoff) only
+when repeating it cannot change its outcome: reads, and writes without a precondition. A conditional write is
+sent once: its first attempt may have landed, and a retry would then fail its own precondition.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from arco.storage.backoff import backoff_delay
+from arco.storage.connections import Headers, TransportError
+
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+_ERROR_CODE = re.compile(rb"<Code>([^<]*)</Code>")
+_ERROR_MESSAGE = re.compile(rb"<Message>([^<]*)</Message>")
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    headers: Headers  # a case-insensitive ``get``
+    data: bytes
+
+    @property
+    def etag(self) -> str:
+        return str(self.headers.get("ETag", ""))
+
+    @property
+    def error_code(self) -> str:
+        """The store's error code: Azure's ``x-ms-error-code`` header (answers to HEAD have no body), else the
+        ``<Code>`` of an XML error body (S3, Azure), else the status."""
+        header = self.headers.get("x-ms-error-code")
+        if header:
+            return header
+        found = _ERROR_CODE.search(self.data)
+        return found.group(1).decode("utf-8", "replace") if found else str(self.status)
+
+    def describe(self) -> str:
+        message = _ERROR_MESSAGE.search(self.data)
+        text = message.group(1).decode("utf-8", "replace") if message else ""
+        return f"HTTP {self.status} {self.error_code}{': ' + text if text else ''}"
+
+
+def send_with_retries(send_once: Callable[[], Reply], what: str, attempts: int) -> Reply:
+    """``send_once()``, tried up to ``attempts`` times while it fails in transit or is answered 5xx/429 (pass 1 for
+    a call that must not be repeated). Raises :class:`TransportError` (naming ``what``) when no answer came."""
+    for attempt in range(attempts):
+        last = attempt == attempts - 1
+        try:
+            reply = send_once()
+        except TransportError as exc:
+            if last:
+                raise TransportError(f"{what}: {exc}") from exc
+        else:
+            if reply.status not in RETRYABLE_STATUS or last:
+                return reply
+        time.sleep(backoff_delay(attempt, base_s=0.05, cap_s=1.0))
+    raise AssertionError("unreachable: the last attempt returns or raises")
