@@ -49,14 +49,16 @@ from arco.events.receipts import write_iceberg_receipt
 from arco.iceberg import commit_rules, side_writes, staged_create, table_requirements
 from arco.iceberg.claim_beside import ClaimGate, ClaimNotOwned
 from arco.iceberg.errors import BadRequest, CommitFailed, NoSuchTable
-from arco.iceberg.file_names import attempt_part, carries_tag, group_part, is_group_file
-from arco.iceberg.group_commit import GroupMember, GroupRecord, Pending
-from arco.iceberg.tables import (
-    TableService,
+from arco.iceberg.file_names import (
+    attempt_part,
+    carries_tag,
+    group_part,
+    is_group_file,
     metadata_file_location,
     metadata_sequence,
-    pointer_for,
 )
+from arco.iceberg.group_commit import GroupMember, GroupRecord, Pending
+from arco.iceberg.tables import TableService, pointer_for
 from arco.storage.backoff import backoff_delay
 from arco.storage.base import StorageError
 

@@ -1,4 +1,5 @@
-"""The names of the metadata files Arco writes: ``<sequence:05d>-<uuid>.metadata.json``.
+"""The names of the metadata files Arco writes, ``<sequence:05d>-<uuid>.metadata.json``, and the folder they go
+in (``write.metadata.path``, else the table's or view's ``metadata/``).
 
 That is the shape Java and PyIceberg write, and PyIceberg reads a file's version from its name only when the part
 after the number is a UUID (``Catalog._parse_metadata_version``; otherwise it takes -1). The UUID's 32 hex digits
@@ -18,11 +19,13 @@ import hashlib
 import re
 import secrets
 import uuid
+from collections.abc import Mapping
 
 TAG_DIGITS = 24  # 96 bits: no two requests' files in one table's history share them
 GROUP_PREFIX = "00000000"
 _HEX = re.compile(r"[0-9a-f]+")
 _LEGACY_GROUP_MARK = "group"
+WRITE_METADATA_PATH = "write.metadata.path"
 
 
 def uuid_shaped(hex32: str) -> str:
@@ -68,3 +71,22 @@ def _digits(name: str) -> str:
         return ""
     digits = parts[1].replace("-", "")
     return digits if len(digits) == 32 and _HEX.fullmatch(digits) else ""
+
+
+def metadata_folder(location: str, properties: Mapping[str, str]) -> str:
+    """Where a table's or view's metadata files go: ``write.metadata.path`` if set (as Java and PyIceberg do; the
+    property is checked to lie inside the object's location, spelled plainly: locations.check_write_paths), else
+    ``<location>/metadata``."""
+    custom = properties.get(WRITE_METADATA_PATH)
+    return custom.rstrip("/") if custom else f"{location.rstrip('/')}/metadata"
+
+
+def metadata_file_location(location: str, sequence: int, suffix: str, properties: Mapping[str, str]) -> str:
+    return f"{metadata_folder(location, properties)}/{sequence:05d}-{suffix}.metadata.json"
+
+
+def metadata_sequence(location: str) -> int:
+    """The leading number of a metadata file name (``00003-...metadata.json`` -> 3); 0 if it has none."""
+    name = location.rsplit("/", 1)[-1]
+    head = name.split("-", 1)[0].removeprefix("v").split(".", 1)[0]
+    return int(head) if head.isdigit() else 0

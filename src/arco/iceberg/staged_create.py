@@ -14,8 +14,9 @@ from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.names import check_name
 from arco.iceberg import commit_rules, table_requirements
 from arco.iceberg.errors import AlreadyExists, CommitFailed
-from arco.iceberg.file_names import attempt_part
-from arco.iceberg.tables import NameTaken, TableService, metadata_file_location
+from arco.iceberg.file_names import attempt_part, metadata_file_location
+from arco.iceberg.name_conflicts import NameTaken
+from arco.iceberg.tables import TableService
 
 
 def create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: NamespacePath, name: str,

@@ -21,7 +21,6 @@ import contextvars
 import functools
 import threading
 import uuid
-from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -49,10 +48,11 @@ from arco.iceberg.commit_rules import (
     with_row_lineage,
 )
 from arco.iceberg.errors import AlreadyExists, BadRequest, IcebergError, NoSuchTable
-from arco.iceberg.file_names import attempt_part
+from arco.iceberg.file_names import attempt_part, metadata_file_location
 from arco.iceberg.group_commit import Coalescer, GroupRecords
 from arco.iceberg.malformed import MALFORMED, describe
 from arco.iceberg.metadata_files import MetadataFiles, ViewFiles
+from arco.iceberg.name_conflicts import refuse_rename_onto, refuse_taken
 from arco.iceberg.paging import page
 from arco.iceberg.placement import Placement, Placements, Placer
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
@@ -61,7 +61,6 @@ from arco.inline import refuse_to_wait
 from arco.storage.base import StorageBackend, StorageError
 from arco.storage.urls import within
 
-WRITE_METADATA_PATH = "write.metadata.path"
 # Written into every new table unless its creator says otherwise, as Java's TableMetadata.newTableMetadata does: Java
 # writers fall back to gzip for Parquet on a table without the property (the default of tables made before 1.4).
 NEW_TABLE_DEFAULTS = {"write.parquet.compression-codec": "zstd"}
@@ -88,25 +87,6 @@ class LoadedTable:
     entry: TableEntry
     pointer: VersionedPointer
     metadata: TableMetadata
-
-
-def metadata_folder(location: str, properties: Mapping[str, str]) -> str:
-    """Where a table's or view's metadata files go: ``write.metadata.path`` if set (as Java and PyIceberg do; the
-    property is checked to lie inside the object's location, spelled plainly: locations.check_write_paths), else
-    ``<location>/metadata``."""
-    custom = properties.get(WRITE_METADATA_PATH)
-    return custom.rstrip("/") if custom else f"{location.rstrip('/')}/metadata"
-
-
-def metadata_file_location(location: str, sequence: int, suffix: str, properties: Mapping[str, str]) -> str:
-    return f"{metadata_folder(location, properties)}/{sequence:05d}-{suffix}.metadata.json"
-
-
-def metadata_sequence(location: str) -> int:
-    """The leading number of a metadata file name (``00003-...metadata.json`` -> 3); 0 if it has none."""
-    name = location.rsplit("/", 1)[-1]
-    head = name.split("-", 1)[0].removeprefix("v").split(".", 1)[0]
-    return int(head) if head.isdigit() else 0
 
 
 def pointer_for(table_uuid: str, location: str, metadata: TableMetadata, previous: str | None,
@@ -445,35 +425,6 @@ class DroppedTable:
     def from_op(cls, op: dict[str, Any]) -> DroppedTable:
         # Drops logged before ownership was recorded carry no "managed": their files are not deleted.
         return cls(op["id"], op.get("catalog_id", ""), op.get("location") or "", bool(op.get("managed", False)))
-
-
-class NameTaken(AlreadyExists):
-    """A name already held when a ``creating`` ("table" or "view") is made, in the reference implementation's words:
-    "Table already exists: ns.t" for the same kind, "View with same name already exists: ns.v" for the other
-    (Iceberg's CatalogTests and ViewCatalogTests match on them). ``taken_by`` says which kind holds it."""
-
-    def __init__(self, holder: TableEntry, full_name: tuple[str, ...], creating: str) -> None:
-        self.taken_by = "view" if holder.kind == "VIEW" else "table"
-        same = "" if self.taken_by == creating else " with same name"
-        super().__init__(f"{self.taken_by.capitalize()}{same} already exists: {dotted(full_name)}")
-
-
-def refuse_taken(state: CatalogState, catalog_id: str, namespace: NamespacePath, name: str, creating: str) -> None:
-    """:class:`NameTaken` if a table or view holds the name (before any write, and again inside the Tier 1
-    operation that creates the entry, so that a race is answered in the same words)."""
-    holder = state.table_or_none(catalog_id, namespace, name)
-    if holder is not None:
-        raise NameTaken(holder, (*namespace, name), creating)
-
-
-def refuse_rename_onto(state: CatalogState, catalog: CatalogEntry, entry: TableEntry, source: tuple[str, ...],
-                       target: NamespacePath, new_name: str) -> None:
-    """A table or view renamed onto a name another object holds: the reference's "Cannot rename a to b. View
-    already exists" (or "Table already exists")."""
-    existing = state.table_or_none(catalog.id, target, new_name)
-    if existing is not None and existing.id != entry.id:
-        raise AlreadyExists(f"Cannot rename {dotted(source)} to {dotted((*target, new_name))}. "
-                            f"{'View' if existing.kind == 'VIEW' else 'Table'} already exists")
 
 
 def _iceberg_table(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> TableEntry:

@@ -18,8 +18,8 @@ from arco.events.receipts import IcebergReceiptKind, write_iceberg_receipt
 from arco.iceberg import commit_rules, table_requirements
 from arco.iceberg.commit import commit_table, identifier_of, parse_commit
 from arco.iceberg.errors import BadRequest, CommitFailed, NoSuchTable
-from arco.iceberg.file_names import attempt_part
-from arco.iceberg.tables import TableService, metadata_file_location, metadata_sequence, pointer_for
+from arco.iceberg.file_names import attempt_part, metadata_file_location, metadata_sequence
+from arco.iceberg.tables import TableService, pointer_for
 from arco.iceberg.transactions import PreparedChange, mark_and_commit, parse_table_changes
 
 MAX_COMMIT_ATTEMPTS = 10

@@ -37,21 +37,16 @@ from arco.catalog.store import CatalogStore
 from arco.events.receipts import EVENTS, SCHEMA_VERSION, commit_key, day_of, write_receipt
 from arco.iceberg import view_rules
 from arco.iceberg.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchView
-from arco.iceberg.file_names import attempt_part, carries_tag
+from arco.iceberg.file_names import attempt_part, carries_tag, metadata_file_location, metadata_sequence
 from arco.iceberg.idempotency import Keyed, Marker, Outcome, Recover, check_key, request_hash
 from arco.iceberg.metadata_files import view_metadata_bytes
 from arco.iceberg.mutations import Caller, Mutations
+from arco.iceberg.name_conflicts import refuse_rename_onto, refuse_taken
 from arco.iceberg.paging import page
 from arco.iceberg.placement import Placement
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
 from arco.iceberg.run_once import run_once
-from arco.iceberg.tables import (
-    TableService,
-    metadata_file_location,
-    metadata_sequence,
-    refuse_rename_onto,
-    refuse_taken,
-)
+from arco.iceberg.tables import TableService
 from arco.storage.base import StorageBackend
 from arco.storage.urls import within
 

@@ -27,11 +27,12 @@ from arco.catalog.store import CatalogStore
 from arco.events.receipts import EVENTS
 from arco.events.reconcile import iceberg_tables
 from arco.iceberg.commit import landed_location
+from arco.iceberg.file_names import metadata_folder
 from arco.iceberg.group_commit import GROUPS, GroupRecord
 from arco.iceberg.idempotency import Marker
 from arco.iceberg.plan_store import PLANS, PlanRecord
 from arco.iceberg.pointer import PointerStore
-from arco.iceberg.tables import TableService, metadata_folder
+from arco.iceberg.tables import TableService
 from arco.iceberg.transactions import TxnRecords
 from arco.pipeline import gc_rules
 from arco.pipeline.checkpoint import ALL_KINDS, HISTORY, load_state

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from pyiceberg.table.metadata import TableMetadata
 
 from arco.events.receipts import iceberg_receipt_key
-from arco.iceberg.tables import metadata_sequence
+from arco.iceberg.file_names import metadata_sequence
 from arco.pipeline import rows
 from arco.pipeline.checkpoint import load_state
 from arco.pipeline.parquet_io import read_parquet

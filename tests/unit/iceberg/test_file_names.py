@@ -9,7 +9,7 @@ import uuid
 from pyiceberg.catalog import MetastoreCatalog
 
 from arco.iceberg import file_names
-from arco.iceberg.tables import metadata_file_location
+from arco.iceberg.file_names import metadata_file_location
 
 TAG = hashlib.sha256(b"an idempotency key").hexdigest()
 
