@@ -1,7 +1,8 @@
 """Arco's object store calls next to the same calls through the vendors' SDKs they replace on the commit path:
-S3 (arco.storage.s3_wire: SigV4 signing and kept-alive connections of its own) next to boto3, on SeaweedFS, and
+S3 (arco.storage.s3_wire: SigV4 signing and kept-alive connections of its own) next to boto3, on SeaweedFS;
 Azure Blob (arco.storage.azure_wire: Shared Key signing over the same connections) next to azure-storage-blob, on
-Azurite; both emulators started here.
+Azurite; GCS (arco.storage.gcs_wire: the JSON API with a bearer token) next to google-cloud-storage, on
+fake-gcs-server; each emulator started here.
 
 For each call: p50 latency (ms) and CPU time of this process per call (us, ``time.process_time``, which counts the
 kernel's loopback work done on this process's behalf too), interleaved (a, b, a, b, ...) so a noisy neighbour
@@ -26,10 +27,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from azure.core.exceptions import ResourceNotFoundError  # noqa: E402
 from botocore.exceptions import ClientError  # noqa: E402
+from google.api_core.exceptions import NotFound as GcsNotFound  # noqa: E402
 
 from arco.storage.azure import _service, create_container  # noqa: E402
 from arco.storage.base import DoesNotExist, NotFound, StorageBackend  # noqa: E402
 from arco.storage.factory import open_storage  # noqa: E402
+from arco.storage.gcs import _client as gcs_client  # noqa: E402
+from arco.storage.gcs import create_bucket as create_gcs_bucket  # noqa: E402
 from arco.storage.s3 import _client, create_bucket  # noqa: E402
 from support import emulators  # noqa: E402
 
@@ -111,6 +115,35 @@ def azure_figures(workdir: Path, rounds: int) -> dict[str, tuple[float, float]]:
         }, rounds)
 
 
+def gcs_figures(workdir: Path, rounds: int) -> dict[str, tuple[float, float]]:
+    with emulators.fake_gcs(workdir) as fake:
+        bucket = f"bench-{uuid.uuid4().hex[:8]}"
+        options = fake.options()
+        create_gcs_bucket(bucket, options)
+        arco = open_storage(f"gs://{bucket}/arco", options)
+        sdk = gcs_client(options).bucket(bucket)
+        run = uuid.uuid4().hex[:8]
+        arco.put("present", BODY)
+        sdk.blob("sdk/present").upload_from_string(BODY)
+
+        def sdk_missing(i: int) -> None:
+            try:
+                sdk.blob(f"sdk/missing-{i}").download_as_bytes()
+                raise AssertionError("found")
+            except GcsNotFound:
+                pass
+
+        return measure({
+            "gcs put arco": lambda i: arco.put(f"{run}/p{i}", BODY, DoesNotExist()),
+            "gcs put sdk": lambda i: sdk.blob(f"sdk/{run}/p{i}").upload_from_string(BODY, if_generation_match=0,
+                                                                                   retry=None),
+            "gcs get arco": lambda i: arco.get("present"),
+            "gcs get sdk": lambda i: sdk.blob("sdk/present").download_as_bytes(raw_download=True),
+            "gcs missing arco": lambda i: missing(arco, f"missing-{i}"),
+            "gcs missing sdk": sdk_missing,
+        }, rounds)
+
+
 def missing(storage: StorageBackend, key: str) -> None:
     try:
         storage.get(key)
@@ -124,7 +157,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=400)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        results = {**s3_figures(Path(tmp), args.rounds), **azure_figures(Path(tmp), args.rounds)}
+        results = {**s3_figures(Path(tmp), args.rounds), **azure_figures(Path(tmp), args.rounds),
+                   **gcs_figures(Path(tmp), args.rounds)}
     print(f"{'':20} {'p50 ms':>8} {'cpu us':>8}")
     for name, (p50, cpu) in results.items():
         line = f"{name:20} {p50:8.3f} {cpu:8.0f}"

@@ -1,16 +1,20 @@
 """Google Cloud Storage: conditional writes with ``ifGenerationMatch`` (0 means "does not exist").
 
-The version is the object's generation, which changes on every write (unlike an S3 ETag). The client library's
-retry of conditional writes is turned off (``retry=None``): a retried conditional upload whose first attempt
-succeeded would report a precondition failure for our own write.
+The single-object calls (get, head, put, delete: the commit path's every call) go through
+:mod:`arco.storage.gcs_wire`, without the client library's request path (the module says what it cost); listing,
+signed URLs and bucket creation use the library, with the same credentials. The version is the object's
+generation, which changes on every write (unlike an S3 ETag). Conditional writes are sent once: a retried
+conditional upload whose first attempt succeeded would report a precondition failure for our own write.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+import certifi
 from google.api_core import exceptions as gexc
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage as gcs
@@ -33,6 +37,9 @@ from arco.storage.base import (
     WriteResult,
     Written,
 )
+from arco.storage.connections import TransportError
+from arco.storage.gcs_wire import GcsWire
+from arco.storage.object_calls import Reply
 from arco.storage.prefixed import PrefixedKeys
 
 
@@ -48,6 +55,12 @@ def _client(options: dict[str, str]) -> gcs.Client:
     return gcs.Client(**kwargs)
 
 
+def _credentials_of(client: gcs.Client) -> Any:
+    """The credentials the library resolved (explicit, application default, or anonymous for an emulator: its
+    rules), which google-cloud-core keeps on the client without a public accessor."""
+    return client._credentials
+
+
 class GcsBackend(PrefixedKeys, StorageBackend):
     capabilities = Capabilities(conditional_put=True, conditional_delete=True)
 
@@ -58,64 +71,94 @@ class GcsBackend(PrefixedKeys, StorageBackend):
         self.url = f"gs://{bucket}/{self.prefix}" if self.prefix else f"gs://{bucket}"
         self._client = _client(options or {})
         self._bucket = self._client.bucket(bucket)
+        ca_file = os.environ.get("REQUESTS_CA_BUNDLE") or certifi.where()  # the bundle the library verifies with
+        self._wire = GcsWire(self._client.api_endpoint, bucket, _credentials_of(self._client),
+                             ca_file=ca_file)
+
+    def _unavailable(self, what: str, key: str, reply: Reply) -> StorageUnavailable:
+        return StorageUnavailable(f"GCS {what} {key!r} failed: {reply.describe()}")
+
+    def _call(self, what: str, key: str, call: Any, *args: Any) -> Reply:
+        try:
+            return call(self._key(key), *args)
+        except TransportError as exc:
+            unknown = " (the write may or may not have happened)" if what in ("PUT", "DELETE") else ""
+            raise StorageUnavailable(f"GCS {what} {key!r} failed{unknown}: {exc}") from exc
+
+    def _object(self, key: str, reply: Reply) -> ObjectData:
+        if reply.status == 404:
+            raise NotFound(key)
+        if reply.status != 200:
+            raise self._unavailable("GET", key, reply)
+        generation = reply.headers.get("x-goog-generation")
+        if generation is None:  # not every server says it with the bytes: ask for the metadata
+            generation = self._metadata(key)["generation"]
+        return ObjectData(data=reply.data, version=str(generation))
+
+    def _metadata(self, key: str) -> dict[str, Any]:
+        reply = self._call("HEAD", key, self._wire.metadata)
+        if reply.status == 404:
+            raise NotFound(key)
+        if reply.status != 200:
+            raise self._unavailable("HEAD", key, reply)
+        return dict(json.loads(reply.data))
 
     def get(self, key: str) -> ObjectData:
-        blob = self._bucket.blob(self._key(key))
-        try:
-            data = blob.download_as_bytes(raw_download=True)
-        except gexc.NotFound:
-            raise NotFound(key) from None
-        except gexc.GoogleAPIError as exc:
-            raise StorageUnavailable(f"GCS GET {key!r} failed: {exc}") from exc
-        return ObjectData(data=data, version=str(blob.generation))
+        return self._object(key, self._call("GET", key, self._wire.download))
+
+    def get_if_changed(self, key: str, version: str) -> ObjectData | None:
+        """A download with ``ifGenerationNotMatch``: answered 304 without the bytes when the object is unchanged
+        (a server that ignores the condition sends them, and the generation tells)."""
+        if not version.isdigit():
+            return self.get(key)
+        reply = self._call("GET", key, self._wire.download, version)
+        if reply.status == 304:
+            return None
+        found = self._object(key, reply)
+        return None if found.version == version else found
 
     def head(self, key: str) -> ObjectMeta | None:
         try:
-            blob = self._bucket.get_blob(self._key(key))
-        except gexc.GoogleAPIError as exc:
-            raise StorageUnavailable(f"GCS HEAD {key!r} failed: {exc}") from exc
-        if blob is None:
+            found = self._metadata(key)
+        except NotFound:
             return None
-        return ObjectMeta(key=key, size=int(blob.size or 0), version=str(blob.generation),
-                          modified_at=blob.updated.timestamp() if blob.updated else 0.0)
+        updated = found.get("updated")
+        return ObjectMeta(key=key, size=int(found.get("size") or 0), version=str(found["generation"]),
+                          modified_at=datetime.fromisoformat(updated.replace("Z", "+00:00")).timestamp()
+                          if updated else 0.0)
 
     def put(self, key: str, data: bytes, precondition: Precondition = None) -> WriteResult:
-        blob = self._bucket.blob(self._key(key))
-        kwargs: dict[str, Any] = {}
+        match: int | None = None
         if isinstance(precondition, DoesNotExist):
-            kwargs = {"if_generation_match": 0, "retry": None}
+            match = 0
         elif isinstance(precondition, MatchesVersion):
             if not precondition.version.isdigit():
                 return PreconditionFailed()
-            kwargs = {"if_generation_match": int(precondition.version), "retry": None}
-        try:
-            blob.upload_from_string(bytes(data), content_type="application/octet-stream", **kwargs)
-        except (gexc.PreconditionFailed, gexc.Conflict):
+            match = int(precondition.version)
+        reply = self._call("PUT", key, self._wire.upload, bytes(data), match)
+        if reply.status == 200:
+            return Written(version=str(json.loads(reply.data)["generation"]))
+        if precondition is not None and reply.status in (404, 409, 412):
             return PreconditionFailed()
-        except gexc.NotFound:
-            if precondition is not None:
-                return PreconditionFailed()
-            raise StorageUnavailable(f"GCS PUT {key!r} failed: bucket not found") from None
-        except gexc.GoogleAPIError as exc:
-            raise StorageUnavailable(f"GCS PUT {key!r} failed (the write may or may not have happened): {exc}") from exc
-        return Written(version=str(blob.generation))
+        raise self._unavailable("PUT", key, reply)
 
     def delete(self, key: str, precondition: MatchesVersion | None = None) -> DeleteResult:
-        blob = self._bucket.blob(self._key(key))
-        kwargs: dict[str, Any] = {}
+        match: int | None = None
         if precondition is not None:
             if not precondition.version.isdigit():
                 return PreconditionFailed()
-            kwargs = {"if_generation_match": int(precondition.version), "retry": None}
-        try:
-            blob.delete(**kwargs)
-        except gexc.NotFound:
+            match = int(precondition.version)
+        reply = self._call("DELETE", key, self._wire.delete, match)
+        if reply.status in (200, 204):
+            return Deleted()
+        if reply.status == 404:
             return PreconditionFailed() if precondition is not None else Deleted()
-        except (gexc.PreconditionFailed, gexc.Conflict):
+        if precondition is not None and reply.status in (409, 412):
             return PreconditionFailed()
-        except gexc.GoogleAPIError as exc:
-            raise StorageUnavailable(f"GCS DELETE {key!r} failed: {exc}") from exc
-        return Deleted()
+        raise self._unavailable("DELETE", key, reply)
+
+    def close(self) -> None:
+        self._wire.close()
 
     def presign_get(self, url: str, expires_s: int) -> str | None:
         """A V4 signed GET URL for one object of this warehouse; None when the credentials cannot sign (ADC
