@@ -37,8 +37,7 @@ from arco.storage.base import (
     WriteResult,
     Written,
 )
-from arco.storage.connections import TransportError
-from arco.storage.object_calls import Reply
+from arco.storage.object_calls import Reply, sent, unavailable
 from arco.storage.prefixed import PrefixedKeys
 
 
@@ -90,15 +89,12 @@ class AzureBackend(PrefixedKeys, StorageBackend):
 
     def _send(self, method: str, key: str, headers: dict[str, str] | None = None, body: bytes = b"",
               retry: bool = True) -> Reply:
-        try:
-            return self._wire.send(method, self._key(key), headers=headers, body=body, retry=retry)
-        except TransportError as exc:
-            unknown = " (the write may or may not have happened)" if method in ("PUT", "DELETE") else ""
-            raise StorageUnavailable(f"Azure {method} {key!r} failed{unknown}: {exc}") from exc
+        return sent("Azure", method, key,
+                    lambda: self._wire.send(method, self._key(key), headers=headers, body=body, retry=retry))
 
     @staticmethod
     def _unavailable(method: str, key: str, reply: Reply) -> StorageUnavailable:
-        return StorageUnavailable(f"Azure {method} {key!r} failed: {reply.describe()}")
+        return unavailable("Azure", method, key, reply)
 
     def _blob(self, key: str, reply: Reply) -> ObjectData:
         if reply.status == 200:

@@ -37,9 +37,8 @@ from arco.storage.base import (
     WriteResult,
     Written,
 )
-from arco.storage.connections import TransportError
 from arco.storage.gcs_wire import GcsWire
-from arco.storage.object_calls import Reply
+from arco.storage.object_calls import Reply, sent, unavailable
 from arco.storage.prefixed import PrefixedKeys
 
 
@@ -76,14 +75,10 @@ class GcsBackend(PrefixedKeys, StorageBackend):
                              ca_file=ca_file)
 
     def _unavailable(self, what: str, key: str, reply: Reply) -> StorageUnavailable:
-        return StorageUnavailable(f"GCS {what} {key!r} failed: {reply.describe()}")
+        return unavailable("GCS", what, key, reply)
 
     def _call(self, what: str, key: str, call: Any, *args: Any) -> Reply:
-        try:
-            return call(self._key(key), *args)
-        except TransportError as exc:
-            unknown = " (the write may or may not have happened)" if what in ("PUT", "DELETE") else ""
-            raise StorageUnavailable(f"GCS {what} {key!r} failed{unknown}: {exc}") from exc
+        return sent("GCS", what, key, lambda: call(self._key(key), *args))
 
     def _object(self, key: str, reply: Reply) -> ObjectData:
         if reply.status == 404:

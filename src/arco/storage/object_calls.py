@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from arco.storage.backoff import backoff_delay
+from arco.storage.base import StorageUnavailable
 from arco.storage.connections import Headers, TransportError
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -62,3 +63,17 @@ def send_with_retries(send_once: Callable[[], Reply], what: str, attempts: int) 
                 return reply
         time.sleep(backoff_delay(attempt, base_s=0.05, cap_s=1.0))
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def sent(store: str, method: str, key: str, send: Callable[[], Reply]) -> Reply:
+    """``send()``'s answer; a call that got none is :class:`StorageUnavailable`, and a write's outcome unknown."""
+    try:
+        return send()
+    except TransportError as exc:
+        unknown = " (the write may or may not have happened)" if method in ("PUT", "DELETE") else ""
+        raise StorageUnavailable(f"{store} {method} {key!r} failed{unknown}: {exc}") from exc
+
+
+def unavailable(store: str, method: str, key: str, reply: Reply) -> StorageUnavailable:
+    """An answer that is neither the call's success nor one of its expected refusals."""
+    return StorageUnavailable(f"{store} {method} {key!r} failed: {reply.describe()}")

@@ -42,8 +42,7 @@ from arco.storage.base import (
     WriteResult,
     Written,
 )
-from arco.storage.connections import TransportError
-from arco.storage.object_calls import Reply
+from arco.storage.object_calls import Reply, sent, unavailable
 from arco.storage.prefixed import PrefixedKeys
 from arco.storage.s3_wire import S3Wire
 
@@ -108,15 +107,12 @@ class S3Backend(PrefixedKeys, StorageBackend):
 
     def _send(self, method: str, key: str, headers: dict[str, str] | None = None, body: bytes = b"",
               retry: bool = True) -> Reply:
-        try:
-            return self._wire.send(method, self._key(key), headers=headers, body=body, retry=retry)
-        except TransportError as exc:
-            unknown = " (the write may or may not have happened)" if method in ("PUT", "DELETE") else ""
-            raise StorageUnavailable(f"S3 {method} {key!r} failed{unknown}: {exc}") from exc
+        return sent("S3", method, key,
+                    lambda: self._wire.send(method, self._key(key), headers=headers, body=body, retry=retry))
 
     @staticmethod
     def _unavailable(method: str, key: str, reply: Reply) -> StorageUnavailable:
-        return StorageUnavailable(f"S3 {method} {key!r} failed: {reply.describe()}")
+        return unavailable("S3", method, key, reply)
 
     def _object(self, key: str, reply: Reply) -> ObjectData:
         """A GET's answer: the object, or why there is none."""

@@ -139,12 +139,7 @@ class UnityTables:
         ids = {"table": str(uuid.uuid4())}
 
         def build(state: CatalogState) -> dict[str, Any]:
-            catalog = catalog_in(state, caller, catalog_name)
-            schema = state.namespace(catalog.id, (schema_name,))
-            if not can.can_create_table(subject_of(state, caller), securable(state, "catalog", catalog),
-                                        securable(state, "schema", schema)):
-                raise denied(caller, f"create tables in {catalog.name}.{schema_name} "
-                                     "(needs USE_CATALOG, USE_SCHEMA and CREATE_TABLE)")
+            catalog = _catalog_to_create_in(state, caller, catalog_name, schema_name, "create tables")
             where = location
             if table_type == "MANAGED" and location:  # promoting a staging table: its id and location
                 staged = self._staged(state, catalog, schema_name, name, location)
@@ -192,12 +187,7 @@ class UnityTables:
         found: dict[str, str] = {}
 
         def build(state: CatalogState) -> dict[str, Any]:
-            catalog = catalog_in(state, caller, catalog_name)
-            schema = state.namespace(catalog.id, (schema_name,))
-            if not can.can_create_table(subject_of(state, caller), securable(state, "catalog", catalog),
-                                        securable(state, "schema", schema)):
-                raise denied(caller, f"stage tables in {catalog.name}.{schema_name} (needs USE_CATALOG, "
-                                     "USE_SCHEMA and CREATE_TABLE)")
+            catalog = _catalog_to_create_in(state, caller, catalog_name, schema_name, "stage tables")
             found["location"] = self._managed_location(catalog, schema_name, name, staging_id)
             return {"op": "create_securable", "id": staging_id, "type": "staging_table", "name": staging_id,
                     "owner": caller.name, "fields": {"catalog_id": catalog.id, "schema": schema_name, "name": name,
@@ -267,3 +257,15 @@ class UnityTables:
         rows.sort(key=lambda r: r[0].casefold())
         chunk, next_token = page(rows, lambda r: r[0].casefold(), token, page_size(max_results))
         return [{"full_name": n, "table_type": t} for n, t in chunk], next_token
+
+
+def _catalog_to_create_in(state: CatalogState, caller: Principal, catalog_name: str, schema_name: str,
+                          what: str) -> CatalogEntry:
+    """The catalog whose schema the caller makes a table in, once the grants say it may."""
+    catalog = catalog_in(state, caller, catalog_name)
+    schema = state.namespace(catalog.id, (schema_name,))
+    if not can.can_create_table(subject_of(state, caller), securable(state, "catalog", catalog),
+                                securable(state, "schema", schema)):
+        raise denied(caller, f"{what} in {catalog.name}.{schema_name} (needs USE_CATALOG, USE_SCHEMA and "
+                             "CREATE_TABLE)")
+    return catalog
