@@ -35,7 +35,7 @@ from arco.catalog.names import check_name
 from arco.catalog.state import CatalogState, dotted
 from arco.catalog.store import CatalogStore
 from arco.events.receipts import EVENTS, SCHEMA_VERSION, commit_key, day_of, write_receipt
-from arco.iceberg import view_rules
+from arco.iceberg import view_builder, view_rules
 from arco.iceberg.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchView
 from arco.iceberg.file_names import attempt_part, carries_tag, metadata_file_location, metadata_sequence
 from arco.iceberg.idempotency import Keyed, Marker, Outcome, Recover, check_key, request_hash
@@ -69,7 +69,7 @@ def write_view_receipt(storage: StorageBackend, kind: str, *, view_uuid: str, me
         "previous_metadata_location": previous_metadata_location, "format_version": metadata.format_version,
         "current_version_id": metadata.current_version_id,
         "schema_id": version.schema_id if version is not None else None,
-        "dialects": view_rules.dialects_of(version) if version is not None else [],
+        "dialects": view_builder.dialects_of(version) if version is not None else [],
         "source": source, "recorded_by": "commit", "recorded_at_ms": int(time.time() * 1000),
     }
     stamp = version.timestamp_ms if version is not None else int(time.time() * 1000)

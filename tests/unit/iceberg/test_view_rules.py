@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from arco.iceberg import view_builder as vb
 from arco.iceberg import view_rules as vr
 from arco.iceberg.errors import BadRequest, CommitFailed
 
@@ -118,12 +119,12 @@ def test_set_location_to_the_same_place_and_assign_of_the_same_uuid_change_nothi
 def test_dropping_a_dialect_needs_the_property() -> None:
     with pytest.raises(BadRequest, match="loss of view dialects"):
         vr.apply_updates(created(), replace("SELECT 1", dialect="trino"), now_ms=1)
-    allowed = created(properties={vr.REPLACE_DROP_DIALECT_ALLOWED: "true"})
+    allowed = created(properties={vb.REPLACE_DROP_DIALECT_ALLOWED: "true"})
     assert vr.apply_updates(allowed, replace("SELECT 1", dialect="trino"), now_ms=1) is not None
 
 
 def test_only_the_configured_number_of_versions_is_kept() -> None:
-    metadata = created(properties={vr.VERSION_HISTORY_SIZE: "2"})
+    metadata = created(properties={vb.VERSION_HISTORY_SIZE: "2"})
     for i in range(4):
         new = vr.apply_updates(metadata, replace(f"SELECT {i} x, 'y' y"), now_ms=100 + i)
         assert new is not None
