@@ -14,7 +14,6 @@ from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-import certifi
 from azure.core.exceptions import AzureError, ResourceExistsError
 from azure.storage.blob import BlobSasPermissions, BlobServiceClient, ContainerClient, generate_blob_sas
 
@@ -37,6 +36,7 @@ from arco.storage.base import (
     WriteResult,
     Written,
 )
+from arco.storage.connections import requests_ca_bundle
 from arco.storage.object_calls import Reply, sent, unavailable
 from arco.storage.prefixed import PrefixedKeys
 
@@ -65,8 +65,8 @@ def _wire(container: ContainerClient) -> AzureWire:
     credential) and, with an account key, Shared Key signing."""
     credential = getattr(container, "credential", None)
     account, key = getattr(credential, "account_name", None), getattr(credential, "account_key", None)
-    ca_file = os.environ.get("REQUESTS_CA_BUNDLE") or certifi.where()  # the bundle the SDK (requests) verifies with
-    return AzureWire(container.url, SharedKey(account, key) if account and key else None, ca_file=ca_file)
+    return AzureWire(container.url, SharedKey(account, key) if account and key else None,
+                     ca_file=requests_ca_bundle())
 
 
 class AzureBackend(PrefixedKeys, StorageBackend):

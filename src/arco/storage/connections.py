@@ -14,16 +14,24 @@ the connection. Proxies are not supported (nor were they before).
 
 from __future__ import annotations
 
+import os
 import select
 import socket
 import ssl
 import threading
 from dataclasses import dataclass
 
+import certifi
 import httptools
 
 _RECEIVE_BYTES = 256 * 1024
 _NO_BODY_STATUS = frozenset({204, 304})
+
+
+def requests_ca_bundle() -> str:
+    """The CA bundle libraries built on ``requests`` verify TLS with (the Azure and GCS SDKs): its environment
+    override, else certifi's."""
+    return os.environ.get("REQUESTS_CA_BUNDLE") or certifi.where()
 
 
 class TransportError(Exception):

@@ -14,7 +14,6 @@ import os
 from datetime import datetime, timedelta
 from typing import Any
 
-import certifi
 from google.api_core import exceptions as gexc
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage as gcs
@@ -37,6 +36,7 @@ from arco.storage.base import (
     WriteResult,
     Written,
 )
+from arco.storage.connections import requests_ca_bundle
 from arco.storage.gcs_wire import GcsWire
 from arco.storage.object_calls import Reply, sent, unavailable
 from arco.storage.prefixed import PrefixedKeys
@@ -70,9 +70,8 @@ class GcsBackend(PrefixedKeys, StorageBackend):
         self.url = f"gs://{bucket}/{self.prefix}" if self.prefix else f"gs://{bucket}"
         self._client = _client(options or {})
         self._bucket = self._client.bucket(bucket)
-        ca_file = os.environ.get("REQUESTS_CA_BUNDLE") or certifi.where()  # the bundle the library verifies with
         self._wire = GcsWire(self._client.api_endpoint, bucket, _credentials_of(self._client),
-                             ca_file=ca_file)
+                             ca_file=requests_ca_bundle())
 
     def _unavailable(self, what: str, key: str, reply: Reply) -> StorageUnavailable:
         return unavailable("GCS", what, key, reply)

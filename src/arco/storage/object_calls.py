@@ -1,5 +1,6 @@
-"""What the object stores' wire clients (:mod:`arco.storage.s3_wire`, :mod:`arco.storage.azure_wire`) share: an
-answer read for its ETag and error, and the retry rule.
+"""What the object stores' wire clients (:mod:`arco.storage.s3_wire`, :mod:`arco.storage.azure_wire`,
+:mod:`arco.storage.gcs_wire`) and their backends share: an answer read for its ETag and error, the retry rule, and
+how a call without an answer, or with an unexpected one, becomes :class:`StorageUnavailable`.
 
 Retries: a call that failed in transit or got a 5xx/throttling answer is retried (with jittered backoff) only
 when repeating it cannot change its outcome: reads, and writes without a precondition. A conditional write is
