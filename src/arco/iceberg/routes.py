@@ -40,10 +40,11 @@ from arco.iceberg.metrics_route import report_metrics
 from arco.iceberg.oauth import issue_token
 from arco.iceberg.paging import parse_page_size
 from arco.iceberg.plan_routes import plan_routes
+from arco.iceberg.purge import DroppedTable, purge_later
 from arco.iceberg.responses import LoadResult, metadata_json
 from arco.iceberg.storage_routes import granted_access, load_credentials, owner_access, sign_request, with_access
 from arco.iceberg.table_requirements import requirement_objects
-from arco.iceberg.tables import DroppedTable, LocatedTable
+from arco.iceberg.tables import LocatedTable
 from arco.iceberg.transactions import parse_table_changes
 from arco.iceberg.view_routes import view_routes
 
@@ -257,7 +258,7 @@ async def drop_table(request: Request) -> Response:
     svc = services(request)
     outcome = await blocking(svc.mutations.drop_table, catalog, namespace, name, purge, caller_of(request))
     if purge and outcome.body and outcome.body.get("id"):
-        svc.tables.purge_later(DroppedTable.from_op(outcome.body))
+        purge_later(svc.tables, DroppedTable.from_op(outcome.body))
     return Response(status_code=204)
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import threading
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -358,36 +357,6 @@ class TableService:
         entry = self.drop(catalog, namespace, name, principal, source, tag)
         return entry, self.last_metadata_location(entry.id)
 
-    def purge_later(self, dropped: DroppedTable) -> threading.Thread:
-        """Delete a dropped table's files in the background: a big table must not hold the request open.
-
-        A purge cut short (the process ends) leaves files under a location no table refers to any more, which
-        garbage collection finds by the tombstoned pointer.
-        """
-        thread = threading.Thread(target=self.purge, args=(dropped,), name="purge-table", daemon=True)
-        thread.start()
-        return thread
-
-    def purge(self, dropped: DroppedTable) -> int:
-        """Delete the files under a dropped table's prefix, if the governance rules say it is the table's alone
-        (:func:`arco.catalog.locations.purge_prefix`); an external table's files are never deleted."""
-        with self.store.read() as state:
-            if dropped.id in state.tables:
-                return 0  # registered again since: its files are in use
-            entry = TableEntry(id=dropped.id, catalog_id=dropped.catalog_id, namespace=(), name=dropped.id,
-                               kind="TABLE", format="ICEBERG", location=dropped.location, owner="",
-                               managed=dropped.managed)
-            prefix = locations.purge_prefix(state, entry, state.catalogs.get(dropped.catalog_id), self.storage.url)
-        return 0 if prefix is None else self.delete_prefix(prefix)
-
-    def delete_prefix(self, prefix: str) -> int:
-        """Delete every object under ``prefix`` (a canonical URL that governance gave to one owner alone)."""
-        deleted = 0
-        for meta in list(self.storage.list(self.files.key_of(prefix + "/"))):
-            self.storage.delete(meta.key)
-            deleted += 1
-        return deleted
-
     def tombstone(self, table_uuid: str) -> None:
         """Mark a dropped table's (or view's) pointer dropped, so commits resolved before the drop fail."""
         for _ in range(20):
@@ -410,21 +379,6 @@ class TableService:
             return {"op": "rename_table", "id": entry.id, "namespace": list(target), "name": new_name}
 
         self.store.execute(build, principal=principal, request=tag, source=source)
-
-
-@dataclass(frozen=True)
-class DroppedTable:
-    """What a purge needs to know of a table after its entry is gone (kept in the drop's operation and outcome)."""
-
-    id: str
-    catalog_id: str
-    location: str
-    managed: bool
-
-    @classmethod
-    def from_op(cls, op: dict[str, Any]) -> DroppedTable:
-        # Drops logged before ownership was recorded carry no "managed": their files are not deleted.
-        return cls(op["id"], op.get("catalog_id", ""), op.get("location") or "", bool(op.get("managed", False)))
 
 
 def _iceberg_table(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> TableEntry:

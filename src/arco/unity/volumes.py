@@ -22,6 +22,7 @@ from arco.catalog import locations
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
+from arco.iceberg.purge import delete_prefix
 from arco.iceberg.tables import TableService
 from arco.unity import objects
 from arco.unity.common import changes_owner_only, denied, uc_name
@@ -145,4 +146,4 @@ def purge(store: CatalogStore, tables: TableService, owner_id: str, location: st
         else:
             prefix = locations.owned_prefix(state, owner_id, location, True, state.catalogs.get(catalog_id),
                                             tables.storage.url)
-    return 0 if prefix is None else tables.delete_prefix(prefix)
+    return 0 if prefix is None else delete_prefix(tables, prefix)
