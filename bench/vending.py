@@ -4,8 +4,12 @@
    ``vended-credentials`` (after the first call the credential comes from the per principal, table and privilege
    cache, so the ratio shows what the cache leaves of STS's cost); and one uncached mint (STS AssumeRole).
 2. PyIceberg ``append`` of 10 rows: with vended credentials only, beside a client holding static keys.
+3. Remote signing: one S3 GET a client asks the signing endpoint to sign, signed in process by Arco
+   (:func:`arco.vending.signing.sign`) and by botocore's S3 signer (``S3SigV4Auth``), which produce the same
+   headers (tests/unit/vending/test_signing.py); a client with remote signing asks once per S3 request it makes.
 
 Usage: .venv/bin/python bench/vending.py [--rounds 200]
+       .venv/bin/python bench/vending.py --only-signing
 """
 
 from __future__ import annotations
@@ -53,7 +57,11 @@ def report(name: str, samples: dict[str, list[float]], base: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--only-signing", action="store_true", help="only the in-process signing figures")
     args = parser.parse_args()
+    if args.only_signing:
+        signing_figures(args.rounds * 50)
+        return
     from pyiceberg.catalog.rest import RestCatalog
     from pyiceberg.schema import Schema
     from pyiceberg.types import LongType, NestedField
@@ -104,6 +112,38 @@ def main() -> None:
                     table = (vended if "vended" in label else static).load_table("b.t")
                     appends[label].append(timed(lambda table=table: table.append(rows)))
             report("PyIceberg append of 10 rows (SeaweedFS)", appends, "append, static keys")
+    signing_figures(args.rounds * 50)
+
+
+def signing_figures(rounds: int) -> None:
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    from arco.vending.signing import S3Credentials, parse_sign_request, sign
+
+    request = parse_sign_request({
+        "method": "GET", "region": "us-east-1", "uri": "http://127.0.0.1:8333/bucket/wh/db/t/data/00000-0-a.parquet",
+        "headers": {"User-Agent": ["pyiceberg"], "Range": ["bytes=4-1027"],
+                    "x-amz-content-sha256": ["UNSIGNED-PAYLOAD"]}})
+    ours = S3Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+    theirs = Credentials(ours.access_key_id, ours.secret_access_key)
+
+    def botocore() -> None:
+        aws = AWSRequest(method=request.method, url=request.uri)
+        for name, values in request.headers.items():
+            for value in values:
+                aws.headers.add_header(name, value)
+        S3SigV4Auth(theirs, "s3", request.region).add_auth(aws)
+
+    samples: dict[str, list[float]] = {"sign, Arco": [], "sign, botocore": []}
+    for _ in range(rounds // 100):  # batches of 100: one call is shorter than the clock's resolution is useful
+        samples["sign, Arco"].append(timed(lambda: [sign(request, ours) for _ in range(100)]) * 10)
+        samples["sign, botocore"].append(timed(lambda: [botocore() for _ in range(100)]) * 10)
+    print("\nremote signing, one request signed in process (microseconds)")
+    for label, values in samples.items():
+        print(f"  {label:<18} p50 {statistics.median(values):7.1f} us   "
+              f"x{statistics.median(values) / statistics.median(samples['sign, botocore']):.2f} of botocore")
 
 
 if __name__ == "__main__":

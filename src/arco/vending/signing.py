@@ -20,14 +20,14 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 from xml.etree import ElementTree
 
-from botocore.auth import UNSIGNED_PAYLOAD, S3SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
+from arco.storage.connections import host_header
+from arco.storage.sigv4 import UNSIGNED_HEADERS, authorization, canonical_query, header_value, timestamp
 
 _METHODS = frozenset({"PUT", "GET", "HEAD", "POST", "DELETE", "PATCH", "OPTIONS"})
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP header name (RFC 9110 token)
 # Replaced by signing, or (host) taken from the URI: a client-chosen Host could name another virtual-hosted bucket.
 _DROPPED = frozenset({"authorization", "x-amz-date", "date", "x-amz-security-token", "host"})
+_UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD"
 _UNSIGNED = frozenset({"range", "amz-sdk-invocation-id", "amz-sdk-request", "amz-sdk-retry"})
 # Headers that widen access beyond the table (ACLs) or block its later cleanup (object lock).
 _FORBIDDEN_HEADER = re.compile(r"x-amz-(acl|grant-.*|object-lock-.*|bypass-governance-retention)")
@@ -91,6 +91,10 @@ def parse_sign_request(payload: object) -> SignRequest:
     parts = urlsplit(uri)
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment or parts.username:
         raise InvalidSignRequest("'uri' must be an absolute http(s) URL without credentials or fragment")
+    try:
+        parts.port  # noqa: B018 - raises for a port that is not a number from 0 to 65535
+    except ValueError as exc:
+        raise InvalidSignRequest(f"'uri' has an invalid port: {exc}") from None
     raw_headers = payload.get("headers")
     if not isinstance(raw_headers, dict):
         raise InvalidSignRequest("'headers' must be an object of header name to list of values")
@@ -265,45 +269,41 @@ def may_sign(request: SignRequest, table_prefix: tuple[str, str], write_allowed:
     return None
 
 
-class _RemoteSigV4(S3SigV4Auth):
-    """botocore's S3 SigV4 with the payload hash chosen here (no body to hash) and volatile headers unsigned."""
-
-    def __init__(self, credentials: Credentials, region: str, payload_hash: str) -> None:
-        super().__init__(credentials, "s3", region)
-        self._payload_hash = payload_hash
-
-    def payload(self, request: AWSRequest) -> str:
-        return self._payload_hash
-
-    def headers_to_sign(self, request: AWSRequest) -> Any:
-        headers = super().headers_to_sign(request)
-        for name in _UNSIGNED:
-            del headers[name]
-        return headers
+def _host_of(uri: str) -> str:
+    parts = urlsplit(uri)
+    return host_header(parts.scheme, parts.hostname or "", parts.port)
 
 
-def sign(request: SignRequest, credentials: S3Credentials, region: str | None = None) -> dict[str, Any]:
+def sign(request: SignRequest, credentials: S3Credentials, region: str | None = None,
+         now: float | None = None) -> dict[str, Any]:
     """A RemoteSignResult for ``request``: its URI and the headers SigV4 adds (never the client's own).
 
-    Call :func:`may_sign` first: this signs anything. Signs with ``region`` (default: the request's). The payload
-    is ``UNSIGNED-PAYLOAD`` unless the client sent ``x-amz-content-sha256``; a request with a body (DeleteObjects)
-    is bound to that body's SHA-256, which storage that checks payload hashes (AWS S3) holds the client to.
+    Call :func:`may_sign` first: this signs anything. Signs with ``region`` (default: the request's), at ``now``
+    (default: the clock). The payload is ``UNSIGNED-PAYLOAD`` unless the client sent ``x-amz-content-sha256``; a
+    request with a body (DeleteObjects) is bound to that body's SHA-256, which storage that checks payload hashes
+    (AWS S3) holds the client to. The signature is the one botocore's S3 signer makes of the same request (the
+    unit tests compare them); :mod:`arco.storage.sigv4` computes it, in a sixth of the time.
     """
-    client = {name.lower(): (name, values) for name, values in request.headers.items()}
+    client = {name.lower(): values for name, values in request.headers.items()}
     if request.body is not None:
         payload_hash = hashlib.sha256(request.body.encode()).hexdigest()
-    elif "x-amz-content-sha256" in client and client["x-amz-content-sha256"][1]:
-        payload_hash = client["x-amz-content-sha256"][1][0]
+    elif client.get("x-amz-content-sha256"):
+        payload_hash = client["x-amz-content-sha256"][0]
     else:
-        payload_hash = UNSIGNED_PAYLOAD
-    aws = AWSRequest(method=request.method, url=request.uri)
-    for lname, (name, values) in client.items():
-        if lname not in _DROPPED:
-            for value in values:
-                aws.headers.add_header(name, value)
-    creds = Credentials(credentials.access_key_id, credentials.secret_access_key, credentials.session_token)
-    _RemoteSigV4(creds, region or request.region, payload_hash).add_auth(aws)
-    added = ["Authorization", "X-Amz-Date", "X-Amz-Security-Token"]
+        payload_hash = _UNSIGNED_PAYLOAD
+    stamp = timestamp(now)
+    canonical = {name: ",".join(header_value(v) for v in values) for name, values in client.items()
+                 if values and name not in _DROPPED and name not in _UNSIGNED and name not in UNSIGNED_HEADERS}
+    canonical.update({"host": _host_of(request.uri), "x-amz-date": stamp, "x-amz-content-sha256": payload_hash})
+    if credentials.session_token:
+        canonical["x-amz-security-token"] = credentials.session_token
+    parts = urlsplit(request.uri)
+    added = {"Authorization": [authorization(credentials.access_key_id, credentials.secret_access_key,
+                                             region or request.region, "s3", stamp, request.method, parts.path,
+                                             canonical_query(parts.query), canonical, payload_hash)],
+             "X-Amz-Date": [stamp]}
+    if credentials.session_token:
+        added["X-Amz-Security-Token"] = [credentials.session_token]
     if request.body is not None or "x-amz-content-sha256" not in client:
-        added.append("X-Amz-Content-SHA256")
-    return {"uri": request.uri, "headers": {n: aws.headers.get_all(n) for n in added if n in aws.headers}}
+        added["X-Amz-Content-SHA256"] = [payload_hash]
+    return {"uri": request.uri, "headers": added}

@@ -1,15 +1,20 @@
 """arco.vending.signing as a decision table: parsing RemoteSignRequest bodies, resolving the bucket and key an S3
 URI addresses, deciding whether a request stays inside a table, and the SigV4 signature itself (checked against
-an independent implementation of the algorithm, not against botocore)."""
+an independent implementation of the algorithm, and, header for header, against botocore's S3 signer, which signed
+these requests before)."""
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import hmac
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from botocore.auth import UNSIGNED_PAYLOAD, S3SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 
 from arco.vending.signing import (
     InvalidSignRequest,
@@ -53,6 +58,8 @@ def test_parse_accepts_what_pyiceberg_and_java_send() -> None:
     ({"uri": "s3://bucket/key"}, "'uri'"),
     ({"uri": "http://user:pw@host/b/k"}, "'uri'"),
     ({"uri": "/relative/path"}, "'uri'"),
+    ({"uri": "http://s3.amazonaws.com:99999/b/k"}, "invalid port"),
+    ({"uri": "http://s3.amazonaws.com:x/b/k"}, "invalid port"),
     ({"headers": ["Range"]}, "'headers'"),
     ({"headers": {"Range": "bytes=0-1"}}, "list of strings"),
     ({"headers": {"Range": [1]}}, "list of strings"),
@@ -328,3 +335,90 @@ def test_a_signature_covers_method_path_and_query() -> None:
     for method, uri in [("GET", f"{OBJ}/b?partNumber=1"), ("GET", f"{OBJ}/a?partNumber=2"), ("HEAD", request.uri)]:
         assert expected_signature(method, uri, sent, signed, amz_date, "us-east-1",
                                   CREDS.secret_access_key) != signature
+
+
+# --- the same headers as botocore ----------------------------------------------------------------------------------
+
+INSTANT = datetime.datetime(2026, 11, 26, 23, 59, 58, tzinfo=datetime.timezone.utc)
+DROPPED = {"authorization", "x-amz-date", "date", "x-amz-security-token", "host"}
+LEFT_UNSIGNED = {"range", "amz-sdk-invocation-id", "amz-sdk-request", "amz-sdk-retry"}
+
+
+class BotocoreRemoteSigV4(S3SigV4Auth):
+    """How this project signed remote-signing requests before: botocore's S3 SigV4 with the payload hash chosen
+    by the caller and the volatile headers unsigned."""
+
+    def __init__(self, credentials: Credentials, region: str, payload_hash: str) -> None:
+        super().__init__(credentials, "s3", region)
+        self._payload_hash = payload_hash
+
+    def payload(self, request: AWSRequest) -> str:
+        return self._payload_hash
+
+    def headers_to_sign(self, request: AWSRequest) -> Any:
+        headers = super().headers_to_sign(request)
+        for name in LEFT_UNSIGNED:
+            del headers[name]
+        return headers
+
+
+def botocore_sign(monkeypatch: pytest.MonkeyPatch, request: SignRequest, credentials: S3Credentials,
+                  region: str) -> dict[str, Any]:
+    monkeypatch.setattr("botocore.auth.get_current_datetime", lambda: INSTANT.replace(tzinfo=None))
+    client = {name.lower(): (name, values) for name, values in request.headers.items()}
+    if request.body is not None:
+        payload_hash = hashlib.sha256(request.body.encode()).hexdigest()
+    elif "x-amz-content-sha256" in client and client["x-amz-content-sha256"][1]:
+        payload_hash = client["x-amz-content-sha256"][1][0]
+    else:
+        payload_hash = UNSIGNED_PAYLOAD
+    aws = AWSRequest(method=request.method, url=request.uri)
+    for lname, (name, values) in client.items():
+        if lname not in DROPPED:
+            for value in values:
+                aws.headers.add_header(name, value)
+    creds = Credentials(credentials.access_key_id, credentials.secret_access_key, credentials.session_token)
+    BotocoreRemoteSigV4(creds, region, payload_hash).add_auth(aws)
+    added = ["Authorization", "X-Amz-Date", "X-Amz-Security-Token"]
+    if request.body is not None or "x-amz-content-sha256" not in client:
+        added.append("X-Amz-Content-SHA256")
+    return {"uri": request.uri, "headers": {n: aws.headers.get_all(n) for n in added if n in aws.headers}}
+
+
+SAME_AS_BOTOCORE = [
+    req("GET", f"{OBJ}/data/a%20b.parquet?x-id=GetObject",
+        {"User-Agent": ["aiobotocore/3"], "If-Match": ['"etag"'], "Range": ["bytes=0-9"],
+         "amz-sdk-invocation-id": ["abc"], "amz-sdk-request": ["attempt=1; max=3"], "Expect": ["100-continue"]}),
+    req("PUT", f"{OBJ}/a", {"x-amz-content-sha256": ["STREAMING-UNSIGNED-PAYLOAD-TRAILER"],
+                            "x-amz-checksum-crc32": ["8vjRIw=="], "Content-Length": ["21"]}),
+    req("PUT", f"{OBJ}/a", {"x-amz-content-sha256": []}),
+    req("HEAD", f"{OBJ}/%C3%B8%2Bx%3D1%26y.json"),
+    req("GET", f"{OBJ}/a", {"Authorization": ["AWS4-HMAC-SHA256 forged"], "X-Amz-Date": ["20000101T000000Z"],
+                            "Host": ["other-bucket.127.0.0.1:9000"], "Date": ["Sat, 01 Jan 2000 00:00:00 GMT"],
+                            "X-Amz-Security-Token": ["forged"]}),
+    req("POST", f"{EP}/{BUCKET}?delete", {"Content-MD5": ["abc="], "x-amz-content-sha256": ["UNSIGNED-PAYLOAD"]},
+        "<Delete><Object><Key>wh/db/t1/a</Key></Object></Delete>"),
+    # Several values of a header, joined with ','; white space trimmed and folded; an empty list sends none.
+    req("PUT", f"{OBJ}/a?partNumber=2&uploadId=x%2By",
+        {"X-Amz-Meta-A": ["  one  two ", "three"], "Content-Type": ["application/octet-stream"], "X-Empty": [],
+         "X-Blank": ["   "]}),
+    # The query as sent: sorted by name, then value; no '=' is an empty value; encodings kept.
+    req("GET", f"{EP}/{BUCKET}?prefix=wh%2Fdb%2Ft1%2F&list-type=2&delimiter=/&max-keys&start-after=a+b"),
+    req("GET", f"{EP}/{BUCKET}?uploads&prefix=wh/db/t1/"),
+    req("GET", "https://warehouse.s3.eu-west-1.amazonaws.com/wh/db/t1/a"),
+    req("GET", "https://warehouse.s3.eu-west-1.amazonaws.com:443/wh/db/t1/a"),
+    req("GET", "http://WAREHOUSE.S3.amazonaws.com:80/wh/db/t1/a"),
+    req("GET", "http://[::1]:9000/warehouse/wh/db/t1/a"),
+    req("GET", "http://warehouse.s3.amazonaws.com?list-type=2"),
+    req("DELETE", f"{OBJ}/a?uploadId=u1", {"x-amzn-trace-id": ["Root=1"], "Connection": ["keep-alive"]}),
+]
+
+
+@pytest.mark.parametrize("request_", SAME_AS_BOTOCORE, ids=[f"{r.method} {r.uri}" for r in SAME_AS_BOTOCORE])
+@pytest.mark.parametrize("token", [None, "session//token+="])
+@pytest.mark.parametrize("region", [None, "eu-west-1"])
+def test_the_same_headers_as_botocore(monkeypatch: pytest.MonkeyPatch, request_: SignRequest, token: str | None,
+                                      region: str | None) -> None:
+    credentials = S3Credentials(CREDS.access_key_id, CREDS.secret_access_key, token)
+    ours = sign(request_, credentials, region, now=INSTANT.timestamp())
+    assert ours == botocore_sign(monkeypatch, request_, credentials, region or request_.region)
