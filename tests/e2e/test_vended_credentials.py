@@ -163,9 +163,13 @@ def test_bad_delegation_requests(world: dict) -> None:
     unsupported = load(world, "bad.t", delegation="vended-credentials,carrier-pigeon")
     assert unsupported.status_code == 400
     assert "vended-credentials, remote-signing" in unsupported.json()["error"]["message"]
-    malformed = httpx.post(f"{world['server'].iceberg_uri}/v1/main/namespaces/bad/tables/t/sign", timeout=30,
-                           headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, json={"method": "GET"})
-    assert malformed.status_code == 400
+    sign_url = f"{world['server'].iceberg_uri}/v1/main/namespaces/bad/tables/t/sign"
+    for body in ({"method": "GET"},
+                 *({"method": "GET", "region": "us-east-1", "headers": {}, "uri": uri}
+                   for uri in ("http://[::1/b/k", "http://127.0.0.1:99999/b/k", "http://127.0.0.1:port/b/k"))):
+        malformed = httpx.post(sign_url, timeout=30, headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, json=body)
+        assert malformed.status_code == 400, (body, malformed.text)
+        assert malformed.json()["error"]["type"] == "BadRequestException"
 
 
 @pytest.mark.duckdb

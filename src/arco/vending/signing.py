@@ -88,13 +88,13 @@ def parse_sign_request(payload: object) -> SignRequest:
     if method not in _METHODS:
         raise InvalidSignRequest(f"'method' must be one of {sorted(_METHODS)}")
     uri = str(_str(payload, "uri"))
-    parts = urlsplit(uri)
+    try:
+        parts = urlsplit(uri)
+        parts.port  # noqa: B018 - raises for a port that is not a number from 0 to 65535
+    except ValueError as exc:  # an unclosed IPv6 bracket, a bad port
+        raise InvalidSignRequest(f"'uri' is not a valid URL: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment or parts.username:
         raise InvalidSignRequest("'uri' must be an absolute http(s) URL without credentials or fragment")
-    try:
-        parts.port  # noqa: B018 - raises for a port that is not a number from 0 to 65535
-    except ValueError as exc:
-        raise InvalidSignRequest(f"'uri' has an invalid port: {exc}") from None
     raw_headers = payload.get("headers")
     if not isinstance(raw_headers, dict):
         raise InvalidSignRequest("'headers' must be an object of header name to list of values")
