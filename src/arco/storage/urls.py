@@ -50,7 +50,10 @@ def normalize(raw: object) -> str:
     if "://" not in raw and not raw.lower().startswith("file:"):
         raise BadLocation(f"{raw!r} is not an absolute storage URL: use s3://bucket/path, gs://bucket/path, "
                           "abfss://container@account.dfs.core.windows.net/path or file:///absolute/path")
-    parts = urlsplit(raw)
+    try:
+        parts = urlsplit(raw)
+    except ValueError as exc:  # an unbalanced '[' or ']' in the host
+        raise BadLocation(f"{raw!r} is not a valid storage URL: {exc}") from None
     scheme = SCHEME_ALIASES.get(parts.scheme.lower())
     if scheme is None:
         raise BadLocation(f"unsupported storage scheme {parts.scheme!r}; supported: "

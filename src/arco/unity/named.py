@@ -76,8 +76,11 @@ def _render_credential(entry: SecurableEntry) -> dict[str, Any]:
 def check_url(raw: Any) -> str:
     if not isinstance(raw, str) or not raw:
         raise invalid("url is required")
-    parsed = urlparse(raw)
-    if parsed.scheme not in URL_SCHEMES or (parsed.scheme != "file" and not parsed.netloc):
+    try:
+        parsed = urlparse(raw)
+    except ValueError:  # an unbalanced '[' or ']' in the host
+        parsed = None
+    if parsed is None or parsed.scheme not in URL_SCHEMES or (parsed.scheme != "file" and not parsed.netloc):
         raise invalid(f"url must be a storage URL such as s3://bucket/path, gs://bucket/path, "
                       f"abfss://container@account.dfs.core.windows.net/path or file:///path; got {raw!r}")
     return raw.rstrip("/")

@@ -67,13 +67,15 @@ def parse_location(location: str) -> StorageLocation:
     cloud = _CLOUDS.get(scheme)
     if cloud is None:
         raise InvalidLocation(f"unsupported storage scheme {scheme!r} in {location!r}")
+    try:
+        parts = urlsplit(location)
+    except ValueError as exc:  # an unbalanced '[' or ']' in the host
+        raise InvalidLocation(f"{location!r} is not a valid storage URL: {exc}") from None
     if cloud == "local":
-        local = urlsplit(location)
-        return StorageLocation("local", scheme, "", local.netloc + local.path)
+        return StorageLocation("local", scheme, "", parts.netloc + parts.path)
     # Checked on the raw string: urlsplit would take "?" and "#" as delimiters and silently drop tabs and newlines.
     if _UNSAFE.search(location) or "#" in location:
         raise InvalidLocation(f"location {location!r} contains a character that cannot be scoped safely")
-    parts = urlsplit(location)
     bucket, account_host = parts.netloc, ""
     if cloud == "azure" and "@" in bucket:
         bucket, _, account_host = bucket.partition("@")

@@ -34,7 +34,7 @@ def test_spellings_of_one_place_are_one_canonical_url(given: str, canonical: str
     "s3://b/k\x7f", "s3://b/k%7F", "s3://b/k%1f/x", "s3://b/\x1fk",  # DEL and the last control character
     "http://example.com/x", "ftp://h/x", "s3://", "s3:///key", "s3://user@bucket/k", "s3://bucket:9000/k",
     "file://otherhost/etc", "s3://b/k?versionId=1", "s3://b/k#frag", "abfss://acct.dfs.core.windows.net/p",
-    "s3://b/" + "x" * 5000,
+    "s3://b/" + "x" * 5000, "s3://[b/k", "s3://b]/k", "file://[x/y",  # unbalanced brackets: no URL at all
 ])
 def test_hostile_or_malformed_locations_are_refused(hostile: object) -> None:
     with pytest.raises(BadLocation):

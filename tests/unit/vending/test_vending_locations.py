@@ -55,6 +55,8 @@ def test_url_is_the_normalised_prefix(location: str, url: str) -> None:
     "abfss://c@acct .dfs.core.windows.net/t",
     "ftp://host/wh/t",
     "hdfs://namenode/wh/t",
+    "s3://[bucket/wh/t",             # an unbalanced bracket: the URL parser itself refuses it
+    "file://[tmp/wh/t",
 ])
 def test_refused(location: str) -> None:
     with pytest.raises(InvalidLocation):
