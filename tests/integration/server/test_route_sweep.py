@@ -38,6 +38,10 @@ BODIES: list[bytes | None] = [
     b'{"comment": {"a": 1}}', b'{"properties": [1]}', b'{"storage_root": "file:///etc"}',
     b'{"storage_location": "../../x"}', b'{"location": "file:///tmp"}',
     b'{"metadata-location": "/etc/passwd", "name": "r"}',
+    # URLs the URL parser itself refuses (an unbalanced bracket in the host), wherever a route takes one.
+    b'{"name": "u", "location": "s3://[b/x", "storage_root": "s3://[b/x", "storage_location": "gs://b]/x", '
+    b'"url": "file://[x/y", "metadata-location": "s3://[b/m.json", "uri": "http://[::1/b/k", "method": "GET", '
+    b'"region": "us-east-1", "headers": {}}',
 ]
 AUTHORIZATIONS = [f"Bearer {ARCO_TOKEN}"] * 6 + [None, "Bearer bad", "Bearer " + "x" * 9000, "Bearer",
                                                  "Basic Zm9vOmJhcg=="]
