@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime, timedelta
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 from azure.core.exceptions import AzureError, ResourceExistsError
@@ -25,8 +24,6 @@ from arco.storage.base import (
     DoesNotExist,
     ListPage,
     MatchesVersion,
-    NotFound,
-    ObjectData,
     ObjectMeta,
     Precondition,
     PreconditionFailed,
@@ -37,7 +34,8 @@ from arco.storage.base import (
     Written,
 )
 from arco.storage.connections import requests_ca_bundle
-from arco.storage.object_calls import Reply, sent, unavailable
+from arco.storage.http_objects import HttpObjectReads
+from arco.storage.object_calls import Reply
 from arco.storage.prefixed import PrefixedKeys
 
 
@@ -69,7 +67,8 @@ def _wire(container: ContainerClient) -> AzureWire:
                      ca_file=requests_ca_bundle())
 
 
-class AzureBackend(PrefixedKeys, StorageBackend):
+class AzureBackend(HttpObjectReads, PrefixedKeys, StorageBackend):
+    store_name = "Azure"
     capabilities = Capabilities(conditional_put=True, conditional_delete=True)
 
     def __init__(self, container: str, prefix: str, options: dict[str, str] | None = None,
@@ -87,39 +86,8 @@ class AzureBackend(PrefixedKeys, StorageBackend):
         self._container: ContainerClient = _service(options).get_container_client(container)
         self._wire = _wire(self._container)
 
-    def _send(self, method: str, key: str, headers: dict[str, str] | None = None, body: bytes = b"",
-              retry: bool = True) -> Reply:
-        return sent("Azure", method, key,
-                    lambda: self._wire.send(method, self._key(key), headers=headers, body=body, retry=retry))
-
-    @staticmethod
-    def _unavailable(method: str, key: str, reply: Reply) -> StorageUnavailable:
-        return unavailable("Azure", method, key, reply)
-
-    def _blob(self, key: str, reply: Reply) -> ObjectData:
-        if reply.status == 200:
-            return ObjectData(data=reply.data, version=_etag(reply.etag))
-        if reply.status == 404:
-            raise NotFound(key)
-        raise self._unavailable("GET", key, reply)
-
-    def get(self, key: str) -> ObjectData:
-        return self._blob(key, self._send("GET", key))
-
-    def get_if_changed(self, key: str, version: str) -> ObjectData | None:
-        """A GET with ``If-None-Match: <etag>``: answered 304 without the blob when it is unchanged."""
-        reply = self._send("GET", key, headers={"If-None-Match": version})
-        return None if reply.status == 304 else self._blob(key, reply)
-
-    def head(self, key: str) -> ObjectMeta | None:
-        reply = self._send("HEAD", key)
-        if reply.status == 404:
-            return None
-        if reply.status != 200:
-            raise self._unavailable("HEAD", key, reply)
-        modified = reply.headers.get("Last-Modified")
-        return ObjectMeta(key=key, size=int(reply.headers.get("Content-Length") or 0), version=_etag(reply.etag),
-                          modified_at=parsedate_to_datetime(modified).timestamp() if modified else 0.0)
+    def _version(self, reply: Reply) -> str:
+        return _etag(reply.etag)
 
     def put(self, key: str, data: bytes, precondition: Precondition = None) -> WriteResult:
         headers = {"x-ms-blob-type": "BlockBlob", "Content-Type": "application/octet-stream"}

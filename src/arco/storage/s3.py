@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import boto3
@@ -31,8 +30,6 @@ from arco.storage.base import (
     DoesNotExist,
     ListPage,
     MatchesVersion,
-    NotFound,
-    ObjectData,
     ObjectMeta,
     Precondition,
     PreconditionFailed,
@@ -42,7 +39,7 @@ from arco.storage.base import (
     WriteResult,
     Written,
 )
-from arco.storage.object_calls import Reply, sent, unavailable
+from arco.storage.http_objects import HttpObjectReads
 from arco.storage.prefixed import PrefixedKeys
 from arco.storage.s3_wire import S3Wire
 
@@ -89,7 +86,8 @@ def _epoch(value: datetime | None) -> float:
     return value.timestamp() if value else 0.0
 
 
-class S3Backend(PrefixedKeys, StorageBackend):
+class S3Backend(HttpObjectReads, PrefixedKeys, StorageBackend):
+    store_name = "S3"
     capabilities = Capabilities(conditional_put=True, conditional_delete=True)
 
     def __init__(self, bucket: str, prefix: str, options: dict[str, str] | None = None) -> None:
@@ -104,41 +102,6 @@ class S3Backend(PrefixedKeys, StorageBackend):
         self._wire = S3Wire(endpoint_url=self._client.meta.endpoint_url, bucket=bucket,
                             region=self._client.meta.region_name, path_style=_path_style(options),
                             credentials=session.get_credentials())
-
-    def _send(self, method: str, key: str, headers: dict[str, str] | None = None, body: bytes = b"",
-              retry: bool = True) -> Reply:
-        return sent("S3", method, key,
-                    lambda: self._wire.send(method, self._key(key), headers=headers, body=body, retry=retry))
-
-    @staticmethod
-    def _unavailable(method: str, key: str, reply: Reply) -> StorageUnavailable:
-        return unavailable("S3", method, key, reply)
-
-    def _object(self, key: str, reply: Reply) -> ObjectData:
-        """A GET's answer: the object, or why there is none."""
-        if reply.status == 200:
-            return ObjectData(data=reply.data, version=reply.etag)
-        if reply.status == 404:
-            raise NotFound(key)
-        raise self._unavailable("GET", key, reply)
-
-    def get(self, key: str) -> ObjectData:
-        return self._object(key, self._send("GET", key))
-
-    def get_if_changed(self, key: str, version: str) -> ObjectData | None:
-        """A GET with ``If-None-Match: <etag>``: S3 answers 304 with no body when the object is unchanged."""
-        reply = self._send("GET", key, headers={"If-None-Match": version})
-        return None if reply.status == 304 else self._object(key, reply)
-
-    def head(self, key: str) -> ObjectMeta | None:
-        reply = self._send("HEAD", key)
-        if reply.status == 404:
-            return None
-        if reply.status != 200:
-            raise self._unavailable("HEAD", key, reply)
-        modified = reply.headers.get("Last-Modified")
-        return ObjectMeta(key=key, size=int(reply.headers.get("Content-Length", 0)), version=reply.etag,
-                          modified_at=parsedate_to_datetime(modified).timestamp() if modified else 0.0)
 
     def put(self, key: str, data: bytes, precondition: Precondition = None) -> WriteResult:
         headers: dict[str, str] = {}
