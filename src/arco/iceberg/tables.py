@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -329,18 +330,13 @@ class TableService:
 
     def drop(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, principal: str,
              source: dict[str, Any] | None = None, tag: str | None = None) -> TableEntry:
-        dropped: dict[str, TableEntry] = {}
-
-        def build(state: CatalogState) -> dict[str, Any]:
+        def find(state: CatalogState) -> TableEntry:
             state.namespace(catalog.id, namespace)
-            entry = _iceberg_table(state, catalog, namespace, name)
-            dropped["entry"] = entry
-            return {"op": "drop_table", "id": entry.id, "location": entry.location, "managed": entry.managed,
-                    "catalog_id": entry.catalog_id}
+            return _iceberg_table(state, catalog, namespace, name)
 
-        self.store.execute(build, principal=principal, request=tag, source=source)
-        self.tombstone(dropped["entry"].id)
-        return dropped["entry"]
+        entry = drop_entry(self.store, find, principal, source, tag)
+        self.tombstone(entry.id)
+        return entry
 
     def last_metadata_location(self, table_uuid: str) -> str:
         """The metadata file a table (dropped or unregistered, so its pointer final) last pointed to."""
@@ -379,6 +375,22 @@ class TableService:
             return {"op": "rename_table", "id": entry.id, "namespace": list(target), "name": new_name}
 
         self.store.execute(build, principal=principal, request=tag, source=source)
+
+
+def drop_entry(store: CatalogStore, find: Callable[[CatalogState], TableEntry], principal: str,
+               source: dict[str, Any] | None, tag: str | None) -> TableEntry:
+    """Drop the table or view ``find`` names in the state, in one Tier 1 operation (``drop_table``, which keeps
+    what a later purge needs); the entry dropped."""
+    dropped: list[TableEntry] = []
+
+    def build(state: CatalogState) -> dict[str, Any]:
+        entry = find(state)
+        dropped[:] = [entry]
+        return {"op": "drop_table", "id": entry.id, "location": entry.location, "managed": entry.managed,
+                "catalog_id": entry.catalog_id}
+
+    store.execute(build, principal=principal, request=tag, source=source)
+    return dropped[0]
 
 
 def _iceberg_table(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> TableEntry:

@@ -46,7 +46,7 @@ from arco.iceberg.paging import page
 from arco.iceberg.placement import Placement
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
 from arco.iceberg.run_once import run_once
-from arco.iceberg.tables import TableService
+from arco.iceberg.tables import TableService, drop_entry
 from arco.storage.base import StorageBackend
 from arco.storage.urls import within
 
@@ -258,17 +258,10 @@ class ViewService:
 
     def drop(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, principal: str,
              source: dict[str, Any] | None = None, tag: str | None = None) -> TableEntry:
-        dropped: dict[str, TableEntry] = {}
-
-        def build(state: CatalogState) -> dict[str, Any]:
-            entry = _iceberg_view(state, catalog, namespace, name)
-            dropped["entry"] = entry
-            return {"op": "drop_table", "id": entry.id, "location": entry.location, "managed": entry.managed,
-                    "catalog_id": entry.catalog_id}
-
-        self.store.execute(build, principal=principal, request=tag, source=source)
-        self.tombstone(dropped["entry"].id)
-        return dropped["entry"]
+        entry = drop_entry(self.store, lambda state: _iceberg_view(state, catalog, namespace, name), principal,
+                           source, tag)
+        self.tombstone(entry.id)
+        return entry
 
     def tombstone(self, view_uuid: str) -> None:
         self.tables.tombstone(view_uuid)  # views' pointers live beside tables', in the same store
