@@ -90,8 +90,7 @@ class AzureWire:
         payload = body if method == "PUT" else None  # a PUT always carries a body (Content-Length: 0 if empty)
         signed = self.signed_headers(method, path, headers, payload)
         target = f"{path}?{self._sas}" if self._sas else path
-        response = self._pool.request(method, target, signed, payload)
-        return Reply(status=response.status, headers=response.headers, data=response.data)
+        return Reply.of(self._pool.request(method, target, signed, payload))
 
     def close(self) -> None:
         self._pool.close()

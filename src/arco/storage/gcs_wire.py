@@ -94,8 +94,7 @@ class GcsWire:
 
         def once() -> Reply:
             sent = {**(headers or {}), **self.authorization()}
-            response = self._pool.request(method, target, sent, body if method == "POST" else None)
-            return Reply(status=response.status, headers=response.headers, data=response.data)
+            return Reply.of(self._pool.request(method, target, sent, body if method == "POST" else None))
 
         return send_with_retries(once, f"{method} {path.rsplit('/', 1)[-1]!r}", self._attempts if retry else 1)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from arco.storage.backoff import backoff_delay
 from arco.storage.base import StorageUnavailable
-from arco.storage.connections import Headers, TransportError
+from arco.storage.connections import Headers, Response, TransportError
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _ERROR_CODE = re.compile(rb"<Code>([^<]*)</Code>")
@@ -28,6 +28,10 @@ class Reply:
     status: int
     headers: Headers  # a case-insensitive ``get``
     data: bytes
+
+    @classmethod
+    def of(cls, response: Response) -> Reply:
+        return cls(status=response.status, headers=response.headers, data=response.data)
 
     @property
     def etag(self) -> str:

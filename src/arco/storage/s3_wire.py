@@ -80,8 +80,7 @@ class S3Wire:
         path = self._base_path + _quoted(full_key)
         signed = self.signed_headers(method, path, headers, body)
         # A PUT always carries a body (Content-Length: 0 for an empty object); the other calls never do.
-        response = self._pool.request(method, path, signed, body if method == "PUT" else None)
-        return Reply(status=response.status, headers=response.headers, data=response.data)
+        return Reply.of(self._pool.request(method, path, signed, body if method == "PUT" else None))
 
     def signed_headers(self, method: str, path: str, headers: dict[str, str], body: bytes,
                        now: float | None = None) -> dict[str, str]:

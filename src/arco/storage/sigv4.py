@@ -25,8 +25,8 @@ from typing import Any
 from urllib.parse import quote
 
 # Headers botocore leaves unsigned (hop-by-hop ones, and those a proxy may rewrite).
-UNSIGNED_HEADERS = frozenset({"connection", "expect", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
-                       "trailer", "transfer-encoding", "upgrade", "user-agent", "x-amzn-trace-id"})
+UNSIGNED_HEADERS = frozenset({"connection", "expect", "keep-alive", "proxy-authenticate", "proxy-authorization",
+                              "te", "trailer", "transfer-encoding", "upgrade", "user-agent", "x-amzn-trace-id"})
 _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 _ALGORITHM = "AWS4-HMAC-SHA256"
 
@@ -64,13 +64,11 @@ def authorization(access_key: str, secret: str, region: str, service: str, stamp
     """The ``Authorization`` header of a request: ``path`` exactly as sent, ``query`` canonical
     (:func:`canonical_query`), ``canonical_headers`` every signed header by lower-case name with its canonical
     value (values trimmed, inner runs of white space folded, several values joined with ``,``)."""
-    names = sorted(canonical_headers)
-    signed_names = ";".join(names)
-    request = "\n".join((method.upper(), path, query, "".join(f"{n}:{canonical_headers[n]}\n" for n in names),
-                         signed_names, payload))
-    scope = f"{stamp[:8]}/{region}/{service}/aws4_request"
-    return (f"{_ALGORITHM} Credential={access_key}/{scope}, SignedHeaders={signed_names}, "
-            f"Signature={_signature(secret, stamp, region, service, request)}")
+    signed_names = ";".join(sorted(canonical_headers))
+    signature = _signature(secret, stamp, region, service,
+                           _canonical_request(method, path, query, canonical_headers, payload))
+    return (f"{_ALGORITHM} Credential={access_key}/{_scope(stamp[:8], region, service)}, "
+            f"SignedHeaders={signed_names}, Signature={signature}")
 
 
 def header_value(value: str) -> str:
@@ -78,9 +76,19 @@ def header_value(value: str) -> str:
     return " ".join(value.split())
 
 
+def _scope(day: str, region: str, service: str) -> str:
+    return f"{day}/{region}/{service}/aws4_request"
+
+
+def _canonical_request(method: str, path: str, query: str, canonical_headers: dict[str, str], payload: str) -> str:
+    names = sorted(canonical_headers)
+    return "\n".join((method.upper(), path, query, "".join(f"{n}:{canonical_headers[n]}\n" for n in names),
+                      ";".join(names), payload))
+
+
 def _signature(secret: str, stamp: str, region: str, service: str, canonical_request: str) -> str:
     digest = hashlib.sha256(canonical_request.encode("utf-8")).hexdigest()
-    to_sign = f"{_ALGORITHM}\n{stamp}\n{stamp[:8]}/{region}/{service}/aws4_request\n{digest}"
+    to_sign = f"{_ALGORITHM}\n{stamp}\n{_scope(stamp[:8], region, service)}\n{digest}"
     key = _signing_key(secret, stamp[:8], region, service)
     return hmac.new(key, to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
 
@@ -92,9 +100,6 @@ class SigV4Signer:
     def __init__(self, credentials: Any, region: str, service: str = "s3") -> None:
         self._credentials = credentials
         self._region, self._service = region, service
-
-    def _scope(self, day: str) -> str:
-        return f"{day}/{self._region}/{self._service}/aws4_request"
 
     def headers(self, method: str, path: str, host: str, headers: dict[str, str], body: bytes,
                 now: float | None = None) -> dict[str, str]:
@@ -120,13 +125,11 @@ class SigV4Signer:
         ``now``: only the Host header signed, the payload unsigned (S3's query-string authentication)."""
         frozen = self._credentials.get_frozen_credentials()
         stamp = timestamp(now)
-        scope = self._scope(stamp[:8])
+        scope = _scope(stamp[:8], self._region, self._service)
         params = [("X-Amz-Algorithm", _ALGORITHM), ("X-Amz-Credential", f"{frozen.access_key}/{scope}"),
                   ("X-Amz-Date", stamp), ("X-Amz-Expires", str(expires_s)), ("X-Amz-SignedHeaders", "host")]
         if frozen.token is not None:
             params.append(("X-Amz-Security-Token", frozen.token))
-        encoded = [(_query_encoded(name), _query_encoded(value)) for name, value in params]
-        canonical_query = "&".join(f"{name}={value}" for name, value in sorted(encoded))
-        request = "\n".join(("GET", path, canonical_query, f"host:{host}\n", "host", "UNSIGNED-PAYLOAD"))
-        signature = _signature(frozen.secret_key, stamp, self._region, self._service, request)
-        return "&".join(f"{name}={value}" for name, value in encoded) + f"&X-Amz-Signature={signature}"
+        query = "&".join(f"{_query_encoded(name)}={_query_encoded(value)}" for name, value in params)
+        request = _canonical_request("GET", path, canonical_query(query), {"host": host}, "UNSIGNED-PAYLOAD")
+        return f"{query}&X-Amz-Signature={_signature(frozen.secret_key, stamp, self._region, self._service, request)}"

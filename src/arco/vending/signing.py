@@ -30,6 +30,9 @@ _DROPPED = frozenset({"authorization", "x-amz-date", "date", "x-amz-security-tok
 _UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD"
 _UNSIGNED = frozenset({"range", "amz-sdk-invocation-id", "amz-sdk-request", "amz-sdk-retry"})
 # Headers that widen access beyond the table (ACLs) or block its later cleanup (object lock).
+# What the signature leaves out of the client's headers: those signing replaces, those that vary per attempt, and
+# those SigV4 never signs.
+_NOT_SIGNED = _DROPPED | _UNSIGNED | UNSIGNED_HEADERS
 _FORBIDDEN_HEADER = re.compile(r"x-amz-(acl|grant-.*|object-lock-.*|bypass-governance-retention)")
 _AWS_HOST = re.compile(r"(?:(?P<bucket>.+)\.)?s3(?:[.-][a-z0-9-]+)*\.amazonaws\.com(?:\.cn)?(?::\d+)?")
 _LIST = {"list-type", "prefix", "delimiter", "continuation-token", "start-after", "max-keys", "encoding-type",
@@ -269,11 +272,6 @@ def may_sign(request: SignRequest, table_prefix: tuple[str, str], write_allowed:
     return None
 
 
-def _host_of(uri: str) -> str:
-    parts = urlsplit(uri)
-    return host_header(parts.scheme, parts.hostname or "", parts.port)
-
-
 def sign(request: SignRequest, credentials: S3Credentials, region: str | None = None,
          now: float | None = None) -> dict[str, Any]:
     """A RemoteSignResult for ``request``: its URI and the headers SigV4 adds (never the client's own).
@@ -292,12 +290,13 @@ def sign(request: SignRequest, credentials: S3Credentials, region: str | None = 
     else:
         payload_hash = _UNSIGNED_PAYLOAD
     stamp = timestamp(now)
+    parts = urlsplit(request.uri)
     canonical = {name: ",".join(header_value(v) for v in values) for name, values in client.items()
-                 if values and name not in _DROPPED and name not in _UNSIGNED and name not in UNSIGNED_HEADERS}
-    canonical.update({"host": _host_of(request.uri), "x-amz-date": stamp, "x-amz-content-sha256": payload_hash})
+                 if values and name not in _NOT_SIGNED}
+    canonical.update({"host": host_header(parts.scheme, parts.hostname or "", parts.port), "x-amz-date": stamp,
+                      "x-amz-content-sha256": payload_hash})
     if credentials.session_token:
         canonical["x-amz-security-token"] = credentials.session_token
-    parts = urlsplit(request.uri)
     added = {"Authorization": [authorization(credentials.access_key_id, credentials.secret_access_key,
                                              region or request.region, "s3", stamp, request.method, parts.path,
                                              canonical_query(parts.query), canonical, payload_hash)],
