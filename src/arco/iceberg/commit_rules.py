@@ -105,8 +105,9 @@ def check_guardrails(updates: Sequence[TableUpdate], allowed_location: str | Non
     """
     for update in updates:
         if isinstance(update, SetLocationUpdate) and not _same_place(update.location, allowed_location):
-            raise BadRequest("set-location is not allowed: Arco owns table locations (create a new table to move "
-                             "data, or register it from an external location)")
+            where = f"this table's is {allowed_location}; " if allowed_location else ""
+            raise BadRequest(f"set-location to another place is refused: Arco owns table locations ({where}create a "
+                             f"new table to move data, or register it from an external location)")
         if isinstance(update, SetPropertiesUpdate):
             check_reserved_properties(list(update.updates))
             if allowed_location:

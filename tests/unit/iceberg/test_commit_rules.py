@@ -225,3 +225,11 @@ def test_a_group_that_changes_nothing_adds_no_log_entry() -> None:
     start = base()
     running, changed = rules.apply_member_updates(start, [])
     assert not changed and rules.close_group(start, running, "file:///wh/0.json", changed).metadata_log == []
+
+
+def test_set_location_is_accepted_only_where_the_table_already_is() -> None:
+    same = rules.parse_updates([{"action": "set-location", "location": "file:/wh/t/"}])
+    rules.check_guardrails(same, allowed_location="file:///wh/t")  # another spelling of the same place
+    moved = rules.parse_updates([{"action": "set-location", "location": "file:///wh/elsewhere"}])
+    with pytest.raises(BadRequest, match=r"set-location to another place is refused.*this table's is file:///wh/t;"):
+        rules.check_guardrails(moved, allowed_location="file:///wh/t")
