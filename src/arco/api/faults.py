@@ -19,6 +19,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arco.api.errors import error_body, error_headers, surface_of
@@ -104,6 +105,10 @@ class ContainErrors:
 
         try:
             await self.app(scope, receive, tracked)
+        except ClientDisconnect:
+            # The client left before its request's body had arrived (or sent one the HTTP parser refused): no one
+            # is there to answer, and nothing went wrong here.
+            log.info("the client went away during %s %s", scope.get("method"), scope.get("path"))
         except Exception as exc:
             if started:
                 raise

@@ -50,7 +50,7 @@ from pyiceberg.utils.datetime import datetime_to_millis
 
 from arco.catalog import locations
 from arco.iceberg.errors import BadRequest, CommitFailed, InvalidArgument
-from arco.iceberg.malformed import MALFORMED, describe
+from arco.iceberg.malformed import MALFORMED, check_schema_limits, describe
 from arco.storage.urls import BadLocation, normalize, within
 
 RESERVED_PROPERTY_PREFIX = "arco."
@@ -85,6 +85,9 @@ def parse_updates(raw: Any) -> list[TableUpdate]:
                 isinstance(values, dict) and all(isinstance(v, str) for v in values.values())):
             raise BadRequest("set-properties: 'updates' must be an object of string values")
     try:
+        for update in raw:
+            if update.get("action") == "add-schema":
+                check_schema_limits(update.get("schema"), "add-schema's schema")
         return _updates_adapter.validate_python(raw)
     except MALFORMED as exc:
         raise BadRequest(f"invalid update: {describe(exc)}") from None

@@ -3,11 +3,15 @@
 Pydantic reports a wrong shape as its ``ValidationError``, but PyIceberg's own validators also raise past it:
 their ``ValidationError`` (not pydantic's: ``"decimal(a,b)"``), ``KeyError`` (a list type without its element),
 ``AttributeError`` (a null where a validator expects an object), ``TypeError`` and ``ValueError`` (a transform
-such as ``bucket[x]``). Each is the client's mistake, answered 400, so every parse of client JSON into a PyIceberg
-model catches :data:`MALFORMED`, not a subset of it.
+such as ``bucket[x]``), and their recursive validators and visitors raise ``RecursionError`` for a type nested
+too deeply (about 80 levels of structs). Each is the client's mistake, answered 400, so every parse of client JSON
+into a PyIceberg model catches :data:`MALFORMED`, not a subset of it.
 """
 
 from __future__ import annotations
+
+import re
+from typing import Any
 
 from pydantic import ValidationError
 from pyiceberg.exceptions import ValidationError as IcebergValidationError
@@ -16,7 +20,7 @@ from pyiceberg.exceptions import ValidationError as IcebergValidationError
 _JSON_NAMES = {"element_type": "element", "key_type": "key", "value_type": "value"}
 
 MALFORMED: tuple[type[Exception], ...] = (ValidationError, IcebergValidationError, ValueError, TypeError, KeyError,
-                                          IndexError, AttributeError)
+                                          IndexError, AttributeError, RecursionError)
 
 
 def describe(error: Exception, limit: int = 5) -> str:
@@ -28,7 +32,59 @@ def describe(error: Exception, limit: int = 5) -> str:
             message = item.get("msg", "invalid")
             parts.append(f"{where}: {message}" if where else message)
         return "; ".join(parts) or "invalid"
+    if isinstance(error, RecursionError):
+        return "nested too deeply"
     if isinstance(error, KeyError):
         name = str(error.args[0]) if error.args else ""
         return f"missing field '{_JSON_NAMES.get(name, name)}'" if name else "a field is missing"
     return str(error) or type(error).__name__
+
+
+# Types nested deeper than this are refused before PyIceberg parses them: its recursion gives out at about 80
+# levels of structs, and a schema it parsed must still go through id assignment, updates and serialization.
+MAX_TYPE_NESTING = 50
+# Java's engines read a fixed type's length as an int: a longer one would make the table unreadable to them.
+MAX_FIXED_LENGTH = 2**31 - 1
+_FIXED = re.compile(r"fixed\[\s*(\d+)\s*\]")
+
+
+def type_nesting(schema: Any) -> int:
+    """How many struct, list and map types are nested in a schema's JSON at its deepest (a schema itself: 1).
+    Shapes that are not types count nothing: the parser reports those."""
+    return _walk(schema)[0]
+
+
+def _walk(schema: Any) -> tuple[int, int]:
+    """The deepest nesting of types in a schema's JSON, and the longest fixed type's length (0: none)."""
+    deepest = longest = 0
+    pending: list[tuple[Any, int]] = [(schema, 0)]
+    while pending:
+        node, depth = pending.pop()
+        if isinstance(node, str):
+            if fixed := _FIXED.fullmatch(node.strip()):
+                longest = max(longest, int(fixed.group(1)))
+            continue
+        if not isinstance(node, dict):
+            continue
+        kind = node.get("type")
+        if kind == "struct" and isinstance(node.get("fields"), list):
+            children = [field.get("type") for field in node["fields"] if isinstance(field, dict)]
+        elif kind == "list":
+            children = [node.get("element")]
+        elif kind == "map":
+            children = [node.get("key"), node.get("value")]
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        pending.extend((child, depth + 1) for child in children)
+    return deepest, longest
+
+
+def check_schema_limits(schema: Any, what: str = "schema") -> None:
+    """Refuse (ValueError, reported as any malformed schema is) a schema nesting more than MAX_TYPE_NESTING types,
+    or with a fixed type longer than MAX_FIXED_LENGTH."""
+    depth, longest = _walk(schema)
+    if depth > MAX_TYPE_NESTING:
+        raise ValueError(f"{what} nests types {depth} deep; at most {MAX_TYPE_NESTING} levels are supported")
+    if longest > MAX_FIXED_LENGTH:
+        raise ValueError(f"{what} has a fixed[{longest}] type; a fixed type is at most {MAX_FIXED_LENGTH} bytes")

@@ -50,7 +50,7 @@ from arco.iceberg.commit_rules import (
 from arco.iceberg.errors import AlreadyExists, BadRequest, IcebergError, NoSuchTable
 from arco.iceberg.file_names import attempt_part, metadata_file_location
 from arco.iceberg.group_commit import Coalescer, GroupRecords
-from arco.iceberg.malformed import MALFORMED, describe
+from arco.iceberg.malformed import MALFORMED, check_schema_limits, describe
 from arco.iceberg.metadata_files import MetadataFiles, ViewFiles
 from arco.iceberg.name_conflicts import refuse_rename_onto, refuse_taken
 from arco.iceberg.paging import page
@@ -216,6 +216,7 @@ class TableService:
         location = requested if requested and not place.managed else place.location
         locations.check_write_paths(properties, location)
         try:
+            check_schema_limits(body.get("schema"))
             schema = Schema.model_validate(body.get("schema"))
             spec = PartitionSpec.model_validate(body["partition-spec"]) if body.get("partition-spec") \
                 else UNPARTITIONED_PARTITION_SPEC

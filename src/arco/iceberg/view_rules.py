@@ -27,7 +27,7 @@ from pyiceberg.view.metadata import ViewMetadata, ViewVersion
 
 from arco.iceberg.commit_rules import check_reserved_properties
 from arco.iceberg.errors import BadRequest, CommitFailed, InvalidArgument
-from arco.iceberg.malformed import MALFORMED, describe
+from arco.iceberg.malformed import MALFORMED, check_schema_limits, describe
 from arco.iceberg.view_builder import (
     ViewBuilder,
     ViewUpdate,
@@ -55,6 +55,7 @@ def parse_schema(raw: Any, what: str = "schema") -> Schema:
     if not isinstance(raw, dict):
         raise BadRequest(f"'{what}' must be an Iceberg schema object")
     try:
+        check_schema_limits(raw, what)
         return Schema.model_validate(raw)
     except MALFORMED as exc:
         raise BadRequest(f"invalid {what}: {describe(exc, limit=1)}") from None

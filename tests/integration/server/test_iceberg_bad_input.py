@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import time
+
 import httpx
 import pytest
 
@@ -105,6 +108,7 @@ MALFORMED_TYPES = [
     ({"type": "list", "element-id": 2, "element": {"type": "map"}, "element-required": False}, "key"),
     ("decimal(a,b)", "decimal(a,b)"),
     ("fixed[x]", "fixed[x]"),
+    ("fixed[2147483648]", "fixed[2147483648] type; a fixed type is at most"),  # accepted before: unreadable by Java
 ]
 
 
@@ -113,19 +117,55 @@ def test_malformed_types_in_a_schema_are_bad_requests_everywhere_a_schema_is_rea
         client: httpx.Client, field_type: object, named: str) -> None:
     before = state(client)
     schema = {"type": "struct", "fields": [{"id": 1, "name": "x", "required": False, "type": field_type}]}
-    version = {"version-id": 1, "schema-id": 0, "timestamp-ms": 1, "summary": {}, "default-namespace": ["db"],
-               "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}]}
-    for response in (client.post("/namespaces/db/tables/t", json={"updates": [{"action": "add-schema",
-                                                                               "schema": schema}]}),
-                     client.post("/namespaces/db/tables", json={"name": "typed", "schema": schema}),
-                     client.post("/namespaces/db/views", json={"name": "typed", "schema": schema,
-                                                               "view-version": version}),
-                     client.post("/transactions/commit", json={"table-changes": [{
-                         "identifier": {"namespace": ["db"], "name": "t"},
-                         "updates": [{"action": "add-schema", "schema": schema}]}]})):
+    for response in posts_of_a_schema(client, schema):
         assert named in assert_error(response, 400, "BadRequestException")
     assert state(client) == before
     assert client.get("/namespaces/db/views").json()["identifiers"] == []
+
+
+def posts_of_a_schema(client: httpx.Client, schema: dict) -> list[httpx.Response]:
+    """The answers of every request that reads a client's schema: a commit's add-schema, a create table, a create
+    view and a transaction's add-schema."""
+    version = {"version-id": 1, "schema-id": 0, "timestamp-ms": 1, "summary": {}, "default-namespace": ["db"],
+               "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}]}
+    return [client.post("/namespaces/db/tables/t", json={"updates": [{"action": "add-schema", "schema": schema}]}),
+            client.post("/namespaces/db/tables", json={"name": "typed", "schema": schema}),
+            client.post("/namespaces/db/views", json={"name": "typed", "schema": schema, "view-version": version}),
+            client.post("/transactions/commit", json={"table-changes": [{
+                "identifier": {"namespace": ["db"], "name": "t"},
+                "updates": [{"action": "add-schema", "schema": schema}]}]})]
+
+
+def nested_schema(levels: int, kind: str = "struct") -> dict:
+    """A schema nesting ``levels`` types: itself, then ``levels - 1`` structs or lists inside its one field."""
+    inner: object = "long"
+    for i in range(levels - 1):
+        inner = ({"type": "struct", "fields": [{"id": 100 + i, "name": f"f{i}", "required": False, "type": inner}]}
+                 if kind == "struct" else
+                 {"type": "list", "element-id": 100 + i, "element": inner, "element-required": False})
+    return {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "a", "required": False, "type": inner}]}
+
+
+@pytest.mark.parametrize(("levels", "kind"), [(51, "struct"), (90, "struct"), (300, "struct"), (300, "list")])
+def test_schemas_nested_too_deeply_are_bad_requests(client: httpx.Client, levels: int, kind: str) -> None:
+    # 90 and more structs took PyIceberg's recursion past Python's limit: a 500 before the bound.
+    before = state(client)
+    for response in posts_of_a_schema(client, nested_schema(levels, kind)):
+        assert f"nests types {levels} deep; at most 50" in assert_error(response, 400, "BadRequestException")
+    assert state(client) == before
+    assert client.get("/namespaces/db/views").json()["identifiers"] == []
+
+
+def test_a_schema_nested_to_the_limit_is_created_loaded_and_evolved(client: httpx.Client) -> None:
+    created = client.post("/namespaces/db/tables", json={"name": "deep", "schema": nested_schema(50)})
+    assert created.status_code == 200, created.text
+    evolved = client.post("/namespaces/db/tables/deep", json={"updates": [
+        {"action": "add-schema", "schema": {**nested_schema(50, "list"), "schema-id": 1}},
+        {"action": "set-current-schema", "schema-id": -1}]})
+    assert evolved.status_code == 200, evolved.text
+    loaded = client.get("/namespaces/db/tables/deep").json()["metadata"]
+    assert loaded["current-schema-id"] == 1 and len(loaded["schemas"]) == 2
+    assert client.delete("/namespaces/db/tables/deep").status_code == 204
 
 
 def test_a_malformed_transform_is_a_bad_request(client: httpx.Client) -> None:
@@ -212,3 +252,24 @@ def test_etag_and_if_none_match(client: httpx.Client) -> None:
     refs = client.get("/namespaces/db/tables/t", params={"snapshots": "refs"})
     assert refs.status_code == 200 and refs.headers["etag"] != changed.headers["etag"]
     assert_error(client.get("/namespaces/db/tables/t", params={"snapshots": "some"}), 400, "BadRequestException")
+
+
+@pytest.mark.parametrize("tail", [
+    b"Content-Length: 100\r\n\r\n{\"namespace\": [",  # the client leaves before its body has arrived
+    b"Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",  # a chunk size the HTTP parser refuses
+])
+def test_a_body_that_never_arrives_is_no_server_fault(client: httpx.Client, server: RunningServer,
+                                                       tail: bytes) -> None:
+    before = state(client)
+    port = int(server.base_url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        raw.sendall(b"POST /iceberg/v1/main/namespaces HTTP/1.1\r\nHost: arco\r\n"
+                    b"Authorization: Bearer " + ARCO_TOKEN.encode() + b"\r\n" + tail)
+        raw.shutdown(socket.SHUT_WR)
+        answer = raw.recv(65536)
+    assert not answer.startswith(b"HTTP/1.1 5"), answer[:200]
+    deadline = time.monotonic() + 1.5  # the request's task sees the client gone within milliseconds
+    while time.monotonic() < deadline:
+        assert "ClientDisconnect" not in server.log()  # was logged as an unexpected error, with its traceback
+        time.sleep(0.05)
+    assert state(client) == before

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
+from starlette.requests import ClientDisconnect
 
-from arco.api.faults import FaultLog, answer_for
+from arco.api.faults import ContainErrors, FaultLog, answer_for
 from arco.storage.base import InvalidKey, NotFound, StorageError, StorageUnavailable
 
 
@@ -45,3 +47,21 @@ def test_a_fault_is_logged_once_then_summarized(caplog: pytest.LogCaptureFixture
     caplog.clear()
     quiet.report("storage unavailable", "POST /t", StorageUnavailable("disk"))
     assert "99 more" in caplog.records[0].getMessage()
+
+
+def test_a_client_that_went_away_is_no_fault(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="arco.api")
+    sent: list[dict] = []
+
+    async def reads_a_body_that_never_comes(scope: dict, receive: object, send: object) -> None:
+        raise ClientDisconnect()
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/iceberg/v1/main/namespaces"}
+    asyncio.run(ContainErrors(reads_a_body_that_never_comes)(scope, None, send))  # type: ignore[arg-type]
+    assert sent == []  # nobody to answer
+    assert [r.levelno for r in caplog.records] == [logging.INFO]
+    assert "went away during POST /iceberg/v1/main/namespaces" in caplog.records[0].getMessage()
+    assert caplog.records[0].exc_info is None
