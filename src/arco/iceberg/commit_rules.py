@@ -158,6 +158,22 @@ def _same_order(a: SortOrder, b: SortOrder) -> bool:
     return shape(a) == shape(b)
 
 
+def only_present_removals(base: TableMetadata, updates: Sequence[TableUpdate]) -> list[TableUpdate]:
+    """The updates with each ``remove-properties`` naming only the keys present when it applies: removing an absent
+    property changes nothing, as in the reference implementation (PyIceberg's applier raises ``KeyError`` instead,
+    which was a 500)."""
+    present = set(base.properties)
+    out: list[TableUpdate] = []
+    for update in updates:
+        if isinstance(update, SetPropertiesUpdate):
+            present |= set(update.updates)
+        elif isinstance(update, RemovePropertiesUpdate):
+            update = RemovePropertiesUpdate(removals=[key for key in update.removals if key in present])
+            present -= set(update.removals)
+        out.append(update)
+    return out
+
+
 def assign_spec_and_order_ids(base: TableMetadata, updates: Sequence[TableUpdate]) -> list[TableUpdate]:
     """The updates with the ids of added partition specs and sort orders chosen as the reference implementation
     chooses them (``TableMetadata.Builder``): an identical existing one's id is reused (and the add dropped),
@@ -278,10 +294,11 @@ def _apply_one(update: TableUpdate, metadata: TableMetadata, context: _TableMeta
 def _update_metadata(base: TableMetadata, updates: Sequence[TableUpdate], enforce_validation: bool,
                      metadata_location: str | None,
                      context: _TableMetadataUpdateContext | None = None) -> TableMetadata:
-    """``pyiceberg.table.update.update_table_metadata``, step for step, with format v3 upgrades admitted."""
+    """``pyiceberg.table.update.update_table_metadata``, step for step, with format v3 upgrades admitted and
+    removals of absent properties ignored."""
     context = context if context is not None else _TableMetadataUpdateContext()
     new = base
-    for update in updates:
+    for update in only_present_removals(base, updates):
         new = _apply_one(update, new, context)
     if context.has_changes():
         if metadata_location:

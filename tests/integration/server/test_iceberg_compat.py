@@ -1,6 +1,6 @@
 """Compatibility with the reference implementation, as Iceberg's own CatalogTests probe it, through a real
 ``arco serve``: requirement failure wording, spec/sort-order id reassignment, format v3, lookups of names Arco
-never stores, and unregisterTable."""
+never stores, unregisterTable, and removing absent properties."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from urllib.parse import urlparse
 
 import httpx
 import pytest
+from pyiceberg.catalog.rest import RestCatalog
 
 from support.arco_server import ARCO_TOKEN, ONE_COLUMN_SCHEMA, RunningServer
 
@@ -153,7 +154,6 @@ def test_a_create_transaction_upgrading_to_v3(client: httpx.Client) -> None:
 def test_pyiceberg_reads_a_v3_table_with_defaults(server: RunningServer, client: httpx.Client) -> None:
     # PyIceberg's own create_table drops default values client-side (its fresh-id assignment), so the table
     # is created over raw HTTP, as Java clients send it, and read with PyIceberg.
-    from pyiceberg.catalog.rest import RestCatalog
 
     name, _ = new_table(client, DEFAULTS, properties={"format-version": "3"})
     catalog = RestCatalog("arco", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
@@ -252,3 +252,21 @@ def test_a_new_table_says_zstd_for_parquet_as_javas_new_tables_do(client: httpx.
     name = f"s{uuid.uuid4().hex[:8]}"
     staged = client.post("/namespaces/db/tables", json={"name": name, "schema": TWO_COLUMNS, "stage-create": True})
     assert staged.json()["metadata"]["properties"] == {"write.parquet.compression-codec": "zstd"}
+
+
+# -- 6: removing a property the table does not have ----------------------------------------------------------------
+
+
+def test_removing_an_absent_property_changes_nothing(client: httpx.Client) -> None:
+    # The reference implementation removes what is there (Java clients, such as Spark's ALTER TABLE ... UNSET
+    # TBLPROPERTIES IF EXISTS, send such removals); PyIceberg's applier raised KeyError, which was a 500.
+    name, created = new_table(client, properties={"kept": "1"})
+    r = client.post(f"/namespaces/db/tables/{name}", json={"updates": [
+        {"action": "remove-properties", "removals": ["never-set", "kept"]}]})
+    assert r.status_code == 200, r.text
+    assert "kept" not in r.json()["metadata"]["properties"]
+    r = client.post("/transactions/commit", json={"table-changes": [{
+        "identifier": {"namespace": ["db"], "name": name},
+        "updates": [{"action": "remove-properties", "removals": ["kept"]}]}]})
+    assert r.status_code == 204, r.text
+    assert "kept" not in client.get(f"/namespaces/db/tables/{name}").json()["metadata"]["properties"]

@@ -10,6 +10,7 @@ from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata, new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+from pyiceberg.table.update import RemovePropertiesUpdate
 
 from arco.iceberg import commit_rules as rules
 from arco.iceberg import table_requirements
@@ -233,3 +234,17 @@ def test_set_location_is_accepted_only_where_the_table_already_is() -> None:
     moved = rules.parse_updates([{"action": "set-location", "location": "file:///wh/elsewhere"}])
     with pytest.raises(BadRequest, match=r"set-location to another place is refused.*this table's is file:///wh/t;"):
         rules.check_guardrails(moved, allowed_location="file:///wh/t")
+
+
+def test_removing_an_absent_property_changes_nothing_and_a_later_set_is_seen() -> None:
+    start = base().model_copy(update={"properties": {**base().properties, "kept": "1", "gone": "2"}})
+    updates = rules.parse_updates([
+        {"action": "remove-properties", "removals": ["never-there", "gone"]},
+        {"action": "set-properties", "updates": {"added": "3"}},
+        {"action": "remove-properties", "removals": ["added", "gone"]}])  # "gone" was removed just before
+    new = rules.apply_updates(start, updates, "file:///wh/t/metadata/00000-a.metadata.json")
+    assert "kept" in new.properties and not {"never-there", "gone", "added"} & set(new.properties)
+    grouped, changed = rules.apply_member_updates(start, updates)  # one member of a group commit: the same rule
+    assert changed and grouped.properties == new.properties
+    filtered = rules.only_present_removals(start, updates)
+    assert [u.removals for u in filtered if isinstance(u, RemovePropertiesUpdate)] == [["gone"], ["added"]]
