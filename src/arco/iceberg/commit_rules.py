@@ -16,7 +16,8 @@ exceptions where the reference implementation (Apache Iceberg Java) differs and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -99,6 +100,19 @@ def check_reserved_properties(keys: Sequence[str]) -> None:
         raise BadRequest(f"properties under '{RESERVED_PROPERTY_PREFIX}*' are reserved for Arco: {', '.join(reserved)}")
 
 
+# Table properties the server itself reads as integers (the metadata log's length, when a commit writes it): a value
+# Java would not parse as an int would fail every later commit of the table.
+SERVER_INT_PROPERTIES = ("write.metadata.previous-versions-max",)
+_JAVA_INT = re.compile(r"[-+]?[0-9]{1,10}")
+
+
+def check_property_values(properties: Mapping[str, str]) -> None:
+    for key in SERVER_INT_PROPERTIES:
+        value = properties.get(key)
+        if value is not None and not (_JAVA_INT.fullmatch(value) and -(2**31) <= int(value) < 2**31):
+            raise BadRequest(f"table property {key} must be an integer, got {value[:40]!r}")
+
+
 def check_guardrails(updates: Sequence[TableUpdate], allowed_location: str | None) -> None:
     """Seed section 1.3: Arco owns table locations and the ``arco.*`` properties; and every path a table tells
     engines to write to stays inside the table's own prefix (:mod:`arco.catalog.locations`).
@@ -113,6 +127,7 @@ def check_guardrails(updates: Sequence[TableUpdate], allowed_location: str | Non
                              f"new table to move data, or register it from an external location)")
         if isinstance(update, SetPropertiesUpdate):
             check_reserved_properties(list(update.updates))
+            check_property_values(update.updates)
             if allowed_location:
                 locations.check_write_paths(update.updates, allowed_location)
         if isinstance(update, RemovePropertiesUpdate):
@@ -340,7 +355,10 @@ def close_group(base: TableMetadata, new: TableMetadata, base_location: str, cha
     as :func:`apply_updates` would have logged a single commit."""
     if not changed:
         return new
-    return _update_table_metadata_log(new, base_location, base.last_updated_ms)
+    try:
+        return _update_table_metadata_log(new, base_location, base.last_updated_ms)
+    except ValueError as exc:  # a table property it reads that no check here let in (a table registered with it)
+        raise BadRequest(f"cannot apply the updates: {exc}") from None
 
 
 def apply_updates(base: TableMetadata | None, updates: Sequence[TableUpdate],

@@ -43,6 +43,7 @@ from arco.iceberg import side_writes
 from arco.iceberg.claim_beside import ClaimGate, ClaimNotOwned
 from arco.iceberg.commit_rules import (
     check_field_defaults,
+    check_property_values,
     check_reserved_properties,
     keep_field_defaults,
     with_row_lineage,
@@ -209,6 +210,7 @@ class TableService:
         if not isinstance(properties, dict) or not all(isinstance(v, str) for v in properties.values()):
             raise BadRequest("'properties' must be an object of string values")
         check_reserved_properties(list(properties))
+        check_property_values(properties)
         with self.store.read() as state:
             place = self.placements.for_new(state, catalog, namespace, name, table_uuid, requested, who)
         # The client's spelling is kept in the metadata (engines compare it with what they sent); Tier 1 keeps

@@ -94,10 +94,21 @@ def test_unknown_update_and_requirement_types_are_listed(client: httpx.Client) -
     {"action": "set-properties", "updates": 5},
     {"action": "set-properties", "updates": None},
     {"action": "add-encryption-key", "key": {"key-id": "k"}},
+    # read by the server as an int on every later commit: was a 500, the table unusable had it been created so
+    {"action": "set-properties", "updates": {"write.metadata.previous-versions-max": "x"}},
 ])
 def test_guardrails_and_invalid_updates(client: httpx.Client, update: dict) -> None:
     before = state(client)
     assert_error(client.post("/namespaces/db/tables/t", json={"updates": [update]}), 400, "BadRequestException")
+    assert state(client) == before
+
+
+def test_a_table_created_with_a_property_the_server_cannot_read_is_refused(client: httpx.Client) -> None:
+    before = state(client)
+    message = assert_error(client.post("/namespaces/db/tables", json={
+        "name": "unreadable", "schema": SCHEMA, "properties": {"write.metadata.previous-versions-max": "ten"}}),
+        400, "BadRequestException")
+    assert "must be an integer" in message
     assert state(client) == before
 
 

@@ -248,3 +248,21 @@ def test_removing_an_absent_property_changes_nothing_and_a_later_set_is_seen() -
     assert changed and grouped.properties == new.properties
     filtered = rules.only_present_removals(start, updates)
     assert [u.removals for u in filtered if isinstance(u, RemovePropertiesUpdate)] == [["gone"], ["added"]]
+
+
+@pytest.mark.parametrize("value", ["x", "", "1.5", "5_0", " 5", "99999999999"])
+def test_a_table_property_the_server_reads_as_an_integer_must_be_one(value: str) -> None:
+    updates = rules.parse_updates([{"action": "set-properties",
+                                    "updates": {"write.metadata.previous-versions-max": value}}])
+    with pytest.raises(BadRequest, match="write.metadata.previous-versions-max must be an integer"):
+        rules.check_guardrails(updates, allowed_location="file:///wh/t")
+    rules.check_property_values({"write.metadata.previous-versions-max": "-7"})
+    rules.check_property_values({"write.metadata.previous-versions-max": "+12"})
+
+
+def test_a_group_over_a_table_that_already_has_a_bad_value_is_a_bad_request() -> None:
+    start = base().model_copy(update={"properties": {"write.metadata.previous-versions-max": "x"}})
+    updates = rules.parse_updates([{"action": "set-properties", "updates": {"a": "b"}}])
+    new, changed = rules.apply_member_updates(start, updates)
+    with pytest.raises(BadRequest, match="cannot apply the updates"):
+        rules.close_group(start, new, "file:///wh/t/metadata/00000-a.metadata.json", changed)
