@@ -148,6 +148,17 @@ def _without_admin_token() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "ARCO_ADMIN_TOKEN"}
 
 
+@pytest.mark.parametrize("job", ["compact", "reconcile", "gc", "maintain"])
+def test_a_pipeline_job_on_a_mistyped_local_warehouse_says_so_and_makes_nothing(tmp_path: Path, job: str) -> None:
+    missing = tmp_path / "no-such" / "warehouse"
+    for spelled in (str(missing), missing.as_uri()):
+        result = arco("pipeline", job, "--warehouse", spelled)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert f"there is no warehouse at {spelled}" in result.stderr and "arco serve --warehouse" in result.stderr
+        assert "Traceback" not in result.stderr
+    assert not (tmp_path / "no-such").exists()  # was made, with an empty catalog, and the job "succeeded"
+
+
 def test_serve_on_a_busy_port_says_so_in_one_line_before_any_banner(tmp_path: Path) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

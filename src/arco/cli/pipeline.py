@@ -25,7 +25,13 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def storage_spec(warehouse: str, storage_options: tuple[str, ...]) -> Any:
     from arco.pipeline.storage_spec import StorageSpec
-    from arco.storage.factory import open_storage
+    from arco.storage.factory import local_directory, open_storage
+
+    directory = local_directory(warehouse)
+    if directory is not None and not directory.is_dir():
+        # Opening it would make an empty warehouse there, and the job would succeed at nothing: a mistyped path.
+        raise click.ClickException(f"there is no warehouse at {warehouse}: check --warehouse (or ARCO_WAREHOUSE), "
+                                   f"or serve one there first (arco serve --warehouse {warehouse})")
 
     options = {}
     for pair in storage_options:

@@ -41,20 +41,25 @@ def open_storage(url: str | Path, options: dict[str, str] | None = None) -> Stor
     return timed(_open_backend(url, options))
 
 
+def local_directory(url: str | Path) -> Path | None:
+    """The directory a local warehouse (a path or a ``file:`` URL) names; None for any other store."""
+    base, _ = split_warehouse_url(str(url))
+    if "://" not in base:
+        return Path(base).expanduser()
+    parts = urlsplit(base)
+    return Path(unquote(parts.path)) if parts.scheme.lower() == "file" else None
+
+
 def _open_backend(url: str | Path, options: dict[str, str] | None = None) -> StorageBackend:
     base, query_options = split_warehouse_url(str(url))
     opts = {**query_options, **(options or {})}
-    if "://" not in base:
+    if (directory := local_directory(url)) is not None:
         from arco.storage.local import LocalBackend
 
-        return LocalBackend(Path(base).expanduser())
+        return LocalBackend(directory)
     parts = urlsplit(base)
     scheme = parts.scheme.lower()
     prefix = unquote(parts.path).strip("/")
-    if scheme == "file":
-        from arco.storage.local import LocalBackend
-
-        return LocalBackend(unquote(parts.path))
     if scheme == "memory":
         from arco.storage.memory import MemoryBackend
 

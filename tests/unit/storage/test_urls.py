@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from arco.storage.factory import local_directory
 from arco.storage.urls import BadLocation, normalize, overlaps, within
 
 
@@ -52,3 +55,11 @@ def test_hostile_or_malformed_locations_are_refused(hostile: object) -> None:
 def test_within_respects_segment_boundaries(child: str, parent: str, inside: bool) -> None:
     assert within(child, parent) is inside
     assert overlaps(child, parent) is (inside or within(parent, child))
+
+
+@pytest.mark.parametrize(("url", "directory"), [
+    ("/data/wh", Path("/data/wh")), ("file:///data/wh", Path("/data/wh")), ("FILE:///data/w%20h", Path("/data/w h")),
+    ("wh", Path("wh")), ("s3://bucket/wh", None), ("gs://b/w", None), ("memory://x", None),
+])
+def test_the_directory_a_local_warehouse_names(url: str, directory: Path | None) -> None:
+    assert local_directory(url) == directory
