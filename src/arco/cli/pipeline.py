@@ -9,6 +9,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from arco.cli.common import parse_options
 from arco.settings import DEFAULT_WAREHOUSE
 
 MASTER_HELP = "Spark master (default local[*]); ignored under spark-submit, which brings its own."
@@ -33,12 +34,7 @@ def storage_spec(warehouse: str, storage_options: tuple[str, ...]) -> Any:
         raise click.ClickException(f"there is no warehouse at {warehouse}: check --warehouse (or ARCO_WAREHOUSE), "
                                    f"or serve one there first (arco serve --warehouse {warehouse})")
 
-    options = {}
-    for pair in storage_options:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--storage-option")
-        options[key] = value
+    options = parse_options(storage_options)
     # Resolve a relative directory here: executors may run elsewhere (the URL must mean the same to them).
     return StorageSpec(open_storage(warehouse, options).url, options)
 
