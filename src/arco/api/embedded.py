@@ -13,6 +13,7 @@ import httpx
 import uvicorn
 
 from arco.api.app import asgi_app
+from arco.api.http_protocol import BoundedHeadProtocol
 from arco.auth.principals import Principal
 from arco.events import after_answer
 from arco.settings import ServerSettings
@@ -28,7 +29,7 @@ def in_process_server(storage: StorageBackend, principals: dict[str, Principal],
     """Serve ``storage`` on 127.0.0.1 for the bearer tokens in ``principals``; yields the base URL."""
     settings = ServerSettings(warehouse=storage.url, host="127.0.0.1", port=0)
     config = uvicorn.Config(asgi_app(settings, storage, principals), host="127.0.0.1", port=0,
-                            log_level="warning", lifespan="off")
+                            log_level="warning", lifespan="off", http=BoundedHeadProtocol)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=name, daemon=True)
     thread.start()

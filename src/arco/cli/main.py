@@ -120,6 +120,7 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
     import uvicorn
 
     from arco.api.app import ADMIN_TOKEN_ENV
+    from arco.api.http_protocol import BoundedHeadProtocol
     from arco.catalog.bootstrap import initialise_warehouse
     from arco.cli.banner import startup_banner
     from arco.settings import SETTINGS_ENV
@@ -158,7 +159,9 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
     click.echo(startup_banner(settings, generated, env_token_set=bool(env_token)), err=True)
     sys.stderr.flush()
     # uvicorn's own access log stays off: Arco's (--access-log) carries request ids, route templates and principals.
-    common = dict(host=host, port=port, log_level="warning", access_log=False, server_header=False)
+    # A request's head is bounded (arco.api.http_protocol): httptools sets no limit of its own.
+    common = dict(host=host, port=port, log_level="warning", access_log=False, server_header=False,
+                  http=BoundedHeadProtocol)
     if workers == 1:
         from arco.api.app import asgi_app
         from arco.api.observability import configure_logging
