@@ -7,7 +7,9 @@ is fixed (a ``{param}`` never spans a ``/``), so a request can only match the ro
 :class:`SegmentIndexedRouter` keeps one Starlette router per segment count, each over those routes in their
 original order, and hands the request to the one for its path. Answers are exactly those of one router over all
 the routes (first match wins, 405 for a path known under another method, 404, slash redirects), since every route
-that could match, fully or partially, is in the router asked, in the same order.
+that could match, fully or partially, is in the router asked, in the same order. One answer differs, for the
+better: a 405's ``Allow`` lists the methods of every route on the path (Starlette's names only the first route's,
+and the Iceberg and Unity Catalog routes are one route per method).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from starlette._utils import get_route_path
-from starlette.routing import BaseRoute, Route, Router
+from starlette.exceptions import HTTPException
+from starlette.routing import BaseRoute, Match, Route, Router
 from starlette.types import Receive, Scope, Send
 
 
@@ -46,4 +49,18 @@ class SegmentIndexedRouter:
             await self._every(scope, receive, send)
             return
         router = self._by_count.get(_segments(get_route_path(scope)), self._unfixed)
-        await router(scope, receive, send)
+        try:
+            await router(scope, receive, send)
+        except HTTPException as exc:
+            if exc.status_code != 405:
+                raise
+            raise HTTPException(405, headers={"Allow": allowed_methods(router.routes, scope)}) from None
+
+
+def allowed_methods(routes: Sequence[BaseRoute], scope: Scope) -> str:
+    """The ``Allow`` header for ``scope``'s path: the methods of every route whose path matches it."""
+    methods: set[str] = set()
+    for route in routes:
+        if isinstance(route, Route) and route.methods and route.matches(scope)[0] is not Match.NONE:
+            methods |= route.methods
+    return ", ".join(sorted(methods))
