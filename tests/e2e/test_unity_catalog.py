@@ -128,6 +128,23 @@ def test_bad_catalog_input_is_400_in_the_uc_shape(server: RunningServer, body: d
     assert uc(server, "GET", "/catalogs").json() == before
 
 
+def test_bad_update_and_delete_input_changes_nothing(server: RunningServer) -> None:
+    uc(server, "POST", "/catalogs", json={"name": "keep"}).raise_for_status()
+    before = uc(server, "GET", "/catalogs/keep").json()
+    for new_name in ({}, ["renamed"], 7, True):
+        response = uc(server, "PATCH", "/catalogs/keep", json={"new_name": new_name})
+        assert response.status_code == 400, (new_name, response.text)
+        assert response.json()["error_code"] == "INVALID_PARAMETER_VALUE" and "new_name" in response.json()["message"]
+    for force in ("null", "yes", "1"):
+        response = uc(server, "DELETE", "/catalogs/keep", params={"force": force})
+        assert response.status_code == 400 and "force must be true or false" in response.json()["message"], force
+    assert uc(server, "GET", "/catalogs/keep").json() == before
+    wrong_method = uc(server, "OPTIONS", "/catalogs/keep")
+    assert wrong_method.status_code == 405 and wrong_method.json()["error_code"] == "METHOD_NOT_ALLOWED"
+    assert wrong_method.headers["allow"] == "DELETE, GET, HEAD, PATCH"
+    assert uc(server, "DELETE", "/catalogs/keep", params={"force": "False"}).status_code == 200
+
+
 def test_bad_table_input(server: RunningServer) -> None:
     uc(server, "POST", "/catalogs", json={"name": "strict"})
     uc(server, "POST", "/schemas", json={"name": "s", "catalog_name": "strict"})

@@ -242,3 +242,111 @@ def test_scan_planning_vends_credentials_that_read_the_planned_files(world: dict
     assert fetched["ContentLength"] == data_file["file-size-in-bytes"]
     plain = httpx.post(url, json={}, timeout=30, headers=headers).json()
     assert "storage-credentials" not in plain and plain["file-scan-tasks"] == body["file-scan-tasks"]
+
+
+def uc_post(world: dict, path: str, body: dict, token: str = ARCO_TOKEN) -> httpx.Response:
+    return httpx.post(f"{world['server'].base_url}/api/2.1/unity-catalog{path}", json=body, timeout=30,
+                      headers={"Authorization": f"Bearer {token}"})
+
+
+def uc_temporary_credentials(world: dict, token: str, call: str, request: object) -> dict:
+    """``TemporaryCredentialsApi.<call>(request)`` through the unitycatalog-client, as a dict."""
+    import asyncio
+
+    from unitycatalog.client import ApiClient, Configuration, TemporaryCredentialsApi
+
+    async def run() -> dict:
+        config = Configuration(host=f"{world['server'].base_url}/api/2.1/unity-catalog")
+        async with ApiClient(config, header_name="Authorization", header_value=f"Bearer {token}") as client:
+            return (await getattr(TemporaryCredentialsApi(client), call)(request)).to_dict()
+
+    return asyncio.run(run())
+
+
+def uc_s3_client(world: dict, credentials: dict):  # type: ignore[no-untyped-def]
+    aws = credentials["aws_temp_credentials"]
+    return s3_client(world["s3"].endpoint_url, aws["access_key_id"], aws["secret_access_key"], aws["session_token"])
+
+
+def assert_denied(call) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ClientError) as refused:
+        call()
+    assert refused.value.response["Error"]["Code"] == "AccessDenied"
+
+
+def test_volume_credentials_follow_the_volumes_grants(world: dict) -> None:
+    from unitycatalog.client.exceptions import ForbiddenException, NotFoundException
+    from unitycatalog.client.models import GenerateTemporaryVolumeCredential, VolumeOperation
+
+    assert uc_post(world, "/schemas", {"name": "vols", "catalog_name": "main"}).status_code == 200
+    made = {name: uc_post(world, "/volumes", {"name": name, "catalog_name": "main", "schema_name": "vols",
+                                              "volume_type": "MANAGED"}).json() for name in ("files", "files2")}
+    volume, sibling = made["files"], made["files2"]
+    key, sibling_key = key_of(world, volume["storage_location"]), key_of(world, sibling["storage_location"])
+    world["admin_s3"].put_object(Bucket=world["bucket"], Key=f"{key}/in.csv", Body=b"a,b")
+    world["admin_s3"].put_object(Bucket=world["bucket"], Key=f"{sibling_key}/in.csv", Body=b"c,d")
+
+    def ask(operation: VolumeOperation, token: str = ARCO_TOKEN, volume_id: str = volume["volume_id"]) -> dict:
+        return uc_temporary_credentials(world, token, "generate_temporary_volume_credentials",
+                                        GenerateTemporaryVolumeCredential(volume_id=volume_id, operation=operation))
+
+    writer = uc_s3_client(world, written := ask(VolumeOperation.WRITE_VOLUME))  # the owner may write
+    assert written["url"].rstrip("/") == volume["storage_location"]  # scoped to the volume's prefix
+    writer.put_object(Bucket=world["bucket"], Key=f"{key}/out.csv", Body=b"e,f")
+    assert writer.get_object(Bucket=world["bucket"], Key=f"{key}/in.csv")["Body"].read() == b"a,b"
+    assert_denied(lambda: writer.put_object(Bucket=world["bucket"], Key=f"{sibling_key}/x.csv", Body=b"x"))
+    assert_denied(lambda: writer.get_object(Bucket=world["bucket"], Key=f"{sibling_key}/in.csv"))
+
+    with pytest.raises(ForbiddenException):  # no grant yet
+        ask(VolumeOperation.READ_VOLUME, world["ann"])
+    for kind, name, privileges in (("catalog", "main", ["USE_CATALOG"]), ("schema", "main.vols", ["USE_SCHEMA"]),
+                                   ("volume", "main.vols.files", ["READ_VOLUME"])):
+        granted = httpx.patch(f"{world['server'].base_url}/api/2.1/unity-catalog/permissions/{kind}/{name}",
+                              headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, timeout=30,
+                              json={"changes": [{"principal": "ann@x.com", "add": privileges}]})
+        assert granted.status_code == 200, granted.text
+    reader = uc_s3_client(world, ask(VolumeOperation.READ_VOLUME, world["ann"]))
+    assert reader.get_object(Bucket=world["bucket"], Key=f"{key}/out.csv")["Body"].read() == b"e,f"
+    assert_denied(lambda: reader.put_object(Bucket=world["bucket"], Key=f"{key}/intruder.csv", Body=b"x"))
+    with pytest.raises(ForbiddenException):  # READ_VOLUME does not give WRITE_VOLUME
+        ask(VolumeOperation.WRITE_VOLUME, world["ann"])
+    with pytest.raises(ForbiddenException):  # nor another volume
+        ask(VolumeOperation.READ_VOLUME, world["ann"], sibling["volume_id"])
+    with pytest.raises(NotFoundException):
+        ask(VolumeOperation.READ_VOLUME, volume_id=str(uuid.uuid4()))
+    unknown = uc_post(world, "/temporary-volume-credentials", {"volume_id": volume["volume_id"],
+                                                               "operation": "DELETE_VOLUME"})
+    assert unknown.status_code == 400 and "operation must be one of" in unknown.json()["message"]
+
+
+def test_model_version_credentials_write_only_while_the_version_is_pending(world: dict) -> None:
+    from unitycatalog.client.exceptions import BadRequestException, ForbiddenException
+    from unitycatalog.client.models import GenerateTemporaryModelVersionCredential, ModelVersionOperation
+
+    assert uc_post(world, "/schemas", {"name": "ml", "catalog_name": "main"}).status_code == 200
+    assert uc_post(world, "/models", {"name": "churn", "catalog_name": "main", "schema_name": "ml"}).status_code == 200
+    version = uc_post(world, "/models/versions", {"model_name": "churn", "catalog_name": "main", "schema_name": "ml",
+                                                  "source": "runs:/1/model"}).json()
+    key = key_of(world, version["storage_location"])
+
+    def ask(operation: ModelVersionOperation, token: str = ARCO_TOKEN) -> dict:
+        return uc_temporary_credentials(world, token, "generate_temporary_model_version_credentials",
+                                        GenerateTemporaryModelVersionCredential(
+                                            catalog_name="main", schema_name="ml", model_name="churn",
+                                            version=version["version"], operation=operation))
+
+    writer = uc_s3_client(world, ask(ModelVersionOperation.READ_WRITE_MODEL_VERSION))
+    writer.put_object(Bucket=world["bucket"], Key=f"{key}/model.pkl", Body=b"weights")
+    assert_denied(lambda: writer.put_object(Bucket=world["bucket"], Key=f"{key_of(world, version['storage_location'])}"
+                                            f"-other/model.pkl", Body=b"x"))
+    with pytest.raises(ForbiddenException):  # ann has no EXECUTE on the model
+        ask(ModelVersionOperation.READ_MODEL_VERSION, world["ann"])
+    finalized = httpx.patch(f"{world['server'].base_url}/api/2.1/unity-catalog/models/main.ml.churn/versions/1/"
+                            "finalize", json={"full_name": "main.ml.churn", "version": 1}, timeout=30,
+                            headers={"Authorization": f"Bearer {ARCO_TOKEN}"})
+    assert finalized.status_code == 200, finalized.text
+    with pytest.raises(BadRequestException):  # a READY version's files are not rewritten
+        ask(ModelVersionOperation.READ_WRITE_MODEL_VERSION)
+    reader = uc_s3_client(world, ask(ModelVersionOperation.READ_MODEL_VERSION))
+    assert reader.get_object(Bucket=world["bucket"], Key=f"{key}/model.pkl")["Body"].read() == b"weights"
+    assert_denied(lambda: reader.put_object(Bucket=world["bucket"], Key=f"{key}/model.pkl", Body=b"x"))

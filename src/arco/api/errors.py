@@ -27,6 +27,7 @@ UC_CODES = {
     401: "UNAUTHENTICATED",
     403: "PERMISSION_DENIED",
     404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
     409: "ALREADY_EXISTS",
     413: "REQUEST_LIMIT_EXCEEDED",
     429: "REQUEST_LIMIT_EXCEEDED",
@@ -44,13 +45,18 @@ def surface_of(path: str) -> str:
     return "iceberg"
 
 
+def _uc_code(status: int, error_type: str) -> str:
+    """The Databricks-style code: the error's own when it has one (upper case), else the status's."""
+    if error_type.isupper():
+        return error_type
+    return UC_CODES.get(status, "BAD_REQUEST" if status < 500 else "INTERNAL_ERROR")
+
+
 def error_body(surface: str, status: int, error_type: str, message: str) -> bytes:
     if surface == "unity":
-        code = error_type if error_type.isupper() else UC_CODES.get(status, "INTERNAL_ERROR")
-        return orjson.dumps({"error_code": code, "message": message})
+        return orjson.dumps({"error_code": _uc_code(status, error_type), "message": message})
     if surface == "sharing":
-        code = error_type if error_type.isupper() else UC_CODES.get(status, "INTERNAL_ERROR")
-        return orjson.dumps({"errorCode": code, "message": message})
+        return orjson.dumps({"errorCode": _uc_code(status, error_type), "message": message})
     return orjson.dumps({"error": {"message": message, "type": error_type, "code": status}})
 
 

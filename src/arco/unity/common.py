@@ -60,8 +60,11 @@ def changes_owner_only(body: dict[str, Any]) -> bool:
 
 def new_name_in(body: dict[str, Any], current: str) -> str | None:
     """A rename asked for by ``new_name`` (2.1) or by a different ``name`` (2.0's partial Info)."""
-    if body.get("new_name"):
-        return str(body["new_name"])
+    raw = body.get("new_name")
+    if raw is not None and not isinstance(raw, str):
+        raise invalid("new_name must be a string")
+    if raw:
+        return raw
     name = body.get("name")
     return name if isinstance(name, str) and name and name.lower() != current.lower() else None
 

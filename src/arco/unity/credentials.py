@@ -1,10 +1,13 @@
-"""Temporary table and path credentials (UC ``temporary-table-credentials`` / ``temporary-path-credentials``).
+"""Temporary credentials (UC ``temporary-table-credentials``, ``-path-``, ``-volume-`` and ``-model-version-``).
 
 The same scoped, short-lived credentials Iceberg REST vends (:mod:`arco.vending`): read-only for READ /
-PATH_READ, read-write for READ_WRITE / PATH_READ_WRITE / PATH_CREATE_TABLE. An external table's or path's
-credential is minted with the role of the storage credential behind its external location; a managed table's with
-the server's. A local directory needs no credential: the answer names the location and carries none. Storage that
-cannot mint says 501 and names the setting, never an empty success.
+PATH_READ / READ_VOLUME / READ_MODEL_VERSION, read-write for the others. Each is scoped to one object's location
+and follows that object's grants: SELECT or MODIFY on a table, READ_FILES or WRITE_FILES on an external location,
+READ_VOLUME or WRITE_VOLUME on a volume, EXECUTE on a registered model to read a version's files and ownership of
+the model to write those of a version still PENDING_REGISTRATION (a finalized version's files are not rewritten).
+An external object's credential is minted with the role of the storage credential behind its external location; a
+managed one's with the server's. A local directory needs no credential: the answer names the location and carries
+none. Storage that cannot mint says 501 and names the setting, never an empty success.
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from arco.catalog import locations
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
+from arco.unity import objects
 from arco.unity.common import tenant_of
 from arco.unity.errors import UnityError, invalid
+from arco.unity.models import PENDING, version_number
 from arco.vending.locations import InvalidLocation
 from arco.vending.model import Access, VendingFailed, VendingUnavailable
 from arco.vending.vendor import CredentialVendor
@@ -31,13 +36,21 @@ TABLE_OPERATIONS = {"READ": (can.can_read_table, Access.READ), "READ_WRITE": (ca
 PATH_OPERATIONS = {"PATH_READ": (("READ_FILES",), Access.READ),
                    "PATH_READ_WRITE": (("WRITE_FILES",), Access.READ_WRITE),
                    "PATH_CREATE_TABLE": (("CREATE_EXTERNAL_TABLE", "CREATE_TABLE"), Access.READ_WRITE)}
+# operation -> (privilege on the volume, access vended)
+VOLUME_OPERATIONS = {"READ_VOLUME": ("READ_VOLUME", Access.READ), "WRITE_VOLUME": ("WRITE_VOLUME", Access.READ_WRITE)}
+MODEL_VERSION_OPERATIONS = {"READ_MODEL_VERSION": Access.READ, "READ_WRITE_MODEL_VERSION": Access.READ_WRITE}
+
+
+def _operation(body: dict[str, Any], allowed: dict[str, Any]) -> str:
+    operation = str(body.get("operation") or "").upper()
+    if operation not in allowed:
+        raise invalid(f"operation must be one of {sorted(allowed)}")
+    return operation
 
 
 def table_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[str, Any],
                       caller: Principal) -> dict[str, Any]:
-    operation = str(body.get("operation") or "").upper()
-    if operation not in TABLE_OPERATIONS:
-        raise invalid(f"operation must be one of {sorted(TABLE_OPERATIONS)}")
+    operation = _operation(body, TABLE_OPERATIONS)
     rule, access = TABLE_OPERATIONS[operation]
     table_id = body.get("table_id")
     with store.read() as state:
@@ -62,9 +75,7 @@ def path_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[s
                      caller: Principal) -> dict[str, Any]:
     """A path inside an external location, for a caller holding the operation's privilege on that location. Paths
     of tables are refused: a table's bytes are reached through the table's own grants."""
-    operation = str(body.get("operation") or "").upper()
-    if operation not in PATH_OPERATIONS:
-        raise invalid(f"operation must be one of {sorted(PATH_OPERATIONS)}")
+    operation = _operation(body, PATH_OPERATIONS)
     privileges, access = PATH_OPERATIONS[operation]
     url = locations.canonical(body.get("url"), "url")
     with store.read() as state:
@@ -87,6 +98,58 @@ def path_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[s
                                                        "credentials, which follow the table's grants")
         role = _role_of(state, container)
     return _vend(vendor, url, access, caller, role)
+
+
+def volume_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[str, Any],
+                       caller: Principal) -> dict[str, Any]:
+    """A volume's files, by ``volume_id`` (as getVolume answers it), for READ_VOLUME or WRITE_VOLUME holders."""
+    operation = _operation(body, VOLUME_OPERATIONS)
+    privilege, access = VOLUME_OPERATIONS[operation]
+    volume_id = body.get("volume_id")
+    with store.read() as state:
+        scope = tenant_of(state, caller).scope
+        entry = next((e for e in state.securables_of("volume", scope) if e.id == volume_id), None)
+        if entry is None:
+            raise UnityError(404, "VOLUME_DOES_NOT_EXIST", f"Volume with id '{volume_id}' does not exist.")
+        schema = state.namespaces[entry.fields["schema_id"]]
+        where = objects.Place(state.catalogs[schema.catalog_id], schema)
+        if not objects.usable(state, caller, where, "volume", entry, privilege):
+            raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not {operation} volume "
+                                                       f"{where.prefix()}.{entry.fields['name']} (needs "
+                                                       f"USE_CATALOG, USE_SCHEMA and {privilege})")
+        location = entry.fields["storage_location"]
+        role = None if entry.fields["volume_type"] == "MANAGED" else _role_of(
+            state, locations.containing_external_location(state, location, scope))
+    return _vend(vendor, location, access, caller, role)
+
+
+def model_version_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[str, Any],
+                              caller: Principal) -> dict[str, Any]:
+    """A model version's files: to read them (EXECUTE on the model), or to write them while the version is
+    PENDING_REGISTRATION (the model's owner, who registers versions)."""
+    operation = _operation(body, MODEL_VERSION_OPERATIONS)
+    names = [objects.text(body, key, required=True) for key in ("catalog_name", "schema_name", "model_name")]
+    full_name, number = ".".join(str(n) for n in names), version_number(body.get("version"))
+    with store.read() as state:
+        where, model = objects.find(state, caller, "registered_model", full_name)
+        who, target = subject_of(state, caller), securable(state, "registered_model", model)
+        if operation == "READ_MODEL_VERSION":
+            allowed, needs = can.can_use_object(who, *where.parents(state), target, "EXECUTE"), "EXECUTE on it"
+        else:
+            allowed = can.can_update_object(who, *where.parents(state), target, owner_only=False, renames=False,
+                                            create_privilege="CREATE_MODEL")
+            needs = "to own it"
+        if not allowed:
+            raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not {operation} of registered model "
+                                                       f"{full_name} (needs USE_CATALOG, USE_SCHEMA and {needs})")
+        version = model.fields.get("versions", {}).get(str(number))
+        if version is None:
+            raise objects.not_found("model_version", f"{full_name}/{number}")
+        if operation != "READ_MODEL_VERSION" and version["status"] != PENDING:
+            raise invalid(f"model version {full_name}/{number} is {version['status']}: its files are written "
+                          "only while it is PENDING_REGISTRATION")
+        location = version["storage_location"]
+    return _vend(vendor, location, MODEL_VERSION_OPERATIONS[operation], caller, None)
 
 
 def _role_of(state: CatalogState, location: SecurableEntry | None) -> str | None:

@@ -55,7 +55,12 @@ def listed(key: str, items: list[dict[str, Any]], next_token: str | None) -> Res
 
 
 def flag(request: Request, name: str) -> bool:
-    return request.query_params.get(name, "false").lower() == "true"
+    """A boolean query parameter, absent meaning false; anything but true or false is a 400 (a mistyped
+    ``force=yes`` would otherwise be a silent false)."""
+    raw = request.query_params.get(name, "")
+    if raw.lower() not in ("", "true", "false"):
+        raise invalid(f"{name} must be true or false, got {raw!r}")
+    return raw.lower() == "true"
 
 
 def me(request: Request) -> Principal:

@@ -30,6 +30,7 @@ from arco.unity.common import catalog_in, changes_owner_only, denied, page_size,
 from arco.unity.errors import invalid
 from arco.unity.volumes import purge
 
+PENDING = "PENDING_REGISTRATION"  # a new version, its files being written
 FINALIZED = "READY"
 
 
@@ -252,7 +253,7 @@ class ModelService:
                 version_number(body["version"]) != version_number(version):
             raise invalid("the body's full_name and version must name the model version in the path")
         return self._change_version(full_name, version, caller, {"status": FINALIZED},
-                                    expect_status="PENDING_REGISTRATION")
+                                    expect_status=PENDING)
 
     def delete_version(self, full_name: str, version: Any, caller: Principal) -> None:
         number = version_number(version)

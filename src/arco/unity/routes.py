@@ -243,6 +243,8 @@ routes = [
     Route("/permissions/{securable_type}/{full_name}", get_permissions, methods=["GET"]),
     Route("/temporary-table-credentials", vending(credentials.table_credentials), methods=["POST"]),
     Route("/temporary-path-credentials", vending(credentials.path_credentials), methods=["POST"]),
+    Route("/temporary-volume-credentials", vending(credentials.volume_credentials), methods=["POST"]),
+    Route("/temporary-model-version-credentials", vending(credentials.model_version_credentials), methods=["POST"]),
     Route("/userinfo/me", caller_only(whoami.my_info), methods=["GET"]),
     Route("/userinfo/mygroups", caller_only(whoami.my_groups), methods=["GET"]),
     *named_routes("storage_credential", "/storage-credentials", "storage_credentials"),

@@ -63,9 +63,11 @@ async def _answers(app: Starlette, requests: list[tuple[str, str]]) -> list[tupl
         return answers
 
 
-@pytest.mark.parametrize("table", [iceberg_routes.routes, unity_routes.routes, sharing_routes.routes],
-                         ids=["iceberg", "unity", "sharing"])
-def test_it_answers_as_starlettes_router_over_the_real_routes(table: list[BaseRoute]) -> None:
+@pytest.mark.parametrize(("table", "one_route_per_method"), [
+    (iceberg_routes.routes, True), (unity_routes.routes, True), (sharing_routes.routes, False)],
+    ids=["iceberg", "unity", "sharing"])
+def test_it_answers_as_starlettes_router_over_the_real_routes(table: list[BaseRoute],
+                                                              one_route_per_method: bool) -> None:
     routes = _echoing(table)
     requests = [(method, path) for path, method in product(_paths(routes), METHODS)]
     expected = asyncio.run(_answers(_app(routes, indexed=False), requests))
@@ -79,10 +81,10 @@ def test_it_answers_as_starlettes_router_over_the_real_routes(table: list[BaseRo
         assert mine[:4] == theirs[:4] and mine[5] == theirs[5]
         if mine[2] == 405:
             assert mine[4] == ", ".join(sorted(served[mine[1]])), mine
-            allows += mine[4] != theirs[4]
+            allows += set(mine[4].split(", ")) != set(theirs[4].split(", "))  # Starlette's order is a set's
     statuses = {answer[2] for answer in expected}
     assert {200, 404, 405, 307} <= statuses  # every kind of answer was compared
-    assert allows  # ... including paths where Starlette's Allow was short
+    assert bool(allows) == one_route_per_method  # ... including paths where Starlette's Allow was short
 
 
 def test_a_route_that_spans_segments_is_asked_for_every_path() -> None:
