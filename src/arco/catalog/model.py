@@ -78,3 +78,6 @@ class TableEntry:
     columns: list[dict[str, Any]] = field(default_factory=list)
     view_definition: str | None = None
     storage_credential_name: str | None = None
+    # A managed Delta table whose commits Unity Catalog coordinates: the commits not yet backfilled, and the latest
+    # (arco.unity.delta_commits); None for every other table.
+    delta_commits: list[dict[str, Any]] | None = None

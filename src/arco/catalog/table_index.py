@@ -398,6 +398,8 @@ def update_table(entry: TableEntry, op: Operation) -> None:
         entry.view_definition = op["view_definition"]
     if "format" in op:
         entry.format = op["format"]
+    if "delta_commits" in op:
+        entry.delta_commits = op["delta_commits"]
     apply_common_changes(entry, op)
 
 

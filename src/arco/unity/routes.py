@@ -11,10 +11,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from arco.api.requests import blocking, inline_or_blocking
+from arco.api.requests import blocking, inline_or_blocking, read_json
 from arco.api.responses import JsonResponse
 from arco.unity import credentials, metastore_routes, objects, sharing_routes, whoami
+from arco.unity.delta_coordinator import DeltaCommitCoordinator
 from arco.unity.effective import EffectivePermissions
+from arco.unity.errors import invalid
 from arco.unity.functions import FunctionService
 from arco.unity.handlers import (
     body_of,
@@ -211,7 +213,27 @@ async def table_lineage(request: Request) -> Response:
                                        me(request)))
 
 
+def delta_coordinator(request: Request) -> DeltaCommitCoordinator:
+    return cached(request, "uc_delta_commits", lambda unity: DeltaCommitCoordinator(unity.store, unity.tables))
+
+
+@unity_errors
+async def delta_commits(request: Request) -> Response:
+    """POST commits (or reports a backfill); GET lists the commits not yet backfilled, its request in a JSON body
+    as the UC clients send it (or, for curl, in the query string)."""
+    if request.method == "POST":
+        body = await body_of(request)
+        return JsonResponse(await blocking(delta_coordinator(request).commit, body, me(request)))
+    body = await read_json(request, request.app.state.services.settings.max_body_bytes, required=False)
+    if body is None:
+        body = {k: int(v) if k.endswith("_version") and v.isdigit() else v for k, v in request.query_params.items()}
+    if not isinstance(body, dict):
+        raise invalid("the request body must be a JSON object")
+    return JsonResponse(await blocking(delta_coordinator(request).commits, body, me(request)))
+
+
 routes = [
+    Route("/delta/preview/commits", delta_commits, methods=["GET", "POST"]),
     Route("/lineage/tables/{full_name}", table_lineage, methods=["GET"]),
     Route("/effective-permissions/{securable_type}/{full_name}", effective_permissions, methods=["GET"]),
     Route("/tables/{full_name}/exists", table_exists, methods=["GET"]),

@@ -1,0 +1,127 @@
+"""``/delta/preview/commits``: Unity Catalog as the commit coordinator of managed Delta tables.
+
+The rules are :mod:`arco.unity.delta_commits`'; this service finds the table, checks the caller's grants (SELECT to
+read the commits, MODIFY to commit), and makes each accepted commit one Tier 1 operation on the table's entry:
+the tracked commits and the table metadata the commit carries (description, properties, columns) change together,
+in one conditional write, checked against the state they land on (a writer that loses the log position rebuilds
+against the winner's state, so two writers of one version get one success and one 409).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arco.auth import decisions as can
+from arco.auth.principals import Principal
+from arco.auth.subjects import securable, subject_of
+from arco.catalog import locations
+from arco.catalog.model import TableEntry
+from arco.catalog.state import CatalogState
+from arco.catalog.store import CatalogStore
+from arco.iceberg.metadata_files import MetadataLocationError
+from arco.iceberg.tables import TableService
+from arco.storage.base import DoesNotExist, StorageError
+from arco.unity import delta_commits as rules
+from arco.unity import infos
+from arco.unity.common import properties_of, replacing, tenant_of
+from arco.unity.errors import UnityError, invalid
+
+TABLE_ID_PROPERTY = "io.unitycatalog.tableId"
+
+
+class _Unchanged(Exception):  # noqa: N818 - not an error: the request changes nothing
+    def __init__(self, outcome: rules.Outcome, location: str) -> None:
+        self.outcome, self.location = outcome, location
+
+
+class DeltaCommitCoordinator:
+    def __init__(self, store: CatalogStore, tables: TableService) -> None:
+        self.store = store
+        self.tables = tables
+
+    def commits(self, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
+        """``getCommits``: the commits not yet backfilled in a version range, and the table's latest version."""
+        request = rules.parse_get(body)
+        with self.store.read() as state:
+            entry = self._table(state, caller, request.table_id, request.table_uri, write=False)
+            tracked = entry.delta_commits or []
+            return {"commits": rules.unbackfilled(tracked, request.start_version, request.end_version),
+                    "latest_table_version": rules.latest_version(tracked)}
+
+    def commit(self, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
+        """``commit``: accept a version, report a backfill, or both; a replay of an accepted commit is a 200."""
+        request = rules.parse_commit(body)
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            entry = self._table(state, caller, request.table_id, request.table_uri, write=True)
+            outcome = rules.next_tracked(entry.delta_commits or [], request)
+            if outcome.replay or outcome.check_published is not None:
+                raise _Unchanged(outcome, entry.location)
+            op: dict[str, Any] = {"op": "update_table", "id": entry.id, "delta_commits": outcome.tracked}
+            if request.metadata is not None:
+                op.update(_metadata_changes(entry, request.metadata))
+            return op
+
+        try:
+            self.store.execute(build, principal=caller.name)
+        except _Unchanged as unchanged:
+            if unchanged.outcome.check_published is not None:
+                assert request.commit is not None
+                self._settle_by_files(unchanged.location, request.commit)
+        return {}
+
+    def _table(self, state: CatalogState, caller: Principal, table_id: str, table_uri: str,
+               write: bool) -> TableEntry:
+        entry = state.tables.get(table_id)
+        if entry is None or state.catalogs[entry.catalog_id].metastore_id != tenant_of(state, caller).scope:
+            raise UnityError(404, "TABLE_DOES_NOT_EXIST", f"Table with id '{table_id}' does not exist.")
+        catalog = state.catalogs[entry.catalog_id]
+        schema = state.namespace(catalog.id, entry.namespace)
+        rule, needs = (can.can_modify_table, "MODIFY") if write else (can.can_read_table, "SELECT")
+        if not rule(subject_of(state, caller), securable(state, "catalog", catalog),
+                    securable(state, "schema", schema), securable(state, "table", entry)):
+            raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not {'commit to' if write else 'read'} "
+                                                       f"table {catalog.name}.{'.'.join(entry.namespace)}."
+                                                       f"{entry.name} (needs USE_CATALOG, USE_SCHEMA and {needs})")
+        if not (entry.managed and entry.format == "DELTA" and entry.kind == "TABLE"):
+            raise invalid("only managed Delta tables have their commits coordinated by the catalog")
+        if _same_location(table_uri) != _same_location(entry.location):
+            raise invalid(f"table_uri {table_uri} is not the table's location {entry.location}")
+        return entry
+
+    def _settle_by_files(self, location: str, commit: rules.Commit) -> None:
+        """A backfilled version sent again: a replay if the staged file is the one published, else a conflict."""
+        log = f"{location.rstrip('/')}/_delta_log"
+        try:
+            published = self.tables.storage.get(self.tables.files.key_of(f"{log}/{commit['version']:020d}.json"))
+            staged = self.tables.storage.get(self.tables.files.key_of(f"{log}/_staged_commits/{commit['file_name']}"))
+        except (DoesNotExist, MetadataLocationError, StorageError) as exc:
+            raise UnityError(503, "TEMPORARILY_UNAVAILABLE", f"could not tell whether commit version "
+                                                             f"{commit['version']} is a resend ({exc}); retry") \
+                from None
+        if published.data != staged.data:
+            raise UnityError(409, "RESOURCE_CONFLICT", f"commit version {commit['version']} is already published")
+
+
+def _same_location(url: str) -> str:
+    try:
+        return locations.canonical(url).rstrip("/")
+    except Exception:  # noqa: BLE001 - a location that does not parse matches nothing
+        return "\0" + url
+
+
+def _metadata_changes(entry: TableEntry, metadata: dict[str, Any]) -> dict[str, Any]:
+    """The table changes a commit's ``DeltaMetadata`` makes: properties and columns are replaced whole."""
+    changes: dict[str, Any] = {}
+    if metadata.get("description") is not None:
+        changes["comment"] = metadata["description"]
+    properties = (metadata.get("properties") or {}).get("properties")
+    if properties:
+        new = properties_of(properties)
+        if new.get(TABLE_ID_PROPERTY, entry.id) != entry.id:
+            raise invalid(f"the {TABLE_ID_PROPERTY} property must be this table's id, {entry.id}")
+        changes.update(replacing(entry.properties, new))
+    columns = (metadata.get("schema") or {}).get("columns")
+    if columns:
+        changes["columns"] = infos.check_columns(columns)
+    return changes
