@@ -1,6 +1,6 @@
 """Unity Catalog's Delta commit coordination (``/delta/preview/commits``) through the unitycatalog-client, against a
 real ``arco serve``: commits, replays and conflicts, backfills, the reader's view, metadata that rides a commit,
-grants, and many writers racing for one version (exactly one wins)."""
+grants, and many writers through two servers racing for one version (exactly one wins)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         run_cli(warehouse, "user", "create", "ann@x.com")
         ann = run_cli(warehouse, "token", "create", "ann@x.com").strip()
         assert uc(server, "POST", "/schemas", json={"name": "cc", "catalog_name": "main"}).status_code == 200
-        yield {"server": server, "ann": ann}
+        yield {"server": server, "ann": ann, "warehouse": warehouse, "workdir": workdir}
 
 
 def uc(server: RunningServer, method: str, path: str, token: str = ARCO_TOKEN, **kwargs: Any) -> httpx.Response:
@@ -172,14 +172,17 @@ def test_grants_locations_and_tables_that_are_not_coordinated(env: dict, tmp_pat
     assert read(env, table).latest_table_version == 0  # nothing above changed the table
 
 
-def test_many_writers_racing_for_one_version_get_one_success(env: dict) -> None:
+def test_many_writers_through_two_servers_racing_for_one_version_get_one_success(env: dict) -> None:
     table = managed_table(env["server"], "raced")
     assert commit(env, table, commit_info=info(1)).status_code == 200
-    for version in range(2, 6):
-        attempts = [info(version) for _ in range(8)]
-        with ThreadPoolExecutor(8) as pool:
-            statuses = list(pool.map(lambda one: commit(env, table, commit_info=one).status_code, attempts))
-        assert sorted(statuses) == [200] + [409] * 7, statuses
-        winner = next(c for c in read(env, table).commits if c.version == version)
-        assert winner.file_name in {one["file_name"] for one in attempts}
+    with arco_server(env["warehouse"], env["workdir"], admin_token=ARCO_TOKEN) as other:
+        servers = [env["server"], other]
+        for version in range(2, 6):
+            attempts = [info(version) for _ in range(8)]
+            with ThreadPoolExecutor(8) as pool:
+                statuses = list(pool.map(lambda i, tried=attempts: commit({"server": servers[i % 2]}, table,
+                                                                         commit_info=tried[i]).status_code, range(8)))
+            assert sorted(statuses) == [200] + [409] * 7, statuses
+            winner = next(c for c in read(env, table).commits if c.version == version)
+            assert winner.file_name == attempts[statuses.index(200)]["file_name"]
     assert read(env, table).latest_table_version == 5
