@@ -44,6 +44,9 @@ MAX_METADATA_ENTRIES = 32
 MAX_METADATA_VALUE = 512
 MAX_METRICS = 64
 MAX_PROJECTED = 256
+MAX_FILTER_DEPTH = 100
+# What a predicate's operand may be besides an expression: a term, or a literal (value) or literals (values).
+_OPERAND_TYPES = frozenset({"reference", "transform", "apply", "literal", "literals"})
 _INT64 = (-(2**63), 2**63 - 1)
 REPORT_TYPES = ("scan-report", "commit-report")
 _SCAN_REQUIRED = ("table-name", "snapshot-id", "filter", "schema-id", "projected-field-ids", "projected-field-names",
@@ -58,6 +61,25 @@ def _is_int(value: Any) -> bool:
 def _require(report: dict[str, Any], name: str, ok: Callable[[Any], bool], what: str) -> None:
     if not ok(report.get(name)):
         raise BadRequest(f"Invalid metrics report: '{name}' must be {what}")
+
+
+def expression_shaped(raw: Any, depth: int = 0) -> bool:
+    """Whether ``raw`` has the shape of the spec's Expression: a boolean, or an object with a string ``type`` whose
+    nested operands are expressions, terms or literals, and whose ``values`` are a list (or ``literals``). The
+    shape only: a report names fields the server need not resolve, and its literals may be sanitized."""
+    if isinstance(raw, bool):
+        return True
+    if depth > MAX_FILTER_DEPTH or not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+        return False
+    for key in ("left", "right", "child", "term"):
+        operand = raw.get(key)
+        if isinstance(operand, dict) and operand.get("type") not in _OPERAND_TYPES and \
+                not expression_shaped(operand, depth + 1):
+            return False
+    values = raw.get("values")
+    if isinstance(values, dict):
+        return values.get("type") == "literals" and isinstance(values.get("values"), list)
+    return values is None or isinstance(values, list)
 
 
 def _metrics(value: Any) -> bool:
@@ -90,8 +112,8 @@ def validate(body: Any) -> dict[str, Any]:
     _require(body, "metrics", _metrics, "an object of counter ({unit, value}) or timer "
                                         "({time-unit, count, total-duration}) results")
     if report_type == "scan-report":
-        # An expression: true / false, or an object ({"type": "eq", "term": ..., "value": ...}).
-        _require(body, "filter", lambda v: isinstance(v, (bool, dict)), "an expression")
+        _require(body, "filter", expression_shaped, "an expression (true, false, or an object with a 'type' whose "
+                                                    "operands are expressions, terms or literals)")
         _require(body, "schema-id", _is_int, "an integer")
         _require(body, "projected-field-ids", lambda v: isinstance(v, list) and all(_is_int(i) for i in v),
                  "a list of integers")

@@ -19,12 +19,26 @@ COMMIT = {"report-type": "commit-report", "table-name": "main.db.t", "snapshot-i
           "operation": "append", "metrics": {"added-records": {"unit": "count", "value": 10}}}
 
 
+def nested_not(depth: int) -> Any:
+    expression: Any = True
+    for _ in range(depth):
+        expression = {"type": "not", "child": expression}
+    return expression
+
+
 def without(base: dict[str, Any], field: str) -> dict[str, Any]:
     return {k: v for k, v in base.items() if k != field}
 
 
 @pytest.mark.parametrize("report", [SCAN, COMMIT, without(SCAN, "metadata"), {**SCAN, "metrics": {}},
                                     {**SCAN, "filter": {"type": "eq", "term": "id", "value": 1}},
+                                    {**SCAN, "filter": {  # as Java engines send it: sanitized, with transforms
+                                        "type": "and", "left": {"type": "gt", "term": "id", "value": "(2-digit-int)"},
+                                        "right": {"type": "in", "term": {"type": "transform", "transform": "day",
+                                                                         "term": "ts"}, "values": ["(date)"]}}},
+                                    {**SCAN, "filter": {"type": "not", "child": {"type": "is-null", "term": "x"}}},
+                                    {**SCAN, "filter": {"type": "in", "child": {"type": "reference", "name": "id"},
+                                                        "values": {"type": "literals", "values": [1, 2]}}},
                                     {**COMMIT, "unknown-field": "kept out of storage, not refused"}])
 def test_valid_reports_pass(report: dict[str, Any]) -> None:
     assert metrics.validate(report) is report
@@ -40,6 +54,12 @@ def test_valid_reports_pass(report: dict[str, Any]) -> None:
     ({**SCAN, "snapshot-id": True}, "snapshot-id"),
     ({**SCAN, "snapshot-id": 2**63}, "snapshot-id"),
     ({**SCAN, "filter": "id = 1"}, "filter"),
+    ({**SCAN, "filter": {"type": 5}}, "filter"),
+    ({**SCAN, "filter": {"type": "and", "left": {"oops": 1}, "right": True}}, "filter"),
+    ({**SCAN, "filter": {"type": "in", "term": "id", "values": "1,2"}}, "filter"),
+    ({**SCAN, "filter": {"type": "in", "term": "", "values": {"data-type": "", "type": None, "values": []}}},
+     "filter"),
+    ({**SCAN, "filter": nested_not(metrics.MAX_FILTER_DEPTH + 2)}, "filter"),
     ({**SCAN, "projected-field-ids": [1, "2"]}, "projected-field-ids"),
     ({**SCAN, "projected-field-names": "id"}, "projected-field-names"),
     ({**SCAN, "metrics": {"m": {"unit": "count"}}}, "metrics"),
