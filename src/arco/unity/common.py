@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from arco.auth.principals import Principal
-from arco.catalog.model import CatalogEntry
+from arco.catalog.model import CatalogEntry, TableEntry
 from arco.catalog.names import check_name
 from arco.catalog.state import CatalogState
 from arco.catalog.tenancy import Tenant
@@ -43,6 +43,15 @@ def page_size(raw: Any) -> int:
 def tenant_of(state: CatalogState, caller: Principal) -> Tenant:
     """The metastore the caller's workspace works in (404 METASTORE_DOES_NOT_EXIST when it has none)."""
     return state.tenant_of_workspace(caller.workspace_id)
+
+
+def table_by_id(state: CatalogState, caller: Principal, table_id: Any) -> TableEntry:
+    """A table of the caller's metastore by id (404 TABLE_DOES_NOT_EXIST otherwise: a table of another metastore is
+    not there for this caller, whose admins are not that one's)."""
+    entry = state.tables.get(str(table_id))
+    if entry is None or state.catalogs[entry.catalog_id].metastore_id != tenant_of(state, caller).scope:
+        raise UnityError(404, "TABLE_DOES_NOT_EXIST", f"Table with id '{table_id}' does not exist.")
+    return entry
 
 
 def catalog_in(state: CatalogState, caller: Principal, name: str) -> CatalogEntry:

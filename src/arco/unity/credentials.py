@@ -23,7 +23,7 @@ from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.unity import objects
-from arco.unity.common import tenant_of
+from arco.unity.common import table_by_id, tenant_of
 from arco.unity.errors import UnityError, invalid
 from arco.unity.models import PENDING, version_number
 from arco.vending.locations import InvalidLocation
@@ -54,10 +54,7 @@ def table_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[
     rule, access = TABLE_OPERATIONS[operation]
     table_id = body.get("table_id")
     with store.read() as state:
-        entry = state.tables.get(str(table_id))
-        # A table of another metastore is not there for this caller: its admins are not this one's.
-        if entry is None or state.catalogs[entry.catalog_id].metastore_id != tenant_of(state, caller).scope:
-            raise UnityError(404, "TABLE_DOES_NOT_EXIST", f"Table with id '{table_id}' does not exist.")
+        entry = table_by_id(state, caller, table_id)
         catalog = state.catalogs[entry.catalog_id]
         schema = state.namespace(catalog.id, entry.namespace)
         if not rule(subject_of(state, caller), securable(state, "catalog", catalog),

@@ -23,7 +23,7 @@ from arco.iceberg.tables import TableService
 from arco.storage.base import DoesNotExist, StorageError
 from arco.unity import delta_commits as rules
 from arco.unity import infos
-from arco.unity.common import properties_of, replacing, tenant_of
+from arco.unity.common import properties_of, replacing, table_by_id
 from arco.unity.errors import UnityError, invalid
 
 TABLE_ID_PROPERTY = "io.unitycatalog.tableId"
@@ -72,9 +72,7 @@ class DeltaCommitCoordinator:
 
     def _table(self, state: CatalogState, caller: Principal, table_id: str, table_uri: str,
                write: bool) -> TableEntry:
-        entry = state.tables.get(table_id)
-        if entry is None or state.catalogs[entry.catalog_id].metastore_id != tenant_of(state, caller).scope:
-            raise UnityError(404, "TABLE_DOES_NOT_EXIST", f"Table with id '{table_id}' does not exist.")
+        entry = table_by_id(state, caller, table_id)
         catalog = state.catalogs[entry.catalog_id]
         schema = state.namespace(catalog.id, entry.namespace)
         rule, needs = (can.can_modify_table, "MODIFY") if write else (can.can_read_table, "SELECT")
