@@ -545,3 +545,30 @@ def test_uc_lists_a_providers_shares_through_its_sharing_server(server: RunningS
     listed = uc(server, "GET", "/providers/ourselves/shares")
     assert listed.status_code == 200, listed.text
     assert [s["name"] for s in listed.json()["shares"]] == ["sales"]
+
+
+def test_cloud_credentials_are_offered_only_for_whole_delta_tables_and_need_cloud_storage(
+        server: RunningServer, provider: dict[str, Any], tmp_path: Path) -> None:
+    """Generate Temporary Table Credential: on a local directory there is nothing to vend (501); a table shared
+    without its history, an Iceberg table, or a location outside the table is refused before that. Vending itself,
+    on S3, is in test_vended_credentials.py."""
+    table = "/shares/sales/schemas/lake/tables"
+    local = ds(server, provider["profile"], "POST", f"{table}/orders/temporary-table-credentials")
+    assert local.status_code == 501 and local.json()["errorCode"] == "NOT_IMPLEMENTED", local.text
+    assert "query API" in local.json()["message"]
+    outside = ds(server, provider["profile"], "POST", f"{table}/orders/temporary-table-credentials",
+                 json={"location": tmp_path.as_uri()})
+    assert outside.status_code == 403 and outside.json()["errorCode"] == "PERMISSION_DENIED"
+    iceberg = ds(server, provider["profile"], "POST", f"{table}/events/temporary-table-credentials")
+    assert iceberg.status_code == 400 and "not a Delta table" in iceberg.json()["message"]
+    for body in (b"[1]", b"{", b'{"location": 7}'):
+        bad = ds(server, provider["profile"], "POST", f"{table}/orders/temporary-table-credentials", content=body)
+        assert bad.status_code == 400, (body, bad.text)
+    recipient = share_with(server, "no_history_files", "filesless", ["main.lake.orders"], history=False)
+    _, profile = activate(recipient, tmp_path)
+    refused = ds(server, profile, "POST", "/shares/no_history_files/schemas/lake/tables/orders/"
+                                          "temporary-table-credentials")
+    assert refused.status_code == 403 and "history is not shared" in refused.json()["message"]
+    stranger = httpx.post(f"{server.base_url}/delta-sharing{table}/orders/temporary-table-credentials",
+                          headers={"Authorization": "Bearer not-a-token"}, timeout=30)
+    assert stranger.status_code == 401

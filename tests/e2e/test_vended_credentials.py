@@ -350,3 +350,49 @@ def test_model_version_credentials_write_only_while_the_version_is_pending(world
     reader = uc_s3_client(world, ask(ModelVersionOperation.READ_MODEL_VERSION))
     assert reader.get_object(Bucket=world["bucket"], Key=f"{key}/model.pkl")["Body"].read() == b"weights"
     assert_denied(lambda: reader.put_object(Bucket=world["bucket"], Key=f"{key}/model.pkl", Body=b"x"))
+
+
+def test_a_delta_sharing_recipient_gets_read_only_credentials_for_the_shared_table_only(world: dict) -> None:
+    from deltalake import write_deltalake
+
+    s3 = world["s3"]
+    keys = {"AWS_ENDPOINT_URL": s3.endpoint_url, "AWS_ACCESS_KEY_ID": s3.access_key_id,
+            "AWS_SECRET_ACCESS_KEY": s3.secret_access_key, "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true",
+            "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
+    assert uc_post(world, "/schemas", {"name": "shared", "catalog_name": "main"}).status_code == 200
+    locations = {}
+    for name in ("orders", "orders_private"):
+        staged = uc_post(world, "/staging-tables", {"name": name, "catalog_name": "main", "schema_name": "shared"})
+        locations[name] = staged.json()["staging_location"]
+        write_deltalake(locations[name], ROWS, storage_options=keys)
+        made = uc_post(world, "/tables", {
+            "name": name, "catalog_name": "main", "schema_name": "shared", "table_type": "MANAGED",
+            "data_source_format": "DELTA", "storage_location": locations[name], "columns": [
+                {"name": "id", "type_name": "LONG", "type_text": "bigint", "position": 0, "type_json": "{}"}]})
+        assert made.status_code == 200, made.text
+    assert uc_post(world, "/shares", {"name": "files"}).status_code == 200
+    base = f"{world['server'].base_url}/api/2.1/unity-catalog"
+    admin = {"Authorization": f"Bearer {ARCO_TOKEN}"}
+    shared = {"name": "main.shared.orders", "data_object_type": "TABLE", "history_data_sharing_status": "ENABLED"}
+    assert httpx.patch(f"{base}/shares/files", headers=admin, timeout=30,
+                       json={"updates": [{"action": "ADD", "data_object": shared}]}).status_code == 200
+    recipient = uc_post(world, "/recipients", {"name": "lakehouse", "authentication_type": "TOKEN"}).json()
+    assert httpx.patch(f"{base}/shares/files/permissions", headers=admin, timeout=30, json={
+        "changes": [{"principal": "lakehouse", "add": ["SELECT"]}]}).status_code == 200
+    profile = httpx.get(recipient["tokens"][-1]["activation_url"], timeout=30).json()
+    endpoint = profile["endpoint"].rstrip("/")
+    answer = httpx.post(f"{endpoint}/shares/files/schemas/shared/tables/orders/temporary-table-credentials",
+                        headers={"Authorization": f"Bearer {profile['bearerToken']}"}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    credentials = answer.json()["credentials"]
+    assert credentials["location"].rstrip("/") == locations["orders"] and credentials["expirationTime"] > 0
+    aws = credentials["awsTempCredentials"]
+    client = s3_client(s3.endpoint_url, aws["accessKeyId"], aws["secretAccessKey"], aws["sessionToken"])
+    key = key_of(world, locations["orders"])
+    log = client.get_object(Bucket=world["bucket"], Key=f"{key}/_delta_log/{0:020d}.json")["Body"].read()
+    assert b"commitInfo" in log or b"protocol" in log  # the recipient's engine reads the log itself
+    assert_denied(lambda: client.put_object(Bucket=world["bucket"], Key=f"{key}/_delta_log/{1:020d}.json",
+                                            Body=b"{}"))
+    private = key_of(world, locations["orders_private"])
+    assert_denied(lambda: client.get_object(Bucket=world["bucket"], Key=f"{private}/_delta_log/{0:020d}.json"))
+    assert_denied(lambda: client.list_objects_v2(Bucket=world["bucket"], Prefix=f"{private}/"))

@@ -15,7 +15,7 @@ from starlette.routing import Route
 
 from arco.api.requests import BodyError, blocking, read_json
 from arco.api.responses import JsonResponse
-from arco.sharing import protocol
+from arco.sharing import cloud_tokens, protocol
 from arco.sharing.errors import SharingError, bad_request
 from arco.sharing.file_server import SignedFiles, local_path
 from arco.sharing.recipients import Recipient
@@ -175,6 +175,18 @@ async def table_changes(request: Request) -> Response:
     return _answer(request, answer)
 
 
+async def table_credentials(request: Request) -> Response:
+    recipient, t = await _table(request)
+    try:
+        raw = await read_json(request, server(request).settings.max_body_bytes, required=False)
+    except BodyError as exc:
+        raise SharingError(exc.status, "INVALID_PARAMETER_VALUE", exc.message) from None
+    body = await blocking(cloud_tokens.table_credentials, server(request).store,
+                          request.app.state.iceberg.access.vendor, t, raw, recipient.name)
+    await blocking(_record, request, recipient, "generateTemporaryTableCredential", t=t)
+    return JsonResponse(body)
+
+
 # -- signed files ------------------------------------------------------------------------------------------------
 
 # GET, HEAD and Range requests by the signed token in the URL (no bearer token; the signature is the credential).
@@ -194,6 +206,8 @@ routes = [
     Route("/shares/{share}/schemas/{schema}/tables/{table}/metadata", table_metadata, methods=["GET"]),
     Route("/shares/{share}/schemas/{schema}/tables/{table}/query", query_table, methods=["POST"]),
     Route("/shares/{share}/schemas/{schema}/tables/{table}/changes", table_changes, methods=["GET"]),
+    Route("/shares/{share}/schemas/{schema}/tables/{table}/temporary-table-credentials", table_credentials,
+          methods=["POST"]),
     Route("/files/{token}/{name}", signed_file, methods=["GET", "HEAD"]),
     Route("/files/{token}", signed_file, methods=["GET", "HEAD"]),
 ]

@@ -19,6 +19,7 @@ from arco.auth import decisions as can
 from arco.auth.principals import Principal
 from arco.auth.subjects import securable, subject_of
 from arco.catalog import locations
+from arco.catalog.model import TableEntry
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
@@ -63,9 +64,18 @@ def table_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[
                                                        f"{catalog.name}.{'.'.join(entry.namespace)}.{entry.name}")
         if entry.kind == "VIEW" or not entry.location:
             raise invalid(f"{entry.name} has no storage of its own: a view's data is read through its tables")
-        role = None if entry.managed else _role_of(state, locations.containing_external_location(
-            state, locations.canonical(entry.location), catalog.metastore_id))
+        role = table_role(state, entry)
     return _vend(vendor, entry.location, access, caller, role)
+
+
+def table_role(state: CatalogState, entry: TableEntry) -> str | None:
+    """The role a table's credentials are minted with: the server's (None) for a managed table, else that of the
+    storage credential behind the external location the table lies in."""
+    if entry.managed:
+        return None
+    metastore_id = state.catalogs[entry.catalog_id].metastore_id
+    return _role_of(state, locations.containing_external_location(state, locations.canonical(entry.location),
+                                                                  metastore_id))
 
 
 def path_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[str, Any],

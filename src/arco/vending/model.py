@@ -35,6 +35,16 @@ class VendedCredential:
         return {**{k: dict(v) for k, v in self.unity_credentials.items()},
                 "expiration_time": self.expires_at_ms, "url": self.prefix}
 
+    def sharing(self) -> dict[str, Any]:
+        """Delta Sharing's ``credentials``: the same as :meth:`unity`, spelled in camel case, with ``location``."""
+        clouds = {_camel(k): {_camel(n): v for n, v in fields.items()} for k, fields in self.unity_credentials.items()}
+        return {**clouds, "expirationTime": self.expires_at_ms, "location": self.prefix}
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(part.capitalize() for part in rest)
+
 
 class VendingError(Exception):
     """Vending could not produce a credential."""

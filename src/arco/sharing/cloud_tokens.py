@@ -1,0 +1,68 @@
+"""Generate Temporary Table Credential: read-only cloud credentials for a shared table's directory.
+
+Instead of a pre-signed URL per file, a recipient whose engine reads the Delta log itself may ask for a short-lived
+credential scoped to the table's directory (the same scoped credentials Unity Catalog vends, :mod:`arco.vending`,
+read-only, minted with the role of the storage credential behind an external table's location). Direct access
+reads everything under the directory: every version of the log, every partition. So it is offered only for a Delta
+table the share shares whole (with its history, from its first version, without a partition filter); for any
+other, the answer is 403 and the query API, which applies those limits, is the way in. A warehouse on a local
+directory has no cloud credential to give: 501.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arco.catalog import locations
+from arco.catalog.store import CatalogStore
+from arco.sharing.errors import SharingError, bad_request, forbidden
+from arco.sharing.history import history_shared
+from arco.sharing.service import SharedTable
+from arco.unity.credentials import table_role
+from arco.vending.locations import InvalidLocation
+from arco.vending.model import Access, VendingFailed, VendingUnavailable
+from arco.vending.vendor import CredentialVendor
+
+
+def table_credentials(store: CatalogStore, vendor: CredentialVendor, t: SharedTable, body: Any,
+                      recipient: str) -> dict[str, Any]:
+    """``{"credentials": {...}}`` for the table's location, or for ``body["location"]`` inside it."""
+    if body is not None and not isinstance(body, dict):
+        raise bad_request("the request body must be a JSON object")
+    shown = f"{t.share.name}.{t.schema}.{t.name}"
+    root = locations.canonical(t.table.location).rstrip("/")
+    target = root
+    asked = (body or {}).get("location")
+    if asked is not None:
+        if not isinstance(asked, str):
+            raise bad_request("location must be a string")
+        try:
+            target = locations.canonical(asked).rstrip("/")
+        except locations.LocationRefused as exc:
+            raise bad_request(str(exc)) from None
+        if target != root and not target.startswith(root + "/"):
+            raise forbidden(f"{asked} is not a location of the shared table {shown}")
+    if t.table.format != "DELTA":
+        raise bad_request(f"{shown} is not a Delta table: read it through the query API")
+    limits = [what for what, limited in (
+        ("its history is not shared", not history_shared(t.obj)),
+        ("it is shared from a later version", bool(t.obj.get("start_version"))),
+        ("it is shared with a partition filter", bool(t.obj.get("partition_specification")))) if limited]
+    if limits:
+        raise forbidden(f"direct access to the files of {shown} is not offered because {' and '.join(limits)}: "
+                        "read it through the query API")
+    with store.read() as state:
+        role = table_role(state, t.table)
+    try:
+        credential = vendor.vend(target, Access.READ, f"recipient:{recipient}", role_arn=role)
+    except VendingUnavailable as exc:
+        raise SharingError(501, "NOT_IMPLEMENTED", f"this server does not vend credentials for {target}: {exc}; "
+                                                   "read the table through the query API") from None
+    except VendingFailed as exc:
+        raise SharingError(503, "TEMPORARILY_UNAVAILABLE", f"the storage's token service failed: {exc}") from None
+    except InvalidLocation as exc:
+        raise bad_request(f"cannot scope credentials to {target}: {exc}") from None
+    if credential is None:
+        raise SharingError(501, "NOT_IMPLEMENTED", f"{shown} is on a local directory, which has no cloud credentials: "
+                                                   "read it through the query API")
+    return {"credentials": credential.sharing()}
