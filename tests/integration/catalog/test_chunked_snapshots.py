@@ -269,3 +269,23 @@ def test_a_bulk_snapshot_is_read_like_a_written_one(tmp_path: Path) -> None:
         assert state.tables_of(CATALOG, ("db2",)) == []
         assert state.tables.get("ffff0000-0000-4000-8000-000000000000").namespace == ("db1",)
         assert state.tables.external == {"ffff0000-0000-4000-8000-000000000000": ("Apart", "file:///elsewhere/apart")}
+
+
+def test_coordinated_delta_commits_survive_a_snapshot_and_a_new_reader(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commits UC coordinates for a managed Delta table live in its Tier 1 entry: a server that starts from a
+    snapshot (not the log) knows them, so a writer's next version is checked against them."""
+    monkeypatch.setattr(catalog_log, "SNAPSHOT_EVERY", 10_000)
+    store = _build(str(tmp_path), namespaces=2, tables=2)
+    table_id = "00010001-0000-4000-8000-000000000000"
+    tracked = [{"version": 4, "timestamp": 1, "file_name": "a.json", "file_size": 9, "file_modification_timestamp": 1,
+                "backfilled": True}, {"version": 5, "timestamp": 2, "file_name": "b.json", "file_size": 9,
+                                      "file_modification_timestamp": 2}]
+    store.execute(lambda s: {"op": "update_table", "id": table_id, "delta_commits": tracked}, principal="admin")
+    with store.read_cached() as state:
+        prepared = snapshots.prepare(state)
+    snapshots.write(store.log, prepared)
+    fresh = CatalogStore(LocalBackend(str(tmp_path)))
+    with fresh.read() as state:
+        assert state.tables.get(table_id).delta_commits == tracked
+        assert state.table(CATALOG, ("db0",), "t1").delta_commits is None  # every other table: none
