@@ -73,6 +73,19 @@ def vended_client(world: dict, response: httpx.Response):  # type: ignore[no-unt
                      config["s3.session-token"]), credential["prefix"]
 
 
+def grant_ann(world: dict, target: tuple[str, str, str]) -> None:
+    """Give ann@x.com ``target``'s privilege (kind, full name, privilege) and USE on its catalog and schema."""
+    kind, full_name, privilege = target
+    catalog_name, schema_name = full_name.split(".")[:2]
+    for securable, name, privileges in (("catalog", catalog_name, ["USE_CATALOG"]),
+                                        ("schema", f"{catalog_name}.{schema_name}", ["USE_SCHEMA"]),
+                                        (kind, full_name, [privilege])):
+        granted = httpx.patch(f"{world['server'].base_url}/api/2.1/unity-catalog/permissions/{securable}/{name}",
+                              headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, timeout=30,
+                              json={"changes": [{"principal": "ann@x.com", "add": privileges}]})
+        assert granted.status_code == 200, granted.text
+
+
 def key_of(world: dict, url: str) -> str:
     return url.removeprefix(f"s3://{world['bucket']}/")
 
@@ -102,12 +115,7 @@ def test_a_select_only_grantee_is_vended_read_only_credentials(world: dict) -> N
     cat = catalog(world["server"])
     cat.create_namespace("ro")
     cat.create_table("ro.t", SCHEMA).append(ROWS)
-    for kind, name, privileges in (("catalog", "main", ["USE_CATALOG"]), ("schema", "main.ro", ["USE_SCHEMA"]),
-                                   ("table", "main.ro.t", ["SELECT"])):
-        granted = httpx.patch(f"{world['server'].base_url}/api/2.1/unity-catalog/permissions/{kind}/{name}",
-                              headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, timeout=30,
-                              json={"changes": [{"principal": "ann@x.com", "add": privileges}]})
-        assert granted.status_code == 200, granted.text
+    grant_ann(world, ("table", "main.ro.t", "SELECT"))
     rows = catalog(world["server"], world["ann"]).load_table("ro.t").scan().to_arrow()
     assert rows.num_rows == 3  # reading works with the read-only credential
     client, prefix = vended_client(world, load(world, "ro.t", world["ann"]))
@@ -299,12 +307,7 @@ def test_volume_credentials_follow_the_volumes_grants(world: dict) -> None:
 
     with pytest.raises(ForbiddenException):  # no grant yet
         ask(VolumeOperation.READ_VOLUME, world["ann"])
-    for kind, name, privileges in (("catalog", "main", ["USE_CATALOG"]), ("schema", "main.vols", ["USE_SCHEMA"]),
-                                   ("volume", "main.vols.files", ["READ_VOLUME"])):
-        granted = httpx.patch(f"{world['server'].base_url}/api/2.1/unity-catalog/permissions/{kind}/{name}",
-                              headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, timeout=30,
-                              json={"changes": [{"principal": "ann@x.com", "add": privileges}]})
-        assert granted.status_code == 200, granted.text
+    grant_ann(world, ("volume", "main.vols.files", "READ_VOLUME"))
     reader = uc_s3_client(world, ask(VolumeOperation.READ_VOLUME, world["ann"]))
     assert reader.get_object(Bucket=world["bucket"], Key=f"{key}/out.csv")["Body"].read() == b"e,f"
     assert_denied(lambda: reader.put_object(Bucket=world["bucket"], Key=f"{key}/intruder.csv", Body=b"x"))
