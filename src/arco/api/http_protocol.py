@@ -4,8 +4,8 @@ llhttp, under httptools, sets no limit of its own on the head, and uvicorn's pro
 a client could send megabytes of headers (or a header that never ends) and the server would hold them all in
 memory before the application saw the request. Browsers, proxies and servers cap a head at 8-64 KB; this one
 answers ``431 Request Header Fields Too Large`` past :data:`MAX_HEAD_BYTES` and closes the connection, as
-uvicorn's own h11 protocol does past its (smaller) limit. A bearer token, the largest header a catalog client
-sends, is a few kilobytes.
+uvicorn's own h11 protocol does past its (smaller) limit; the body is the error shape of the API the path names
+(as far as the path has arrived). A bearer token, the largest header a catalog client sends, is a few kilobytes.
 
 The count is of the bytes received while a head is incomplete, checked after each chunk is parsed, and starts with
 the chunk after the one the head began in: a chunk that carries a small head and the start of a large body, or many
@@ -18,9 +18,10 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from arco.api.errors import error_body, surface_of
+
 MAX_HEAD_BYTES = 64 * 1024
-_TOO_LARGE = ("Request Header Fields Too Large: a request's line and headers may take at most "
-              f"{MAX_HEAD_BYTES // 1024} KB").encode("ascii")
+_TOO_LARGE = f"a request's line and headers may take at most {MAX_HEAD_BYTES // 1024} KB; send less"
 
 
 class BoundedHeadProtocol(HttpToolsProtocol):
@@ -50,10 +51,12 @@ class BoundedHeadProtocol(HttpToolsProtocol):
 
     def _refuse_head(self) -> None:
         self.logger.info("Refused a request whose head is over %d bytes", MAX_HEAD_BYTES)
+        path = self.url.split(b"?", 1)[0].decode("latin-1")
+        body = error_body(surface_of(path), 431, "BadRequestException", _TOO_LARGE)
         self.transport.write(b"".join((
             b"HTTP/1.1 431 Request Header Fields Too Large\r\n",
-            b"content-type: text/plain; charset=utf-8\r\n",
-            b"content-length: ", str(len(_TOO_LARGE)).encode("ascii"), b"\r\n",
-            b"connection: close\r\n\r\n", _TOO_LARGE,
+            b"content-type: application/json\r\n",
+            b"content-length: ", str(len(body)).encode("ascii"), b"\r\n",
+            b"connection: close\r\n\r\n", body,
         )))
         self.transport.close()

@@ -3,6 +3,7 @@ before the server holds the rest; heads within the bound, large bodies and pipel
 
 from __future__ import annotations
 
+import json
 import socket
 
 import httpx
@@ -41,6 +42,11 @@ def get(path: str, extra: bytes = b"") -> bytes:
     return b"GET /iceberg/v1/main" + path.encode() + b" HTTP/1.1\r\nHost: arco\r\n" + AUTH + extra
 
 
+def error_of(answer: bytes) -> dict:
+    """The JSON body of a raw HTTP answer."""
+    return json.loads(answer.split(b"\r\n\r\n", 1)[1])
+
+
 def assert_still_serving(client: httpx.Client, server: RunningServer) -> None:
     assert client.get("/namespaces/db/tables/t").status_code == 200
     assert "Traceback" not in server.log()
@@ -54,8 +60,15 @@ def test_a_head_past_the_bound_is_refused(client: httpx.Client, server: RunningS
     # The connection stays open after the bytes are sent: the refusal must come from the bound, not from an EOF.
     answer = exchange(server, get("/namespaces/db/tables/t", extra), stop_sending_at=len(extra))
     assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
-    assert b"64 KB" in answer
+    error = error_of(answer)["error"]  # the Iceberg REST error shape: the path says which API
+    assert error["code"] == 431 and error["type"] == "BadRequestException" and "64 KB" in error["message"]
     assert_still_serving(client, server)
+
+
+def test_the_refusal_speaks_the_unity_catalog_shape_on_its_paths(client: httpx.Client, server: RunningServer) -> None:
+    head = b"GET /api/2.1/unity-catalog/catalogs HTTP/1.1\r\nHost: arco\r\n" + AUTH + b"X-Pad: " + b"v" * 200_000
+    error = error_of(exchange(server, head, stop_sending_at=len(head)))
+    assert error["error_code"] == "BAD_REQUEST" and "64 KB" in error["message"]
 
 
 def test_an_endless_request_line_is_refused(client: httpx.Client, server: RunningServer) -> None:
