@@ -135,6 +135,8 @@ def test_a_resend_of_a_backfilled_commit_is_settled_by_its_files(env: dict) -> N
     assert commit(env, table, commit_info=info(2), latest_backfilled_version=1).status_code == 200
     assert commit(env, table, commit_info=one).status_code == 200  # the same file as published: a resend
     assert commit(env, table, commit_info=other).status_code == 409
+    unreadable = commit(env, table, commit_info=info(1))  # no staged file of that name: the outcome is not known
+    assert unreadable.status_code == 503 and unreadable.json()["error_code"] == "TEMPORARILY_UNAVAILABLE"
 
 
 def test_metadata_rides_a_commit_and_is_seen_by_uc(env: dict) -> None:

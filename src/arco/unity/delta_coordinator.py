@@ -20,7 +20,7 @@ from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.iceberg.metadata_files import MetadataLocationError
 from arco.iceberg.tables import TableService
-from arco.storage.base import DoesNotExist, StorageError
+from arco.storage.base import StorageError
 from arco.unity import delta_commits as rules
 from arco.unity import infos
 from arco.unity.common import properties_of, replacing, table_by_id
@@ -93,7 +93,7 @@ class DeltaCommitCoordinator:
         try:
             published = self.tables.storage.get(self.tables.files.key_of(f"{log}/{commit['version']:020d}.json"))
             staged = self.tables.storage.get(self.tables.files.key_of(f"{log}/_staged_commits/{commit['file_name']}"))
-        except (DoesNotExist, MetadataLocationError, StorageError) as exc:
+        except (MetadataLocationError, StorageError) as exc:  # a missing file is NotFound, a StorageError
             raise UnityError(503, "TEMPORARILY_UNAVAILABLE", f"could not tell whether commit version "
                                                              f"{commit['version']} is a resend ({exc}); retry") \
                 from None
