@@ -52,7 +52,7 @@ from pyiceberg.utils.datetime import datetime_to_millis
 from arco.catalog import locations
 from arco.iceberg.errors import BadRequest, CommitFailed, InvalidArgument
 from arco.iceberg.malformed import MALFORMED, check_schema_limits, describe
-from arco.storage.urls import BadLocation, normalize, within
+from arco.storage.urls import same_place, within
 
 RESERVED_PROPERTY_PREFIX = "arco."
 
@@ -121,7 +121,7 @@ def check_guardrails(updates: Sequence[TableUpdate], allowed_location: str | Non
     move (clients creating or replacing a table send exactly that), whatever its spelling.
     """
     for update in updates:
-        if isinstance(update, SetLocationUpdate) and not _same_place(update.location, allowed_location):
+        if isinstance(update, SetLocationUpdate) and not same_place(update.location, allowed_location):
             where = f"this table's is {allowed_location}; " if allowed_location else ""
             raise BadRequest(f"set-location to another place is refused: Arco owns table locations ({where}create a "
                              f"new table to move data, or register it from an external location)")
@@ -137,13 +137,6 @@ def check_guardrails(updates: Sequence[TableUpdate], allowed_location: str | Non
                            locations.canonical(allowed_location)):
             # A snapshot pointing into another table would let snapshot expiry delete that table's files.
             raise BadRequest("add-snapshot: the manifest list must lie inside the table's location")
-
-
-def _same_place(a: str, b: str | None) -> bool:
-    try:
-        return b is not None and normalize(a) == normalize(b)
-    except BadLocation:
-        return False
 
 
 def empty_metadata() -> TableMetadata:

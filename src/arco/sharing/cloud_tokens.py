@@ -18,6 +18,7 @@ from arco.catalog.store import CatalogStore
 from arco.sharing.errors import SharingError, bad_request, forbidden
 from arco.sharing.history import history_shared
 from arco.sharing.service import SharedTable
+from arco.storage.urls import within
 from arco.unity.credentials import table_role
 from arco.vending.locations import InvalidLocation
 from arco.vending.model import Access, VendingFailed, VendingUnavailable
@@ -30,17 +31,17 @@ def table_credentials(store: CatalogStore, vendor: CredentialVendor, t: SharedTa
     if body is not None and not isinstance(body, dict):
         raise bad_request("the request body must be a JSON object")
     shown = f"{t.share.name}.{t.schema}.{t.name}"
-    root = locations.canonical(t.table.location).rstrip("/")
+    root = locations.canonical(t.table.location)
     target = root
     asked = (body or {}).get("location")
     if asked is not None:
         if not isinstance(asked, str):
             raise bad_request("location must be a string")
         try:
-            target = locations.canonical(asked).rstrip("/")
+            target = locations.canonical(asked)
         except locations.LocationRefused as exc:
             raise bad_request(str(exc)) from None
-        if target != root and not target.startswith(root + "/"):
+        if not within(target, root):
             raise forbidden(f"{asked} is not a location of the shared table {shown}")
     if t.table.format != "DELTA":
         raise bad_request(f"{shown} is not a Delta table: read it through the query API")

@@ -101,6 +101,14 @@ def _authority(scheme: str, netloc: str) -> str:
     return f"{container.lower()}@{account}{dot}{domain}"
 
 
+def same_place(a: object, b: object) -> bool:
+    """Whether two storage URLs name the same place once canonical (never, if either is not a valid location)."""
+    try:
+        return b is not None and normalize(a) == normalize(b)
+    except BadLocation:
+        return False
+
+
 def within(child: str, parent: str) -> bool:
     """Whether canonical URL ``child`` is ``parent`` or lies under it (``.../t1`` does not lie under ``.../t``)."""
     return child == parent or child.startswith(parent.rstrip("/") + "/")

@@ -14,13 +14,13 @@ from typing import Any
 from arco.auth import decisions as can
 from arco.auth.principals import Principal
 from arco.auth.subjects import securable, subject_of
-from arco.catalog import locations
 from arco.catalog.model import TableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.iceberg.metadata_files import MetadataLocationError
 from arco.iceberg.tables import TableService
 from arco.storage.base import StorageError
+from arco.storage.urls import same_place
 from arco.unity import delta_commits as rules
 from arco.unity import infos
 from arco.unity.common import properties_of, replacing, table_by_id
@@ -83,7 +83,7 @@ class DeltaCommitCoordinator:
                                                        f"{entry.name} (needs USE_CATALOG, USE_SCHEMA and {needs})")
         if not (entry.managed and entry.format == "DELTA" and entry.kind == "TABLE"):
             raise invalid("only managed Delta tables have their commits coordinated by the catalog")
-        if _same_location(table_uri) != _same_location(entry.location):
+        if not same_place(table_uri, entry.location):
             raise invalid(f"table_uri {table_uri} is not the table's location {entry.location}")
         return entry
 
@@ -99,13 +99,6 @@ class DeltaCommitCoordinator:
                 from None
         if published.data != staged.data:
             raise UnityError(409, "RESOURCE_CONFLICT", f"commit version {commit['version']} is already published")
-
-
-def _same_location(url: str) -> str:
-    try:
-        return locations.canonical(url).rstrip("/")
-    except Exception:  # noqa: BLE001 - a location that does not parse matches nothing
-        return "\0" + url
 
 
 def _metadata_changes(entry: TableEntry, metadata: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from arco.storage.factory import local_directory
-from arco.storage.urls import BadLocation, normalize, overlaps, within
+from arco.storage.urls import BadLocation, normalize, overlaps, same_place, within
 
 
 @pytest.mark.parametrize("given, canonical", [
@@ -63,3 +63,11 @@ def test_within_respects_segment_boundaries(child: str, parent: str, inside: boo
 ])
 def test_the_directory_a_local_warehouse_names(url: str, directory: Path | None) -> None:
     assert local_directory(url) == directory
+
+
+@pytest.mark.parametrize(("a", "b", "same"), [
+    ("s3a://B/k/", "s3://b/k", True), ("/w/t", "file:///w/t/", True), ("s3://b/k", "s3://b/k2", False),
+    ("s3://b/k", None, False), ("s3://b/../k", "s3://b/k", False), ("not a url", "not a url", False)])
+def test_same_place_compares_canonical_forms_and_never_matches_a_bad_location(a: str, b: str | None,
+                                                                              same: bool) -> None:
+    assert same_place(a, b) is same
