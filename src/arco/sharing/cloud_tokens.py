@@ -19,9 +19,8 @@ from arco.sharing.errors import SharingError, bad_request, forbidden
 from arco.sharing.history import history_shared
 from arco.sharing.service import SharedTable
 from arco.storage.urls import within
-from arco.unity.credentials import table_role
-from arco.vending.locations import InvalidLocation
-from arco.vending.model import Access, VendingFailed, VendingUnavailable
+from arco.unity.credentials import table_role, vend
+from arco.vending.model import Access
 from arco.vending.vendor import CredentialVendor
 
 
@@ -54,15 +53,8 @@ def table_credentials(store: CatalogStore, vendor: CredentialVendor, t: SharedTa
                         "read it through the query API")
     with store.read() as state:
         role = table_role(state, t.table)
-    try:
-        credential = vendor.vend(target, Access.READ, f"recipient:{recipient}", role_arn=role)
-    except VendingUnavailable as exc:
-        raise SharingError(501, "NOT_IMPLEMENTED", f"this server does not vend credentials for {target}: {exc}; "
-                                                   "read the table through the query API") from None
-    except VendingFailed as exc:
-        raise SharingError(503, "TEMPORARILY_UNAVAILABLE", f"the storage's token service failed: {exc}") from None
-    except InvalidLocation as exc:
-        raise bad_request(f"cannot scope credentials to {target}: {exc}") from None
+    credential = vend(vendor, target, Access.READ, f"recipient:{recipient}", role, error=SharingError,
+                      hint="; read the table through the query API")
     if credential is None:
         raise SharingError(501, "NOT_IMPLEMENTED", f"{shown} is on a local directory, which has no cloud credentials: "
                                                    "read it through the query API")

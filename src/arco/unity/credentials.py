@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from arco.api.errors import ApiError
 from arco.auth import decisions as can
 from arco.auth.principals import Principal
 from arco.auth.subjects import securable, subject_of
@@ -28,7 +29,7 @@ from arco.unity.common import table_by_id, tenant_of
 from arco.unity.errors import UnityError, invalid
 from arco.unity.models import PENDING, version_number
 from arco.vending.locations import InvalidLocation
-from arco.vending.model import Access, VendingFailed, VendingUnavailable
+from arco.vending.model import Access, VendedCredential, VendingFailed, VendingUnavailable
 from arco.vending.vendor import CredentialVendor
 
 LOCAL_LIFETIME_MS = 3600 * 1000
@@ -71,10 +72,13 @@ def table_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[
 def table_role(state: CatalogState, entry: TableEntry) -> str | None:
     """The role a table's credentials are minted with: the server's (None) for a managed table, else that of the
     storage credential behind the external location the table lies in."""
-    if entry.managed:
-        return None
-    metastore_id = state.catalogs[entry.catalog_id].metastore_id
-    return _role_of(state, locations.containing_external_location(state, locations.canonical(entry.location),
+    return None if entry.managed else _external_role(state, entry.location,
+                                                     state.catalogs[entry.catalog_id].metastore_id)
+
+
+def _external_role(state: CatalogState, location: str, metastore_id: str | None) -> str | None:
+    """The role behind the external location ``location`` lies in (None: the server's)."""
+    return _role_of(state, locations.containing_external_location(state, locations.canonical(location),
                                                                   metastore_id))
 
 
@@ -125,8 +129,7 @@ def volume_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict
                                                        f"{where.prefix()}.{entry.fields['name']} (needs "
                                                        f"USE_CATALOG, USE_SCHEMA and {privilege})")
         location = entry.fields["storage_location"]
-        role = None if entry.fields["volume_type"] == "MANAGED" else _role_of(
-            state, locations.containing_external_location(state, location, scope))
+        role = None if entry.fields["volume_type"] == "MANAGED" else _external_role(state, location, scope)
     return _vend(vendor, location, access, caller, role)
 
 
@@ -174,15 +177,23 @@ def _role_of(state: CatalogState, location: SecurableEntry | None) -> str | None
 
 def _vend(vendor: CredentialVendor, location: str, access: Access, caller: Principal,
           role: str | None) -> dict[str, Any]:
-    try:
-        credential = vendor.vend(location, access, caller.name, role_arn=role)
-    except VendingUnavailable as exc:
-        raise UnityError(501, "NOT_IMPLEMENTED", f"credential vending is not configured for {location}: {exc}") \
-            from None
-    except VendingFailed as exc:
-        raise UnityError(503, "TEMPORARILY_UNAVAILABLE", f"the storage's token service failed: {exc}") from None
-    except InvalidLocation as exc:
-        raise invalid(f"cannot scope credentials to {location}: {exc}") from None
+    credential = vend(vendor, location, access, caller.name, role)
     if credential is None:  # a local directory: nothing to vend
         return {"expiration_time": int(time.time() * 1000) + LOCAL_LIFETIME_MS, "url": location}
     return credential.unity()
+
+
+def vend(vendor: CredentialVendor, location: str, access: Access, who: str, role: str | None, *,
+         error: type[ApiError] = UnityError, hint: str = "") -> VendedCredential | None:
+    """``vendor.vend``, its refusals as ``error`` (the API's own error class) with the status each means: 501 not
+    configured (``hint`` says what to do instead), 503 the token service failed, 400 a location that cannot be
+    scoped. None for a local directory."""
+    try:
+        return vendor.vend(location, access, who, role_arn=role)
+    except VendingUnavailable as exc:
+        raise error(501, "NOT_IMPLEMENTED", f"credential vending is not configured for {location}: {exc}{hint}") \
+            from None
+    except VendingFailed as exc:
+        raise error(503, "TEMPORARILY_UNAVAILABLE", f"the storage's token service failed: {exc}") from None
+    except InvalidLocation as exc:
+        raise error(400, "INVALID_PARAMETER_VALUE", f"cannot scope credentials to {location}: {exc}") from None
