@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from arco.unity import objects
 from arco.unity.errors import UnityError, invalid
 
 MAX_TRACKED = 10
@@ -56,10 +57,9 @@ class Outcome:
     check_published: int | None = None  # a backfilled version sent again: a replay if its files match
 
 
-def _text(body: dict[str, Any], key: str) -> str:
-    value = body.get(key)
-    if not isinstance(value, str) or not value:
-        raise invalid(f"{key} must be a non-empty string")
+def _required_text(body: dict[str, Any], key: str) -> str:
+    value = objects.text(body, key, required=True)
+    assert value is not None  # required: text() raised otherwise
     return value
 
 
@@ -76,7 +76,7 @@ def parse_commit_info(raw: Any) -> Commit:
     if not isinstance(raw, dict):
         raise invalid("commit_info must be an object")
     commit = {key: _integer(raw, key, minimum=1) for key in COMMIT_FIELDS if key != "file_name"}
-    name = _text(raw, "file_name")
+    name = _required_text(raw, "file_name")
     # The name is the staged file's, read back from _delta_log/_staged_commits/: one path segment only.
     if "/" in name or "\\" in name or name in (".", "..") or any(ord(c) < 32 for c in name):
         raise invalid("commit_info.file_name must be a single file name, without path separators")
@@ -95,7 +95,8 @@ def parse_commit(body: dict[str, Any]) -> CommitRequest:
             raise invalid("metadata is not allowed in a backfill-only request")
     if metadata is not None:
         check_metadata(metadata)
-    return CommitRequest(_text(body, "table_id"), _text(body, "table_uri"), commit, latest_backfilled, metadata)
+    return CommitRequest(_required_text(body, "table_id"), _required_text(body, "table_uri"), commit,
+                         latest_backfilled, metadata)
 
 
 def check_metadata(metadata: Any) -> None:
@@ -121,7 +122,7 @@ def parse_get(body: dict[str, Any]) -> GetRequest:
     assert start is not None
     if end is not None and end < start:
         raise invalid("end_version must be >= start_version")
-    return GetRequest(_text(body, "table_id"), _text(body, "table_uri"), start, end)
+    return GetRequest(_required_text(body, "table_id"), _required_text(body, "table_uri"), start, end)
 
 
 def latest_version(tracked: list[Commit]) -> int:
