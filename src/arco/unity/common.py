@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from arco.auth.principals import Principal
+from arco.auth.subjects import securable, subject_of
 from arco.catalog.model import CatalogEntry, TableEntry
 from arco.catalog.names import check_name
 from arco.catalog.state import CatalogState
@@ -52,6 +53,16 @@ def table_by_id(state: CatalogState, caller: Principal, table_id: Any) -> TableE
     if entry is None or state.catalogs[entry.catalog_id].metastore_id != tenant_of(state, caller).scope:
         raise UnityError(404, "TABLE_DOES_NOT_EXIST", f"Table with id '{table_id}' does not exist.")
     return entry
+
+
+def check_table(state: CatalogState, caller: Principal, entry: TableEntry, rule: Any, what: str, needs: str,
+                **kwargs: Any) -> None:
+    """403 unless ``rule`` (an :mod:`arco.auth.decisions` table rule) allows the caller ``what`` on the table."""
+    catalog = state.catalogs[entry.catalog_id]
+    schema = state.namespace(catalog.id, entry.namespace)
+    if not rule(subject_of(state, caller), securable(state, "catalog", catalog), securable(state, "schema", schema),
+                securable(state, "table", entry), **kwargs):
+        raise denied(caller, f"{what} {catalog.name}.{'.'.join(entry.namespace)}.{entry.name} (needs {needs})")
 
 
 def catalog_in(state: CatalogState, caller: Principal, name: str) -> CatalogEntry:

@@ -25,7 +25,7 @@ from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.unity import objects
-from arco.unity.common import table_by_id, tenant_of
+from arco.unity.common import check_table, table_by_id, tenant_of
 from arco.unity.errors import UnityError, invalid
 from arco.unity.models import PENDING, version_number
 from arco.vending.locations import InvalidLocation
@@ -33,7 +33,9 @@ from arco.vending.model import Access, VendedCredential, VendingFailed, VendingU
 from arco.vending.vendor import CredentialVendor
 
 LOCAL_LIFETIME_MS = 3600 * 1000
-TABLE_OPERATIONS = {"READ": (can.can_read_table, Access.READ), "READ_WRITE": (can.can_modify_table, Access.READ_WRITE)}
+# operation -> (table rule, the privilege it needs, access vended)
+TABLE_OPERATIONS = {"READ": (can.can_read_table, "SELECT", Access.READ),
+                    "READ_WRITE": (can.can_modify_table, "MODIFY", Access.READ_WRITE)}
 # operation -> (privileges on the external location, any of which allows it; access vended)
 PATH_OPERATIONS = {"PATH_READ": (("READ_FILES",), Access.READ),
                    "PATH_READ_WRITE": (("WRITE_FILES",), Access.READ_WRITE),
@@ -53,16 +55,10 @@ def _operation(body: dict[str, Any], allowed: dict[str, Any]) -> str:
 def table_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[str, Any],
                       caller: Principal) -> dict[str, Any]:
     operation = _operation(body, TABLE_OPERATIONS)
-    rule, access = TABLE_OPERATIONS[operation]
-    table_id = body.get("table_id")
+    rule, privilege, access = TABLE_OPERATIONS[operation]
     with store.read() as state:
-        entry = table_by_id(state, caller, table_id)
-        catalog = state.catalogs[entry.catalog_id]
-        schema = state.namespace(catalog.id, entry.namespace)
-        if not rule(subject_of(state, caller), securable(state, "catalog", catalog),
-                    securable(state, "schema", schema), securable(state, "table", entry)):
-            raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not {operation} table "
-                                                       f"{catalog.name}.{'.'.join(entry.namespace)}.{entry.name}")
+        entry = table_by_id(state, caller, body.get("table_id"))
+        check_table(state, caller, entry, rule, f"{operation} table", f"USE_CATALOG, USE_SCHEMA and {privilege}")
         if entry.kind == "VIEW" or not entry.location:
             raise invalid(f"{entry.name} has no storage of its own: a view's data is read through its tables")
         role = table_role(state, entry)

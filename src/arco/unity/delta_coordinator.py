@@ -13,7 +13,6 @@ from typing import Any
 
 from arco.auth import decisions as can
 from arco.auth.principals import Principal
-from arco.auth.subjects import securable, subject_of
 from arco.catalog.model import TableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
@@ -23,7 +22,7 @@ from arco.storage.base import StorageError
 from arco.storage.urls import same_place
 from arco.unity import delta_commits as rules
 from arco.unity import infos
-from arco.unity.common import properties_of, replacing, table_by_id
+from arco.unity.common import check_table, properties_of, replacing, table_by_id
 from arco.unity.errors import UnityError, invalid
 
 TABLE_ID_PROPERTY = "io.unitycatalog.tableId"
@@ -73,14 +72,9 @@ class DeltaCommitCoordinator:
     def _table(self, state: CatalogState, caller: Principal, table_id: str, table_uri: str,
                write: bool) -> TableEntry:
         entry = table_by_id(state, caller, table_id)
-        catalog = state.catalogs[entry.catalog_id]
-        schema = state.namespace(catalog.id, entry.namespace)
-        rule, needs = (can.can_modify_table, "MODIFY") if write else (can.can_read_table, "SELECT")
-        if not rule(subject_of(state, caller), securable(state, "catalog", catalog),
-                    securable(state, "schema", schema), securable(state, "table", entry)):
-            raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not {'commit to' if write else 'read'} "
-                                                       f"table {catalog.name}.{'.'.join(entry.namespace)}."
-                                                       f"{entry.name} (needs USE_CATALOG, USE_SCHEMA and {needs})")
+        rule, what, needs = (can.can_modify_table, "commit to", "MODIFY") if write else \
+            (can.can_read_table, "read", "SELECT")
+        check_table(state, caller, entry, rule, f"{what} table", f"USE_CATALOG, USE_SCHEMA and {needs}")
         if not (entry.managed and entry.format == "DELTA" and entry.kind == "TABLE"):
             raise invalid("only managed Delta tables have their commits coordinated by the catalog")
         if not same_place(table_uri, entry.location):

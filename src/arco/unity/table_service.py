@@ -22,6 +22,7 @@ from arco.unity import infos
 from arco.unity.common import (
     catalog_in,
     changes_owner_only,
+    check_table,
     common_updates,
     denied,
     new_name_in,
@@ -81,19 +82,10 @@ class UnityTables:
         partition_sources = [f.source_id for f in metadata.spec().fields]
         return column_infos(metadata.schema(), partition_sources), dict(metadata.properties)
 
-    def _check_table(self, state: CatalogState, caller: Principal, entry: TableEntry, rule: Any, what: str,
-                     needs: str, **kwargs: Any) -> None:
-        catalog = state.catalogs[entry.catalog_id]
-        schema = state.namespace(catalog.id, entry.namespace)
-        if not rule(subject_of(state, caller), securable(state, "catalog", catalog), securable(state, "schema", schema),
-                    securable(state, "table", entry), **kwargs):
-            raise denied(caller, f"{what} {catalog.name}.{'.'.join(entry.namespace)}.{entry.name} (needs {needs})")
-
     def get_table(self, full_name: str, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
             entry = self._table(state, caller, full_name)
-            self._check_table(state, caller, entry, can.can_read_table, "read table",
-                              "USE_CATALOG, USE_SCHEMA and SELECT")
+            check_table(state, caller, entry, can.can_read_table, "read table", "USE_CATALOG, USE_SCHEMA and SELECT")
             return self.table_info(entry, state)
 
     def list_tables(self, catalog_name: str | None, schema_name: str | None, max_results: Any,
@@ -203,8 +195,8 @@ class UnityTables:
 
         def build(state: CatalogState) -> dict[str, Any]:
             entry = self._table(state, caller, full_name)
-            self._check_table(state, caller, entry, can.can_update_table, "update table", "ownership",
-                              owner_only=changes_owner_only(body), renames=bool(new_name))
+            check_table(state, caller, entry, can.can_update_table, "update table", "ownership",
+                        owner_only=changes_owner_only(body), renames=bool(new_name))
             op: dict[str, Any] = {"op": "update_table", "id": entry.id}
             common_updates(op, entry, body)
             if "columns" in body and entry.format != "ICEBERG":
@@ -225,7 +217,7 @@ class UnityTables:
         principal = caller.name
         with self.store.read() as state:
             entry = self._table(state, caller, full_name)
-            self._check_table(state, caller, entry, can.can_delete_table, "delete table", "ownership")
+            check_table(state, caller, entry, can.can_delete_table, "delete table", "ownership")
             catalog = state.catalogs[entry.catalog_id]
         if entry.format == "ICEBERG" and entry.kind == "TABLE":
             self.tables.drop(catalog, entry.namespace, entry.name, principal)  # also tombstones its pointer
