@@ -17,7 +17,8 @@ import delta_sharing
 import httpx
 import pyarrow as pa
 import pytest
-from delta_sharing.protocol import DeltaSharingProfile
+from delta_sharing.protocol import CdfOptions, DeltaSharingProfile, Table
+from delta_sharing.rest_client import DataSharingRestClient
 from deltalake import DeltaTable, write_deltalake
 from pyiceberg.catalog.rest import RestCatalog
 
@@ -217,6 +218,92 @@ def test_versions_metadata_and_queries_follow_the_protocol(server: RunningServer
     echoed = ds(server, profile, "POST", f"{table}/query", json={}, headers={"fileidhash": "DELTA"})
     assert echoed.headers["fileidhash"] == "delta"
     assert ds(server, profile, "POST", f"{table}/query", json={}, headers={"fileidhash": "md5"}).status_code == 400
+
+
+def _historical(lines: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """The ``kind`` lines (metaData / protocol) after the head's two."""
+    return [line[kind] for line in lines[2:] if kind in line]
+
+
+def _columns(metadata: dict[str, Any]) -> list[str]:
+    schema = metadata.get("schemaString") or metadata["deltaMetadata"]["schemaString"]
+    return [f["name"] for f in json.loads(schema)["fields"]]
+
+
+def test_streaming_and_change_feed_readers_see_each_schema_and_protocol_change(server: RunningServer,
+                                                                               warehouse: Path) -> None:
+    """A streaming reader (startingVersion) and a change-feed reader asking for history get the metadata (and, if
+    asked, the protocol) of each version that changed it, with the version, where the files of that version are;
+    a change-feed reader that does not ask gets the latest metadata, one schema to read every file with."""
+    assert uc(server, "POST", "/schemas", json={"name": "evolving", "catalog_name": "main"}).status_code == 200
+    location = delta_table(server, "evolving", "readings", cdf=False)  # versions 0 and 1
+    noted = ROWS.slice(0, 1).append_column("note", pa.array(["first"]))
+    write_deltalake(location, noted, mode="append", schema_mode="merge")  # 2: a new column
+    DeltaTable(location).alter.set_table_properties({"delta.enableChangeDataFeed": "true"})  # 3: config, protocol
+    write_deltalake(location, noted, mode="append")  # 4: data only
+    write_deltalake(location, noted.append_column("unit", pa.array(["kg"])), mode="append",
+                    schema_mode="merge")  # 5: another column
+    profile_path, profile = activate(share_with(server, "evolving_share", "watcher", ["main.evolving.readings"]),
+                                     warehouse.parent)
+    table = "/shares/evolving_share/schemas/evolving/tables/readings"
+    protocols = [ds(server, profile, "GET", f"{table}/metadata",
+                    params={"version": str(v)}, headers={"delta-sharing-capabilities": "responseformat=delta"})
+                 for v in (2, 3)]
+    assert ndjson(protocols[0])[0] != ndjson(protocols[1])[0]  # version 3 did change the protocol
+
+    streaming = ndjson(ds(server, profile, "POST", f"{table}/query", json={"startingVersion": 1}))
+    assert streaming[1]["metaData"]["version"] == 1 and _columns(streaming[1]["metaData"]) == ["id", "region", "amount"]
+    historical = _historical(streaming, "metaData")
+    assert [m["version"] for m in historical] == [2, 3, 5]
+    assert "note" in _columns(historical[0]) and "unit" not in _columns(historical[0])
+    assert {"note", "unit"} <= set(_columns(historical[2]))
+    assert historical[1]["configuration"]["delta.enableChangeDataFeed"] == "true"
+    assert _historical(streaming, "protocol") == []  # not asked for, and the parquet format has no place for one
+    order = [(next(iter(line)), next(iter(line.values()))["version"]) for line in streaming[2:]]
+    assert order == sorted(order, key=lambda kind_version: kind_version[1])  # each change before its version's files
+    assert [v for kind, v in order if kind == "metaData"] == [2, 3, 5]
+    assert {v for kind, v in order if kind == "add"} == {1, 2, 4, 5}
+
+    delta = ndjson(ds(server, profile, "POST", f"{table}/query",
+                      json={"startingVersion": 1, "includeHistoricalProtocol": True},
+                      headers={"delta-sharing-capabilities": "responseformat=delta"}))
+    assert delta[0]["protocol"]["version"] == 1
+    assert [p["version"] for p in _historical(delta, "protocol")] == [3]
+    assert _historical(delta, "protocol")[0]["deltaProtocol"] == ndjson(protocols[1])[0]["protocol"]["deltaProtocol"]
+    assert [m["version"] for m in _historical(delta, "metaData")] == [2, 3, 5]
+    unasked = ndjson(ds(server, profile, "POST", f"{table}/query", json={"startingVersion": 1},
+                        headers={"delta-sharing-capabilities": "responseformat=delta"}))
+    assert "version" not in unasked[0]["protocol"] and _historical(unasked, "protocol") == []
+
+    # The change data feed, recorded from version 3 on. Python's client sends the flag as "True".
+    feed = ds(server, profile, "GET", f"{table}/changes",
+              params={"startingVersion": "3", "includeHistoricalMetadata": "True"})
+    assert feed.status_code == 200, feed.text
+    assert ndjson(feed)[1]["metaData"]["version"] == 3 and "unit" not in _columns(ndjson(feed)[1]["metaData"])
+    assert [m["version"] for m in _historical(ndjson(feed), "metaData")] == [5]
+    plain = ndjson(ds(server, profile, "GET", f"{table}/changes", params={"startingVersion": "3"}))
+    assert plain[1]["metaData"]["version"] == 5 and "unit" in _columns(plain[1]["metaData"])
+    assert _historical(plain, "metaData") == []
+    with_protocol = ndjson(ds(server, profile, "GET", f"{table}/changes",
+                              params={"startingVersion": "2", "includeHistoricalProtocol": "true"},
+                              headers={"delta-sharing-capabilities": "responseformat=delta"}))
+    assert [p["version"] for p in _historical(with_protocol, "protocol")] == [3]
+    assert _historical(with_protocol, "metaData") == []  # the protocol was asked for, the metadata was not
+
+    client = DataSharingRestClient(DeltaSharingProfile.read_from_file(profile_path))
+    readings = Table(name="readings", share="evolving_share", schema="evolving")
+    answer = client.list_table_changes(readings, CdfOptions(starting_version=3, include_historical_metadata=True))
+    assert answer.metadata.version == 3 and sorted({a.version for a in answer.actions if a is not None}) == [4, 5]
+    rows = delta_sharing.load_table_changes_as_pandas(
+        f"{profile_path}#evolving_share.evolving.readings", starting_version=4)
+    assert sorted(rows["_commit_version"].tolist()) == [4, 5] and "unit" in rows.columns
+
+    for bad in ({"includeHistoricalMetadata": "maybe"}, {"includeHistoricalProtocol": "1"}):
+        refused = ds(server, profile, "GET", f"{table}/changes", params={"startingVersion": "3", **bad})
+        assert refused.status_code == 400 and refused.json()["errorCode"] == "INVALID_PARAMETER_VALUE"
+    refused = ds(server, profile, "POST", f"{table}/query", json={"startingVersion": 1,
+                                                                   "includeHistoricalProtocol": "yes"})
+    assert refused.status_code == 400 and "includeHistoricalProtocol" in refused.json()["message"]
 
 
 def test_a_share_without_history_serves_the_latest_version_only(server: RunningServer, provider: dict[str, Any],

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+# The Delta protocol an Iceberg table is read with (its minReaderVersion raised to 2 where its shape needs it).
+ICEBERG_PROTOCOL = {"minReaderVersion": 1, "minWriterVersion": 2}
+
 
 @dataclass(frozen=True)
 class SharedFile:
@@ -32,3 +35,25 @@ class SharedVersion:
     # createdTime?
     metadata: dict[str, Any]
     files: list[SharedFile]
+
+
+@dataclass(frozen=True)
+class TableChange:
+    """A version after a change query's first that changed the table's Delta metadata or protocol: the
+    historical ``metaData`` / ``protocol`` lines a streaming or change-feed reader checks its schema against."""
+
+    version: int
+    metadata: dict[str, Any] | None = None  # the version's Delta metaData, if it changed
+    protocol: dict[str, Any] | None = None  # the version's Delta protocol, if it changed
+
+
+def table_changes(states: list[tuple[int, dict[str, Any], dict[str, Any]]]) -> list[TableChange]:
+    """The changes along ``(version, metadata, protocol)`` states in version order: each state that differs from
+    the one before it in metadata or protocol (the first state is the query's own, never a change)."""
+    out: list[TableChange] = []
+    for (_, metadata_before, protocol_before), (version, metadata, protocol) in zip(states, states[1:], strict=False):
+        new_metadata = metadata if metadata != metadata_before else None
+        new_protocol = protocol if protocol != protocol_before else None
+        if new_metadata is not None or new_protocol is not None:
+            out.append(TableChange(version, new_metadata, new_protocol))
+    return out

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from arco.sharing.actions import SharedFile, SharedVersion
+from arco.sharing.actions import SharedFile, SharedVersion, TableChange, table_changes
 
 # deltalake.DeltaTable; the package is imported in open_table only, so the server starts without it.
 DeltaTable = Any
@@ -315,8 +315,10 @@ ChangeData = Callable[[int, int], "SharedFile | None"]  # (version, timestamp) -
 
 
 def changes(location: str, storage_options: dict[str, str], starting_version: int,
-            ending_version: int | None, change_data: ChangeData | None = None) -> tuple[list[SharedFile], int]:
-    """The files each version in ``[starting, ending]`` added ("insert") or removed ("delete"); and the end.
+            ending_version: int | None, change_data: ChangeData | None = None
+            ) -> tuple[list[SharedFile], list[TableChange]]:
+    """The files each version in ``[starting, ending]`` added ("insert") or removed ("delete"); and the versions
+    after the first that changed the table's metadata or protocol.
 
     A version that rewrote files (DELETE, UPDATE, MERGE) removes whole files whose other rows did not change;
     with ``change_data`` such a version is answered by its row-level change data instead (one "cdf" file),
@@ -334,11 +336,13 @@ def changes(location: str, storage_options: dict[str, str], starting_version: in
         table = open_table(location, storage_options, starting_version - 1)
         before = {f.id: f for f in add_files(table)}
     out: list[SharedFile] = []
+    states: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
     for version in range(starting_version, end + 1):
         if table is None:
             table = open_table(location, storage_options, version)
         else:
             table.load_as_version(version)
+        states.append((version, metadata_of(table), protocol_of(table)))
         ts = timestamps.get(version, 0)
         now = {f.id: f for f in add_files(table)}
         removed = [f for fid, f in before.items() if fid not in now]
@@ -353,7 +357,7 @@ def changes(location: str, storage_options: dict[str, str], starting_version: in
                 if fid not in now:
                     out.append(_at(f, version, ts, "delete"))
         before = now
-    return out, end
+    return out, table_changes(states)
 
 
 def _at(f: SharedFile, version: int, ts: int, change: str) -> SharedFile:

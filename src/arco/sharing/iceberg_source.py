@@ -50,13 +50,14 @@ from pyiceberg.table import DataScan
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
 
-from arco.sharing.actions import SharedFile, SharedVersion
+from arco.sharing.actions import ICEBERG_PROTOCOL, SharedFile, SharedVersion, TableChange, table_changes
 from arco.sharing.delta_shape import DeltaShape, UnsharableTable, delta_schema_string
 
 __all__ = [
     "UnsharableTable",
     "delta_schema_string",
     "iceberg_files_since",
+    "iceberg_table_changes",
     "iceberg_version",
     "iceberg_version_at",
 ]
@@ -178,6 +179,24 @@ def iceberg_files_since(metadata: TableMetadata, io: FileIO, starting_version: i
         files.extend(shape.file(data_file, version=current.number, timestamp_ms=current.snapshot.timestamp_ms)
                      for data_file in added)
     return files
+
+
+def iceberg_table_changes(metadata: TableMetadata, starting_version: int,
+                          ending_version: int | None) -> list[TableChange]:
+    """The versions in ``(starting_version, ending_version]`` (to the latest if None) whose Delta metadata or
+    protocol differs from the version before: a schema change shows at the first version committed with the new
+    schema (at the latest version, as the table's current schema: a schema change commits no snapshot), as each
+    version alone shows it."""
+    versions = _versions(metadata)
+    states = []
+    for current in versions:
+        if current.number < starting_version or (ending_version is not None and current.number > ending_version):
+            continue
+        schema = metadata.schema() if current is versions[-1] else _snapshot_schema(metadata, current.snapshot)
+        shape = DeltaShape.of(metadata, schema)
+        states.append((current.number, shape.delta_metadata(),
+                       {**ICEBERG_PROTOCOL, "minReaderVersion": shape.min_reader_version}))
+    return table_changes(states)
 
 
 def _history_expired(io: FileIO, oldest: _Version) -> bool:

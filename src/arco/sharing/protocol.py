@@ -104,6 +104,15 @@ def parse_version(raw: Any, field: str) -> int | None:
     return raw
 
 
+def parse_flag(raw: Any, field: str) -> bool:
+    """An optional boolean: JSON's true / false, or the text of one in any case (Python clients send ``True``)."""
+    if raw is None or isinstance(raw, bool):
+        return bool(raw)
+    if isinstance(raw, str) and raw.strip().lower() in ("true", "false"):
+        return raw.strip().lower() == "true"
+    raise bad_request(f"{field} must be true or false")
+
+
 def capabilities(header: str | None) -> dict[str, list[str]]:
     """``responseformat=delta,parquet;readerfeatures=deletionvectors`` as lower-cased lists per key."""
     out: dict[str, list[str]] = {}
@@ -136,6 +145,7 @@ class QueryBody:
     timestamp_ms: int | None = None
     starting_version: int | None = None
     ending_version: int | None = None
+    include_historical_protocol: bool = False
 
 
 def query_body(raw: Any) -> QueryBody:
@@ -160,4 +170,5 @@ def query_body(raw: Any) -> QueryBody:
         raise bad_request("endingVersion needs startingVersion")
     if starting is not None and ending is not None and ending < starting:
         raise bad_request("endingVersion must not be before startingVersion")
-    return QueryBody(hints, json_hints, limit, version, timestamp, starting, ending)
+    historical_protocol = parse_flag(raw.get("includeHistoricalProtocol"), "includeHistoricalProtocol")
+    return QueryBody(hints, json_hints, limit, version, timestamp, starting, ending, historical_protocol)

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from arco.sharing.actions import SharedFile, SharedVersion
+from arco.sharing.actions import SharedFile, SharedVersion, TableChange
 
 Signer = Callable[[str], tuple[str, int]]  # storage URL -> (fetchable URL, expiration timestamp ms)
 PARQUET_PROTOCOL = {"minReaderVersion": 1}  # the sharing protocol's reader version, not the table's
@@ -23,21 +23,28 @@ def line(obj: dict[str, Any]) -> bytes:
     return orjson.dumps(obj) + b"\n"
 
 
-def protocol_line(fmt: str, delta_protocol: dict[str, Any]) -> bytes:
+def protocol_line(fmt: str, delta_protocol: dict[str, Any], version: int | None = None) -> bytes:
+    """``version`` only on the change answers of a client that asked for historical protocols (delta format)."""
     if fmt == "delta":
-        return line({"protocol": {"deltaProtocol": delta_protocol}})
+        wrapper: dict[str, Any] = {"deltaProtocol": delta_protocol}
+        if version is not None:
+            wrapper["version"] = version
+        return line({"protocol": wrapper})
     return line({"protocol": PARQUET_PROTOCOL})
 
 
 def metadata_line(fmt: str, version: SharedVersion, *, with_version: bool = False,
                   with_size: bool = True) -> bytes:
-    meta = version.metadata
     extra: dict[str, Any] = {}
     if with_version:
         extra["version"] = version.version
     if with_size:
         extra["size"] = sum(f.size for f in version.files)
         extra["numFiles"] = len(version.files)
+    return _metadata_line(fmt, version.metadata, extra)
+
+
+def _metadata_line(fmt: str, meta: dict[str, Any], extra: dict[str, Any]) -> bytes:
     if fmt == "delta":
         return line({"metaData": {**extra, "deltaMetadata": _delta_metadata(meta)}})
     out = {k: meta[k] for k in ("id", "name", "description", "format", "schemaString", "partitionColumns",
@@ -99,11 +106,29 @@ def snapshot_lines(fmt: str, delta_protocol: dict[str, Any], version: SharedVers
 
 
 def change_lines(fmt: str, delta_protocol: dict[str, Any], version: SharedVersion, files: list[SharedFile],
-                 sign: Signer, *, include_cdf: bool) -> Iterator[bytes]:
-    yield protocol_line(fmt, delta_protocol)
-    yield metadata_line(fmt, version, with_version=fmt == "delta", with_size=False)
+                 sign: Signer, *, include_cdf: bool, changes: list[TableChange] | None = None,
+                 historical_protocol: bool = False) -> Iterator[bytes]:
+    """The head protocol and metadata (of ``version``, with its number), then the files in version order, each
+    version's historical metadata (``changes``) before its files; historical protocols only in the delta format,
+    where they and the head protocol carry their version (the parquet format has no such field)."""
+    historical_protocol = historical_protocol and fmt == "delta"
+    yield protocol_line(fmt, delta_protocol, version.version if historical_protocol else None)
+    yield metadata_line(fmt, version, with_version=True, with_size=False)
+    pending = list(changes or [])
+    pending.reverse()  # popped from the end, oldest first
     for f in files:
         key = change_key(f)
         if key == "cdf" and not include_cdf:
             continue
+        while pending and f.version is not None and pending[-1].version <= f.version:
+            yield from _change_lines(fmt, pending.pop(), historical_protocol)
         yield file_line(fmt, f, sign, key=key)
+    while pending:
+        yield from _change_lines(fmt, pending.pop(), historical_protocol)
+
+
+def _change_lines(fmt: str, change: TableChange, historical_protocol: bool) -> Iterator[bytes]:
+    if change.protocol is not None and historical_protocol:
+        yield protocol_line(fmt, change.protocol, change.version)
+    if change.metadata is not None:
+        yield _metadata_line(fmt, change.metadata, {"version": change.version})

@@ -168,7 +168,8 @@ async def table_changes(request: Request) -> Response:
     _check_file_id_hash(request)
     caps = protocol.capabilities(request.headers.get("delta-sharing-capabilities"))
     params = {k: v for k, v in request.query_params.items()
-              if k in ("startingVersion", "endingVersion", "startingTimestamp", "endingTimestamp")}
+              if k in ("startingVersion", "endingVersion", "startingTimestamp", "endingTimestamp",
+                       "includeHistoricalMetadata", "includeHistoricalProtocol")}
     answer = await blocking(server(request).changes, t, caps, params, recipient)
     await blocking(_record, request, recipient, "queryTableChanges", t=t, version=answer.version,
                    files=len(answer.lines) - 2, details=params)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -22,12 +22,11 @@ from arco.catalog.store import CatalogStore
 from arco.iceberg.tables import TableService
 from arco.settings import ServerSettings
 from arco.sharing import audit, delta_source, file_urls, history, predicates, protocol, responses
-from arco.sharing.actions import SharedFile, SharedVersion
+from arco.sharing.actions import ICEBERG_PROTOCOL, SharedFile, SharedVersion, TableChange
 from arco.sharing.errors import SharingError, bad_request, forbidden, not_found
 from arco.sharing.recipients import Recipient, check_ip, recipient_for_token, visible_share, visible_shares
 from arco.storage.base import DoesNotExist, StorageBackend
 
-ICEBERG_PROTOCOL = {"minReaderVersion": 1, "minWriterVersion": 2}
 CDF_PREFIX = "_catalog/sharing/cdf"
 CACHED_ANSWERS = 4  # file-line sets kept (one per table version, format, recipient and URL expiry step)
 
@@ -202,7 +201,10 @@ class SharingServer:
               recipient: Recipient | None = None) -> Answer:
         if body.starting_version is not None:
             history.check_history(t.obj, "querying the table's changes by startingVersion")
+            # A streaming read: the changes come with the metadata of each version that changed it (the spec's
+            # "including historical metadata"), and with its protocol if the client asked.
             return self._changes(t, caps, body.starting_version, body.ending_version, include_cdf=False,
+                                 historical_metadata=True, historical_protocol=body.include_historical_protocol,
                                  recipient=recipient)
         time_travel = body.version is not None or body.timestamp_ms is not None
         if time_travel:
@@ -260,7 +262,11 @@ class SharingServer:
         if not self._has_change_data(t):
             raise bad_request(f"table {t.share.name}.{t.schema}.{t.name} does not share its change data feed: "
                               "enable it on the table (delta.enableChangeDataFeed) and on the share's object")
-        return self._changes(t, caps, starting, ending, include_cdf=True, recipient=recipient)
+        historical = {name: protocol.parse_flag(params.get(name), name)
+                      for name in ("includeHistoricalMetadata", "includeHistoricalProtocol")}
+        return self._changes(t, caps, starting, ending, include_cdf=True, recipient=recipient,
+                             historical_metadata=historical["includeHistoricalMetadata"],
+                             historical_protocol=historical["includeHistoricalProtocol"])
 
     def _version_as_of(self, t: SharedTable, timestamp_ms: int) -> int:
         return self._read(t, timestamp_ms=timestamp_ms).version.version
@@ -275,27 +281,37 @@ class SharingServer:
             == "true"
 
     def _changes(self, t: SharedTable, caps: dict[str, list[str]], starting: int, ending: int | None, *,
-                 include_cdf: bool, recipient: Recipient | None = None) -> Answer:
+                 include_cdf: bool, historical_metadata: bool, historical_protocol: bool,
+                 recipient: Recipient | None = None) -> Answer:
+        """Files from ``starting`` on, after the protocol and metadata: of ``starting`` followed by each later
+        version's that changed them when the client follows the table's history (``historical_metadata``), else
+        the latest (one schema to read every file with), as Delta Sharing's reference server answers."""
         history.check_floor(t.obj, starting)
+        changed: list[TableChange] = []
         try:
             if t.table.format == "DELTA":
                 change_data = self._change_data_file(t) if include_cdf and self._has_change_data(t) else None
-                files, _ = delta_source.changes(t.table.location, self.settings.storage_options, starting, ending,
-                                                change_data)
+                files, changed = delta_source.changes(t.table.location, self.settings.storage_options, starting,
+                                                      ending, change_data)
             elif t.table.format == "ICEBERG":
                 metadata, io = self._iceberg(t)
                 files = list(_iceberg_source().iceberg_files_since(metadata, io, starting, ending))
+                if historical_metadata or historical_protocol:
+                    changed = _iceberg_source().iceberg_table_changes(metadata, starting, ending)
             else:
                 raise bad_request(f"a {t.table.format} table cannot be shared")
         except delta_source.DeltaReadError as exc:
             raise bad_request(str(exc)) from None
         except ValueError as exc:
             raise _iceberg_error(exc) from None
-        read = self._read(t, version=starting)
+        read = self._read(t, version=starting) if historical_metadata else self._read(t)
         fmt = protocol.response_format(caps, read.needs_delta_format)
+        if not historical_metadata:
+            changed = [replace(c, metadata=None) for c in changed if c.protocol is not None]
         sign = self.signer(_reader(recipient, t))
         lines = list(responses.change_lines(fmt, read.delta_protocol, read.version, files, sign,
-                                            include_cdf=include_cdf))
+                                            include_cdf=include_cdf, changes=changed,
+                                            historical_protocol=historical_protocol))
         return Answer(lines, starting, fmt, sign(file_urls.EXPIRY_PROBE)[1])
 
     def _change_data_file(self, t: SharedTable) -> delta_source.ChangeData:

@@ -72,6 +72,7 @@ from arco.sharing.iceberg_source import (
     UnsharableTable,
     delta_schema_string,
     iceberg_files_since,
+    iceberg_table_changes,
     iceberg_version,
     iceberg_version_at,
 )
@@ -226,6 +227,25 @@ def test_versions_are_sequence_numbers_and_each_lists_its_snapshot_files(catalog
     assert [file.version for file in iceberg_files_since(table.metadata, table.io, 2, 2)] == [2]
     assert [file.version for file in iceberg_files_since(table.metadata, table.io, 0, 2)] == [1, 2]
     assert iceberg_files_since(table.metadata, table.io, 3, 3) == [f for f in since if f.version == 3]
+
+
+def test_a_schema_change_is_a_table_change_at_the_first_version_that_shows_it(catalog: SqlCatalog) -> None:
+    table = catalog.create_table("ns.events", schema=EVENTS)
+    table.append(events([1]))
+    table.append(events([2]))
+    with table.update_schema() as update:
+        update.add_column("extra", StringType())
+    assert iceberg_table_changes(table.metadata, 1, None)[0].version == 2  # the latest shows the current schema
+    table.append(events([3]).append_column("extra", pa.array(["x"])))
+    table.append(events([4]).append_column("extra", pa.array(["y"])))
+    changes = iceberg_table_changes(table.metadata, 1, None)
+    assert [change.version for change in changes] == [3]
+    (change,) = changes
+    assert change.protocol is None and change.metadata is not None
+    assert [f["name"] for f in json.loads(change.metadata["schemaString"])["fields"]][-1] == "extra"
+    assert change.metadata == iceberg_version(table.metadata, table.io, version=3).metadata
+    assert iceberg_table_changes(table.metadata, 3, None) == []  # the first version is the answer's own
+    assert iceberg_table_changes(table.metadata, 1, 2) == []
 
 
 def test_file_actions_carry_url_id_size_and_the_table_metadata(catalog: SqlCatalog) -> None:

@@ -4,6 +4,7 @@ parsing, file skipping from hints, the NDJSON lines, and the audit row of a reci
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import orjson
 import pytest
@@ -13,7 +14,7 @@ from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.pipeline import compact, rows
 from arco.sharing import audit, file_urls, predicates, protocol, responses
-from arco.sharing.actions import SharedFile, SharedVersion
+from arco.sharing.actions import SharedFile, SharedVersion, TableChange, table_changes
 from arco.sharing.errors import SharingError
 from arco.sharing.recipients import ip_allowed, recipient_for_token, visible_share, visible_shares
 
@@ -233,6 +234,35 @@ def test_parquet_and_delta_lines() -> None:
                                                                          include_cdf=True)][2:]
     assert keys == ["add", "remove", "cdf"]
     assert len(list(responses.change_lines("parquet", {}, VERSION, changed, sign, include_cdf=False))) == 4
+
+
+def test_a_change_of_metadata_or_protocol_is_a_version_that_differs_from_the_one_before() -> None:
+    meta = {"id": "t", "schemaString": "a"}
+    states = [(2, meta, {"minReaderVersion": 1}), (3, meta, {"minReaderVersion": 1}),
+              (4, {**meta, "schemaString": "a,b"}, {"minReaderVersion": 1}),
+              (6, {**meta, "schemaString": "a,b"}, {"minReaderVersion": 3})]
+    assert table_changes(states) == [TableChange(4, metadata={**meta, "schemaString": "a,b"}),
+                                     TableChange(6, protocol={"minReaderVersion": 3})]
+    assert table_changes(states[:1]) == table_changes([]) == []
+
+
+def test_historical_lines_come_before_their_versions_files() -> None:
+    changed = [SharedFile("file:///a", "a", {}, 1, None, 3, 5, "insert"),
+               SharedFile("file:///b", "b", {}, 1, None, 5, 6, "insert")]
+    changes = [TableChange(4, metadata={**VERSION.metadata, "schemaString": "x"}, protocol={"minReaderVersion": 3}),
+               TableChange(5, protocol={"minReaderVersion": 2}), TableChange(9, metadata=VERSION.metadata)]
+
+    def lines(fmt: str, historical_protocol: bool) -> list[tuple[str, Any]]:
+        out = [orjson.loads(x) for x in responses.change_lines(fmt, {"minReaderVersion": 1}, VERSION, changed, sign,
+                                                               include_cdf=False, changes=changes,
+                                                               historical_protocol=historical_protocol)]
+        return [(key, value.get("version")) for line in out for key, value in line.items()]
+
+    assert lines("parquet", True) == [("protocol", None), ("metaData", 7), ("add", 3), ("metaData", 4), ("add", 5),
+                                      ("metaData", 9)]
+    assert lines("delta", True) == [("protocol", 7), ("metaData", 7), ("file", 3), ("protocol", 4), ("metaData", 4),
+                                    ("protocol", 5), ("file", 5), ("metaData", 9)]
+    assert lines("delta", False)[0] == ("protocol", None) and ("protocol", 4) not in lines("delta", False)
 
 
 # -- audit -------------------------------------------------------------------------------------------------------
