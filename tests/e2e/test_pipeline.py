@@ -92,7 +92,7 @@ def wait_for_catalog_receipts(storage: LocalBackend, timeout_s: float = 10.0) ->
     compaction with receipts that are all there."""
     store = CatalogStore(storage)
     store.ensure_fresh()
-    keys = [catalog_receipt_key(seq, store.log.read_entry(seq)["at_ms"]) for seq in range(1, store.seq + 1)]
+    keys = [catalog_receipt_key(seq, op["at_ms"]) for seq, op in store.log.operations(1, store.seq)]
     deadline = time.monotonic() + timeout_s
     while any(storage.head(key) is None for key in keys):
         assert time.monotonic() < deadline, "a catalog receipt was not written after its answer"

@@ -1,12 +1,17 @@
 """Where Tier 1 lives in storage: an append-only log of operations, periodic snapshots, and a manifest.
 
-    _catalog/core/log/{seq:020d}.json        one operation; written create-only, so exactly one writer wins seq
+    _catalog/core/log/{seq:020d}.json        one operation, or {"batch": [op, ...]} for the k operations at
+                                             seq .. seq+k-1 (:mod:`arco.catalog.batching`); written create-only,
+                                             so exactly one writer wins seq
     _catalog/core/snapshots/{seq:020d}.json  the state as of seq (immutable; its tables in chunk files)
     _catalog/core/manifest.json              which snapshot is newest (a hint that only moves forward)
 
 Appending entry ``n+1`` with ``DoesNotExist`` is the commit point of a catalog change: one conditional write per
 operation, whatever the catalog's size, and two writers racing for the same position cannot both win. A reader
-is current when entry ``n+1`` does not exist; catching up reads the entries after its own position.
+is current when entry ``n+1`` does not exist; catching up reads the entries after its own position. A batch
+entry at ``n`` holding ``k`` operations is followed by the entry at ``n+k``: positions inside it have no file of
+their own, and no writer ever tries them, since a writer appends right after the state it has applied, and a
+state always ends where an entry's operations end.
 
 Snapshots bound the catch-up of a new process: every ``SNAPSHOT_EVERY`` entries (at least, and more for big
 catalogs so that writing one stays a small share of the work) the writer of that position stores the state and
@@ -20,6 +25,7 @@ starts again from that snapshot, so it never mistakes a deleted old entry for th
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +37,22 @@ CORE = "_catalog/core"
 MANIFEST_KEY = f"{CORE}/manifest.json"
 SNAPSHOT_EVERY = 256
 MANIFEST_RECHECK_S = 60.0
+
+
+BATCH = "batch"
+
+
+def ops_of(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """The operations of a log entry, the first at the entry's own position and each next one at the next."""
+    batch = entry.get(BATCH)
+    return batch if isinstance(batch, list) else [entry]
+
+
+def entry_of(ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """The log entry for ``ops`` (a lone operation is its own entry, as it always was)."""
+    if not ops or any(BATCH in op for op in ops):
+        raise ValueError("a log entry holds one or more operations, none of them named 'batch'")
+    return ops[0] if len(ops) == 1 else {BATCH: ops}
 
 
 def log_key(seq: int) -> str:
@@ -73,9 +95,27 @@ class CatalogLog:
         except NotFound:
             return None
 
-    def append(self, seq: int, entry: dict[str, Any]) -> bool:
-        """Try to write entry ``seq``; False if another writer took that position first."""
-        return self.storage.put(log_key(seq), orjson.dumps(entry), DoesNotExist()).ok
+    def read_ops(self, seq: int) -> list[dict[str, Any]] | None:
+        """The operations of the entry at ``seq`` (at ``seq``, ``seq+1`` ...); None if there is no entry there."""
+        entry = self.read_entry(seq)
+        return None if entry is None else ops_of(entry)
+
+    def operations(self, first: int, last: int) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(position, operation)`` for the positions ``first .. last`` the log still has, in order."""
+        seq = first
+        while seq <= last:
+            ops = self.read_ops(seq)
+            if ops is None:  # inside a batch entry, or collected: the next position is looked at
+                seq += 1
+                continue
+            for position, op in enumerate(ops, start=seq):
+                if first <= position <= last:
+                    yield position, op
+            seq += len(ops)
+
+    def append(self, seq: int, ops: list[dict[str, Any]]) -> bool:
+        """Try to write the entry of ``ops`` at ``seq``; False if another writer took that position first."""
+        return self.storage.put(log_key(seq), orjson.dumps(entry_of(ops)), DoesNotExist()).ok
 
     def write_snapshot(self, snapshot: dict[str, Any]) -> None:
         seq = int(snapshot["seq"])

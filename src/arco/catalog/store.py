@@ -43,6 +43,7 @@ from arco.catalog import log as catalog_log
 from arco.catalog import snapshots
 from arco.catalog import state as rules
 from arco.catalog.audit import audit_names
+from arco.catalog.batching import Batch, Pending
 from arco.catalog.errors import ConflictError, NotFoundError
 from arco.catalog.log import CatalogLog
 from arco.catalog.snapshots import SnapshotFiles
@@ -101,7 +102,9 @@ class CatalogStore:
         self._manifest_checked = False
         self._apply_lock = threading.RLock()  # guards the state; held while applying and while reading it
         self._held = _StateHold(self._apply_lock)  # the same, for readers that may be inline attempts
-        self._write_lock = threading.Lock()  # one writer per process at a time; they would only conflict
+        self._write_lock = threading.Lock()  # one appender per process at a time; they would only conflict
+        self._queue_lock = threading.Lock()
+        self._queue: list[Pending] = []  # changes waiting for the appender, oldest first (arco.catalog.batching)
         self._fresh = threading.Condition()
         # (log position, operation kind) of the operations applied lately, for optimistic views (_confirm).
         self._recent_ops: deque[tuple[int, str | None]] = deque(maxlen=RECENT_OPS_REMEMBERED)
@@ -221,8 +224,8 @@ class CatalogStore:
                     rebase_to = manifest.snapshot_seq  # once the state has reached it
                 self._snapshot_seq = max(self._snapshot_seq, manifest.snapshot_seq)
             while True:
-                entry = self.log.read_entry(self._state.seq + 1)
-                if entry is None:
+                ops = self.log.read_ops(self._state.seq + 1)
+                if ops is None:
                     if self._snapshot_seq > self._state.seq:
                         # Gone although a snapshot past it exists: collected (arco.pipeline.gc), after this
                         # server last looked. Start again from that snapshot.
@@ -230,7 +233,8 @@ class CatalogStore:
                         changed = True
                         continue
                     break
-                self._applied(entry, self._state.seq + 1)
+                for op in ops:
+                    self._applied(op, self._state.seq + 1)
                 changed = True
             if rebase_to and self._state.seq >= rebase_to:
                 self._rebase(rebase_to)
@@ -299,10 +303,9 @@ class CatalogStore:
     def find_request(self, after_seq: int, request: str) -> tuple[int, Operation] | None:
         """The operation tagged with ``request`` appended after ``after_seq``, if there is one."""
         self.ensure_fresh(time.monotonic())  # recovery decides by it: never from an older check
-        for seq in range(after_seq + 1, self._state.seq + 1):
-            entry = self.log.read_entry(seq)
-            if entry is not None and entry.get("request") == request:
-                return seq, entry
+        for position, op in self.log.operations(after_seq + 1, self._state.seq):
+            if op.get("request") == request:
+                return position, op
         return None
 
     def execute(self, build: Callable[[CatalogState], Operation], *, principal: str, request: str | None = None,
@@ -310,64 +313,123 @@ class CatalogStore:
         """Build an operation against the current state, check it, and commit it with one conditional write.
 
         ``request`` tags the operation with an Idempotency-Key hash; ``source`` says who made it (seed section 8).
+        The write may carry other requests' operations too (group commit, :mod:`arco.catalog.batching`): the
+        caller that gets to append takes the changes queued behind it, and the others find theirs done.
         """
         refuse_to_wait()  # a change always waits for storage
         self.confirm_view()  # never built on grants or names that were not checked
+        mine = Pending(build, principal, request, source)
+        with self._queue_lock:
+            self._queue.append(mine)
+        prepared = None
         with self._write_lock:
-            op, seq = self._append(build, principal, request, source)
-            with self._apply_lock:
-                if self._state.seq == seq - 1:
-                    self._applied(op, seq)
-                else:
-                    self._catch_up()
-                prepared = self._snapshot_to_store()
+            try:
+                while not mine.done:
+                    prepared = self._append_queued() or prepared
+            finally:
+                with self._queue_lock:
+                    if mine in self._queue:  # the round failed before deciding it: it is this caller's error
+                        self._queue.remove(mine)
         # Past the commit point, and outside the locks, so that this process's other requests go on meanwhile: the
         # snapshot only speeds up catch-up. The receipt waits for the answer (in a server; at once elsewhere): it
         # is backfilled by the reconciler should it be lost, and the change's latency need not include it.
         if prepared is not None:
             self._store_snapshot(prepared)
+        if mine.error is not None:
+            raise mine.error
+        assert mine.result is not None
+        op, seq = mine.result
         after_answer.write_later(functools.partial(write_receipt, self.storage, catalog_receipt_key(seq, op["at_ms"]),
                                                    catalog_event(seq, op)))
         return {**op, "seq": seq}
 
-    def _append(self, build: Callable[[CatalogState], Operation], principal: str, request: str | None,
-                source: dict[str, Any] | None) -> tuple[Operation, int]:
-        """Build, check and append the operation at the next log position (the commit point); the operation and
-        its position. Call with the write lock held."""
+    def _append_queued(self) -> snapshots.PreparedSnapshot | None:
+        """Append the next batch of queued changes (the oldest, and what may join it) and apply it; the snapshot
+        to store, if it is due. Each change in the batch ends decided: its operation and position, or its error.
+        Call with the write lock held."""
+        batch = Batch()
+        try:
+            seq = self._append(batch)
+        except BaseException as exc:
+            # Not known to have landed (or known not to have): as for a lone operation, its callers get the error.
+            # This caller goes on with its own change if the batch was others' (a crash stops everything).
+            for pending, _ in batch.members:
+                pending.fail(exc)
+            if batch.members and isinstance(exc, Exception):
+                return None
+            raise
+        finally:
+            with self._queue_lock:
+                decided = {id(p) for p, _ in batch.members} | {id(p) for p in self._queue if p.done}
+                self._queue[:] = [p for p in self._queue if id(p) not in decided]
+        with self._apply_lock:
+            if self._state.seq == seq - 1:
+                for position, op in enumerate(batch.ops, start=seq):
+                    self._applied(op, position)
+            else:
+                self._catch_up()
+            for position, (pending, op) in enumerate(batch.members, start=seq):
+                pending.succeed(op, position)
+            return self._snapshot_to_store(seq)
+
+    def _append(self, batch: Batch) -> int:
+        """Build and check the queued changes that make the next batch (into ``batch``), and append it at the next
+        log position (the commit point); that position. A change its build or check refuses is decided with that
+        error and left out. Call with the write lock held."""
         for lost in range(MAX_APPEND_ATTEMPTS):
             # After a lost append the state is known to be behind: catch up now, whatever the request scope.
             self.ensure_fresh(None if lost == 0 else time.monotonic())
+            batch.clear()
             with self._apply_lock:
-                op = dict(build(self._state))
-                op.setdefault("at_ms", int(time.time() * 1000))
-                # Who made the change is the caller, always: an operation about another principal (a token made
-                # for it) names that one in a field of its own.
-                op["principal"] = principal
-                if request is not None:
-                    op["request"] = request
-                if source is not None:
-                    op["source"] = source
-                check_writable(self._state, op, principal)
-                rules.check(self._state, op)
-                rules.annotate(self._state, op)
-                # Named now, from the state the operation lands on: after a drop, its ids name nothing.
-                op["audit"] = audit_names(self._state, op)
+                with self._queue_lock:
+                    queued = [p for p in self._queue if not p.done]
+                for pending in queued:
+                    try:
+                        op = self._built(pending)
+                    except Exception as exc:  # noqa: BLE001 - the change's own refusal is its caller's answer
+                        if batch.members:
+                            break  # refused by the state before the batch: the batch may change that, so it waits
+                        pending.fail(exc)  # refused by the state it would land on
+                        continue
+                    if not batch.admits(op):
+                        break  # it waits for the next entry, as does everything queued after it (in order)
+                    batch.add(pending, op)
                 seq = self._state.seq + 1
+            if not batch.members:
+                return seq
             try:
-                appended = self.log.append(seq, op)
+                appended = self.log.append(seq, batch.ops)
             except StorageUnavailable as exc:
-                appended = self._landed_anyway(seq, op, exc)
+                appended = self._landed_anyway(seq, batch.ops, exc)
             metrics.cas("catalog_log", appended)
             if appended:
-                return op, seq
+                return seq
             # Another process took this position: wait a jittered while, so that the writers that lost to it do
             # not all race again at once, then catch up and build again.
             time.sleep(backoff_delay(lost))
         raise ConflictError("the catalog is changing too fast to apply this change; retry")
 
-    def _landed_anyway(self, seq: int, op: Operation, error: StorageUnavailable) -> bool:
+    def _built(self, pending: Pending) -> Operation:
+        """The change's operation, built and checked against the state as it stands (call with it held)."""
+        op = dict(pending.build(self._state))
+        op.setdefault("at_ms", int(time.time() * 1000))
+        # Who made the change is the caller, always: an operation about another principal (a token made for it)
+        # names that one in a field of its own.
+        op["principal"] = pending.principal
+        if pending.request is not None:
+            op["request"] = pending.request
+        if pending.source is not None:
+            op["source"] = pending.source
+        check_writable(self._state, op, pending.principal)
+        rules.check(self._state, op)
+        rules.annotate(self._state, op)
+        # Named now, from the state the operation lands on: after a drop, its ids name nothing.
+        op["audit"] = audit_names(self._state, op)
+        return op
+
+    def _landed_anyway(self, seq: int, ops: list[Operation], error: StorageUnavailable) -> bool:
         """After an append that failed without an answer (it may have been written): look. True if the entry at
-        ``seq`` is this operation, False if it is another writer's (a lost race); else ``error`` is raised: not
+        ``seq`` is this one, False if it is another writer's (a lost race); else ``error`` is raised: not
         written (the caller may retry), or not known."""
         try:
             found = self.log.read_entry(seq)
@@ -375,21 +437,23 @@ class CatalogStore:
             raise error from None
         if found is None:
             raise error
-        return found == orjson.loads(orjson.dumps(op))
+        return found == orjson.loads(orjson.dumps(catalog_log.entry_of(ops)))
 
     # -- snapshots -------------------------------------------------------------------------------------------
 
-    def _snapshot_to_store(self) -> snapshots.PreparedSnapshot | None:
-        """The snapshot this process should store now, encoded from the state as it stands, or None. Call with
-        the state held still.
+    def _snapshot_to_store(self, appended_at: int) -> snapshots.PreparedSnapshot | None:
+        """The snapshot this process should store now that it appended the entry at ``appended_at``, encoded from
+        the state as it stands, or None. Call with the state held still.
 
-        Every ``SNAPSHOT_EVERY`` entries at least, and more when the changed namespaces are big, so that rewriting
-        them stays a small share of the work. Writers in other processes reach that point together, and one
-        snapshot is enough: only the writer whose entry sits at a multiple of ``SNAPSHOT_EVERY`` stores it (each
+        Every ``SNAPSHOT_EVERY`` positions at least, and more when the changed namespaces are big, so that
+        rewriting them stays a small share of the work. Writers in other processes reach that point together, and
+        one snapshot is enough: only the writer whose entry covers a multiple of ``SNAPSHOT_EVERY`` stores it (each
         position has exactly one writer; should it die first, the next multiple's writer stores it), and a
         snapshot another process stored meanwhile is built on instead.
         """
-        if self._snapshotting or self._state.seq % catalog_log.SNAPSHOT_EVERY or not self._snapshot_due():
+        every = catalog_log.SNAPSHOT_EVERY
+        covers_multiple = self._state.seq // every * every >= appended_at
+        if self._snapshotting or not covers_multiple or not self._snapshot_due():
             return None
         try:
             manifest = self.log.read_manifest()

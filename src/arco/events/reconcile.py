@@ -140,13 +140,14 @@ def reconcile_catalog_log(storage: StorageBackend, log: CatalogLog, after_seq: i
     seq = after_seq + 1
     if log.read_entry(seq) is None:  # collected up to the newest snapshot: start after it
         seq = max(seq, log.read_manifest().snapshot_seq + 1)
-    while (entry := log.read_entry(seq)) is not None:
-        counts.catalog_ops += 1
-        key = catalog_receipt_key(seq, int(entry.get("at_ms") or 0))
-        if storage.head(key) is None and write_receipt(storage, key, catalog_event(seq, entry,
-                                                                                   recorded_by="reconciler")):
-            counts.catalog_backfilled += 1
-        seq += 1
+    while (ops := log.read_ops(seq)) is not None:
+        for position, op in enumerate(ops, start=seq):  # a batch entry's operations hold the positions after it
+            counts.catalog_ops += 1
+            key = catalog_receipt_key(position, int(op.get("at_ms") or 0))
+            if storage.head(key) is None and write_receipt(storage, key, catalog_event(position, op,
+                                                                                       recorded_by="reconciler")):
+                counts.catalog_backfilled += 1
+        seq += len(ops)
     return counts
 
 

@@ -1,0 +1,92 @@
+"""Group commit for Tier 1: the changes waiting for this process's log append go into one entry (pure rules).
+
+One process appends to the log one entry at a time (a second appender would only lose the race for the same
+position), and an append is a durable write, so under many concurrent creates the append is what they queue
+for. The writer that gets to append takes the changes waiting behind it too, builds each against the same state
+and writes them as one entry: the positions ``n .. n+k-1`` of its ``k`` operations (:mod:`arco.catalog.log`).
+
+Operations in one entry are checked against the state before the entry, not against each other, so only those
+that cannot affect each other's checks may share one: creates of managed tables and views with different names
+and ids. Their checks read the name, the id and the namespace (which no create drops), and a managed location is
+allocated under the new table's own id, so it overlaps no other; a table at a location the client chose is
+checked against every other table's location (storage governance), so it is an entry of its own, as is anything
+else. A create that collides with one already taken waits for the next entry, where it is checked against the
+state that includes the first (and refused, if the name is now taken).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from arco.catalog.model import name_key, path_key
+
+Operation = dict[str, Any]
+BATCHABLE = frozenset({"create_table"})
+MAX_BATCH = 64  # operations per entry: bounds an entry's size and the time one append holds the others
+
+
+@dataclass(eq=False)
+class Pending:
+    """A change waiting to be appended: how to build it, and, once decided, its operation and position or the
+    error that refused it."""
+
+    build: Callable[[Any], Operation]
+    principal: str
+    request: str | None = None
+    source: dict[str, Any] | None = None
+    done: bool = False
+    result: tuple[Operation, int] | None = None
+    error: BaseException | None = None
+
+    def succeed(self, op: Operation, seq: int) -> None:
+        self.result, self.done = (op, seq), True
+
+    def fail(self, error: BaseException) -> None:
+        self.error, self.done = error, True
+
+
+def footprint(op: Operation) -> frozenset[Hashable] | None:
+    """What a batchable operation's check reads and its application writes; None if the operation must be alone."""
+    if op.get("op") not in BATCHABLE or op.get("managed") is not True:
+        return None
+    try:
+        name = (op["catalog_id"], path_key(tuple(op["namespace"])), name_key(str(op["name"])))
+        return frozenset({("name", *name), ("id", str(op["id"]))})
+    except (KeyError, TypeError):
+        return None
+
+
+@dataclass
+class Batch:
+    """The operations of one entry, in order, each with its pending change."""
+
+    members: list[tuple[Pending, Operation]] = field(default_factory=list)
+    _taken: set[Hashable] = field(default_factory=set)
+    _alone: bool = False
+
+    def clear(self) -> None:
+        self.members.clear()
+        self._taken.clear()
+        self._alone = False
+
+    def admits(self, op: Operation) -> bool:
+        """Whether ``op`` may join (and if so it is counted in): the first operation always; then batchable ones
+        that touch nothing already in, up to :data:`MAX_BATCH`."""
+        prints = footprint(op)
+        if not self.members:
+            self._alone = prints is None
+            self._taken |= prints or set()
+            return True
+        if self._alone or prints is None or len(self.members) >= MAX_BATCH or prints & self._taken:
+            return False
+        self._taken |= prints
+        return True
+
+    def add(self, pending: Pending, op: Operation) -> None:
+        self.members.append((pending, op))
+
+    @property
+    def ops(self) -> list[Operation]:
+        return [op for _, op in self.members]
