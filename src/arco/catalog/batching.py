@@ -1,4 +1,4 @@
-"""Group commit for Tier 1: the changes waiting for this process's log append go into one entry (pure rules).
+"""Group commit for Tier 1: the changes waiting for this process's log append, and which share one entry (pure).
 
 One process appends to the log one entry at a time (a second appender would only lose the race for the same
 position), and an append is a durable write, so under many concurrent creates the append is what they queue
@@ -16,13 +16,17 @@ state that includes the first (and refused, if the name is now taken).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from arco.catalog import state as rules
+from arco.catalog.audit import audit_names
 from arco.catalog.model import name_key, path_key
+from arco.catalog.state import CatalogState, Operation
+from arco.catalog.system import check_writable
 
-Operation = dict[str, Any]
 BATCHABLE = frozenset({"create_table"})
 MAX_BATCH = 64  # operations per entry: bounds an entry's size and the time one append holds the others
 
@@ -32,13 +36,31 @@ class Pending:
     """A change waiting to be appended: how to build it, and, once decided, its operation and position or the
     error that refused it."""
 
-    build: Callable[[Any], Operation]
+    build: Callable[[CatalogState], Operation]
     principal: str
     request: str | None = None
     source: dict[str, Any] | None = None
     done: bool = False
     result: tuple[Operation, int] | None = None
     error: BaseException | None = None
+
+    def operation(self, state: CatalogState) -> Operation:
+        """The change's operation, built and checked against ``state`` (the state it would land on, held still)."""
+        op = dict(self.build(state))
+        op.setdefault("at_ms", int(time.time() * 1000))
+        # Who made the change is the caller, always: an operation about another principal (a token made for it)
+        # names that one in a field of its own.
+        op["principal"] = self.principal
+        if self.request is not None:
+            op["request"] = self.request
+        if self.source is not None:
+            op["source"] = self.source
+        check_writable(state, op, self.principal)
+        rules.check(state, op)
+        rules.annotate(state, op)
+        # Named now, from the state the operation lands on: after a drop, its ids name nothing.
+        op["audit"] = audit_names(state, op)
+        return op
 
     def succeed(self, op: Operation, seq: int) -> None:
         self.result, self.done = (op, seq), True

@@ -42,13 +42,11 @@ from arco import metrics, optimistic
 from arco.catalog import log as catalog_log
 from arco.catalog import snapshots
 from arco.catalog import state as rules
-from arco.catalog.audit import audit_names
 from arco.catalog.batching import Batch, Pending
 from arco.catalog.errors import ConflictError, NotFoundError
 from arco.catalog.log import CatalogLog
 from arco.catalog.snapshots import SnapshotFiles
 from arco.catalog.state import CatalogState, Operation
-from arco.catalog.system import check_writable
 from arco.catalog.table_index import MAX_LOADED_TABLES
 from arco.events import after_answer
 from arco.events.receipts import catalog_event, catalog_receipt_key, write_receipt
@@ -385,7 +383,7 @@ class CatalogStore:
                     queued = [p for p in self._queue if not p.done]
                 for pending in queued:
                     try:
-                        op = self._built(pending)
+                        op = pending.operation(self._state)
                     except Exception as exc:  # noqa: BLE001 - the change's own refusal is its caller's answer
                         if batch.members:
                             break  # refused by the state before the batch: the batch may change that, so it waits
@@ -408,24 +406,6 @@ class CatalogStore:
             # not all race again at once, then catch up and build again.
             time.sleep(backoff_delay(lost))
         raise ConflictError("the catalog is changing too fast to apply this change; retry")
-
-    def _built(self, pending: Pending) -> Operation:
-        """The change's operation, built and checked against the state as it stands (call with it held)."""
-        op = dict(pending.build(self._state))
-        op.setdefault("at_ms", int(time.time() * 1000))
-        # Who made the change is the caller, always: an operation about another principal (a token made for it)
-        # names that one in a field of its own.
-        op["principal"] = pending.principal
-        if pending.request is not None:
-            op["request"] = pending.request
-        if pending.source is not None:
-            op["source"] = pending.source
-        check_writable(self._state, op, pending.principal)
-        rules.check(self._state, op)
-        rules.annotate(self._state, op)
-        # Named now, from the state the operation lands on: after a drop, its ids name nothing.
-        op["audit"] = audit_names(self._state, op)
-        return op
 
     def _landed_anyway(self, seq: int, ops: list[Operation], error: StorageUnavailable) -> bool:
         """After an append that failed without an answer (it may have been written): look. True if the entry at
