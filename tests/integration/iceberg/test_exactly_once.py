@@ -7,6 +7,7 @@ identifiable by garbage collection (an unreferenced metadata file or pointer, ne
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -150,6 +151,54 @@ def test_a_retry_while_the_first_request_is_in_flight_waits_for_it_and_gets_its_
     race_a_retry(held, lambda: send(harness, "first"), lambda: send(other, "retry"))  # held: the marker is claimed
     assert answers["retry"] == answers["first"] and answers["first"].body["namespace"] == ["sales"]
     assert harness.reopen().namespaces.load(harness.catalog, ("sales",)) is not None
+
+
+def test_keyed_creates_that_shared_a_tier1_entry_landing_as_the_process_died_are_each_answered_once(
+        harness: Harness) -> None:
+    """Creates queued behind a held Tier 1 append share the next entry (group commit); the process "dies" once
+    that entry is written. Each create's retry, with its key, on a new server, finds its own operation inside the
+    shared entry and answers as created, once."""
+    held = HeldPuts(harness.storage.inner, "_catalog/core/log/*")
+    harness.storage.inner = held  # type: ignore[assignment]
+    answers: dict[str, Outcome | BaseException] = {}
+    keys = {name: str(uuid7()) for name in ("first", "a", "b", "c")}
+
+    def create(name: str) -> None:
+        try:
+            answers[name] = harness.mutations(TIMEOUT).create_table(
+                harness.catalog, ("db",), {"name": name, "schema": SCHEMA}, caller(keys[name]))
+        except BaseException as exc:  # noqa: BLE001 - the simulated crash is the outcome looked at
+            answers[name] = exc
+
+    threads = [threading.Thread(target=create, args=("first",))]
+    threads[0].start()
+    assert held.reached.wait(10)
+    # The entry after the held one "crashes" once written; the held one itself goes through.
+    harness.storage.inject(FaultRule(op="put", key="_catalog/core/log/*", when="after", nth=2))
+    for name in "abc":
+        threads.append(threading.Thread(target=create, args=(name,)))
+        threads[-1].start()
+    deadline = time.monotonic() + 10
+    while len(harness.store._queue) < 4:
+        assert time.monotonic() < deadline, "the creates never queued behind the held append"
+        time.sleep(0.005)
+    held.release()
+    for thread in threads:
+        thread.join(30)
+    assert answers["first"].status == 200  # type: ignore[union-attr]
+    assert all(isinstance(answers[name], SimulatedCrash) for name in "abc")
+    shared = [ops for ops in (harness.store.log.read_ops(s) for s in range(1, harness.store.seq + 4)) if ops]
+    assert sorted(op["name"] for op in shared[-1]) == ["a", "b", "c"]  # one entry, written before the "crash"
+    harness.storage.clear()
+
+    retried = {name: retry_until_done(lambda name=name: harness.reopen().mutations(TIMEOUT).create_table(
+        harness.catalog, ("db",), {"name": name, "schema": SCHEMA}, caller(keys[name]))) for name in "abc"}
+    after = harness.reopen()
+    assert _tables(after) == ["a", "b", "c", "first"]
+    for name in "abc":
+        assert retried[name].status == 200 and history(after, name) == [retried[name].metadata_location]
+        assert after.mutations(TIMEOUT).create_table(
+            after.catalog, ("db",), {"name": name, "schema": SCHEMA}, caller(keys[name])) == retried[name]
 
 
 @pytest.mark.parametrize("raw", ["", "not-a-uuid", "{01936f8e-7c2a-7b3d-9f4e-5a6b7c8d9e0f}",
