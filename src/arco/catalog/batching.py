@@ -93,21 +93,17 @@ class Batch:
         self._taken.clear()
         self._alone = False
 
-    def admits(self, op: Operation) -> bool:
-        """Whether ``op`` may join (and if so it is counted in): the first operation always; then batchable ones
-        that touch nothing already in, up to :data:`MAX_BATCH`."""
+    def take(self, pending: Pending, op: Operation) -> bool:
+        """Add the change if it may join: the first operation always; then batchable ones that touch nothing
+        already in, up to :data:`MAX_BATCH`. Whether it was added."""
         prints = footprint(op)
         if not self.members:
             self._alone = prints is None
-            self._taken |= prints or set()
-            return True
-        if self._alone or prints is None or len(self.members) >= MAX_BATCH or prints & self._taken:
+        elif self._alone or prints is None or len(self.members) >= MAX_BATCH or prints & self._taken:
             return False
-        self._taken |= prints
-        return True
-
-    def add(self, pending: Pending, op: Operation) -> None:
+        self._taken |= prints or set()
         self.members.append((pending, op))
+        return True
 
     @property
     def ops(self) -> list[Operation]:

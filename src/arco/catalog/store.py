@@ -389,9 +389,8 @@ class CatalogStore:
                             break  # refused by the state before the batch: the batch may change that, so it waits
                         pending.fail(exc)  # refused by the state it would land on
                         continue
-                    if not batch.admits(op):
+                    if not batch.take(pending, op):
                         break  # it waits for the next entry, as does everything queued after it (in order)
-                    batch.add(pending, op)
                 seq = self._state.seq + 1
             if not batch.members:
                 return seq

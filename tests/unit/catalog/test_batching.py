@@ -17,12 +17,8 @@ def create(name: str, *, ns: str = "db", managed: bool = True, table_id: str | N
 
 def admitted(*ops: dict[str, Any]) -> list[bool]:
     batch = Batch()
-    out = []
-    for op in ops:
-        ok = batch.admits(op)
-        if ok:
-            batch.add(Pending(lambda state, op=op: op, "p"), op)
-        out.append(ok)
+    out = [batch.take(Pending(lambda state, op=op: op, "p"), op) for op in ops]
+    assert batch.ops == [op for op, taken in zip(ops, out, strict=True) if taken]
     return out
 
 
