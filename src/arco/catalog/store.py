@@ -100,9 +100,13 @@ class CatalogStore:
         self._manifest_checked = False
         self._apply_lock = threading.RLock()  # guards the state; held while applying and while reading it
         self._held = _StateHold(self._apply_lock)  # the same, for readers that may be inline attempts
-        self._write_lock = threading.Lock()  # one appender per process at a time; they would only conflict
+        # One appender per process at a time (two would only race for the same position); the changes queued
+        # for it, oldest first (arco.catalog.batching). A change waits on _decided until it is decided or nobody
+        # appends, and then appends itself: a decided change does not wait for the next append.
         self._queue_lock = threading.Lock()
-        self._queue: list[Pending] = []  # changes waiting for the appender, oldest first (arco.catalog.batching)
+        self._queue: list[Pending] = []
+        self._decided = threading.Condition(self._queue_lock)
+        self._appending = False
         self._fresh = threading.Condition()
         # (log position, operation kind) of the operations applied lately, for optimistic views (_confirm).
         self._recent_ops: deque[tuple[int, str | None]] = deque(maxlen=RECENT_OPS_REMEMBERED)
@@ -317,17 +321,23 @@ class CatalogStore:
         refuse_to_wait()  # a change always waits for storage
         self.confirm_view()  # never built on grants or names that were not checked
         mine = Pending(build, principal, request, source)
-        with self._queue_lock:
-            self._queue.append(mine)
         prepared = None
-        with self._write_lock:
+        with self._decided:
+            self._queue.append(mine)
+            while self._appending and not mine.done:
+                self._decided.wait()
+            lead = not mine.done
+            self._appending = self._appending or lead
+        if lead:
             try:
                 while not mine.done:
                     prepared = self._append_queued() or prepared
             finally:
-                with self._queue_lock:
+                with self._decided:
                     if mine in self._queue:  # the round failed before deciding it: it is this caller's error
                         self._queue.remove(mine)
+                    self._appending = False
+                    self._decided.notify_all()
         # Past the commit point, and outside the locks, so that this process's other requests go on meanwhile: the
         # snapshot only speeds up catch-up. The receipt waits for the answer (in a server; at once elsewhere): it
         # is backfilled by the reconciler should it be lost, and the change's latency need not include it.
@@ -357,18 +367,22 @@ class CatalogStore:
                 return None
             raise
         finally:
-            with self._queue_lock:
+            with self._decided:
                 decided = {id(p) for p, _ in batch.members} | {id(p) for p in self._queue if p.done}
                 self._queue[:] = [p for p in self._queue if id(p) not in decided]
+                self._decided.notify_all()  # refused and failed changes go back to their callers
         with self._apply_lock:
             if self._state.seq == seq - 1:
                 for position, op in enumerate(batch.ops, start=seq):
                     self._applied(op, position)
             else:
                 self._catch_up()
+            prepared = self._snapshot_to_store(seq)
+        with self._decided:  # applied first: a caller that reads after its answer sees its own change
             for position, (pending, op) in enumerate(batch.members, start=seq):
                 pending.succeed(op, position)
-            return self._snapshot_to_store(seq)
+            self._decided.notify_all()
+        return prepared
 
     def _append(self, batch: Batch) -> int:
         """Build and check the queued changes that make the next batch (into ``batch``), and append it at the next
@@ -379,7 +393,7 @@ class CatalogStore:
             self.ensure_fresh(None if lost == 0 else time.monotonic())
             batch.clear()
             with self._apply_lock:
-                with self._queue_lock:
+                with self._decided:
                     queued = [p for p in self._queue if not p.done]
                 for pending in queued:
                     try:
