@@ -98,6 +98,7 @@ class CatalogStore:
         self._snapshot_seq = 0
         self._snapshotting = False  # a snapshot is being written: one at a time per process
         self._manifest_checked = False
+        self._half_applied = False  # an entry's operations failed to apply part way (see _apply_entry)
         self._apply_lock = threading.RLock()  # guards the state; held while applying and while reading it
         self._held = _StateHold(self._apply_lock)  # the same, for readers that may be inline attempts
         # One appender per process at a time (two would only race for the same position); the changes queued
@@ -210,11 +211,40 @@ class CatalogStore:
         rules.apply(self._state, op, seq)
         self._recent_ops.append((seq, op.get("op")))
 
+    def _apply_entry(self, seq: int, ops: list[Operation]) -> None:
+        """Apply the operations of the entry at ``seq``, all of them or, as far as positions go, none: a state
+        left inside a batch entry would take the position after it for the end of the log (it has no file), so
+        an operation that fails to apply there (a bug) makes this process start again from a snapshot."""
+        try:
+            for position, op in enumerate(ops, start=seq):
+                self._applied(op, position)
+        except BaseException:
+            if self._state.seq != seq - 1:
+                self._half_applied = True  # no append from this state; the next catch-up starts again
+                try:
+                    self._restart_state()
+                except Exception:  # noqa: BLE001 - the original error is the one to raise; retried later
+                    _log.exception("Tier 1 state not restarted after a failed application (retried)")
+            raise
+
+    def _restart_state(self) -> None:
+        """Start this process's state again from the manifest's snapshot (or from nothing), to replay the log."""
+        snapshot_seq = self.log.read_manifest().snapshot_seq
+        if snapshot_seq:
+            self._load_snapshot(snapshot_seq)
+        else:
+            self._state = CatalogState(self.storage.url, self.files, self.max_loaded_tables)
+            self._recent_ops.clear()
+        self._half_applied = False
+
     def _catch_up(self) -> bool:
         """Apply what the log has beyond this process's state; whether anything was."""
         changed = False
         rebase_to = 0
         with self._held:
+            if self._half_applied:
+                self._restart_state()
+                changed = True
             if not self._manifest_checked or self.log.manifest_is_due():
                 manifest = self.log.read_manifest()
                 self._manifest_checked = True
@@ -235,8 +265,7 @@ class CatalogStore:
                         changed = True
                         continue
                     break
-                for op in ops:
-                    self._applied(op, self._state.seq + 1)
+                self._apply_entry(self._state.seq + 1, ops)
                 changed = True
             if rebase_to and self._state.seq >= rebase_to:
                 self._rebase(rebase_to)
@@ -354,7 +383,7 @@ class CatalogStore:
     def _append_queued(self) -> snapshots.PreparedSnapshot | None:
         """Append the next batch of queued changes (the oldest, and what may join it) and apply it; the snapshot
         to store, if it is due. Each change in the batch ends decided: its operation and position, or its error.
-        Call with the write lock held."""
+        Only the appender calls it (execute's ``lead``)."""
         batch = Batch()
         try:
             seq = self._append(batch)
@@ -371,13 +400,21 @@ class CatalogStore:
                 decided = {id(p) for p, _ in batch.members} | {id(p) for p in self._queue if p.done}
                 self._queue[:] = [p for p in self._queue if id(p) not in decided]
                 self._decided.notify_all()  # refused and failed changes go back to their callers
-        with self._apply_lock:
-            if self._state.seq == seq - 1:
-                for position, op in enumerate(batch.ops, start=seq):
-                    self._applied(op, position)
-            else:
-                self._catch_up()
-            prepared = self._snapshot_to_store(seq)
+        try:
+            with self._apply_lock:
+                if self._state.seq == seq - 1:
+                    self._apply_entry(seq, batch.ops)
+                else:
+                    self._catch_up()  # a reader's catch-up applied it (or more) meanwhile, or storage is behind
+                prepared = self._snapshot_to_store(seq)
+        except BaseException as exc:
+            # Landed, but this process's state could not follow (a read of the log failed): answered as a lone
+            # change was, with the error; a retry with the same key finds it landed (find_request).
+            with self._decided:
+                for pending, _ in batch.members:
+                    pending.fail(exc)
+                self._decided.notify_all()
+            raise
         with self._decided:  # applied first: a caller that reads after its answer sees its own change
             for position, (pending, op) in enumerate(batch.members, start=seq):
                 pending.succeed(op, position)
@@ -387,12 +424,14 @@ class CatalogStore:
     def _append(self, batch: Batch) -> int:
         """Build and check the queued changes that make the next batch (into ``batch``), and append it at the next
         log position (the commit point); that position. A change its build or check refuses is decided with that
-        error and left out. Call with the write lock held."""
+        error and left out. Only the appender calls it."""
         for lost in range(MAX_APPEND_ATTEMPTS):
             # After a lost append the state is known to be behind: catch up now, whatever the request scope.
             self.ensure_fresh(None if lost == 0 else time.monotonic())
             batch.clear()
             with self._apply_lock:
+                if self._half_applied:  # its next position may lie inside an entry: never append from it
+                    self._restart_state()
                 with self._decided:
                     queued = [p for p in self._queue if not p.done]
                 for pending in queued:

@@ -19,6 +19,7 @@ import orjson
 import pytest
 
 from arco.catalog import log as catalog_log
+from arco.catalog import state as rules
 from arco.catalog.errors import AlreadyExistsError, TableNotFound
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
@@ -180,6 +181,34 @@ def test_only_managed_creates_share_an_entry(tmp_path: Path) -> None:
     by_seq = {results[label]["seq"]: label for label in ("m1", "m2", "ext", "m3", "m4")}
     sizes = {by_seq[seq]: len(ops) for seq, ops in log.items() if seq in by_seq}
     assert sizes == {"m1": 2, "ext": 1, "m3": 2}
+
+
+def test_a_batch_that_fails_to_apply_part_way_never_leaves_the_state_inside_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An operation that cannot be applied (a bug) after others of its entry were: the process starts its state
+    again rather than take the position after the applied ones (which has no file) for the end of the log, where
+    its next append would land inside the entry."""
+    warehouse(tmp_path)
+    real_apply = rules.apply
+    failures = []
+
+    def apply_failing_once(state: CatalogState, op: dict[str, Any], seq: int) -> None:
+        if op.get("name") == "b" and not failures:
+            failures.append(seq)
+            raise RuntimeError("an applier's bug")
+        real_apply(state, op, seq)
+
+    monkeypatch.setattr(rules, "apply", apply_failing_once)
+    store, results = queued_behind_a_held_append(tmp_path, create("first"), [(n, create(n)) for n in "abc"])
+    assert all(isinstance(results[n], RuntimeError) for n in "abc")  # landed, but not known to this process
+    first = results["first"]["seq"]
+    assert [op["name"] for op in entries(tmp_path)[first + 1]] == ["a", "b", "c"] and failures == [first + 2]
+    after = store.execute(create("d"), principal="u")
+    assert after["seq"] == first + 4  # after the entry, not inside it
+    for reader in (store, CatalogStore(LocalBackend(tmp_path))):
+        with reader.read() as state:
+            assert sorted(t.name for t in state.tables_of("id-main", ("db",))) == ["a", "b", "c", "d", "first"]
+    assert [seq for seq, _ in store.log.operations(1, first + 4)] == list(range(1, first + 5))
 
 
 def test_a_batch_whose_append_fails_fails_every_change_in_it_and_lands_nothing(tmp_path: Path) -> None:
