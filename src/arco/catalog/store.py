@@ -396,9 +396,9 @@ class CatalogStore:
                 return None
             raise
         finally:
-            with self._decided:
-                decided = {id(p) for p, _ in batch.members} | {id(p) for p in self._queue if p.done}
-                self._queue[:] = [p for p in self._queue if id(p) not in decided]
+            with self._decided:  # the batch's changes leave the queue (decided once applied), as do refused ones
+                taken = {pending for pending, _ in batch.members}
+                self._queue[:] = [p for p in self._queue if not p.done and p not in taken]
                 self._decided.notify_all()  # refused and failed changes go back to their callers
         try:
             with self._apply_lock:

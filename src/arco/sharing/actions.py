@@ -8,10 +8,13 @@ an Iceberg table be read by a Delta Sharing client.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
-# The Delta protocol an Iceberg table is read with (its minReaderVersion raised to 2 where its shape needs it).
-ICEBERG_PROTOCOL = {"minReaderVersion": 1, "minWriterVersion": 2}
+
+def iceberg_protocol(min_reader_version: int) -> dict[str, Any]:
+    """The Delta protocol an Iceberg table version is read with (reader version 2 where its shape needs it)."""
+    return {"minReaderVersion": min_reader_version, "minWriterVersion": 2}
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ def table_changes(states: list[tuple[int, dict[str, Any], dict[str, Any]]]) -> l
     """The changes along ``(version, metadata, protocol)`` states in version order: each state that differs from
     the one before it in metadata or protocol (the first state is the query's own, never a change)."""
     out: list[TableChange] = []
-    for (_, metadata_before, protocol_before), (version, metadata, protocol) in zip(states, states[1:], strict=False):
+    for (_, metadata_before, protocol_before), (version, metadata, protocol) in pairwise(states):
         new_metadata = metadata if metadata != metadata_before else None
         new_protocol = protocol if protocol != protocol_before else None
         if new_metadata is not None or new_protocol is not None:

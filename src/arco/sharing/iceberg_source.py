@@ -50,7 +50,7 @@ from pyiceberg.table import DataScan
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
 
-from arco.sharing.actions import ICEBERG_PROTOCOL, SharedFile, SharedVersion, TableChange, table_changes
+from arco.sharing.actions import SharedFile, SharedVersion, TableChange, iceberg_protocol, table_changes
 from arco.sharing.delta_shape import DeltaShape, UnsharableTable, delta_schema_string
 
 __all__ = [
@@ -194,8 +194,7 @@ def iceberg_table_changes(metadata: TableMetadata, starting_version: int,
             continue
         schema = metadata.schema() if current is versions[-1] else _snapshot_schema(metadata, current.snapshot)
         shape = DeltaShape.of(metadata, schema)
-        states.append((current.number, shape.delta_metadata(),
-                       {**ICEBERG_PROTOCOL, "minReaderVersion": shape.min_reader_version}))
+        states.append((current.number, shape.delta_metadata(), iceberg_protocol(shape.min_reader_version)))
     return table_changes(states)
 
 

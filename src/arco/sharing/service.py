@@ -22,7 +22,7 @@ from arco.catalog.store import CatalogStore
 from arco.iceberg.tables import TableService
 from arco.settings import ServerSettings
 from arco.sharing import audit, delta_source, file_urls, history, predicates, protocol, responses
-from arco.sharing.actions import ICEBERG_PROTOCOL, SharedFile, SharedVersion, TableChange
+from arco.sharing.actions import SharedFile, SharedVersion, TableChange, iceberg_protocol
 from arco.sharing.errors import SharingError, bad_request, forbidden, not_found
 from arco.sharing.recipients import Recipient, check_ip, recipient_for_token, visible_share, visible_shares
 from arco.storage.base import DoesNotExist, StorageBackend
@@ -140,7 +140,7 @@ class SharingServer:
                 iceberg_source = _iceberg_source()
                 metadata, io = self._iceberg(t)
                 shared = iceberg_source.iceberg_version(metadata, io, version=version, timestamp_ms=timestamp_ms)
-                return TableRead(shared, {**ICEBERG_PROTOCOL, "minReaderVersion": shared.min_reader_version}, False)
+                return TableRead(shared, iceberg_protocol(shared.min_reader_version), False)
         except delta_source.DeltaReadError as exc:
             raise bad_request(str(exc)) from None
         except ValueError as exc:  # the Iceberg source's "no such version", and UnsharableTable
@@ -262,11 +262,10 @@ class SharingServer:
         if not self._has_change_data(t):
             raise bad_request(f"table {t.share.name}.{t.schema}.{t.name} does not share its change data feed: "
                               "enable it on the table (delta.enableChangeDataFeed) and on the share's object")
-        historical = {name: protocol.parse_flag(params.get(name), name)
-                      for name in ("includeHistoricalMetadata", "includeHistoricalProtocol")}
+        historical_metadata = protocol.parse_flag(params.get("includeHistoricalMetadata"), "includeHistoricalMetadata")
+        historical_protocol = protocol.parse_flag(params.get("includeHistoricalProtocol"), "includeHistoricalProtocol")
         return self._changes(t, caps, starting, ending, include_cdf=True, recipient=recipient,
-                             historical_metadata=historical["includeHistoricalMetadata"],
-                             historical_protocol=historical["includeHistoricalProtocol"])
+                             historical_metadata=historical_metadata, historical_protocol=historical_protocol)
 
     def _version_as_of(self, t: SharedTable, timestamp_ms: int) -> int:
         return self._read(t, timestamp_ms=timestamp_ms).version.version
@@ -295,9 +294,10 @@ class SharingServer:
                                                       ending, change_data)
             elif t.table.format == "ICEBERG":
                 metadata, io = self._iceberg(t)
-                files = list(_iceberg_source().iceberg_files_since(metadata, io, starting, ending))
+                source = _iceberg_source()
+                files = list(source.iceberg_files_since(metadata, io, starting, ending))
                 if historical_metadata or historical_protocol:
-                    changed = _iceberg_source().iceberg_table_changes(metadata, starting, ending)
+                    changed = source.iceberg_table_changes(metadata, starting, ending)
             else:
                 raise bad_request(f"a {t.table.format} table cannot be shared")
         except delta_source.DeltaReadError as exc:
