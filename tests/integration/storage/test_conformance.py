@@ -10,6 +10,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
@@ -39,8 +41,16 @@ def race(target: StorageTarget, worker: Callable[..., Any], count: int, *args: A
     """Run ``worker(backend, index, *args)`` ``count`` times at once; return the results in index order."""
     if not target.shared_across_processes:
         backend = target.open()
+        # Started together, as the processes below are: a thread started early could otherwise finish its work
+        # before the last one starts, and the race would not happen.
+        start = threading.Barrier(count)
+
+        def run(i: int) -> Any:
+            start.wait(timeout=60)
+            return worker(backend, i, *args)
+
         with ThreadPoolExecutor(count) as pool:
-            return list(pool.map(lambda i: worker(backend, i, *args), range(count)))
+            return list(pool.map(run, range(count)))
     barrier = _fork.Barrier(count)
     results = _fork.Queue()
     processes = [
@@ -276,6 +286,7 @@ def _increment(backend: StorageBackend, index: int, times: int) -> int:
         while True:
             current = backend.get("race/counter")
             n = orjson.loads(current.data)["n"]
+            time.sleep(0)  # let the others run between the read and the write, as a network call would
             if backend.put("race/counter", counter_bytes(n + 1), MatchesVersion(current.version)).ok:
                 break
             conflicts += 1
