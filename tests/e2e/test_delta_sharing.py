@@ -23,11 +23,11 @@ from deltalake import DeltaTable, write_deltalake
 from pyiceberg.catalog.rest import RestCatalog
 
 from arco.sharing import file_urls
+from arco.sharing.sealed import unb64
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
+from support.sharing import ROWS, activate, delta_table, ds, ndjson, share_with, uc
 
 pytestmark = pytest.mark.timeout(600)
-ROWS = pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "region": pa.array(["eu", "eu", "us", "us"]),
-                 "amount": pa.array([1.5, 2.5, 3.5, 4.5])})
 
 
 @pytest.fixture(scope="module")
@@ -39,53 +39,6 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def server(warehouse: Path) -> Iterator[RunningServer]:
     with arco_server(warehouse, warehouse.parent, admin_token=ARCO_TOKEN) as s:
         yield s
-
-
-def uc(server: RunningServer, method: str, path: str, **kwargs: Any) -> httpx.Response:
-    return httpx.request(method, f"{server.base_url}/api/2.1/unity-catalog{path}",
-                         headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, timeout=30, **kwargs)
-
-
-def delta_table(server: RunningServer, schema: str, name: str, *, cdf: bool = True) -> str:
-    """A managed Delta table of ``main.<schema>``, written by deltalake at the location UC staged for it."""
-    staging = uc(server, "POST", "/staging-tables", json={"name": name, "catalog_name": "main",
-                                                          "schema_name": schema}).json()
-    location = staging["staging_location"]
-    config = {"delta.enableChangeDataFeed": "true"} if cdf else None
-    write_deltalake(location, ROWS.slice(0, 2), partition_by=["region"], configuration=config)
-    write_deltalake(location, ROWS.slice(2, 2), mode="append")
-    made = uc(server, "POST", "/tables", json={
-        "name": name, "catalog_name": "main", "schema_name": schema, "table_type": "MANAGED",
-        "data_source_format": "DELTA", "storage_location": location, "columns": [
-            {"name": "id", "type_name": "LONG", "type_text": "bigint", "position": 0, "type_json": "{}"},
-            {"name": "region", "type_name": "STRING", "type_text": "string", "position": 1, "type_json": "{}"},
-            {"name": "amount", "type_name": "DOUBLE", "type_text": "double", "position": 2, "type_json": "{}"}]})
-    assert made.status_code == 200, made.text
-    return location
-
-
-def share_with(server: RunningServer, share: str, recipient: str, tables: list[str], *, history: bool = True,
-               **recipient_fields: Any) -> dict[str, Any]:
-    assert uc(server, "POST", "/shares", json={"name": share}).status_code == 200
-    status = {"history_data_sharing_status": "ENABLED"} if history else {}
-    updates = [{"action": "ADD", "data_object": {"name": t, "data_object_type": "TABLE", **status}} for t in tables]
-    added = uc(server, "PATCH", f"/shares/{share}", json={"updates": updates})
-    assert added.status_code == 200, added.text
-    made = uc(server, "POST", "/recipients", json={"name": recipient, "authentication_type": "TOKEN",
-                                                   **recipient_fields})
-    assert made.status_code == 200, made.text
-    granted = uc(server, "PATCH", f"/shares/{share}/permissions",
-                 json={"changes": [{"principal": recipient, "add": ["SELECT"]}]})
-    assert granted.status_code == 200, granted.text
-    return made.json()
-
-
-def activate(recipient: dict[str, Any], folder: Path) -> tuple[str, dict[str, Any]]:
-    """Follow the activation link (no token) and save the profile file, as a recipient does."""
-    profile = httpx.get(recipient["tokens"][-1]["activation_url"], timeout=30).json()
-    path = folder / f"{recipient['name']}.share"
-    path.write_text(json.dumps(profile))
-    return str(path), profile
 
 
 @pytest.fixture(scope="module")
@@ -103,15 +56,6 @@ def provider(server: RunningServer, warehouse: Path) -> dict[str, Any]:
     profile_path, profile = activate(recipient, warehouse.parent)
     return {"location": location, "profile_path": profile_path, "profile": profile, "recipient": recipient,
             "iceberg": iceberg}
-
-
-def ds(server: RunningServer, profile: dict[str, Any], method: str, path: str, **kwargs: Any) -> httpx.Response:
-    headers = {"Authorization": f"Bearer {profile['bearerToken']}", **kwargs.pop("headers", {})}
-    return httpx.request(method, f"{server.base_url}/delta-sharing{path}", headers=headers, timeout=60, **kwargs)
-
-
-def ndjson(response: httpx.Response) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in response.text.splitlines() if line.strip()]
 
 
 # -- the recipient's client --------------------------------------------------------------------------------------
@@ -511,7 +455,7 @@ def test_signed_file_urls_open_one_file_until_they_expire(server: RunningServer,
         if refused.status_code == 403:
             assert refused.json()["errorCode"] == "PERMISSION_DENIED"
     key = bytes.fromhex((warehouse / file_urls.KEY_PATH).read_text())
-    file_url = json.loads(file_urls._unb64(payload_a))["u"]
+    file_url = json.loads(unb64(payload_a))["u"]
     expired = file_urls.sign(key, file_url, int(time.time() * 1000) - 1)
     assert httpx.get(f"{base}{expired}/f.parquet").status_code == 403
     other_key = file_urls.sign(b"k" * 32, file_url, int(time.time() * 1000) + 60_000)

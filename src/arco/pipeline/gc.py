@@ -4,9 +4,9 @@ Per table, in Spark tasks: metadata files outside the table's history (orphans o
 versions expired from the log of tables that ask for ``write.metadata.delete-after-commit.enabled``). In the
 driver: idempotency markers, receipts, transaction records, group commit records, stale compaction files,
 Tier 1's superseded snapshot files and covered log entries,
-expired server-side scan plans, temporary files of interrupted writes and Delta Sharing's saved change data of
-gone tables or expired versions. ``--dry-run`` decides the same way and
-deletes nothing. Users' data files are not touched here (orphan data files are ``maintain``'s).
+expired server-side scan plans, temporary files of interrupted writes, Delta Sharing's saved change data of
+gone tables or expired versions, and the records of its expired asynchronous queries. ``--dry-run`` decides the
+same way and deletes nothing. Users' data files are not touched here (orphan data files are ``maintain``'s).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from arco.pipeline.parquet_io import read_many
 from arco.pipeline.rows import SCHEMAS_BY_KIND
 from arco.pipeline.runs import Run
 from arco.pipeline.storage_spec import StorageSpec
+from arco.sharing.async_queries import QUERIES
 from arco.storage.base import MatchesVersion, StorageBackend
 
 MARKERS = "_catalog/iceberg_idempotency/"
@@ -252,6 +253,12 @@ def sharing_cdf_deletions(storage: StorageBackend, options: dict[str, str], poli
     return chosen
 
 
+def sharing_query_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> list[Deletion]:
+    """Records of asynchronous Delta Sharing queries past their lifetime (``_catalog/sharing/queries/``)."""
+    return [d for meta in storage.list(QUERIES)
+            if (d := gc_rules.sharing_query(meta.key, now - meta.modified_at, policy)) is not None]
+
+
 def _oldest_delta_version(location: str, options: dict[str, str]) -> int | None:
     """The oldest version still in a Delta table's log; None if it cannot be read (then nothing is deleted)."""
     from arco.sharing import delta_source
@@ -350,6 +357,7 @@ def run_gc(spark: Any, spec: StorageSpec, run: Run, policy: GcPolicy, *, dry_run
     chosen += plan_deletions(storage, policy, now)
     chosen += group_record_deletions(storage, policy, now)
     chosen += sharing_cdf_deletions(storage, spec.options, policy, now)
+    chosen += sharing_query_deletions(storage, policy, now)
     chosen += tier1_deletions(storage, policy, now)
     temp = temp_file_deletions(storage, policy, now)
     for deletion in chosen + temp:

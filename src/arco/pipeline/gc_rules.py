@@ -31,6 +31,8 @@ class GcPolicy:
     # Delta Sharing's saved change data (_catalog/sharing/cdf/) is derived and made again on demand; a file is kept
     # at least as long as the longest a signed file URL lives, so no URL made when it was written outlives it.
     sharing_cdf_grace_s: float = 7 * DAY
+    # An asynchronous Delta Sharing query's record (_catalog/sharing/queries/) answers polls for a day, then 404s.
+    sharing_query_age_s: float = DAY + HOUR
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,13 @@ def sharing_cdf(key: str, age_s: float, version: int, table_exists: bool, oldest
     if oldest_version is not None and version < oldest_version:
         return Deletion(key, f"saved change data of a version older than the table's log retention "
                              f"(version {version}, oldest {oldest_version})")
+    return None
+
+
+def sharing_query(key: str, age_s: float, policy: GcPolicy) -> Deletion | None:
+    """An asynchronous Delta Sharing query's record, once it has expired (no poll is answered from it)."""
+    if age_s > policy.sharing_query_age_s:
+        return Deletion(key, f"expired asynchronous Delta Sharing query ({age_s / HOUR:.0f} h old)")
     return None
 
 

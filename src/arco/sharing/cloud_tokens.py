@@ -17,7 +17,7 @@ from arco.catalog import locations
 from arco.catalog.store import CatalogStore
 from arco.sharing.errors import SharingError, bad_request, forbidden
 from arco.sharing.history import history_shared
-from arco.sharing.service import SharedTable
+from arco.sharing.table_reads import SharedTable
 from arco.storage.urls import within
 from arco.unity.credentials import table_role, vend
 from arco.vending.model import Access

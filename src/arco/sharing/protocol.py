@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from arco.sharing import paging
 from arco.sharing.errors import bad_request, not_found
 
 MAX_PAGE = 1000  # the server may return fewer than maxResults; a larger ask is served in pages of this size
@@ -136,6 +137,11 @@ def response_format(caps: dict[str, list[str]], needs_delta: bool) -> str:
     return "parquet"
 
 
+QUERY_FIELDS = ("predicateHints", "jsonPredicateHints", "limitHint", "version", "timestamp", "startingVersion",
+                "endingVersion", "includeHistoricalProtocol")  # what a query asks, as opposed to how it is paged
+MAX_IDEMPOTENCY_KEY = 256
+
+
 @dataclass(frozen=True)
 class QueryBody:
     predicate_hints: list[str] | None = None
@@ -146,10 +152,28 @@ class QueryBody:
     starting_version: int | None = None
     ending_version: int | None = None
     include_historical_protocol: bool = False
+    # how the answer is paged and refreshed (arco.sharing.paging), and an asynchronous query's key
+    max_files: int | None = None
+    page_token: str | None = None
+    include_refresh_token: bool = False
+    refresh_token: str | None = None
+    idempotency_key: str | None = None
+
+    def params(self) -> dict[str, Any]:
+        """The query itself (what every page of it must agree on), as plain JSON values."""
+        return {"predicateHints": self.predicate_hints, "jsonPredicateHints": self.json_predicate_hints,
+                "limitHint": self.limit_hint, "version": self.version, "timestamp": self.timestamp_ms,
+                "startingVersion": self.starting_version, "endingVersion": self.ending_version,
+                "includeHistoricalProtocol": self.include_historical_protocol}
+
+    @property
+    def time_travel(self) -> bool:
+        return self.version is not None or self.timestamp_ms is not None
 
 
 def query_body(raw: Any) -> QueryBody:
-    """The query's fields; hints of the wrong shape are dropped (they are only hints), time travel is checked."""
+    """The query's fields; hints of the wrong shape are dropped (they are only hints), time travel, paging and
+    refresh tokens are checked as Delta Sharing's reference server checks them."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -164,11 +188,32 @@ def query_body(raw: Any) -> QueryBody:
     timestamp = parse_timestamp(raw["timestamp"], "timestamp") if raw.get("timestamp") is not None else None
     starting = parse_version(raw.get("startingVersion"), "startingVersion")
     ending = parse_version(raw.get("endingVersion"), "endingVersion")
-    if sum(x is not None for x in (version, timestamp, starting)) > 1:
+    pinned = sum(x is not None for x in (version, timestamp, starting))
+    if pinned > 1:
         raise bad_request("version, timestamp and startingVersion are mutually exclusive")
     if ending is not None and starting is None:
         raise bad_request("endingVersion needs startingVersion")
     if starting is not None and ending is not None and ending < starting:
         raise bad_request("endingVersion must not be before startingVersion")
     historical_protocol = parse_flag(raw.get("includeHistoricalProtocol"), "includeHistoricalProtocol")
-    return QueryBody(hints, json_hints, limit, version, timestamp, starting, ending, historical_protocol)
+    page_token = _optional_text(raw.get("pageToken"), "pageToken")
+    include_refresh = parse_flag(raw.get("includeRefreshToken"), "includeRefreshToken")
+    refresh = _optional_text(raw.get("refreshToken"), "refreshToken")
+    for flag, given in (("includeRefreshToken", include_refresh), ("refreshToken", refresh is not None)):
+        if given and pinned:
+            raise bad_request(f"{flag} cannot be used when querying a specific version or a range of versions")
+        if given and page_token is not None:
+            raise bad_request(f"{flag} can only be used in the request for a query's first page")
+    key = _optional_text(raw.get("idempotencyKey", raw.get("idempotency_key")), "idempotencyKey")
+    if key is not None and len(key) > MAX_IDEMPOTENCY_KEY:
+        raise bad_request(f"idempotencyKey must be at most {MAX_IDEMPOTENCY_KEY} characters")
+    return QueryBody(hints, json_hints, limit, version, timestamp, starting, ending, historical_protocol,
+                     paging.max_files(raw.get("maxFiles")), page_token, include_refresh, refresh, key)
+
+
+def _optional_text(raw: Any, field: str) -> str | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw:
+        raise bad_request(f"{field} must be a non-empty string")
+    return raw

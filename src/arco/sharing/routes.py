@@ -19,7 +19,8 @@ from arco.sharing import cloud_tokens, protocol
 from arco.sharing.errors import SharingError, bad_request
 from arco.sharing.file_server import SignedFiles, local_path
 from arco.sharing.recipients import Recipient
-from arco.sharing.service import Answer, SharedTable, SharingServer
+from arco.sharing.service import SharingServer
+from arco.sharing.table_reads import CHANGE_QUERY_FIELDS, Answer, SharedTable
 
 NDJSON = "application/x-ndjson; charset=utf-8"
 FILE_ID_HASHES = ("parquet", "delta")
@@ -61,18 +62,32 @@ def _answer(request: Request, answer: Answer, *, head: bool = False) -> Response
     capabilities = f"responseformat={answer.fmt}"
     lines = answer.lines
     asked = protocol.capabilities(request.headers.get("delta-sharing-capabilities"))
-    if asked.get("includeendstreamaction") == ["true"]:
+    asked_end = asked.get("includeendstreamaction") == ["true"]
+    if asked_end:
         # Told in the response header, the client then requires the EndStreamAction as the last line.
         capabilities += ";includeendstreamaction=true"
-        end: dict[str, Any] = {}
+    if asked_end or answer.end_stream is not None:
+        # Owed also to a paged or refreshable answer: its next page and refresh tokens travel in it.
+        end: dict[str, Any] = dict(answer.end_stream or {})
         if answer.url_expiration_ms is not None:
             end["minUrlExpirationTimestamp"] = answer.url_expiration_ms
         lines = [*lines, orjson.dumps({"endStreamAction": end}) + b"\n"]
-    headers = {"Delta-Table-Version": str(answer.version), "delta-sharing-capabilities": capabilities}
+    return _ndjson(request, b"" if head else b"".join(lines), answer.version, capabilities)
+
+
+def _ndjson(request: Request, body: bytes, version: int, capabilities: str) -> Response:
+    headers = {"Delta-Table-Version": str(version), "delta-sharing-capabilities": capabilities}
     file_id_hash = request.headers.get("fileidhash")
     if file_id_hash is not None:
         headers["fileidhash"] = file_id_hash.strip().lower()
-    return Response(b"" if head else b"".join(lines), media_type=NDJSON, headers=headers)
+    return Response(body, media_type=NDJSON, headers=headers)
+
+
+async def _body(request: Request) -> Any:
+    try:
+        return await read_json(request, server(request).settings.max_body_bytes, required=False)
+    except BodyError as exc:
+        raise SharingError(exc.status, "INVALID_PARAMETER_VALUE", exc.message) from None
 
 
 def _check_file_id_hash(request: Request) -> None:
@@ -131,7 +146,7 @@ async def list_all_tables(request: Request) -> Response:
 
 async def table_version(request: Request) -> Response:
     recipient, t = await _table(request)
-    version = await blocking(server(request).table_version, t, request.query_params.get("startingTimestamp"))
+    version = await blocking(server(request).reads.table_version, t, request.query_params.get("startingTimestamp"))
     await blocking(_record, request, recipient, "getTableVersion", t=t, version=version)
     return Response(b"", headers={"Delta-Table-Version": str(version)})
 
@@ -140,7 +155,7 @@ async def table_metadata(request: Request) -> Response:
     recipient, t = await _table(request)
     q = request.query_params
     version = protocol.parse_version(q.get("version"), "version")
-    answer = await blocking(server(request).metadata, t, protocol.capabilities(
+    answer = await blocking(server(request).reads.metadata, t, protocol.capabilities(
         request.headers.get("delta-sharing-capabilities")), version, q.get("timestamp"))
     await blocking(_record, request, recipient, "getTableMetadata", t=t, version=answer.version)
     return _answer(request, answer)
@@ -149,17 +164,35 @@ async def table_metadata(request: Request) -> Response:
 async def query_table(request: Request) -> Response:
     recipient, t = await _table(request)
     _check_file_id_hash(request)
-    try:
-        raw = await read_json(request, server(request).settings.max_body_bytes, required=False)
-    except BodyError as exc:
-        raise SharingError(exc.status, "INVALID_PARAMETER_VALUE", exc.message) from None
+    raw = await _body(request)
     body = protocol.query_body(raw)
     caps = protocol.capabilities(request.headers.get("delta-sharing-capabilities"))
-    answer = await blocking(server(request).query, t, caps, body, recipient)
+    details = {k: v for k, v in (raw or {}).items() if k in ("version", "timestamp", "startingVersion",
+                                                              "endingVersion", "limitHint")}
+    if caps.get("asyncquery") == ["true"]:
+        query_id, version, fmt = await blocking(server(request).submit_query, t, caps, body, raw or {}, recipient)
+        await blocking(_record, request, recipient, "queryTable", t=t, version=version, files=0,
+                       details={**details, "queryId": query_id})
+        status = orjson.dumps({"queryStatus": {"queryId": query_id, "status": "pending"}}) + b"\n"
+        return _ndjson(request, status, version, f"responseformat={fmt};asyncquery=true")
+    answer = await blocking(server(request).reads.query, t, caps, body, recipient)
     await blocking(_record, request, recipient, "queryTable", t=t, version=answer.version,
-                   files=len(answer.lines) - 2, details={k: v for k, v in (raw or {}).items()
-                                                         if k in ("version", "timestamp", "startingVersion",
-                                                                  "endingVersion", "limitHint")})
+                   files=len(answer.lines) - 2, details=details)
+    return _answer(request, answer)
+
+
+async def query_info(request: Request) -> Response:
+    """Get Query Info: an asynchronous query's answer (or a page of it)."""
+    recipient, t = await _table(request)
+    _check_file_id_hash(request)
+    raw = await _body(request)
+    if raw is not None and not isinstance(raw, dict):
+        raise bad_request("the request body must be a JSON object")
+    caps = protocol.capabilities(request.headers.get("delta-sharing-capabilities"))
+    query_id = request.path_params["query_id"]
+    answer = await blocking(server(request).query_info, t, caps, query_id, raw or {}, recipient)
+    await blocking(_record, request, recipient, "getQueryInfo", t=t, version=answer.version,
+                   files=len(answer.lines) - 2, details={"queryId": query_id})
     return _answer(request, answer)
 
 
@@ -168,9 +201,8 @@ async def table_changes(request: Request) -> Response:
     _check_file_id_hash(request)
     caps = protocol.capabilities(request.headers.get("delta-sharing-capabilities"))
     params = {k: v for k, v in request.query_params.items()
-              if k in ("startingVersion", "endingVersion", "startingTimestamp", "endingTimestamp",
-                       "includeHistoricalMetadata", "includeHistoricalProtocol")}
-    answer = await blocking(server(request).changes, t, caps, params, recipient)
+              if k in (*CHANGE_QUERY_FIELDS, "maxFiles", "pageToken")}
+    answer = await blocking(server(request).reads.changes, t, caps, params, recipient)
     await blocking(_record, request, recipient, "queryTableChanges", t=t, version=answer.version,
                    files=len(answer.lines) - 2, details=params)
     return _answer(request, answer)
@@ -178,10 +210,7 @@ async def table_changes(request: Request) -> Response:
 
 async def table_credentials(request: Request) -> Response:
     recipient, t = await _table(request)
-    try:
-        raw = await read_json(request, server(request).settings.max_body_bytes, required=False)
-    except BodyError as exc:
-        raise SharingError(exc.status, "INVALID_PARAMETER_VALUE", exc.message) from None
+    raw = await _body(request)
     body = await blocking(cloud_tokens.table_credentials, server(request).store,
                           request.app.state.iceberg.access.vendor, t, raw, recipient.name)
     await blocking(_record, request, recipient, "generateTemporaryTableCredential", t=t)
@@ -206,6 +235,7 @@ routes = [
     Route("/shares/{share}/schemas/{schema}/tables/{table}/version", table_version, methods=["GET"]),
     Route("/shares/{share}/schemas/{schema}/tables/{table}/metadata", table_metadata, methods=["GET"]),
     Route("/shares/{share}/schemas/{schema}/tables/{table}/query", query_table, methods=["POST"]),
+    Route("/shares/{share}/schemas/{schema}/tables/{table}/queries/{query_id}", query_info, methods=["POST"]),
     Route("/shares/{share}/schemas/{schema}/tables/{table}/changes", table_changes, methods=["GET"]),
     Route("/shares/{share}/schemas/{schema}/tables/{table}/temporary-table-credentials", table_credentials,
           methods=["POST"]),

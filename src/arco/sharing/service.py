@@ -1,60 +1,21 @@
-"""The Delta Sharing server's work: who the recipient is, what it may see, and one table version's actions.
-
-Every answer about a table comes from one version read once (a Delta version through ``deltalake``, an Iceberg
-metadata file through the catalog's pointer), so the ``Delta-Table-Version`` header, the metadata and the files
-of a response always agree, even while writers append to the table.
+"""The Delta Sharing server's work: who the recipient is, what it may see, its asynchronous queries, the files
+it may open, and the audit of its reads. Reading a table is :mod:`arco.sharing.table_reads`' work.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from dataclasses import dataclass, replace
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from arco.catalog.model import TableEntry
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.iceberg.tables import TableService
 from arco.settings import ServerSettings
-from arco.sharing import audit, delta_source, file_urls, history, predicates, protocol, responses
-from arco.sharing.actions import SharedFile, SharedVersion, TableChange, iceberg_protocol
-from arco.sharing.errors import SharingError, bad_request, forbidden, not_found
+from arco.sharing import async_queries, audit, file_urls, paging, protocol
+from arco.sharing.errors import bad_request, forbidden, not_found
 from arco.sharing.recipients import Recipient, check_ip, recipient_for_token, visible_share, visible_shares
-from arco.storage.base import DoesNotExist, StorageBackend
-
-CDF_PREFIX = "_catalog/sharing/cdf"
-CACHED_ANSWERS = 4  # file-line sets kept (one per table version, format, recipient and URL expiry step)
-
-
-@dataclass(frozen=True)
-class SharedTable:
-    share: SecurableEntry
-    schema: str
-    name: str
-    obj: dict[str, Any]  # the share's object entry (name, shared_as, table_id, cdf_enabled, start_version ...)
-    table: TableEntry
-
-
-@dataclass(frozen=True)
-class TableRead:
-    version: SharedVersion
-    delta_protocol: dict[str, Any]
-    needs_delta_format: bool
-
-
-@dataclass(frozen=True)
-class Answer:
-    """An NDJSON answer: the lines, the version header, and the format chosen."""
-
-    lines: list[bytes]
-    version: int
-    fmt: str
-    url_expiration_ms: int | None = None  # the earliest expiry of the answer's file URLs (EndStreamAction)
+from arco.sharing.table_reads import Answer, SharedTable, TableReads, now_ms, reader_name
+from arco.storage.base import StorageBackend
 
 
 class SharingServer:
@@ -65,15 +26,15 @@ class SharingServer:
         self.storage = storage
         self.tables = tables
         self.signing_key = file_urls.SigningKey(storage)
+        self.reads = TableReads(settings, storage, tables, self.signing_key)
         self.downloads = audit.DownloadTally(storage)
-        self._lines: dict[tuple[Any, ...], dict[str, bytes]] = {}  # insertion-ordered: the oldest goes first
-        self._lines_lock = threading.Lock()
+        self.queries = async_queries.AsyncQueries(storage)
 
     # -- who and what ------------------------------------------------------------------------------------------
 
     def authenticate(self, token: str | None, client_ip: str | None) -> Recipient:
         with self.store.read() as state:
-            recipient = recipient_for_token(state.securables_in_every_metastore("recipient"), token, _now_ms())
+            recipient = recipient_for_token(state.securables_in_every_metastore("recipient"), token, now_ms())
         check_ip(recipient, client_ip)
         return recipient
 
@@ -127,238 +88,49 @@ class SharingServer:
                     return t
         raise not_found(f"table {share}.{schema}.{name} does not exist or is not shared with you")
 
-    # -- reading a table ---------------------------------------------------------------------------------------
+    # -- asynchronous queries ---------------------------------------------------------------------------------
 
-    def _read(self, t: SharedTable, *, version: int | None = None, timestamp_ms: int | None = None) -> TableRead:
-        fmt = t.table.format
-        try:
-            if fmt == "DELTA":
-                snap = delta_source.snapshot(t.table.location, self.settings.storage_options, version=version,
-                                             timestamp_ms=timestamp_ms)
-                return TableRead(snap.version, snap.protocol, snap.needs_delta_format)
-            if fmt == "ICEBERG":
-                iceberg_source = _iceberg_source()
-                metadata, io = self._iceberg(t)
-                shared = iceberg_source.iceberg_version(metadata, io, version=version, timestamp_ms=timestamp_ms)
-                return TableRead(shared, iceberg_protocol(shared.min_reader_version), False)
-        except delta_source.DeltaReadError as exc:
-            raise bad_request(str(exc)) from None
-        except ValueError as exc:  # the Iceberg source's "no such version", and UnsharableTable
-            raise _iceberg_error(exc) from None
-        raise bad_request(f"{t.share.name}.{t.schema}.{t.name} is a {fmt} table; only Delta and Iceberg tables "
-                          "can be read through Delta Sharing")
+    def submit_query(self, t: SharedTable, caps: dict[str, list[str]], body: protocol.QueryBody,
+                     raw: dict[str, Any], recipient: Recipient | None) -> tuple[str, int, str]:
+        """An asynchronous Query Table: checked, pinned and recorded (:mod:`arco.sharing.async_queries`); the
+        query id, the version its answer will name, and its response format."""
+        if body.page_token is not None:
+            raise bad_request("pageToken belongs in Get Query Info's request, not in an asynchronous query's")
+        reader = reader_name(recipient)
+        pinned = None
+        if body.refresh_token is not None:
+            pinned = paging.read_refresh_token(self.signing_key.get(), body.refresh_token, table_id=t.table.id,
+                                               reader=reader, now_ms=now_ms())
+        pin, version, fmt = self.reads.pin(t, caps, body, pinned)
+        now = now_ms()
+        stored = self.queries.submit(async_queries.QueryRecord(
+            async_queries.query_id_for(reader, t.table.id, body.idempotency_key), reader, t.table.id,
+            {k: raw[k] for k in (*protocol.QUERY_FIELDS, "includeRefreshToken") if raw.get(k) is not None},
+            paging.checksum(body.params()), pin.version, pin.ending, now, now + async_queries.QUERY_LIFETIME_MS))
+        # A change query's answer names its starting version; a snapshot's, the version pinned (by this
+        # submission, or by the first one with the same key).
+        named = version if body.starting_version is not None else stored.pin_version
+        return stored.query_id, named if named is not None else version, fmt
 
-    def _iceberg(self, t: SharedTable) -> tuple[Any, Any]:
-        from pyiceberg.io import load_file_io
+    def query_info(self, t: SharedTable, caps: dict[str, list[str]], query_id: str, raw: dict[str, Any],
+                   recipient: Recipient | None) -> Answer:
+        """Get Query Info: the answer of an asynchronous query (always done: it is computed at its pin now),
+        paged as its poll asks."""
+        record = self.queries.find(query_id, recipient=reader_name(recipient), table_id=t.table.id,
+                                   now_ms=now_ms())
+        if record is None:
+            raise not_found(f"query {query_id[:64]!r} is unknown or has expired")
+        fields = dict(record.body)
+        if raw.get("pageToken") is not None:
+            fields.pop("includeRefreshToken", None)  # a refresh token comes with the first page only
+        body = protocol.query_body({**fields, "maxFiles": raw.get("maxFiles"), "pageToken": raw.get("pageToken")})
+        return self.reads.query(t, caps, body, recipient, pinned=record.pin)
 
-        pointer = self.tables.resolver.for_read(t.table.id)
-        if pointer is None or pointer.pointer.dropped:
-            raise not_found(f"table {t.share.name}.{t.schema}.{t.name} no longer exists")
-        metadata = self.tables.files.read(pointer.pointer.current_metadata_location)
-        return metadata, load_file_io(dict(self.settings.storage_options), metadata.location)
-
-    def table_version(self, t: SharedTable, starting_timestamp: str | None, *, for_changes: bool = False) -> int:
-        """The latest version, or the first at or after ``startingTimestamp`` (history only, unless asked on
-        behalf of a change data feed query the share allows, which checked itself)."""
-        if starting_timestamp is None:
-            if t.table.format == "DELTA":
-                try:
-                    return delta_source.latest_version(t.table.location, self.settings.storage_options)
-                except delta_source.DeltaReadError as exc:
-                    raise bad_request(str(exc)) from None
-            return self._read(t).version.version
-        ts = protocol.parse_timestamp(starting_timestamp, "startingTimestamp")
-        if not for_changes:
-            history.check_history(t.obj, "looking up a version by startingTimestamp")
-        try:
-            if t.table.format == "DELTA":
-                return delta_source.starting_version_at(t.table.location, self.settings.storage_options, ts)
-            if t.table.format == "ICEBERG":
-                metadata, _ = self._iceberg(t)
-                return int(_iceberg_source().iceberg_version_at(metadata, ts))
-        except delta_source.DeltaReadError as exc:
-            raise bad_request(str(exc)) from None
-        except ValueError as exc:
-            raise _iceberg_error(exc) from None
-        raise bad_request(f"a {t.table.format} table cannot be shared")
-
-    def metadata(self, t: SharedTable, caps: dict[str, list[str]], version: int | None,
-                 timestamp: str | None) -> Answer:
-        if version is not None and timestamp is not None:
-            raise bad_request("version and timestamp are mutually exclusive")
-        ts = protocol.parse_timestamp(timestamp, "timestamp") if timestamp is not None else None
-        if version is not None or ts is not None:
-            history.check_history(t.obj, "reading the table's metadata by version or timestamp")
-        read = self._read(t, version=version, timestamp_ms=ts)
-        if version is not None or ts is not None:
-            history.check_floor(t.obj, read.version.version)
-        fmt = protocol.response_format(caps, read.needs_delta_format)
-        lines = [responses.protocol_line(fmt, read.delta_protocol),
-                 responses.metadata_line(fmt, read.version, with_version=version is not None or ts is not None)]
-        return Answer(lines, read.version.version, fmt)
-
-    def query(self, t: SharedTable, caps: dict[str, list[str]], body: protocol.QueryBody,
-              recipient: Recipient | None = None) -> Answer:
-        if body.starting_version is not None:
-            history.check_history(t.obj, "querying the table's changes by startingVersion")
-            # A streaming read: the changes come with the metadata of each version that changed it (the spec's
-            # "including historical metadata"), and with its protocol if the client asked.
-            return self._changes(t, caps, body.starting_version, body.ending_version, include_cdf=False,
-                                 historical_metadata=True, historical_protocol=body.include_historical_protocol,
-                                 recipient=recipient)
-        time_travel = body.version is not None or body.timestamp_ms is not None
-        if time_travel:
-            history.check_history(t.obj, "reading the table by version or timestamp")
-        read = self._read(t, version=body.version, timestamp_ms=body.timestamp_ms)
-        if time_travel:
-            history.check_floor(t.obj, read.version.version)
-        fmt = protocol.response_format(caps, read.needs_delta_format)
-        files = predicates.filter_files(read.version.files, body.predicate_hints, body.json_predicate_hints,
-                                        body.limit_hint)
-        reader = _reader(recipient, t)
-        sign = self.signer(reader)
-        expires_ms = sign(file_urls.EXPIRY_PROBE)[1]
-        if time_travel:
-            lines = list(responses.snapshot_lines(fmt, read.delta_protocol, read.version, files, sign,
-                                                  time_travel=True))
-            return Answer(lines, read.version.version, fmt, expires_ms)
-        by_id = self._file_lines((t.table.id, read.version.version, fmt, reader, expires_ms), fmt,
-                                 read.version.files, sign)
-        lines = [responses.protocol_line(fmt, read.delta_protocol), responses.metadata_line(fmt, read.version),
-                 *(by_id[f.id] for f in files)]
-        return Answer(lines, read.version.version, fmt, expires_ms)
-
-    def _file_lines(self, key: tuple[Any, ...], fmt: str, files: list[SharedFile],
-                    sign: responses.Signer) -> dict[str, bytes]:
-        """Every file line of a version for one recipient and URL expiry, made once: signing is most of a large
-        answer's cost, and the signer's expiry only moves once a minute (see :meth:`signer`)."""
-        with self._lines_lock:
-            cached = self._lines.get(key)
-        if cached is None:
-            cached = {f.id: responses.file_line(fmt, f, sign) for f in files}
-            with self._lines_lock:
-                self._lines[key] = cached
-                while len(self._lines) > CACHED_ANSWERS:
-                    self._lines.pop(next(iter(self._lines)))
-        return cached
-
-    def changes(self, t: SharedTable, caps: dict[str, list[str]], params: dict[str, str],
-                recipient: Recipient | None = None) -> Answer:
-        history.check_change_data(t.obj, f"{t.share.name}.{t.schema}.{t.name}")
-        starting = protocol.parse_version(params.get("startingVersion"), "startingVersion")
-        ending = protocol.parse_version(params.get("endingVersion"), "endingVersion")
-        if params.get("startingTimestamp") is not None:
-            if starting is not None:
-                raise bad_request("startingVersion and startingTimestamp are mutually exclusive")
-            starting = self.table_version(t, params["startingTimestamp"], for_changes=True)
-        if params.get("endingTimestamp") is not None:
-            if ending is not None:
-                raise bad_request("endingVersion and endingTimestamp are mutually exclusive")
-            ending = self._version_as_of(t, protocol.parse_timestamp(params["endingTimestamp"], "endingTimestamp"))
-        if starting is None:
-            raise bad_request("startingVersion or startingTimestamp is required")
-        if ending is not None and ending < starting:
-            raise bad_request("the ending version must not be before the starting version")
-        if not self._has_change_data(t):
-            raise bad_request(f"table {t.share.name}.{t.schema}.{t.name} does not share its change data feed: "
-                              "enable it on the table (delta.enableChangeDataFeed) and on the share's object")
-        historical_metadata = protocol.parse_flag(params.get("includeHistoricalMetadata"), "includeHistoricalMetadata")
-        historical_protocol = protocol.parse_flag(params.get("includeHistoricalProtocol"), "includeHistoricalProtocol")
-        return self._changes(t, caps, starting, ending, include_cdf=True, recipient=recipient,
-                             historical_metadata=historical_metadata, historical_protocol=historical_protocol)
-
-    def _version_as_of(self, t: SharedTable, timestamp_ms: int) -> int:
-        return self._read(t, timestamp_ms=timestamp_ms).version.version
-
-    def _has_change_data(self, t: SharedTable) -> bool:
-        if not history.change_data_shared(t.obj):
-            return False
-        if t.table.format == "ICEBERG":
-            return True  # an Iceberg table's appends are its change data (the source refuses anything else)
-        read = self._read(t)
-        return str(read.version.metadata.get("configuration", {}).get("delta.enableChangeDataFeed", "")).lower() \
-            == "true"
-
-    def _changes(self, t: SharedTable, caps: dict[str, list[str]], starting: int, ending: int | None, *,
-                 include_cdf: bool, historical_metadata: bool, historical_protocol: bool,
-                 recipient: Recipient | None = None) -> Answer:
-        """Files from ``starting`` on, after the protocol and metadata: of ``starting`` followed by each later
-        version's that changed them when the client follows the table's history (``historical_metadata``), else
-        the latest (one schema to read every file with), as Delta Sharing's reference server answers."""
-        history.check_floor(t.obj, starting)
-        changed: list[TableChange] = []
-        try:
-            if t.table.format == "DELTA":
-                change_data = self._change_data_file(t) if include_cdf and self._has_change_data(t) else None
-                files, changed = delta_source.changes(t.table.location, self.settings.storage_options, starting,
-                                                      ending, change_data)
-            elif t.table.format == "ICEBERG":
-                metadata, io = self._iceberg(t)
-                source = _iceberg_source()
-                files = list(source.iceberg_files_since(metadata, io, starting, ending))
-                if historical_metadata or historical_protocol:
-                    changed = source.iceberg_table_changes(metadata, starting, ending)
-            else:
-                raise bad_request(f"a {t.table.format} table cannot be shared")
-        except delta_source.DeltaReadError as exc:
-            raise bad_request(str(exc)) from None
-        except ValueError as exc:
-            raise _iceberg_error(exc) from None
-        read = self._read(t, version=starting) if historical_metadata else self._read(t)
-        fmt = protocol.response_format(caps, read.needs_delta_format)
-        if not historical_metadata:
-            changed = [replace(c, metadata=None) for c in changed if c.protocol is not None]
-        sign = self.signer(_reader(recipient, t))
-        lines = list(responses.change_lines(fmt, read.delta_protocol, read.version, files, sign,
-                                            include_cdf=include_cdf, changes=changed,
-                                            historical_protocol=historical_protocol))
-        return Answer(lines, starting, fmt, sign(file_urls.EXPIRY_PROBE)[1])
-
-    def _change_data_file(self, t: SharedTable) -> delta_source.ChangeData:
-        """Row-level change data of a rewriting version, kept once per version under ``_catalog/sharing/cdf``
-        (create-only: derived data, the same for every server) so it has a URL like any data file."""
-
-        def materialize(version: int, timestamp_ms: int) -> SharedFile | None:
-            key = f"{CDF_PREFIX}/{t.table.id}/{version:020d}.parquet"
-            existing = self.storage.head(key)
-            if existing is None:
-                data = delta_source.change_rows(t.table.location, self.settings.storage_options, version)
-                if data.num_rows == 0:
-                    return None
-                sink = pa.BufferOutputStream()
-                pq.write_table(data, sink)
-                self.storage.put(key, sink.getvalue().to_pybytes(), DoesNotExist())
-                existing = self.storage.head(key)
-            assert existing is not None
-            return SharedFile(url=self.storage.location_of(key), id=f"cdf-{t.table.id}-{version}",
-                              partition_values={}, size=existing.size, stats=None, version=version,
-                              timestamp_ms=timestamp_ms, change_type="cdf")
-
-        return materialize
-
-    # -- file URLs ---------------------------------------------------------------------------------------------
-
-    def signer(self, reader: tuple[str, ...] | None = None) -> responses.Signer:
-        lifetime = self.settings.sharing_url_lifetime_s
-        # The expiry moves in steps (a minute, or a tenth of a short lifetime), so answers within one step sign
-        # alike and can be reused (_file_lines); a URL lives between lifetime - step and lifetime.
-        step = min(60_000, lifetime * 100)
-        expires_ms = (_now_ms() + lifetime * 1000) // step * step
-        key = self.signing_key.get()
-        base = self.settings.public_url() + file_urls.FILES_PATH
-
-        def sign(url: str) -> tuple[str, int]:
-            presigned = None if url.startswith("file:") else self.storage.presign_get(url, lifetime)
-            if presigned:
-                return presigned, expires_ms
-            name = url.rstrip("/").rsplit("/", 1)[-1]
-            return f"{base}{file_urls.sign(key, url, expires_ms, reader)}/{_safe_name(name)}", expires_ms
-
-        return sign
+    # -- files -------------------------------------------------------------------------------------------------
 
     def open_file(self, token: str) -> file_urls.FileGrant:
         try:
-            return file_urls.verify(self.signing_key.get(), token, _now_ms())
+            return file_urls.verify(self.signing_key.get(), token, now_ms())
         except file_urls.BadSignedUrl as exc:
             raise forbidden(str(exc)) from None
 
@@ -381,28 +153,6 @@ class SharingServer:
         audit.record_read(self.storage, event)
 
 
-def _reader(recipient: Recipient | None, t: SharedTable) -> tuple[str, ...] | None:
-    return None if recipient is None else (recipient.name, t.share.name, t.schema, t.name, t.table.id)
-
-
-def _iceberg_source() -> Any:
-    try:
-        from arco.sharing import iceberg_source
-    except ImportError:
-        raise SharingError(501, "NOT_IMPLEMENTED", "Iceberg tables cannot be shared by this server yet") from None
-    return iceberg_source
-
-
-def _iceberg_error(exc: ValueError) -> SharingError:
-    try:
-        from arco.sharing.iceberg_source import UnsharableTable
-    except ImportError:
-        return bad_request(str(exc))
-    if isinstance(exc, UnsharableTable):
-        return bad_request(f"this Iceberg table cannot be shared as asked: {exc}")
-    return bad_request(str(exc))
-
-
 def _share_item(share: SecurableEntry) -> dict[str, Any]:
     item: dict[str, Any] = {"name": share.name, "id": share.id}
     if share.comment:
@@ -412,13 +162,3 @@ def _share_item(share: SecurableEntry) -> dict[str, Any]:
 
 def _table_item(t: SharedTable) -> dict[str, Any]:
     return {"name": t.name, "schema": t.schema, "share": t.share.name, "shareId": t.share.id, "id": t.table.id}
-
-
-def _safe_name(name: str) -> str:
-    from urllib.parse import quote
-
-    return quote(name, safe="") or "file"
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)

@@ -110,6 +110,22 @@ def test_the_driver_finds_saved_change_data_of_gone_tables(tmp_path: Path) -> No
     assert [d.key for d in later] == [key]
 
 
+def test_asynchronous_sharing_queries_go_once_they_have_expired(tmp_path: Path) -> None:
+    from arco.pipeline.gc import sharing_query_deletions
+    from arco.sharing.async_queries import QUERIES, QUERY_LIFETIME_MS
+    from arco.storage.base import DoesNotExist
+    from arco.storage.factory import open_storage
+
+    assert POLICY.sharing_query_age_s * 1000 > QUERY_LIFETIME_MS  # never a record that still answers polls
+    storage = open_storage(str(tmp_path), {})
+    key = f"{QUERIES}{'a' * 32}.json"
+    storage.put(key, b"{}", DoesNotExist())
+    now = time.time()
+    assert sharing_query_deletions(storage, POLICY, now) == []
+    later = sharing_query_deletions(storage, POLICY, now + POLICY.sharing_query_age_s + 60)
+    assert [d.key for d in later] == [key] and "asynchronous" in later[0].reason
+
+
 def test_tier1_keeps_the_newest_root_the_young_ones_and_the_newest_settled_one() -> None:
     policy = GcPolicy(grace_s=100)
     roots = {256: 500.0, 512: 400.0, 768: 300.0, 1024: 50.0, 1280: 10.0}
