@@ -24,7 +24,7 @@ from arco.iceberg.errors import BadRequest, Forbidden, IcebergError
 from arco.inline import refuse_to_wait
 from arco.settings import ServerSettings
 from arco.vending import signing
-from arco.vending.locations import InvalidLocation, parse_location
+from arco.vending.locations import InvalidLocation, is_local, parse_location
 from arco.vending.model import Access, VendingFailed, VendingUnavailable
 from arco.vending.s3 import client_config
 from arco.vending.vendor import CredentialVendor
@@ -85,7 +85,7 @@ class StorageAccess:
     @staticmethod
     def has_access_to_give(location: str, modes: frozenset[str]) -> bool:
         """Whether :meth:`for_table` may give anything: never for a local directory, nor when nothing was asked."""
-        return bool(modes) and _cloud(location) != "local"
+        return bool(modes) and not is_local(location)
 
     def for_table(self, location: str, access: Access, principal: str, modes: frozenset[str],
                   route: TableRoute) -> TableAccess:

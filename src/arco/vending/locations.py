@@ -57,6 +57,14 @@ def normalise_key_prefix(path: str) -> str:
     return "".join(f"{s}/" for s in segments)
 
 
+def is_local(location: str) -> bool:
+    """Whether a location is a local directory (nothing to vend), from its scheme alone: what
+    :func:`parse_location` would call ``local``, without splitting the URL (every loadTable asks)."""
+    if "://" not in location:
+        return True
+    return _CLOUDS.get(location.partition("://")[0].lower()) == "local"
+
+
 def parse_location(location: str) -> StorageLocation:
     """Split a table location (URL or local path) into cloud, bucket and normalised key prefix."""
     if "://" not in location:

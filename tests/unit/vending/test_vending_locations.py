@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from arco.vending.locations import InvalidLocation, StorageLocation, normalise_key_prefix, parse_location
+from arco.vending.locations import InvalidLocation, StorageLocation, is_local, normalise_key_prefix, parse_location
 
 
 @pytest.mark.parametrize(("location", "expected"), [
@@ -26,6 +26,7 @@ from arco.vending.locations import InvalidLocation, StorageLocation, normalise_k
 ])
 def test_parse(location: str, expected: StorageLocation) -> None:
     assert parse_location(location) == expected
+    assert is_local(location) == (expected.cloud == "local")  # the scheme alone says it, as the parse does
 
 
 @pytest.mark.parametrize(("location", "url"), [
