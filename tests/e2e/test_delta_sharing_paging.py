@@ -15,6 +15,7 @@ import pytest
 from deltalake import write_deltalake
 from pyiceberg.catalog.rest import RestCatalog
 
+from arco.sharing import async_queries
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
 from support.sharing import ROWS, activate, delta_table, ds, ndjson, share_with, uc
 
@@ -249,3 +250,17 @@ def test_asynchronous_queries_are_checked_when_submitted(server: RunningServer, 
     sync = query(server, profile, ORDERS, {"idempotencyKey": "ignored"})
     assert sync.status_code == 200 and "queryStatus" not in sync.text
     assert "asyncquery" not in sync.headers["delta-sharing-capabilities"]
+
+
+def test_a_recipient_flooding_asynchronous_queries_is_told_to_wait(server: RunningServer,
+                                                                    provider: dict[str, Any]) -> None:
+    """Each asynchronous query is a record the warehouse keeps for a day: a recipient gets a burst of them, then
+    429 with Retry-After (which Delta Sharing's clients wait out), and synchronous queries still."""
+    other = provider["other"]
+    answers = [query(server, other, ORDERS, {}, ASYNC) for _ in range(async_queries.SUBMISSION_BURST + 20)]
+    statuses = [a.status_code for a in answers]
+    assert set(statuses) == {200, 429} and statuses.index(429) >= async_queries.SUBMISSION_BURST - 5
+    refused = answers[statuses.index(429)]
+    assert refused.json()["errorCode"] == "RESOURCE_EXHAUSTED" and int(refused.headers["Retry-After"]) >= 1
+    assert query(server, other, ORDERS, {}).status_code == 200
+    assert query(server, provider["profile"], ORDERS, {}, ASYNC).status_code == 200  # another recipient's bucket

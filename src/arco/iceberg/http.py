@@ -12,6 +12,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from arco.api.rate_limit import RateLimiter
 from arco.api.requests import BodyError, client_source, inline_or_blocking, principal_of, read_json
 from arco.api.responses import JsonResponse
 from arco.auth.principals import Principal, is_pipeline
@@ -24,7 +25,7 @@ from arco.iceberg import errors
 from arco.iceberg.access import StorageAccess, TableAccess
 from arco.iceberg.authz import IcebergGuard
 from arco.iceberg.idempotency import IdempotencyMarkers, Outcome
-from arco.iceberg.metrics import RateLimiter
+from arco.iceberg.metrics import report_limiter
 from arco.iceberg.mutations import Caller, Mutations
 from arco.iceberg.namespaces import NamespaceService
 from arco.iceberg.plan_store import PlanStore
@@ -48,7 +49,7 @@ class IcebergServices:
     guard: IcebergGuard
     access: StorageAccess
     plans: PlanStore
-    metrics_limiter: RateLimiter = field(default_factory=RateLimiter)  # per process: see arco.iceberg.metrics
+    metrics_limiter: RateLimiter = field(default_factory=report_limiter)  # per process: see arco.iceberg.metrics
 
     @classmethod
     def build(cls, settings: ServerSettings, store: CatalogStore, storage: StorageBackend) -> IcebergServices:

@@ -26,19 +26,17 @@ Everything here but the bucket's clock is pure.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
+from arco.api.rate_limit import RateLimiter
 from arco.iceberg.errors import BadRequest
 
 MAX_REPORT_BYTES = 64 * 1024
 RATE_PER_S = 10.0
 BURST = 200  # a burst of scans and commits (a test suite, a dashboard refresh) is kept whole
-MAX_TRACKED_PRINCIPALS = 10_000
 MAX_FILTER_BYTES = 2048
 MAX_METADATA_ENTRIES = 32
 MAX_METADATA_VALUE = 512
@@ -158,33 +156,6 @@ def compact(report: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-class RateLimiter:
-    """A token bucket per principal: ``rate`` reports a second, bursts of ``burst``."""
-
-    def __init__(self, rate: float = RATE_PER_S, burst: int = BURST,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.rate = rate
-        self.burst = burst
-        self.clock = clock
-        self._buckets: dict[str, tuple[float, float]] = {}  # principal -> (tokens, at)
-        self._lock = threading.Lock()
-
-    def take(self, who: str) -> float:
-        """0 if ``who`` may report now (a token is spent), else the seconds until it may."""
-        now = self.clock()
-        with self._lock:
-            tokens, at = self._buckets.get(who, (float(self.burst), now))
-            tokens = min(float(self.burst), tokens + (now - at) * self.rate)
-            if tokens >= 1:
-                self._buckets[who] = (tokens - 1, now)
-                self._forget_idle(now)
-                return 0.0
-            self._buckets[who] = (tokens, now)
-            return (1 - tokens) / self.rate
-
-    def _forget_idle(self, now: float) -> None:
-        """Bound the memory: a bucket that has refilled completely says nothing and is dropped."""
-        if len(self._buckets) <= MAX_TRACKED_PRINCIPALS:
-            return
-        full_after = self.burst / self.rate
-        self._buckets = {who: (tokens, at) for who, (tokens, at) in self._buckets.items() if now - at < full_after}
+def report_limiter() -> RateLimiter:
+    """The bucket of one server process's metrics reports (the module docstring says why per process)."""
+    return RateLimiter(RATE_PER_S, BURST)

@@ -8,7 +8,8 @@ the record create-only and answers ``pending``; a poll reads the record and answ
 poll always finds it done. A submission with an ``idempotencyKey`` has a query id derived from the recipient, the
 table and the key: a retried submission finds its own record and gets the same id (with other parameters, a
 400). A record lives :data:`QUERY_LIFETIME_MS`; after that its id is unknown (404) and ``arco pipeline gc``
-deletes it.
+deletes it. What a recipient may store this way is bounded in size and rate (:data:`MAX_RECORD_BYTES`,
+:data:`SUBMISSIONS_PER_S`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ from arco.storage.base import DoesNotExist, MatchesVersion, StorageBackend
 
 QUERIES = "_catalog/sharing/queries/"
 QUERY_LIFETIME_MS = 24 * 3600 * 1000
+# What one recipient may make the warehouse keep: records of at most this size (a query's own fields; a real one
+# is a few hundred bytes), at this rate per server process (arco.api.rate_limit), beyond which 429 Retry-After.
+MAX_RECORD_BYTES = 64 * 1024
+SUBMISSIONS_PER_S = 2.0
+SUBMISSION_BURST = 100
 _QUERY_ID = re.compile(r"[0-9a-f]{32}")
 MAX_ATTEMPTS = 5
 
@@ -72,10 +78,13 @@ class AsyncQueries:
 
     def submit(self, record: QueryRecord) -> QueryRecord:
         """The record now stored under ``record.query_id``: this one, or the one an earlier submission with the
-        same key stored (400 if that one asked something else)."""
-        key = record_key(record.query_id)
+        same key stored (400 if that one asked something else, or if it is too big to keep)."""
+        key, data = record_key(record.query_id), record.to_bytes()
+        if len(data) > MAX_RECORD_BYTES:
+            raise bad_request(f"an asynchronous query's parameters must fit in {MAX_RECORD_BYTES // 1024} KB: send "
+                              "this query without asyncquery")
         for _ in range(MAX_ATTEMPTS):
-            if self.storage.put(key, record.to_bytes(), DoesNotExist()).ok:
+            if self.storage.put(key, data, DoesNotExist()).ok:
                 return record
             found = self.storage.get_or_none(key)
             if found is None:

@@ -4,15 +4,17 @@ it may open, and the audit of its reads. Reading a table is :mod:`arco.sharing.t
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from arco.api.rate_limit import RateLimiter
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.iceberg.tables import TableService
 from arco.settings import ServerSettings
 from arco.sharing import async_queries, audit, file_urls, paging, protocol
-from arco.sharing.errors import bad_request, forbidden, not_found
+from arco.sharing.errors import SharingError, bad_request, forbidden, not_found
 from arco.sharing.recipients import Recipient, check_ip, recipient_for_token, visible_share, visible_shares
 from arco.sharing.table_reads import Answer, SharedTable, TableReads, now_ms, reader_name
 from arco.storage.base import StorageBackend
@@ -29,6 +31,7 @@ class SharingServer:
         self.reads = TableReads(settings, storage, tables, self.signing_key)
         self.downloads = audit.DownloadTally(storage)
         self.queries = async_queries.AsyncQueries(storage)
+        self.submissions = RateLimiter(async_queries.SUBMISSIONS_PER_S, async_queries.SUBMISSION_BURST)
 
     # -- who and what ------------------------------------------------------------------------------------------
 
@@ -97,6 +100,10 @@ class SharingServer:
         if body.page_token is not None:
             raise bad_request("pageToken belongs in Get Query Info's request, not in an asynchronous query's")
         reader = reader_name(recipient)
+        wait_s = self.submissions.take(reader)
+        if wait_s:
+            raise SharingError(429, "RESOURCE_EXHAUSTED", "too many asynchronous queries: retry later, or send "
+                               "queries without asyncquery", {"Retry-After": str(math.ceil(wait_s))})
         pinned = None
         if body.refresh_token is not None:
             pinned = paging.read_refresh_token(self.signing_key.get(), body.refresh_token, table_id=t.table.id,

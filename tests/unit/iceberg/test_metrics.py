@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
+from arco.api.rate_limit import RateLimiter
 from arco.iceberg import metrics
 from arco.iceberg.errors import BadRequest
 
@@ -102,7 +103,7 @@ class Clock:
 
 def test_the_bucket_allows_a_burst_then_the_rate_per_principal() -> None:
     clock = Clock()
-    limiter = metrics.RateLimiter(rate=2.0, burst=3, clock=clock)
+    limiter = RateLimiter(rate=2.0, burst=3, clock=clock)
     assert [limiter.take("a") for _ in range(3)] == [0.0, 0.0, 0.0]
     wait = limiter.take("a")
     assert wait == pytest.approx(0.5)

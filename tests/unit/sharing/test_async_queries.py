@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from arco.sharing.async_queries import QUERY_LIFETIME_MS, AsyncQueries, QueryRecord, query_id_for, record_key
+from arco.sharing.async_queries import (
+    MAX_RECORD_BYTES,
+    QUERY_LIFETIME_MS,
+    AsyncQueries,
+    QueryRecord,
+    query_id_for,
+    record_key,
+)
 from arco.sharing.errors import SharingError
 from arco.storage.local import LocalBackend
 
@@ -48,3 +55,12 @@ def test_a_query_is_found_only_by_its_recipient_on_its_table(tmp_path: Path) -> 
     for hostile in ("../../sharing/url-signing-key", stored.query_id.upper(), stored.query_id + "0", "", "é" * 32):
         assert queries.find(hostile, recipient="acme", table_id="t1", now_ms=NOW) is None
     assert storage.get_or_none(record_key(stored.query_id)) is not None
+
+
+def test_a_record_too_big_to_keep_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    storage = LocalBackend(tmp_path)
+    big = QueryRecord(query_id_for("acme", "t1", "big"), "acme", "t1", {"predicateHints": ["x" * MAX_RECORD_BYTES]},
+                      "q", 3, None, NOW, NOW + QUERY_LIFETIME_MS)
+    with pytest.raises(SharingError, match="KB"):
+        AsyncQueries(storage).submit(big)
+    assert storage.get_or_none(record_key(big.query_id)) is None
