@@ -21,7 +21,7 @@ A report is anyone's with SELECT on the table, so what it may cost is bounded he
 A report for a table that does not exist yet (a CTAS's, sent from inside its staged create) is answered 204 and
 dropped for a caller who may create the table (:mod:`arco.iceberg.metrics_route`).
 
-Everything here but the bucket's clock is pure.
+Everything here is pure; the bucket is :mod:`arco.api.rate_limit`'s.
 """
 
 from __future__ import annotations

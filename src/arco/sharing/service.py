@@ -104,11 +104,7 @@ class SharingServer:
         if wait_s:
             raise SharingError(429, "RESOURCE_EXHAUSTED", "too many asynchronous queries: retry later, or send "
                                "queries without asyncquery", {"Retry-After": str(math.ceil(wait_s))})
-        pinned = None
-        if body.refresh_token is not None:
-            pinned = paging.read_refresh_token(self.signing_key.get(), body.refresh_token, table_id=t.table.id,
-                                               reader=reader, now_ms=now_ms())
-        pin, version, fmt = self.reads.pin(t, caps, body, pinned)
+        pin, version, fmt = self.reads.pin(t, caps, body, recipient)
         now = now_ms()
         stored = self.queries.submit(async_queries.QueryRecord(
             async_queries.query_id_for(reader, t.table.id, body.idempotency_key), reader, t.table.id,

@@ -141,17 +141,17 @@ class TableReads:
               recipient: Recipient | None = None, pinned: paging.Pin | None = None) -> Answer:
         """A Query Table answer (one page of it, if paged). ``pinned``: what an asynchronous query's submission
         read; else a page or refresh token's pin, else the table now."""
-        at, pinned = self._paging(t, recipient, body.params(), body.max_files, body.page_token, pinned)
-        if body.refresh_token is not None and pinned is None:
-            pinned = paging.read_refresh_token(self.signing_key.get(), body.refresh_token, table_id=t.table.id,
-                                               reader=reader_name(recipient), now_ms=now_ms())
+        query = body.params()
+        at, pinned = self._paging(t, recipient, query, body.max_files, body.page_token, pinned)
+        if body.refresh_token is not None:  # never with a page token (protocol.query_body)
+            pinned = self.refresh_pin(t, recipient, body.refresh_token)
         if body.starting_version is not None:
             history.check_history(t.obj, "querying the table's changes by startingVersion")
             # A streaming read: the changes come with the metadata of each version that changed it (the spec's
             # "including historical metadata"), and with its protocol if the client asked.
             return self._changes(t, caps, body.starting_version, body.ending_version, include_cdf=False,
                                  historical_metadata=True, historical_protocol=body.include_historical_protocol,
-                                 recipient=recipient, query=body.params(), at=at, pinned=pinned)
+                                 recipient=recipient, query=query, at=at, pinned=pinned)
         if body.time_travel:
             history.check_history(t.obj, "reading the table by version or timestamp")
         if pinned is not None:
@@ -176,8 +176,13 @@ class TableReads:
                      *(by_id[f.id] for f in files)]
         version = read.version.version
         refresh = version if body.include_refresh_token else None
-        return self._page(t, recipient, Answer(lines, version, fmt, expires_ms), body.params(), at,
-                          paging.Pin(version), refresh)
+        return self._page(t, recipient, Answer(lines, version, fmt, expires_ms), query, at, paging.Pin(version),
+                          refresh)
+
+    def refresh_pin(self, t: SharedTable, recipient: Recipient | None, token: str) -> paging.Pin:
+        """The version a refresh token of this table and recipient pins (400 for any other token)."""
+        return paging.read_refresh_token(self.signing_key.get(), token, table_id=t.table.id,
+                                         reader=reader_name(recipient), now_ms=now_ms())
 
     def _paging(self, t: SharedTable, recipient: Recipient | None, query: dict[str, Any], max_files: int | None,
                 page_token: str | None, pinned: paging.Pin | None) -> tuple[paging.Paging | None, paging.Pin | None]:
@@ -252,11 +257,12 @@ class TableReads:
                              query=query, at=at, pinned=pinned)
 
     def pin(self, t: SharedTable, caps: dict[str, list[str]], body: protocol.QueryBody,
-            pinned: paging.Pin | None = None) -> tuple[paging.Pin, int, str]:
-        """What a query will read, fixed now (an asynchronous query's submission; ``pinned``: a refresh token's
-        version): the pin, the version its answer names, and its response format. Checks what the query itself
-        would check first."""
-        if pinned is not None:
+            recipient: Recipient | None) -> tuple[paging.Pin, int, str]:
+        """What a query will read, fixed now (an asynchronous query's submission): the pin (a refresh token's
+        version, if it brings one), the version its answer names, and its response format. Checks what the query
+        itself would check first."""
+        if body.refresh_token is not None:
+            pinned = self.refresh_pin(t, recipient, body.refresh_token)
             read = self._read(t, version=pinned.version)
             return pinned, read.version.version, protocol.response_format(caps, read.needs_delta_format)
         if body.starting_version is not None:
@@ -295,15 +301,17 @@ class TableReads:
         the latest (one schema to read every file with), as Delta Sharing's reference server answers. A paged
         answer fixes "the latest" and the range's end on its first page (``pinned`` on the later ones)."""
         history.check_floor(t.obj, starting)
+        latest: TableRead | None = None
         if pinned is None and at is not None:
-            latest = self._read(t).version.version
-            pinned = paging.Pin(latest, ending if ending is not None else latest)
+            latest = self._read(t)
+            pinned = paging.Pin(latest.version.version, ending if ending is not None else latest.version.version)
         if pinned is not None:
             ending = pinned.ending
         changed: list[TableChange] = []
         try:
             if t.table.format == "DELTA":
-                change_data = self._change_data_file(t) if include_cdf and self._has_change_data(t) else None
+                # A change data feed query (include_cdf) has checked that the table records its change data.
+                change_data = self._change_data_file(t) if include_cdf else None
                 files, changed = delta_source.changes(t.table.location, self.settings.storage_options, starting,
                                                       ending, change_data)
             elif t.table.format == "ICEBERG":
@@ -319,7 +327,7 @@ class TableReads:
         except ValueError as exc:
             raise _iceberg_error(exc) from None
         head = starting if historical_metadata else (pinned.version if pinned is not None else None)
-        read = self._read(t, version=head)
+        read = latest if latest is not None and head == latest.version.version else self._read(t, version=head)
         fmt = protocol.response_format(caps, read.needs_delta_format)
         if not historical_metadata:
             changed = [replace(c, metadata=None) for c in changed if c.protocol is not None]
