@@ -22,8 +22,8 @@ from delta_sharing.rest_client import DataSharingRestClient
 from deltalake import DeltaTable, write_deltalake
 from pyiceberg.catalog.rest import RestCatalog
 
+from arco.auth.sealed import unb64
 from arco.sharing import file_urls
-from arco.sharing.sealed import unb64
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
 from support.sharing import ROWS, activate, delta_table, ds, ndjson, share_with, uc
 

@@ -5,6 +5,7 @@ server's memory, or a cold start. ::
 
     arco_oat_<payload>.<signature>     payload = base64url(JSON {"sub", "kid", "iat", "exp"}), times in ms
                                        signature = base64url(HMAC-SHA256(signing key, payload))
+                                       (a token sealed by :mod:`arco.auth.sealed`, with no purpose)
 
 The signing keys live in the warehouse, ``_catalog/auth/oauth-keys/{kid}.json``, each created once with a
 create-only put (two servers racing to create it agree on the winner's) and never changed, so every server can
@@ -25,18 +26,17 @@ issue and the revocation outlives the revocation (rotating the key ends it regar
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import secrets
 import threading
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
 from arco.auth.principals import Principal
+from arco.auth.sealed import BadToken, b64, seal, unb64, unseal, unverified_fields
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.storage.base import DoesNotExist, StorageBackend
@@ -45,6 +45,7 @@ PREFIX = "arco_oat_"
 LIFETIME_S = 3600
 INITIAL_KEY_ID = "initial"
 KEYS = "_catalog/auth/oauth-keys"
+MAX_TOKEN_LENGTH = 4096
 CLOCK_SKEW_MS = 60_000  # a token "issued" this far in the future (another server's clock) is still accepted
 
 
@@ -56,42 +57,33 @@ class Claims:
     expires_at_ms: int
 
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
 def sign(claims: Claims, key: bytes) -> str:
     """The token for ``claims`` (pure)."""
-    payload = _b64(orjson.dumps({"sub": claims.subject, "kid": claims.key_id, "iat": claims.issued_at_ms,
-                                 "exp": claims.expires_at_ms}))
-    return f"{PREFIX}{payload}.{_b64(hmac.new(key, payload.encode(), hashlib.sha256).digest())}"
+    return PREFIX + seal(key, {"sub": claims.subject, "kid": claims.key_id, "iat": claims.issued_at_ms,
+                               "exp": claims.expires_at_ms})
+
+
+def _claims(fields: dict[str, Any]) -> Claims:
+    return Claims(str(fields["sub"]), str(fields["kid"]), int(fields["iat"]), int(fields["exp"]))
 
 
 def unverified_claims(token: str) -> Claims | None:
     """The claims a token states, before any check (pure); None if it is not shaped like one of these tokens."""
-    if not token.startswith(PREFIX) or token.count(".") != 1 or len(token) > 4096:
+    if not token.startswith(PREFIX) or len(token) > MAX_TOKEN_LENGTH:
         return None
-    payload, _ = token[len(PREFIX):].split(".")
     try:
-        raw = orjson.loads(_unb64(payload))
-        claims = Claims(str(raw["sub"]), str(raw["kid"]), int(raw["iat"]), int(raw["exp"]))
-    except (ValueError, KeyError, TypeError):
+        return _claims(unverified_fields(token[len(PREFIX):]))
+    except (BadToken, KeyError, TypeError, ValueError):
         return None
-    return claims
 
 
 def check(token: str, key: bytes, now_ms: int) -> Claims | None:
     """The claims of a token whose signature verifies with ``key`` and that has not expired (pure)."""
-    claims = unverified_claims(token)
-    if claims is None:
+    if not token.startswith(PREFIX) or len(token) > MAX_TOKEN_LENGTH:
         return None
-    payload, signature = token[len(PREFIX):].split(".")
-    expected = _b64(hmac.new(key, payload.encode(), hashlib.sha256).digest())
-    if not signature.isascii() or not hmac.compare_digest(expected, signature):  # compare_digest takes ASCII only
+    try:
+        claims = _claims(unseal(key, token[len(PREFIX):]))
+    except (BadToken, KeyError, TypeError, ValueError):
         return None
     if claims.expires_at_ms <= now_ms or claims.issued_at_ms > now_ms + CLOCK_SKEW_MS:
         return None
@@ -132,12 +124,12 @@ class SigningKeys:
         if found is None:
             if not create:
                 return None
-            body = orjson.dumps({"kid": key_id, "secret": _b64(secrets.token_bytes(32)),
+            body = orjson.dumps({"kid": key_id, "secret": b64(secrets.token_bytes(32)),
                                  "created_at_ms": int(time.time() * 1000)})
             if not self.storage.put(storage_key, body, DoesNotExist()).ok:
                 pass  # another server created it first: use theirs
             found = self.storage.get(storage_key)
-        secret = _unb64(orjson.loads(found.data)["secret"])
+        secret = unb64(orjson.loads(found.data)["secret"])
         with self._lock:
             self._keys[key_id] = secret
         return secret

@@ -15,7 +15,7 @@ import secrets
 import threading
 from dataclasses import dataclass
 
-from arco.sharing.sealed import BadToken, seal, unseal
+from arco.auth.sealed import BadToken, seal, unseal
 from arco.storage.base import DoesNotExist, StorageBackend
 
 KEY_PATH = "_catalog/sharing/url-signing-key"

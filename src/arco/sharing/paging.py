@@ -4,7 +4,7 @@
 A query's first page fixes what every later page reads (a :class:`Pin`: the snapshot's version, or the last
 version of a change range), so the pages of one query always come from one table state, whatever is committed
 meanwhile. The pin, the query's other parameters (by checksum), the table, the recipient and the position travel
-in a sealed page token (:mod:`arco.sharing.sealed`): any server of the warehouse serves the next page, nothing is
+in a sealed page token (:mod:`arco.auth.sealed`): any server of the warehouse serves the next page, nothing is
 kept, and a token cannot be bent to another table, version or query. A refresh token pins the version of a
 latest-snapshot query, so the client can ask for fresh file URLs of the very files it was given.
 
@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
+from arco.auth.sealed import BadToken, seal, unseal
 from arco.sharing.errors import bad_request
-from arco.sharing.sealed import BadToken, seal, unseal
 
 PAGE_TOKEN_LIFETIME_MS = 3 * 24 * 3600 * 1000  # as the reference server's default
 REFRESH_TOKEN_LIFETIME_MS = 3600 * 1000

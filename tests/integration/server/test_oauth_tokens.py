@@ -13,6 +13,7 @@ import pytest
 
 from arco.auth import oauth_tokens
 from arco.auth.oauth_tokens import Claims, SigningKeys
+from arco.auth.sealed import b64
 from arco.storage.local import LocalBackend
 from support.arco_server import RunningServer, arco_server, run_cli
 
@@ -65,7 +66,7 @@ def test_tampered_expired_and_foreign_tokens_are_refused(world: dict) -> None:
     payload, signature = token[len(oauth_tokens.PREFIX):].split(".")
     claims = oauth_tokens.unverified_claims(token)
     assert claims is not None and claims.subject == "etl-bot"
-    forged_payload = oauth_tokens._b64(orjson.dumps({"sub": "admin", "kid": claims.key_id, "iat": claims.issued_at_ms,
+    forged_payload = b64(orjson.dumps({"sub": "admin", "kid": claims.key_id, "iat": claims.issued_at_ms,
                                                      "exp": claims.expires_at_ms}))
     for bad in (f"{oauth_tokens.PREFIX}{forged_payload}.{signature}",
                 f"{oauth_tokens.PREFIX}{payload}.{signature[:-2]}AA",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from arco.auth.sealed import BadToken, seal, unseal
 from arco.sharing import paging, protocol
 from arco.sharing.errors import SharingError
-from arco.sharing.sealed import BadToken, seal, unseal
 
 KEY = b"k" * 32
 NOW = 1_700_000_000_000

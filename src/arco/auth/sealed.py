@@ -1,9 +1,9 @@
-"""Sealed tokens (pure): a JSON object and its HMAC-SHA256 under the warehouse's sharing key, ``<payload>.<mac>``.
+"""Sealed tokens (pure): a JSON object and its HMAC-SHA256 under a warehouse key, ``<payload>.<mac>``.
 
-What the protocol hands a recipient to bring back later (a file URL, a page token, a refresh token) is sealed, so
-that any server of the warehouse can trust what comes back without keeping state, and a recipient cannot bend it
-to another file, table, version or time. ``purpose`` is mixed into the MAC: a token made for one purpose never
-opens another, even where the fields would parse.
+What a server hands a client to bring back later (an OAuth2 access token; a Delta Sharing file URL, page token or
+refresh token) is sealed, so that any server of the warehouse can trust what comes back without keeping state, and
+a client cannot bend it to another principal, file, table, version or time. ``purpose`` is mixed into the MAC: a
+token made for one purpose never opens another, even where the fields would parse.
 """
 
 from __future__ import annotations
@@ -45,11 +45,7 @@ def seal(key: bytes, fields: dict[str, Any], purpose: bytes = b"") -> str:
 
 def unseal(key: bytes, token: object, purpose: bytes = b"") -> dict[str, Any]:
     """The fields a token was sealed with, or :class:`BadToken`; the MAC is compared in constant time."""
-    if not isinstance(token, str) or len(token) > MAX_TOKEN:
-        raise BadToken("malformed")
-    payload, dot, mac = token.partition(".")
-    if not dot or not payload or not mac:
-        raise BadToken("malformed")
+    payload, mac = _parts(token)
     # Compared as seal() spells it: a base64 decoder ignores the last character's two spare bits, so comparing
     # decoded bytes would take four spellings of one MAC.
     try:
@@ -58,6 +54,24 @@ def unseal(key: bytes, token: object, purpose: bytes = b"") -> dict[str, Any]:
         raise BadToken("malformed") from None
     if not matches:
         raise BadToken("signature")
+    return _fields(payload)
+
+
+def unverified_fields(token: object) -> dict[str, Any]:
+    """The fields a token states, before its MAC is checked (to find which key checks it), or :class:`BadToken`."""
+    return _fields(_parts(token)[0])
+
+
+def _parts(token: object) -> tuple[str, str]:
+    if not isinstance(token, str) or len(token) > MAX_TOKEN:
+        raise BadToken("malformed")
+    payload, dot, mac = token.partition(".")
+    if not dot or not payload or not mac:
+        raise BadToken("malformed")
+    return payload, mac
+
+
+def _fields(payload: str) -> dict[str, Any]:
     try:
         fields = orjson.loads(unb64(payload))
     except (ValueError, orjson.JSONDecodeError):
