@@ -21,8 +21,10 @@ from uuid6 import uuid7
 from arco.events.receipts import EVENTS
 from arco.iceberg.file_names import is_group_file
 from arco.iceberg.metadata_files import MetadataFiles
-from arco.storage.local import LocalBackend
+from arco.storage.base import StorageBackend
+from arco.storage.factory import open_storage
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
+from support.storage_targets import StorageTarget
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -38,6 +40,23 @@ def two_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Runn
     with arco_server(warehouse, workdir, admin_token=ARCO_TOKEN) as a, \
             arco_server(warehouse, workdir, admin_token=ARCO_TOKEN) as b:
         yield a, b
+
+
+@pytest.fixture(scope="module")
+def two_servers_on_s3(tmp_path_factory: pytest.TempPathFactory,
+                      s3_seaweedfs_bucket: StorageTarget) -> Iterator[tuple[RunningServer, RunningServer]]:
+    """Two servers on one SeaweedFS warehouse: the commit point is S3's If-Match, not a local rename."""
+    workdir = tmp_path_factory.mktemp("two-servers-s3")
+    warehouse = f"{s3_seaweedfs_bucket.url}/concurrency-{uuid7().hex[:8]}"
+    options = tuple(f"--storage-option={k}={v}" for k, v in s3_seaweedfs_bucket.options.items())
+    with arco_server(warehouse, workdir, admin_token=ARCO_TOKEN, extra_args=options) as a, \
+            arco_server(warehouse, workdir, admin_token=ARCO_TOKEN, extra_args=options) as b:
+        yield a, b
+
+
+@pytest.fixture(params=["local", "s3-seaweedfs"])
+def storm_servers(request: pytest.FixtureRequest) -> tuple[RunningServer, RunningServer]:
+    return request.getfixturevalue("two_servers" if request.param == "local" else "two_servers_on_s3")
 
 
 def _append_worker(uri: str, writer: int, barrier: object, results: object) -> None:
@@ -145,13 +164,16 @@ def _storm_worker(uri: str, writer: int, barrier: object, results: object) -> No
     results.put(answers)  # type: ignore[attr-defined]
 
 
-def _warehouse_of(server: RunningServer) -> LocalBackend:
-    args = list(server.process.args)  # type: ignore[arg-type]
-    return LocalBackend(Path(args[args.index("--warehouse") + 1]))
+def _warehouse_of(server: RunningServer) -> StorageBackend:
+    """The warehouse a server runs on, opened as the server opened it (its --warehouse and --storage-option)."""
+    args = [str(arg) for arg in server.process.args]  # type: ignore[union-attr]
+    options = dict(arg.removeprefix("--storage-option=").split("=", 1) for arg in args
+                   if arg.startswith("--storage-option="))
+    return open_storage(args[args.index("--warehouse") + 1], options)
 
 
-def test_storm_of_keyed_commits_through_two_servers(two_servers: tuple[RunningServer, RunningServer]) -> None:
-    a, b = two_servers
+def test_storm_of_keyed_commits_through_two_servers(storm_servers: tuple[RunningServer, RunningServer]) -> None:
+    a, b = storm_servers
     catalog = RestCatalog("setup", uri=a.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
     catalog.create_namespace("storm")
     catalog.create_table("storm.hot", SCHEMA, properties={"write.metadata.previous-versions-max": "1000"})

@@ -1,4 +1,5 @@
-"""Exactly once under SIGKILL: 8 clients commit with Idempotency-Keys through 2 servers while one is killed.
+"""Exactly once under SIGKILL: 8 clients commit with Idempotency-Keys through 2 servers while one is killed, on a
+local warehouse and on S3 (SeaweedFS).
 
 Every client retries each request with its key against either server until it gets an answer, as the README tells
 clients to. At the end, every commit that was answered 200 is in the table's history exactly once (its key's tag
@@ -26,9 +27,9 @@ from arco.events.reconcile import table_history
 from arco.iceberg.file_names import carries_tag, is_group_file
 from arco.iceberg.group_commit import GroupRecords
 from arco.iceberg.metadata_files import MetadataFiles
-from arco.storage.local import LocalBackend
 from support.arco_server import ARCO_TOKEN, RunningServer, start_server
 from support.net import stop
+from support.storage_targets import StorageTarget
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -78,11 +79,21 @@ def tag(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def test_commits_are_applied_exactly_once_while_a_server_is_killed(tmp_path: Path) -> None:
-    warehouse = tmp_path / "warehouse"
-    args = ("--idempotency-in-progress-timeout", str(IN_PROGRESS_TIMEOUT_S))
-    steady = start_server(warehouse, tmp_path, admin_token=ARCO_TOKEN, extra_args=args)
-    victim: list[RunningServer] = [start_server(warehouse, tmp_path, admin_token=ARCO_TOKEN, extra_args=args)]
+@pytest.fixture(params=["local", "s3-seaweedfs"])
+def warehouse(request: pytest.FixtureRequest, tmp_path: Path) -> StorageTarget:
+    """Where the servers keep the table: a local directory, or a SeaweedFS bucket (S3's If-Match is then the commit
+    point, and a killed server's requests are cut mid-flight on the wire)."""
+    if request.param == "local":
+        return StorageTarget("local", str(tmp_path / "warehouse"))
+    bucket: StorageTarget = request.getfixturevalue("s3_seaweedfs_bucket")
+    return StorageTarget(bucket.name, f"{bucket.url}/sigkill-{uuid7().hex[:8]}", bucket.options)
+
+
+def test_commits_are_applied_exactly_once_while_a_server_is_killed(warehouse: StorageTarget, tmp_path: Path) -> None:
+    options = tuple(f"--storage-option={k}={v}" for k, v in warehouse.options.items())
+    args = ("--idempotency-in-progress-timeout", str(IN_PROGRESS_TIMEOUT_S), *options)
+    steady = start_server(warehouse.url, tmp_path, admin_token=ARCO_TOKEN, extra_args=args)
+    victim: list[RunningServer] = [start_server(warehouse.url, tmp_path, admin_token=ARCO_TOKEN, extra_args=args)]
     port = victim[0].base_url.rsplit(":", 1)[1]
     try:
         api = f"{steady.iceberg_uri}/v1/main"
@@ -102,7 +113,7 @@ def test_commits_are_applied_exactly_once_while_a_server_is_killed(tmp_path: Pat
                 victim[0].kill()  # SIGKILL: no cleanup, markers stay IN_PROGRESS, writes stop mid-flow
                 kills += 1
                 time.sleep(rng.uniform(0.05, 0.3))
-                victim[0] = start_server(warehouse, tmp_path, admin_token=ARCO_TOKEN, extra_args=args,
+                victim[0] = start_server(warehouse.url, tmp_path, admin_token=ARCO_TOKEN, extra_args=args,
                                          port=int(port))
 
         results = _fork.Queue()
@@ -124,7 +135,7 @@ def test_commits_are_applied_exactly_once_while_a_server_is_killed(tmp_path: Pat
         busy = sum(stats.get("status_503", 0) for _, _, stats in outcomes)
         assert len(ok) == CLIENTS * COMMITS
 
-        storage = LocalBackend(warehouse)
+        storage = warehouse.open()
         files = MetadataFiles(storage)
         loaded = httpx.get(urls[0], headers=HEADERS).json()
         versions = [location for location, _ in table_history(files, loaded["metadata-location"])]
@@ -150,7 +161,8 @@ def test_commits_are_applied_exactly_once_while_a_server_is_killed(tmp_path: Pat
         final = loaded["metadata"]["properties"]
         assert all(final[f"c{c}"] == str(COMMITS - 1) for c in range(CLIENTS))
 
-        reconcile = subprocess.run([sys.executable, "-m", "arco.cli.main", "reconcile", "--warehouse", str(warehouse)],
+        reconcile = subprocess.run([sys.executable, "-m", "arco.cli.main", "reconcile", "--warehouse", warehouse.url,
+                                    *options],
                                    capture_output=True, text=True, timeout=300)
         assert reconcile.returncode == 0, reconcile.stderr
         for location, updated_ms in table_history(files, loaded["metadata-location"]):
