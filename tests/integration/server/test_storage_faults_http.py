@@ -8,15 +8,12 @@ every acknowledged commit is in the table exactly once and the metadata log is c
 
 from __future__ import annotations
 
-import http.client
 import logging
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import orjson
 import pytest
 from uuid6 import uuid7
 
@@ -25,6 +22,7 @@ from arco.api.embedded import in_process_server
 from arco.auth.principals import BOOTSTRAP_ADMIN
 from arco.storage.faults import FaultRule, FaultyBackend
 from arco.storage.local import LocalBackend
+from support.keepalive import Connection
 
 pytestmark = pytest.mark.timeout(180)
 TOKEN = "faults-admin-token"
@@ -32,38 +30,11 @@ SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "x", "r
 TABLE = "/iceberg/v1/main/namespaces/db/tables/t"
 
 
-class Connection:
-    """One keep-alive HTTP/1.1 connection that notices if the server closes it."""
-
-    def __init__(self, base: str) -> None:
-        host, port = base.removeprefix("http://").split(":")
-        self.http = http.client.HTTPConnection(host, int(port), timeout=30)
-        self.http.connect()
-        self.socket = self.http.sock
-        self.dropped = 0
-
-    def request(self, method: str, path: str, body: Any = None,
-                headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], Any]:
-        payload = orjson.dumps(body) if body is not None else None
-        all_headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json", **(headers or {})}
-        self.http.request(method, path, body=payload, headers=all_headers)
-        response = self.http.getresponse()
-        data = response.read()
-        if self.http.sock is None or self.http.sock is not self.socket:
-            self.dropped += 1  # the server closed the connection after this response
-            self.http.connect()
-            self.socket = self.http.sock
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, orjson.loads(data) if data else None
-
-    def close(self) -> None:
-        self.http.close()
-
-
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[FaultyBackend, str]]:
     storage = FaultyBackend(LocalBackend(tmp_path / "wh"))
     with in_process_server(storage, {TOKEN: BOOTSTRAP_ADMIN}, "faults-test") as base:
-        setup = Connection(base)
+        setup = Connection(base, TOKEN)
         assert setup.request("POST", "/iceberg/v1/main/namespaces", {"namespace": ["db"]})[0] == 200
         assert setup.request("POST", "/iceberg/v1/main/namespaces/db/tables",
                              {"name": "t", "schema": SCHEMA})[0] == 200
@@ -78,7 +49,7 @@ def read_only(storage: FaultyBackend) -> None:
 
 def test_writes_fail_with_503_in_each_shape_and_the_connection_stays(served: tuple[FaultyBackend, str]) -> None:
     storage, base = served
-    conn = Connection(base)
+    conn = Connection(base, TOKEN)
     read_only(storage)
     status, headers, body = conn.request("POST", TABLE, {"requirements": [], "updates": [
         {"action": "set-properties", "updates": {"a": "1"}}]}, {"Idempotency-Key": str(uuid7())})
@@ -118,7 +89,7 @@ def test_a_write_storm_through_a_storage_outage(served: tuple[FaultyBackend, str
     def write(worker: int) -> None:
         # Writers run until told to stop, so the outage always meets commits in flight: a fixed number of commits
         # each could all be done before it starts on a fast machine.
-        conn = Connection(base)
+        conn = Connection(base, TOKEN)
         i = 0
         while not stop_writing.is_set():
             name = f"w{worker}-{i}"
@@ -144,7 +115,7 @@ def test_a_write_storm_through_a_storage_outage(served: tuple[FaultyBackend, str
         conn.close()
 
     def read() -> None:
-        conn = Connection(base)
+        conn = Connection(base, TOKEN)
         while not stop_reading.is_set():
             status, _, _ = conn.request("GET", TABLE)
             if status != 200:
@@ -187,7 +158,7 @@ def test_a_write_storm_through_a_storage_outage(served: tuple[FaultyBackend, str
         assert mine == [f"w{w}-{i}" for i in range(len(mine))]
 
     # Every acknowledged commit is in the table exactly once, and the metadata log is consistent.
-    conn = Connection(base)
+    conn = Connection(base, TOKEN)
     status, _, loaded = conn.request("GET", TABLE)
     assert status == 200
     metadata = loaded["metadata"]
@@ -211,7 +182,7 @@ def test_a_write_storm_through_a_storage_outage(served: tuple[FaultyBackend, str
 
 def test_a_bug_is_a_500_in_the_api_shape_without_dropping_the_connection(served: tuple[FaultyBackend, str]) -> None:
     storage, base = served
-    conn = Connection(base)
+    conn = Connection(base, TOKEN)
     assert conn.request("POST", "/iceberg/v1/main/namespaces/db/tables", {"name": "bad", "schema": SCHEMA})[0] == 200
     for meta in storage.inner.list("_catalog/iceberg_pointers/"):
         storage.inner.put(meta.key, b"{not json")  # corrupt every pointer: reading one is a bug's path, not I/O
@@ -238,7 +209,7 @@ CASES = [(step, when, keyed) for step in STEPS for when in ("before", "after") f
                          ids=[f"{s}-{w}-{'keyed' if k else 'unkeyed'}" for s, w, k in CASES])
 def test_a_fault_at_each_commit_step(served: tuple[FaultyBackend, str], step: str, when: str, keyed: bool) -> None:
     storage, base = served
-    conn = Connection(base)
+    conn = Connection(base, TOKEN)
     before = conn.request("GET", TABLE)[2]
     op, key, nth = STEPS[step]
     storage.inject(FaultRule(op=op, key=key, when=when, action="fail", nth=nth))  # type: ignore[arg-type]

@@ -1,0 +1,104 @@
+"""A real object store goes away under ``arco serve`` and comes back: SeaweedFS killed (SIGKILL), then started again
+on the same data and ports.
+
+While it is down, every request that needs it is answered 503 with ``Retry-After`` in its API's own error shape, on
+the same keep-alive connection, and the server's log holds no traceback. Once it is back, a commit retried with the
+Idempotency-Key of one answered 503 lands, once, and a second retry gets the same answer; requests that never
+needed the store (health) are answered throughout.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+import uuid
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+from uuid6 import uuid7
+
+from arco.storage.s3 import create_bucket
+from support import emulators
+from support.arco_server import ARCO_TOKEN, arco_server
+from support.keepalive import Connection
+from support.net import wait_for_http
+
+pytestmark = pytest.mark.timeout(300)
+
+SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "x", "required": False, "type": "long"}]}
+TABLE = "/iceberg/v1/main/namespaces/db/tables/t"
+UC_TABLE = "/api/2.1/unity-catalog/tables/main.db.t"
+
+
+def kill(store: emulators.S3Server) -> None:
+    os.killpg(store.pid, signal.SIGKILL)  # no shutdown: connections reset, nothing flushed by the store itself
+    host, port = store.endpoint_url.removeprefix("http://").split(":")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+        except OSError:
+            return  # nothing listens any more
+        time.sleep(0.05)
+    raise AssertionError("the store still accepts connections")
+
+
+def set_property(name: str) -> dict:
+    return {"requirements": [], "updates": [{"action": "set-properties", "updates": {name: "1"}}]}
+
+
+def test_a_store_outage_is_503_in_each_shape_and_a_keyed_retry_lands_once_after_it(tmp_path: Path) -> None:
+    data, ports = tmp_path / "store", emulators.weed_ports()
+    data.mkdir()
+    with ExitStack() as stack:
+        store = stack.enter_context(emulators.seaweedfs(data, ports))
+        bucket = f"outage-{uuid.uuid4().hex[:8]}"
+        create_bucket(bucket, store.options())
+        options = tuple(f"--storage-option={k}={v}" for k, v in store.options().items())
+        server = stack.enter_context(arco_server(f"s3://{bucket}/wh", tmp_path, admin_token=ARCO_TOKEN,
+                                                 extra_args=options))
+        conn = Connection(server.base_url, ARCO_TOKEN)
+        stack.callback(conn.close)
+        assert conn.request("POST", "/iceberg/v1/main/namespaces", {"namespace": ["db"]})[0] == 200
+        assert conn.request("POST", "/iceberg/v1/main/namespaces/db/tables", {"name": "t", "schema": SCHEMA})[0] == 200
+        assert conn.request("POST", TABLE, set_property("before"))[0] == 200
+
+        kill(store)
+        key = str(uuid7())
+        status, headers, body = conn.request("POST", TABLE, set_property("during"), {"Idempotency-Key": key})
+        assert status == 503 and int(headers["retry-after"]) >= 1, body
+        assert body["error"]["type"] == "ServiceUnavailableException" and body["error"]["code"] == 503
+        status, headers, body = conn.request("POST", "/iceberg/v1/main/namespaces/db/tables",
+                                             {"name": "u", "schema": SCHEMA})
+        assert status == 503 and "retry-after" in headers and body["error"]["code"] == 503
+        status, headers, body = conn.request("GET", TABLE)
+        assert status == 503 and body["error"]["type"] == "ServiceUnavailableException"
+        status, headers, body = conn.request("POST", "/api/2.1/unity-catalog/schemas",
+                                             {"catalog_name": "main", "name": "during"})
+        assert status == 503 and "retry-after" in headers and body["error_code"] == "TEMPORARILY_UNAVAILABLE"
+        assert conn.request("GET", "/health")[0] == 200
+        assert conn.dropped == 0  # every answer came on the one keep-alive connection
+
+        # The store comes back on the same data and endpoint; the client retries as Retry-After told it to.
+        stack.enter_context(emulators.seaweedfs(data, ports))
+        wait_for_http(f"{server.base_url}/health", 10)
+        status, _, first = conn.request("POST", TABLE, set_property("during"), {"Idempotency-Key": key})
+        assert status == 200, first
+        status, _, again = conn.request("POST", TABLE, set_property("during"), {"Idempotency-Key": key})
+        assert status == 200 and again["metadata-location"] == first["metadata-location"]
+        status, _, loaded = conn.request("GET", TABLE)
+        assert status == 200 and loaded["metadata-location"] == first["metadata-location"]
+        assert {"before", "during"} <= set(loaded["metadata"]["properties"])
+        # One version for the retried commit: the create, "before", "during", and nothing else.
+        assert len(loaded["metadata"]["metadata-log"]) == 2
+        assert conn.request("GET", UC_TABLE)[0] == 200
+        assert conn.request("POST", "/api/2.1/unity-catalog/schemas", {"catalog_name": "main", "name": "after"})[0] \
+            == 200
+        assert conn.dropped == 0
+        log = server.log()
+        assert "Traceback" not in log
+        # One warning for the outage (later ones within a minute are counted into a summary), not one per request.
+        assert log.count("storage unavailable on") == 1, log[-2000:]

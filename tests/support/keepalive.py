@@ -1,0 +1,36 @@
+"""One keep-alive HTTP/1.1 connection to a server under test, which notices if the server closes it."""
+
+from __future__ import annotations
+
+import http.client
+from typing import Any
+
+import orjson
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection that notices if the server closes it."""
+
+    def __init__(self, base: str, token: str) -> None:
+        host, port = base.removeprefix("http://").split(":")
+        self.token = token
+        self.http = http.client.HTTPConnection(host, int(port), timeout=30)
+        self.http.connect()
+        self.socket = self.http.sock
+        self.dropped = 0
+
+    def request(self, method: str, path: str, body: Any = None,
+                headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], Any]:
+        payload = orjson.dumps(body) if body is not None else None
+        all_headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json", **(headers or {})}
+        self.http.request(method, path, body=payload, headers=all_headers)
+        response = self.http.getresponse()
+        data = response.read()
+        if self.http.sock is None or self.http.sock is not self.socket:
+            self.dropped += 1  # the server closed the connection after this response
+            self.http.connect()
+            self.socket = self.http.sock
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, orjson.loads(data) if data else None
+
+    def close(self) -> None:
+        self.http.close()
