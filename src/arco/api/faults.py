@@ -9,25 +9,24 @@ by closing the connection.
 
 Storage being unavailable (a read-only or full disk, a bucket refusing writes, the network) is expected
 operational weather, not a bug: under load it would otherwise print a traceback per request. Each kind of fault is
-logged once, then summarized (how many requests it answered) at most every :data:`SUMMARY_INTERVAL_S`.
+logged once, then summarized (how many requests it answered) at most every
+:data:`arco.fault_log.SUMMARY_INTERVAL_S`.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from dataclasses import dataclass
 
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arco.api.errors import error_body, error_headers, surface_of
+from arco.fault_log import FaultLog
 from arco.storage.base import InvalidKey, StorageError
 
 log = logging.getLogger("arco.api")
 STORAGE_RETRY_AFTER_S = 2
-SUMMARY_INTERVAL_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -51,38 +50,12 @@ def answer_for(exc: BaseException) -> Answer:
     return Answer(500, "InternalServerError", f"internal error: {type(exc).__name__}", {}, False)
 
 
-class FaultLog:
-    """Logs the first fault of each kind at once, then one summary line per interval with how many followed."""
-
-    def __init__(self, interval_s: float = SUMMARY_INTERVAL_S) -> None:
-        self.interval_s = interval_s
-        self._lock = threading.Lock()
-        self._last: dict[str, float] = {}
-        self._suppressed: dict[str, int] = {}
-
-    def report(self, kind: str, where: str, exc: BaseException, *, traceback: bool = False) -> None:
-        now = time.monotonic()
-        with self._lock:
-            last = self._last.get(kind)
-            if last is not None and now - last < self.interval_s:
-                self._suppressed[kind] = self._suppressed.get(kind, 0) + 1
-                return
-            self._last[kind] = now
-            suppressed = self._suppressed.pop(kind, 0)
-        more = f" ({suppressed} more since the last report)" if suppressed else ""
-        summary = f"{kind} on {where}: {type(exc).__name__}: {exc}{more}"
-        if traceback:
-            log.error(summary, exc_info=exc)
-        else:
-            log.warning(summary)
+FAULTS = FaultLog(log)
 
 
-FAULTS = FaultLog()
-
-
-def report_storage_fault(where: str, exc: BaseException) -> None:
-    """A storage fault a handler answered itself (with 503), counted in the same summaries."""
-    FAULTS.report("storage unavailable", where, exc)
+def report_storage_fault(where: str, exc: BaseException, kind: str = "storage unavailable") -> None:
+    """A storage fault a handler answered itself (with 503), counted in the same summaries (those of ``kind``)."""
+    FAULTS.report(kind, where, exc)
 
 
 class ContainErrors:

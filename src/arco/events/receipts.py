@@ -32,12 +32,15 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 from uuid6 import uuid7
 
+from arco.fault_log import FaultLog
 from arco.storage.base import DoesNotExist, StorageBackend, StorageError
 
 EVENTS = "_catalog/events"
 SCHEMA_VERSION = 1
 IcebergReceiptKind = Literal["pending", "committed"]
 log = logging.getLogger(__name__)
+# A store that is down fails every request's receipts: one line, then a count per interval.
+RECEIPT_FAULTS = FaultLog(log)
 
 
 def commit_key(metadata_location: str) -> str:
@@ -152,7 +155,7 @@ def write_receipt(storage: StorageBackend, key: str, event: dict[str, Any]) -> b
     try:
         return storage.put(key, orjson.dumps(event), DoesNotExist()).ok
     except (StorageError, OSError) as exc:
-        log.warning("could not write receipt %s (the reconciler will backfill it): %s", key, exc)
+        RECEIPT_FAULTS.report("receipt not written (the reconciler backfills it)", key, exc)
         return False
 
 

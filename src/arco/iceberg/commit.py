@@ -58,8 +58,10 @@ from arco.iceberg.commit_attempt import (
 from arco.iceberg.errors import BadRequest, CommitFailed, NoSuchTable
 from arco.iceberg.file_names import carries_tag, is_group_file
 from arco.iceberg.group_commit import Pending
+from arco.iceberg.run_once import NotLanded
 from arco.iceberg.tables import TableService, pointer_for
 from arco.storage.backoff import backoff_delay
+from arco.storage.base import StorageError, StorageUnavailable
 
 # A batch tries longer than a transaction: its tries back off with jitter (arco.iceberg.group_commit), so they
 # cost little, and a hot table served by several servers loses races as a matter of course; a server whose tries
@@ -91,8 +93,11 @@ def commit_table(tables: TableService, catalog: CatalogEntry, namespace: Namespa
         return CommitResult(location, created)
     # Step 1. A table this process knows goes ahead on that knowledge; the catalog check runs beside the metadata
     # file's write and is confirmed before the CAS (commit_batch), so it costs no round trip of its own.
-    known = None if tables.store.is_fresh() else tables.known_entry(catalog, namespace, name)
-    entry = known if known is not None else tables.entry(catalog, namespace, name)
+    try:
+        known = None if tables.store.is_fresh() else tables.known_entry(catalog, namespace, name)
+        entry = known if known is not None else tables.entry(catalog, namespace, name)
+    except StorageError as exc:
+        raise NotLanded(exc) from exc
     commit_rules.check_guardrails(updates, allowed_location=entry.location)  # depends on the request alone
     # Under an optimistic view (arco.api.optimistic: a commit without a key over HTTP) every decision so far was
     # made on this process's state: the same check confirms the view, or the request runs again.
@@ -104,7 +109,7 @@ def commit_table(tables: TableService, catalog: CatalogEntry, namespace: Namespa
                             gate=gate)
     try:
         landed: Landed = tables.committer.submit(entry.id, request, lambda batch: commit_batch(tables, batch))
-    except (optimistic.StaleView, NameMoved):
+    except (optimistic.StaleView, NameMoved, NotLanded):
         raise
     except Exception:
         if view is not None and not view.confirmed:
@@ -124,7 +129,12 @@ def commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> N
     is confirmed here before the CAS (:func:`_all_views_confirmed` is the net), so the storage layer's own net,
     which knows only the leading request's view, is lifted for the batch."""
     with optimistic.unconfirmed_writes_allowed():
-        _commit_batch(tables, batch)
+        try:
+            _commit_batch(tables, batch)
+        except StorageError as exc:
+            if isinstance(exc, CommitPointUnanswered):
+                raise  # whether it landed is for recovery to find
+            raise NotLanded(exc) from exc  # every CAS tried so far was refused, and none was sent this time
 
 
 def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> None:
@@ -196,7 +206,10 @@ def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> 
             # The pointer names one writer: the group's last member (each member's own source is in its receipt).
             proposed = pointer_for(table_uuid, tried.location, tried.metadata, base_location,  # type: ignore[arg-type]
                                    tried.accepted[-1].item.source)
-            swapped = tables.pointers.swap(current.version, proposed).ok  # step 9, the commit point
+            try:
+                swapped = tables.pointers.swap(current.version, proposed).ok  # step 9, the commit point
+            except StorageError as exc:
+                raise CommitPointUnanswered(f"the pointer's compare-and-swap got no answer: {exc}") from exc
         finally:
             side_writes.settle(receipt)  # after the CAS, or on whatever way this try ends: none outlives its request
         if swapped:
@@ -211,6 +224,11 @@ def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> 
     for pending in waiting:
         pending.fail(CommitFailed(f"Commit failed: {pending.item.name} changed concurrently "
                                   f"{MAX_BATCH_ATTEMPTS} times; retry"))
+
+
+class CommitPointUnanswered(StorageUnavailable):
+    """The pointer's compare-and-swap was sent (or may have been) and no answer came: the commit may have landed.
+    Any other storage fault of a batch stops it before its commit point (:class:`NotLanded`)."""
 
 
 class NameMoved(Exception):

@@ -38,7 +38,7 @@ from arco.iceberg.idempotency import (
     request_hash,
 )
 from arco.iceberg.namespaces import NamespaceService
-from arco.iceberg.run_once import NotStarted, is_deterministic, run_once, settle_unkeyed
+from arco.iceberg.run_once import NotLanded, NotStarted, is_deterministic, not_landed, run_once, settle_unkeyed
 from arco.iceberg.tables import TableService
 from arco.iceberg.transactions import parse_table_changes
 from arco.storage.base import StorageError
@@ -184,6 +184,8 @@ class Mutations:
                     self.store.ensure_fresh(time.monotonic())
                     table_uuid = self.tables.entry(catalog, namespace, name).id
                     return work(tag)
+            except NotLanded as exc:
+                raise not_landed(exc, "updateTable", keyed=False) from exc.fault
             except StorageError as exc:
                 def recover() -> Outcome | None:
                     location = commit.landed_location(self.tables, table_uuid, tag)

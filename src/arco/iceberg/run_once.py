@@ -10,6 +10,8 @@ When the work ends in an error that is not a deterministic 4xx (storage unavaila
 * landed: the marker is finalized ``COMMITTED`` and the request answered with its success;
 * not landed: the marker is released (``retryable_at_ms`` set, still ``IN_PROGRESS`` so that an older server
   keeps treating it as in flight), and the answer is a 503 the client may retry with the same key at once;
+  a work that stopped before its commit point (:class:`NotLanded`) is known not to have landed without a check,
+  so this holds even while storage is still down;
 * the check itself fails (storage still unavailable): the outcome is truly unknown, the answer is
   ``CommitStateUnknownException`` on commit routes (503 elsewhere), and the marker stays for the retry.
 
@@ -56,6 +58,9 @@ def conclude(keyed: Keyed, claim: Claim, recover: Recover, work: Callable[[], Ou
     except (NotStarted, StaleView):
         keyed.markers.release(claim)  # nothing was done: nothing to look for
         raise
+    except NotLanded as exc:
+        keyed.markers.release(claim)  # nothing can land: a retry takes over at once (remembered here if unwritable)
+        raise not_landed(exc, f"{keyed.operation} (Idempotency-Key {keyed.key})", keyed=True) from exc.fault
     except CatalogError as exc:
         error = from_catalog_error(exc)
         if not is_deterministic(error):
@@ -86,6 +91,24 @@ def _finalize_committed(keyed: Keyed, claim: Claim, outcome: Outcome) -> None:
 
 class NotStarted(Exception):
     """Raised by ``work`` before it did anything: the attempt certainly did not land."""
+
+
+class NotLanded(Exception):
+    """Raised by ``work`` that a storage fault stopped before its commit point: it may have written (files that
+    nothing names, left to GC), but nothing of it is visible or can become so. No check of where it landed is
+    needed, so the answer is a 503 to retry with the same key even while storage is still down."""
+
+    def __init__(self, fault: StorageError) -> None:
+        super().__init__(str(fault))
+        self.fault = fault
+
+
+def not_landed(exc: NotLanded, operation: str, *, keyed: bool) -> ServiceUnavailable:
+    """The 503 for an attempt that certainly did not land (the fault is reported, summarized)."""
+    report_storage_fault(operation, exc.fault)
+    retry = "with the same Idempotency-Key" if keyed else "as it is"
+    return ServiceUnavailable(f"storage is unavailable ({type(exc.fault).__name__}); the request did not take effect "
+                              f"and may be retried {retry}", headers={"Retry-After": str(RETRY_AFTER_FAULT_S)})
 
 
 def settle_unkeyed(recover: Callable[[], Outcome | None], error: StorageError, operation: str) -> Outcome:
@@ -122,7 +145,9 @@ def _settle(keyed: Keyed, claim: Claim, recover: Recover, error: Exception, comm
     try:
         landed = recover(claim.marker)
     except Exception as exc:  # noqa: BLE001 - the check failed: the outcome is unknown, whatever the reason
-        _report(keyed, exc)
+        # The attempt's own failure is what says why the outcome is unknown; the check's is likely the same outage.
+        report_storage_fault(f"{keyed.operation} (Idempotency-Key {keyed.key}; the check of where it landed failed "
+                             f"too: {type(exc).__name__})", error, kind="outcome unknown")
         keyed.markers.ended_unknown(claim)
         message = (f"the outcome of this request is unknown ({type(error).__name__}); retry with the same "
                    "Idempotency-Key to learn it")

@@ -2,7 +2,8 @@
 Idempotency-Key marker at once by where the change is.
 
 * a fault before the commit point: the answer is 503 and the retry with the same key proceeds at once (no wait for
-  the in-progress timeout), applying the change exactly once;
+  the in-progress timeout), applying the change exactly once; also while the store stays down, as nothing of the
+  attempt can land without its compare-and-swap;
 * a fault at or after the commit point whose outcome can be read back: the request is answered with its success;
 * a fault whose outcome cannot be checked (storage still unavailable): CommitStateUnknownException on commit
   routes, and the marker stays for the retry, which resolves it.
@@ -130,6 +131,27 @@ def test_an_unknown_outcome_that_did_not_land_lets_this_server_retry_at_once(tab
     # This server knows: the retry checks that nothing landed and proceeds.
     retried = server.commit_table(table.catalog, ("db",), "t", body(), caller(key))
     assert len(history(table)) == 2 and history(table)[0] == retried.metadata_location
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+def test_a_fault_before_the_commit_point_is_503_even_while_the_store_stays_down(table: Harness, keyed: bool) -> None:
+    """The store goes down as the metadata file is written (after the key's claim): no check of where the commit
+    landed is possible, nor needed, since the CAS was never sent. The answer is the 503 that may be retried, not
+    CommitStateUnknownException."""
+    key = str(uuid7()) if keyed else None
+    server = table.mutations(LONG_TIMEOUT)
+    table.storage.inject(fail("put", "*.metadata.json", "before"))
+    for op in ("get", "head"):
+        table.storage.inject(FaultRule(op=op, key="*", action="fail", times=10**6))  # type: ignore[arg-type]
+    table.storage.inject(FaultRule(op="put", key=MARKERS, action="fail", nth=2, times=10**6))  # no release
+    with pytest.raises(ServiceUnavailable) as unavailable:
+        server.commit_table(table.catalog, ("db",), "t", body(), Caller("admin", SOURCE, key))
+    assert unavailable.value.status == 503 and unavailable.value.headers["Retry-After"]
+    assert "did not take effect" in unavailable.value.message
+    table.storage.clear()
+    # The marker's release could not be written: this server knows the attempt ended, and retries at once.
+    retried = server.commit_table(table.catalog, ("db",), "t", body(), Caller("admin", SOURCE, key))
+    assert history(table)[0] == retried.metadata_location and len(history(table)) == 2
 
 
 TIER1_FAULTS: dict[str, tuple[FaultRule, bool]] = {

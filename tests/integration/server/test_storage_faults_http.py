@@ -20,6 +20,8 @@ from uuid6 import uuid7
 from arco.api import faults
 from arco.api.embedded import in_process_server
 from arco.auth.principals import BOOTSTRAP_ADMIN
+from arco.events import receipts
+from arco.fault_log import FaultLog
 from arco.storage.faults import FaultRule, FaultyBackend
 from arco.storage.local import LocalBackend
 from support.keepalive import Connection
@@ -76,7 +78,8 @@ def test_a_write_storm_through_a_storage_outage(served: tuple[FaultyBackend, str
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     storage, base = served
     caplog.set_level(logging.INFO)
-    monkeypatch.setattr(faults, "FAULTS", faults.FaultLog())  # counted from this test's first fault
+    monkeypatch.setattr(faults, "FAULTS", FaultLog(faults.log))  # counted from this test's first fault
+    monkeypatch.setattr(receipts, "RECEIPT_FAULTS", FaultLog(receipts.log))
     writers, readers = 4, 4
     acked: list[str] = []
     statuses: list[int] = []
@@ -177,6 +180,8 @@ def test_a_write_storm_through_a_storage_outage(served: tuple[FaultyBackend, str
     fault_lines = [r for r in caplog.records if "storage unavailable" in r.getMessage()]
     failed = statuses.count(503)
     assert 1 <= len(fault_lines) < max(5, failed // 4), [r.getMessage() for r in fault_lines]
+    receipt_lines = [r for r in caplog.records if "receipt not written" in r.getMessage()]
+    assert len(receipt_lines) < 5, [r.getMessage() for r in receipt_lines]
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
 
 

@@ -8,7 +8,8 @@ import logging
 import pytest
 from starlette.requests import ClientDisconnect
 
-from arco.api.faults import ContainErrors, FaultLog, answer_for
+from arco.api.faults import ContainErrors, answer_for
+from arco.fault_log import FaultLog
 from arco.storage.base import InvalidKey, NotFound, StorageError, StorageUnavailable
 
 
@@ -33,10 +34,11 @@ def test_answers(exc: Exception, status: int) -> None:
 
 def test_a_fault_is_logged_once_then_summarized(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="arco.api")
-    faults = FaultLog(interval_s=0.0)
+    logger = logging.getLogger("arco.api")
+    faults = FaultLog(logger, interval_s=0.0)
     faults.report("storage unavailable", "POST /t", StorageUnavailable("disk"))
     assert len(caplog.records) == 1 and "POST /t" in caplog.records[0].getMessage()
-    quiet = FaultLog(interval_s=3600)
+    quiet = FaultLog(logger, interval_s=3600)
     caplog.clear()
     for _ in range(100):
         quiet.report("storage unavailable", "POST /t", StorageUnavailable("disk"))
