@@ -61,7 +61,7 @@ from arco.iceberg.group_commit import Pending
 from arco.iceberg.run_once import NotLanded
 from arco.iceberg.tables import TableService, pointer_for
 from arco.storage.backoff import backoff_delay
-from arco.storage.base import StorageError, StorageUnavailable
+from arco.storage.base import StorageError, StorageNotReached, StorageUnavailable
 
 # A batch tries longer than a transaction: its tries back off with jitter (arco.iceberg.group_commit), so they
 # cost little, and a hot table served by several servers loses races as a matter of course; a server whose tries
@@ -208,6 +208,8 @@ def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> 
                                    tried.accepted[-1].item.source)
             try:
                 swapped = tables.pointers.swap(current.version, proposed).ok  # step 9, the commit point
+            except StorageNotReached:
+                raise  # never sent: as any fault before the commit point
             except StorageError as exc:
                 raise CommitPointUnanswered(f"the pointer's compare-and-swap got no answer: {exc}") from exc
         finally:

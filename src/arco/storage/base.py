@@ -134,6 +134,10 @@ class StorageUnavailable(StorageError):
     """
 
 
+class StorageNotReached(StorageUnavailable):
+    """No connection to storage could be made: the call was never sent, so a write certainly did not take effect."""
+
+
 class NotFound(StorageError):
     """The object does not exist."""
 

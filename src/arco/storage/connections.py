@@ -39,6 +39,10 @@ class TransportError(Exception):
     reached the server is unknown."""
 
 
+class NotConnected(TransportError):
+    """No connection could be made (refused, unreachable, a failed TLS handshake): the request was never sent."""
+
+
 class Headers(dict[str, str]):
     """An answer's headers, their names lower-cased; ``get`` and ``[]`` take a name in any case. A repeated header's
     values are joined with ``", "`` (RFC 9110, 5.3)."""
@@ -189,7 +193,7 @@ class ConnectionPool:
         try:
             connection = socket.create_connection((self._host, self._port), timeout=self._connect_timeout_s)
         except OSError as exc:
-            raise TransportError(f"cannot connect to {self._host}: {exc}") from exc
+            raise NotConnected(f"cannot connect to {self._host}: {exc}") from exc
         try:
             connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self._tls is not None:
@@ -197,7 +201,7 @@ class ConnectionPool:
             connection.settimeout(self._read_timeout_s)
         except OSError as exc:
             connection.close()
-            raise TransportError(f"cannot connect to {self._host}: {exc}") from exc
+            raise NotConnected(f"cannot connect to {self._host}: {exc}") from exc
         return connection
 
 

@@ -27,6 +27,7 @@ from arco.storage.base import (
     ObjectMeta,
     Precondition,
     StorageBackend,
+    StorageNotReached,
     StorageUnavailable,
     WriteResult,
 )
@@ -38,6 +39,10 @@ class InjectedFailure(StorageUnavailable):
     """A storage error raised on purpose by a :class:`FaultRule`: storage unavailable, as a real fault is."""
 
 
+class InjectedUnreachable(StorageNotReached):
+    """Storage that could not be reached, on purpose: the call was not sent (``action="unreachable"``)."""
+
+
 class SimulatedCrash(BaseException):  # noqa: N818 - it is not an error the code under test may handle
     """The process "died" at this point; only the test harness catches it."""
 
@@ -47,7 +52,7 @@ class FaultRule:
     op: Operation
     key: str = "*"  # fnmatch pattern over the key (for ``list``, over the prefix)
     when: Literal["before", "after"] = "before"
-    action: Literal["fail", "crash"] = "crash"
+    action: Literal["fail", "unreachable", "crash"] = "crash"  # unreachable: not sent ("before" only)
     nth: int = 1  # fire on the nth matching call (1-based) ...
     times: int = 1  # ... and on this many consecutive matching calls from there
     seen: int = field(default=0, init=False)
@@ -100,6 +105,8 @@ class FaultyBackend(StorageBackend):
         message = f"injected {rule.action} {rule.when} {op} {key!r}"
         if rule.action == "crash":
             raise SimulatedCrash(message)
+        if rule.action == "unreachable":
+            raise InjectedUnreachable(message)
         raise InjectedFailure(message)
 
     def _run(self, op: Operation, key: str, fn, *args):  # type: ignore[no-untyped-def]

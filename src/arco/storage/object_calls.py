@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from arco.storage.backoff import backoff_delay
-from arco.storage.base import StorageUnavailable
-from arco.storage.connections import Headers, Response, TransportError
+from arco.storage.base import StorageNotReached, StorageUnavailable
+from arco.storage.connections import Headers, NotConnected, Response, TransportError
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _ERROR_CODE = re.compile(rb"<Code>([^<]*)</Code>")
@@ -56,14 +56,17 @@ class Reply:
 def send_with_retries(send_once: Callable[[], Reply], what: str, attempts: int) -> Reply:
     """``send_once()``, tried up to ``attempts`` times while it fails in transit or is answered 5xx/429 (pass 1 for
     a call that must not be repeated). Raises :class:`TransportError` (naming ``what``) when no answer came."""
+    maybe_sent = False  # whether any attempt may have reached the server
     for attempt in range(attempts):
         last = attempt == attempts - 1
         try:
             reply = send_once()
         except TransportError as exc:
+            maybe_sent = maybe_sent or not isinstance(exc, NotConnected)
             if last:
-                raise TransportError(f"{what}: {exc}") from exc
+                raise (TransportError if maybe_sent else NotConnected)(f"{what}: {exc}") from exc
         else:
+            maybe_sent = True
             if reply.status not in RETRYABLE_STATUS or last:
                 return reply
         time.sleep(backoff_delay(attempt, base_s=0.05, cap_s=1.0))
@@ -74,6 +77,8 @@ def sent(store: str, method: str, key: str, send: Callable[[], Reply]) -> Reply:
     """``send()``'s answer; a call that got none is :class:`StorageUnavailable`, and a write's outcome unknown."""
     try:
         return send()
+    except NotConnected as exc:
+        raise StorageNotReached(f"{store} {method} {key!r} failed (not sent): {exc}") from exc
     except TransportError as exc:
         unknown = " (the write may or may not have happened)" if method in ("PUT", "DELETE") else ""
         raise StorageUnavailable(f"{store} {method} {key!r} failed{unknown}: {exc}") from exc

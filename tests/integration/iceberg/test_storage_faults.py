@@ -154,6 +154,24 @@ def test_a_fault_before_the_commit_point_is_503_even_while_the_store_stays_down(
     assert history(table)[0] == retried.metadata_location and len(history(table)) == 2
 
 
+def test_a_compare_and_swap_that_could_not_be_sent_is_503_even_while_the_store_stays_down(table: Harness) -> None:
+    """No connection could be made for the CAS: it was never sent, so the commit did not land, and the answer is the
+    503 that may be retried, not CommitStateUnknownException (one sent and unanswered is
+    test_an_outcome_that_cannot_be_checked_is_commit_state_unknown's case)."""
+    key = str(uuid7())
+    server = table.mutations(LONG_TIMEOUT)
+    table.storage.inject(FaultRule(op="put", key=f"{POINTERS}/*", action="unreachable"))
+    # The pointer cannot be read back either (the commit started from this server's copy of it, which it wrote).
+    table.storage.inject(FaultRule(op="get", key=f"{POINTERS}/*", action="fail", times=10**6))
+    table.storage.inject(FaultRule(op="put", key=MARKERS, action="fail", nth=2, times=10**6))  # no release
+    with pytest.raises(ServiceUnavailable) as unavailable:
+        server.commit_table(table.catalog, ("db",), "t", body(), caller(key))
+    assert "did not take effect" in unavailable.value.message
+    table.storage.clear()
+    retried = server.commit_table(table.catalog, ("db",), "t", body(), caller(key))
+    assert history(table)[0] == retried.metadata_location and len(history(table)) == 2
+
+
 TIER1_FAULTS: dict[str, tuple[FaultRule, bool]] = {
     "at-marker-claim": (fail("put", MARKERS, "before"), False),
     "after-marker-claim": (fail("put", MARKERS, "after"), False),

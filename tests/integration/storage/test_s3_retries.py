@@ -12,9 +12,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from arco.storage.base import DoesNotExist, MatchesVersion, StorageUnavailable, Written
+from arco.storage.base import DoesNotExist, MatchesVersion, StorageNotReached, StorageUnavailable, Written
+from arco.storage.connections import NotConnected, TransportError
+from arco.storage.object_calls import Reply, send_with_retries
 from arco.storage.s3 import S3Backend
 from support.loopback_http import QuietHandler, serving
+from support.net import free_port
 
 SLOW_DOWN = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
 
@@ -99,3 +102,38 @@ def test_a_conditional_delete_is_sent_once(failing_s3: tuple[Script, dict[str, s
     with pytest.raises(StorageUnavailable):
         S3Backend("bucket", "w", options).delete("p.json", MatchesVersion('"e1"'))
     assert [method for method, _, _ in script.received] == ["DELETE"]
+
+
+def test_a_write_to_a_store_that_cannot_be_reached_was_not_sent() -> None:
+    """Nothing listens: the call never left, so the write certainly did not happen (commits answer 503, not
+    CommitStateUnknown, for it)."""
+    options = {"s3.endpoint": f"http://127.0.0.1:{free_port()}", "s3.access-key-id": "k",
+               "s3.secret-access-key": "s", "s3.region": "us-east-1"}
+    with pytest.raises(StorageNotReached, match="not sent"):
+        S3Backend("bucket", "w", options).put("p.json", b"{}", MatchesVersion('"e0"'))
+    with pytest.raises(StorageNotReached):
+        S3Backend("bucket", "w", options).put("p.json", b"{}")  # retried, and never sent either
+
+
+def test_a_retried_write_that_may_have_been_sent_once_is_not_called_unsent(
+        failing_s3: tuple[Script, dict[str, str]]) -> None:
+    """The first attempt's connection dropped after the request went out; were the later ones refused a
+    connection, the write's outcome would still be unknown."""
+    script, options = failing_s3
+    script.answers = ["drop", "drop", "drop"]
+    with pytest.raises(StorageUnavailable, match="may or may not have happened") as unknown:
+        S3Backend("bucket", "w", options).put("p.json", b"{}")
+    assert not isinstance(unknown.value, StorageNotReached)
+
+
+def test_retries_report_not_sent_only_when_no_attempt_was() -> None:
+    attempts = iter([NotConnected("refused"), TransportError("reset"), NotConnected("refused")])
+
+    def send_once() -> Reply:
+        raise next(attempts)
+
+    with pytest.raises(TransportError) as failed:
+        send_with_retries(send_once, "PUT 'k'", 3)
+    assert not isinstance(failed.value, NotConnected)
+    with pytest.raises(NotConnected):
+        send_with_retries(lambda: (_ for _ in ()).throw(NotConnected("refused")), "PUT 'k'", 2)
