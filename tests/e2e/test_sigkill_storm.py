@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
-import os
 import random
-import signal
 import subprocess
 import sys
 import threading
@@ -222,11 +220,11 @@ def test_commits_are_applied_exactly_once_while_a_server_is_killed(warehouse: St
 def test_commits_are_applied_exactly_once_while_the_store_is_killed(tmp_path: Path) -> None:
     """SeaweedFS itself killed mid-storm, three times, and started again on the same data and ports: requests in
     flight lose their store between any two calls (a claim made and its metadata file not, a pointer's put sent and
-    never answered). Commits whose outcome the servers cannot know are answered 503 and found by their retries."""
-    data, ports = tmp_path / "store", emulators.weed_ports()
-    data.mkdir()
+    never answered). Commits are answered 503, or CommitStateUnknownException where a CAS was in flight, and their
+    retries with the same key find where they landed."""
+    seaweedfs = emulators.restartable_seaweedfs(tmp_path / "store")
     with ExitStack() as stack:
-        store = stack.enter_context(emulators.seaweedfs(data, ports))
+        store = stack.enter_context(seaweedfs.start())
         bucket = f"storm-{uuid7().hex[:8]}"
         create_bucket(bucket, store.options())
         warehouse = StorageTarget("s3-seaweedfs", f"s3://{bucket}/wh", store.options())
@@ -242,10 +240,10 @@ def test_commits_are_applied_exactly_once_while_the_store_is_killed(tmp_path: Pa
             rng = random.Random(11)
             for _ in range(STORE_KILLS):
                 time.sleep(rng.uniform(0.5, 1.5))
-                os.killpg(store.pid, signal.SIGKILL)
+                emulators.kill(store)
                 kills += 1
                 time.sleep(rng.uniform(0.1, 0.5))
-                store = stack.enter_context(emulators.seaweedfs(data, ports))
+                store = stack.enter_context(seaweedfs.start())
 
         outcomes = storm(urls, killer)
         assert kills == STORE_KILLS

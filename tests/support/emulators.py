@@ -11,10 +11,13 @@ import json
 import os
 import platform
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,6 +107,36 @@ def seaweedfs(workdir: Path, ports: dict[str, int] | None = None) -> Iterator[S3
     config.write_text(json.dumps(_seaweedfs_identities(server)))
     with _weed_mini(workdir, [f"-s3.config={config}"], ports) as (endpoint, pid):
         yield S3Server(endpoint, server.access_key_id, server.secret_access_key, pid=pid)
+
+
+@dataclass(frozen=True)
+class RestartableSeaweedFS:
+    """A SeaweedFS whose data and ports are fixed, so that it can be killed and started again as the same store."""
+
+    workdir: Path
+    ports: dict[str, int]
+
+    def start(self) -> AbstractContextManager[S3Server]:
+        return seaweedfs(self.workdir, self.ports)
+
+
+def restartable_seaweedfs(workdir: Path) -> RestartableSeaweedFS:
+    workdir.mkdir(exist_ok=True)
+    return RestartableSeaweedFS(workdir, weed_ports())
+
+
+def kill(server: S3Server) -> None:
+    """SIGKILL the server (no shutdown: connections reset mid-request), and wait until its port refuses."""
+    os.killpg(server.pid, signal.SIGKILL)
+    host, port = server.endpoint_url.removeprefix("http://").split(":")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+        except OSError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{server.endpoint_url} still accepts connections after SIGKILL")
 
 
 # SeaweedFS role ARNs need the arn:aws:iam::<account>:role/<name> shape; the account is not checked.

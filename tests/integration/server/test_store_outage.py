@@ -9,10 +9,6 @@ needed the store (health) are answered throughout.
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import time
 import uuid
 from contextlib import ExitStack
 from pathlib import Path
@@ -33,28 +29,14 @@ TABLE = "/iceberg/v1/main/namespaces/db/tables/t"
 UC_TABLE = "/api/2.1/unity-catalog/tables/main.db.t"
 
 
-def kill(store: emulators.S3Server) -> None:
-    os.killpg(store.pid, signal.SIGKILL)  # no shutdown: connections reset, nothing flushed by the store itself
-    host, port = store.endpoint_url.removeprefix("http://").split(":")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection((host, int(port)), timeout=1).close()
-        except OSError:
-            return  # nothing listens any more
-        time.sleep(0.05)
-    raise AssertionError("the store still accepts connections")
-
-
 def set_property(name: str) -> dict:
     return {"requirements": [], "updates": [{"action": "set-properties", "updates": {name: "1"}}]}
 
 
 def test_a_store_outage_is_503_in_each_shape_and_a_keyed_retry_lands_once_after_it(tmp_path: Path) -> None:
-    data, ports = tmp_path / "store", emulators.weed_ports()
-    data.mkdir()
+    seaweedfs = emulators.restartable_seaweedfs(tmp_path / "store")
     with ExitStack() as stack:
-        store = stack.enter_context(emulators.seaweedfs(data, ports))
+        store = stack.enter_context(seaweedfs.start())
         bucket = f"outage-{uuid.uuid4().hex[:8]}"
         create_bucket(bucket, store.options())
         options = tuple(f"--storage-option={k}={v}" for k, v in store.options().items())
@@ -66,7 +48,7 @@ def test_a_store_outage_is_503_in_each_shape_and_a_keyed_retry_lands_once_after_
         assert conn.request("POST", "/iceberg/v1/main/namespaces/db/tables", {"name": "t", "schema": SCHEMA})[0] == 200
         assert conn.request("POST", TABLE, set_property("before"))[0] == 200
 
-        kill(store)
+        emulators.kill(store)
         key = str(uuid7())
         status, headers, body = conn.request("POST", TABLE, set_property("during"), {"Idempotency-Key": key})
         assert status == 503 and int(headers["retry-after"]) >= 1, body
@@ -83,7 +65,7 @@ def test_a_store_outage_is_503_in_each_shape_and_a_keyed_retry_lands_once_after_
         assert conn.dropped == 0  # every answer came on the one keep-alive connection
 
         # The store comes back on the same data and endpoint; the client retries as Retry-After told it to.
-        stack.enter_context(emulators.seaweedfs(data, ports))
+        stack.enter_context(seaweedfs.start())
         wait_for_http(f"{server.base_url}/health", 10)
         status, _, first = conn.request("POST", TABLE, set_property("during"), {"Idempotency-Key": key})
         assert status == 200, first
