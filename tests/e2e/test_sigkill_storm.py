@@ -35,6 +35,7 @@ from arco.storage.s3 import create_bucket
 from support import emulators
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server, start_server
 from support.net import stop
+from support.retries import send_until_answered
 from support.storage_targets import StorageTarget
 
 pytestmark = pytest.mark.timeout(600)
@@ -47,27 +48,6 @@ HEADERS = {"Authorization": f"Bearer {ARCO_TOKEN}"}
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "x", "required": False, "type": "long"}]}
 
 
-def _send_until_answered(urls: list[str], body: dict, key: str, stats: dict[str, int]) -> int:
-    """POST one commit with its key until a server gives a final answer (200 or a deterministic 4xx)."""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        url = random.choice(urls)
-        try:
-            response = httpx.post(url, json=body, headers={**HEADERS, "Idempotency-Key": key}, timeout=10)
-        except httpx.TransportError:
-            stats["connection_errors"] += 1
-            time.sleep(0.05)
-            continue
-        if response.status_code < 500:
-            return response.status_code
-        name = f"status_{response.status_code}"
-        if response.status_code != 503:  # which kind of 5xx: a bug's 500 is not CommitStateUnknownException's
-            name += f" {response.json().get('error', {}).get('type')}"
-        stats[name] = stats.get(name, 0) + 1
-        time.sleep(min(float(response.headers.get("Retry-After", "0.1")), 0.3))
-    raise TimeoutError(f"no final answer for key {key}")
-
-
 def _client(urls: list[str], client: int, results: object) -> None:
     random.seed(client)
     stats = {"connection_errors": 0}
@@ -76,7 +56,7 @@ def _client(urls: list[str], client: int, results: object) -> None:
         body = {"requirements": [], "updates": [{"action": "set-properties", "updates": {f"c{client}": str(i)}}]}
         while True:  # one logical commit; a 409 (retries exhausted on the server) is a new attempt with a new key
             key = str(uuid7())
-            status = _send_until_answered(urls, body, key, stats)
+            status = send_until_answered(urls, body, key, stats, HEADERS)
             if status == 200:
                 answered_ok.append(key)
                 break
