@@ -1,10 +1,10 @@
 """A real object store goes away under ``arco serve`` and comes back: SeaweedFS killed (SIGKILL), then started again
 on the same data and ports.
 
-While it is down, every request that needs it is answered 503 with ``Retry-After`` in its API's own error shape, on
-the same keep-alive connection, and the server's log holds no traceback. Once it is back, a commit retried with the
-Idempotency-Key of one answered 503 lands, once, and a second retry gets the same answer; requests that never
-needed the store (health) are answered throughout.
+While it is down, every request that needs it (Iceberg, Unity Catalog, Delta Sharing) is answered 503 with
+``Retry-After`` in its API's own error shape, on the same keep-alive connection, and the server's log holds one line
+and no traceback. Once it is back, a commit retried with the Idempotency-Key of one answered 503 lands, once, and a
+second retry gets the same answer; requests that never needed the store (health) are answered throughout.
 """
 
 from __future__ import annotations
@@ -21,12 +21,14 @@ from support import emulators
 from support.arco_server import ARCO_TOKEN, arco_server
 from support.keepalive import Connection
 from support.net import wait_for_http
+from support.sharing import activate, ds, share_with
 
 pytestmark = pytest.mark.timeout(300)
 
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "x", "required": False, "type": "long"}]}
 TABLE = "/iceberg/v1/main/namespaces/db/tables/t"
 UC_TABLE = "/api/2.1/unity-catalog/tables/main.db.t"
+SHARED_TABLE = "/shares/outage/schemas/db/tables/t/query"
 
 
 def set_property(name: str) -> dict:
@@ -47,6 +49,8 @@ def test_a_store_outage_is_503_in_each_shape_and_a_keyed_retry_lands_once_after_
         assert conn.request("POST", "/iceberg/v1/main/namespaces", {"namespace": ["db"]})[0] == 200
         assert conn.request("POST", "/iceberg/v1/main/namespaces/db/tables", {"name": "t", "schema": SCHEMA})[0] == 200
         assert conn.request("POST", TABLE, set_property("before"))[0] == 200
+        _, profile = activate(share_with(server, "outage", "reader", ["main.db.t"]), tmp_path)
+        assert ds(server, profile, "POST", SHARED_TABLE, json={}).status_code == 200
 
         emulators.kill(store)
         key = str(uuid7())
@@ -61,6 +65,9 @@ def test_a_store_outage_is_503_in_each_shape_and_a_keyed_retry_lands_once_after_
         status, headers, body = conn.request("POST", "/api/2.1/unity-catalog/schemas",
                                              {"catalog_name": "main", "name": "during"})
         assert status == 503 and "retry-after" in headers and body["error_code"] == "TEMPORARILY_UNAVAILABLE"
+        shared = ds(server, profile, "POST", SHARED_TABLE, json={})
+        assert shared.status_code == 503 and "retry-after" in shared.headers, shared.text
+        assert shared.json()["errorCode"] == "TEMPORARILY_UNAVAILABLE"
         assert conn.request("GET", "/health")[0] == 200
         assert conn.dropped == 0  # every answer came on the one keep-alive connection
 
@@ -77,6 +84,7 @@ def test_a_store_outage_is_503_in_each_shape_and_a_keyed_retry_lands_once_after_
         # One version for the retried commit: the create, "before", "during", and nothing else.
         assert len(loaded["metadata"]["metadata-log"]) == 2
         assert conn.request("GET", UC_TABLE)[0] == 200
+        assert ds(server, profile, "POST", SHARED_TABLE, json={}).status_code == 200
         assert conn.request("POST", "/api/2.1/unity-catalog/schemas", {"catalog_name": "main", "name": "after"})[0] \
             == 200
         assert conn.dropped == 0
