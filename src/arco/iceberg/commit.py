@@ -58,10 +58,10 @@ from arco.iceberg.commit_attempt import (
 from arco.iceberg.errors import BadRequest, CommitFailed, NoSuchTable
 from arco.iceberg.file_names import carries_tag, is_group_file
 from arco.iceberg.group_commit import Pending
-from arco.iceberg.run_once import NotLanded
+from arco.iceberg.run_once import CommitPointUnanswered, NotLanded
 from arco.iceberg.tables import TableService, pointer_for
 from arco.storage.backoff import backoff_delay
-from arco.storage.base import StorageError, StorageNotReached, StorageUnavailable
+from arco.storage.base import StorageError, StorageNotReached
 
 # A batch tries longer than a transaction: its tries back off with jitter (arco.iceberg.group_commit), so they
 # cost little, and a hot table served by several servers loses races as a matter of course; a server whose tries
@@ -226,11 +226,6 @@ def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> 
     for pending in waiting:
         pending.fail(CommitFailed(f"Commit failed: {pending.item.name} changed concurrently "
                                   f"{MAX_BATCH_ATTEMPTS} times; retry"))
-
-
-class CommitPointUnanswered(StorageUnavailable):
-    """The pointer's compare-and-swap was sent (or may have been) and no answer came: the commit may have landed.
-    Any other storage fault of a batch stops it before its commit point (:class:`NotLanded`)."""
 
 
 class NameMoved(Exception):

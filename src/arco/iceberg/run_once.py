@@ -12,7 +12,8 @@ When the work ends in an error that is not a deterministic 4xx (storage unavaila
   keeps treating it as in flight), and the answer is a 503 the client may retry with the same key at once;
   a work that stopped before its commit point (:class:`NotLanded`) is known not to have landed without a check,
   so this holds even while storage is still down;
-* the check itself fails (storage still unavailable): the outcome is truly unknown, the answer is
+* the check itself fails (storage still unavailable; checked again for a few seconds when a compare-and-swap went
+  unanswered): the outcome is truly unknown, the answer is
   ``CommitStateUnknownException`` on commit routes (503 elsewhere), and the marker stays for the retry.
 
 If even the release cannot be written, this process remembers that the attempt ended, so a retry reaching it
@@ -22,7 +23,9 @@ proceeds at once; other servers treat the marker as in flight.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from arco.api.faults import report_storage_fault
 from arco.catalog.errors import CatalogError
@@ -30,7 +33,31 @@ from arco.events import after_answer
 from arco.iceberg.errors import CommitStateUnknown, IcebergError, ServiceUnavailable, from_catalog_error
 from arco.iceberg.idempotency import RETRY_AFTER_FAULT_S, Claim, Keyed, Marker, Outcome, Recover
 from arco.optimistic import StaleView
-from arco.storage.base import StorageError
+from arco.storage.base import StorageError, StorageUnavailable
+
+T = TypeVar("T")
+
+
+class CommitPointUnanswered(StorageUnavailable):
+    """A write at the commit point (the pointer's compare-and-swap) was sent, or may have been, and no answer came:
+    the change may have landed. Any other storage fault of a commit stops it before that point (:class:`NotLanded`).
+    """
+
+# Waits between checks of where a commit whose compare-and-swap went unanswered landed, when storage fails them: a
+# blip (a store restarting, a connection reset) is waited out, so the client gets the real outcome; an outage is not
+# (about 4 s in all, then the outcome is unknown). Iceberg's own catalogs check a commit's status again the same way.
+# Other faults are checked once: a request must not hold a worker for seconds on every fault of an outage.
+STATUS_CHECK_WAITS_S = (0.25, 0.5, 1.0, 2.0)
+
+
+def checked(recover: Callable[[], T]) -> T:
+    """``recover()``, tried again after each of :data:`STATUS_CHECK_WAITS_S` while storage fails it."""
+    for wait in STATUS_CHECK_WAITS_S:
+        try:
+            return recover()
+        except StorageError:
+            time.sleep(wait)
+    return recover()
 
 
 def run_once(keyed: Keyed | None, work: Callable[[str | None], Outcome], recover: Recover, *,
@@ -120,7 +147,7 @@ def settle_unkeyed(recover: Callable[[], Outcome | None], error: StorageError, o
     """
     report_storage_fault(operation, error)
     try:
-        landed = recover()
+        landed = checked(recover) if isinstance(error, CommitPointUnanswered) else recover()
     except Exception as exc:  # the check failed: the outcome is unknown, whatever the reason
         raise CommitStateUnknown(f"the outcome of this commit is unknown ({type(error).__name__}); check the table "
                                  "before retrying", headers={"Retry-After": str(RETRY_AFTER_FAULT_S)}) from exc
@@ -143,7 +170,8 @@ def _settle(keyed: Keyed, claim: Claim, recover: Recover, error: Exception, comm
     """An attempt that ended in an error that is not a deterministic refusal: finalize it by where its change is."""
     assert claim.marker is not None
     try:
-        landed = recover(claim.marker)
+        check = functools.partial(recover, claim.marker)
+        landed = checked(check) if isinstance(error, CommitPointUnanswered) else check()
     except Exception as exc:  # noqa: BLE001 - the check failed: the outcome is unknown, whatever the reason
         # The attempt's own failure is what says why the outcome is unknown; the check's is likely the same outage.
         report_storage_fault(f"{keyed.operation} (Idempotency-Key {keyed.key}; the check of where it landed failed "

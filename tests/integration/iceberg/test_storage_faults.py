@@ -114,6 +114,21 @@ def test_an_outcome_that_cannot_be_checked_is_commit_state_unknown(table: Harnes
     assert history(table)[0] == retried.metadata_location and len(history(table)) == 2
 
 
+@pytest.mark.parametrize("keyed", [True, False])
+def test_an_unanswered_compare_and_swap_is_checked_again_through_a_blip(table: Harness, keyed: bool) -> None:
+    """The CAS lands but its answer is lost, and the store fails the first two checks (a restart, say): the server
+    checks again a few times before calling the outcome unknown, so the client gets its success."""
+    key = str(uuid7()) if keyed else None
+    server = table.mutations(LONG_TIMEOUT)
+    table.storage.inject(fail("put", f"{POINTERS}/*", "after"))
+    table.storage.inject(FaultRule(op="get", key=f"{POINTERS}/*", action="fail", times=2))
+    answered = server.commit_table(table.catalog, ("db",), "t", body(), Caller("admin", SOURCE, key))
+    assert answered.status == 200 and answered.metadata_location == history(table)[0]
+    assert len(history(table)) == 2
+    if keyed:
+        assert server.commit_table(table.catalog, ("db",), "t", body(), caller(key)) == answered
+
+
 def test_an_unknown_outcome_that_did_not_land_lets_this_server_retry_at_once(table: Harness) -> None:
     key = str(uuid7())
     server = table.mutations(LONG_TIMEOUT)
