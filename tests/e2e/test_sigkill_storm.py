@@ -14,11 +14,9 @@ import multiprocessing
 import random
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,12 +29,11 @@ from arco.events.reconcile import table_history
 from arco.iceberg.file_names import carries_tag, is_group_file
 from arco.iceberg.group_commit import GroupRecords
 from arco.iceberg.metadata_files import MetadataFiles
-from arco.storage.s3 import create_bucket
-from support import emulators
-from support.arco_server import ARCO_TOKEN, RunningServer, arco_server, start_server
+from support.arco_server import ARCO_TOKEN, RunningServer, start_server
 from support.net import stop
 from support.retries import send_until_answered
 from support.storage_targets import StorageTarget
+from support.store_kill import run_clients, servers_on_a_killable_store, storage_options
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -99,17 +96,7 @@ class Outcomes:
 
 def storm(urls: list[str], killer: Callable[[], None]) -> Outcomes:
     """:data:`CLIENTS` processes commit with keys through ``urls`` while ``killer`` runs in a thread."""
-    results = _fork.Queue()
-    clients = [_fork.Process(target=_client, args=(urls, c, results)) for c in range(CLIENTS)]
-    for p in clients:
-        p.start()
-    killing = threading.Thread(target=killer)
-    killing.start()
-    outcomes = [results.get(timeout=500) for _ in clients]
-    killing.join(120)
-    for p in clients:
-        p.join(30)
-        assert p.exitcode == 0
+    outcomes = run_clients(_client, [(urls, c) for c in range(CLIENTS)], killer)
     return Outcomes(ok=[key for answered, _, _ in outcomes for key in answered],
                     refused=[key for _, failed, _ in outcomes for key in failed],
                     connection_errors=sum(stats["connection_errors"] for _, _, stats in outcomes),
@@ -162,10 +149,6 @@ def check_applied_once(warehouse: StorageTarget, url: str, outcomes: Outcomes) -
             assert storage.head(key) is not None, (location, member)
 
 
-def storage_options(warehouse: StorageTarget) -> tuple[str, ...]:
-    return tuple(f"--storage-option={k}={v}" for k, v in warehouse.options.items())
-
-
 def test_commits_are_applied_exactly_once_while_a_server_is_killed(warehouse: StorageTarget, tmp_path: Path) -> None:
     args = ("--idempotency-in-progress-timeout", str(IN_PROGRESS_TIMEOUT_S), *storage_options(warehouse))
     steady = start_server(warehouse.url, tmp_path, admin_token=ARCO_TOKEN, extra_args=args)
@@ -200,36 +183,17 @@ def test_commits_are_applied_exactly_once_while_a_server_is_killed(warehouse: St
 def test_commits_are_applied_exactly_once_while_the_store_is_killed(tmp_path: Path) -> None:
     """SeaweedFS itself killed mid-storm, three times, and started again on the same data and ports: requests in
     flight lose their store between any two calls (a claim made and its metadata file not, a pointer's put sent and
-    never answered). Commits are answered 503, or CommitStateUnknownException where a CAS was in flight, and their
-    retries with the same key find where they landed."""
-    seaweedfs = emulators.restartable_seaweedfs(tmp_path / "store")
-    with ExitStack() as stack:
-        store = stack.enter_context(seaweedfs.start())
-        bucket = f"storm-{uuid7().hex[:8]}"
-        create_bucket(bucket, store.options())
-        warehouse = StorageTarget("s3-seaweedfs", f"s3://{bucket}/wh", store.options())
-        args = ("--idempotency-in-progress-timeout", str(IN_PROGRESS_TIMEOUT_S), *storage_options(warehouse))
-        servers = [stack.enter_context(arco_server(warehouse.url, tmp_path, admin_token=ARCO_TOKEN, extra_args=args))
-                   for _ in range(2)]
-        path = create_table(servers[0])
-        urls = [f"{s.iceberg_uri}{path}" for s in servers]
-        kills = 0
-
-        def killer() -> None:
-            nonlocal kills, store
-            rng = random.Random(11)
-            for _ in range(STORE_KILLS):
-                time.sleep(rng.uniform(0.5, 1.5))
-                emulators.kill(store)
-                kills += 1
-                time.sleep(rng.uniform(0.1, 0.5))
-                store = stack.enter_context(seaweedfs.start())
-
-        outcomes = storm(urls, killer)
-        assert kills == STORE_KILLS
-        check_applied_once(warehouse, urls[0], outcomes)
-        for server in servers:
+    never answered). Commits are answered 503 (or, where a CAS was in flight and the store stayed away,
+    CommitStateUnknownException), and their retries with the same key find where they landed."""
+    args = ("--idempotency-in-progress-timeout", str(IN_PROGRESS_TIMEOUT_S))
+    with servers_on_a_killable_store(tmp_path, extra_args=args) as killable:
+        path = create_table(killable.servers[0])
+        urls = [f"{s.iceberg_uri}{path}" for s in killable.servers]
+        outcomes = storm(urls, killable.killer(STORE_KILLS, seed=11))
+        assert killable.kills == STORE_KILLS
+        check_applied_once(killable.warehouse, urls[0], outcomes)
+        for server in killable.servers:
             assert "Traceback" not in server.log()
-        print(f"\n{len(outcomes.ok)} commits, {len(outcomes.refused)} refused and retried with new keys, {kills} "
-              f"store kills, {outcomes.connection_errors} connection errors and {outcomes.busy} answers of 503 "
-              f"and {outcomes.other_5xx or 'no other 5xx'} retried")
+        print(f"\n{len(outcomes.ok)} commits, {len(outcomes.refused)} refused and retried with new keys, "
+              f"{killable.kills} store kills, {outcomes.connection_errors} connection errors and {outcomes.busy} "
+              f"answers of 503 and {outcomes.other_5xx or 'no other 5xx'} retried")

@@ -10,11 +10,8 @@ at all). Nothing is lost that was acknowledged, nothing doubled, nothing refused
 from __future__ import annotations
 
 import multiprocessing
-import random
-import threading
 import time
 from collections import Counter
-from contextlib import ExitStack
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,11 +20,9 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import CommitStateUnknownException
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
-from uuid6 import uuid7
 
-from arco.storage.s3 import create_bucket
-from support import emulators
-from support.arco_server import ARCO_TOKEN, arco_server
+from support.arco_server import ARCO_TOKEN
+from support.store_kill import run_clients, servers_on_a_killable_store
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -64,46 +59,18 @@ def _writer(uri: str, store: dict[str, str], writer: int, stop: object, results:
 
 
 def test_pyiceberg_appends_are_never_lost_or_doubled_while_the_store_is_killed(tmp_path: Path) -> None:
-    seaweedfs = emulators.restartable_seaweedfs(tmp_path / "store")
-    with ExitStack() as stack:
-        store = stack.enter_context(seaweedfs.start())
-        bucket = f"appends-{uuid7().hex[:8]}"
-        create_bucket(bucket, store.options())
-        args = tuple(f"--storage-option={k}={v}" for k, v in store.options().items())
-        servers = [stack.enter_context(arco_server(f"s3://{bucket}/wh", tmp_path, admin_token=ARCO_TOKEN,
-                                                   extra_args=args)) for _ in range(2)]
-        setup = _catalog(servers[0].iceberg_uri, store.options())
+    with servers_on_a_killable_store(tmp_path) as killable:
+        servers, store = killable.servers, killable.warehouse.options
+        setup = _catalog(servers[0].iceberg_uri, store)
         setup.create_namespace("kill")
         setup.create_table("kill.events", SCHEMA)
-        stop, results = _fork.Event(), _fork.Queue()
-        writers = [_fork.Process(target=_writer, args=(servers[w % 2].iceberg_uri, store.options(), w, stop, results))
-                   for w in range(WRITERS)]
-        for p in writers:
-            p.start()
-        kills = 0
+        stop = _fork.Event()
+        killer = killable.killer(STORE_KILLS, seed=3, then=lambda: (time.sleep(0.5), stop.set()))
+        outcomes = dict(run_clients(_writer, [(servers[w % 2].iceberg_uri, store, w, stop) for w in range(WRITERS)],
+                                    killer))
+        assert killable.kills == STORE_KILLS
 
-        def killer() -> None:
-            nonlocal kills, store
-            rng = random.Random(3)
-            for _ in range(STORE_KILLS):
-                time.sleep(rng.uniform(0.5, 1.5))
-                emulators.kill(store)
-                kills += 1
-                time.sleep(rng.uniform(0.1, 0.5))
-                store = stack.enter_context(seaweedfs.start())
-            time.sleep(0.5)
-            stop.set()
-
-        killing = threading.Thread(target=killer)
-        killing.start()
-        killing.join(300)
-        outcomes = dict(results.get(timeout=300) for _ in writers)
-        for p in writers:
-            p.join(30)
-            assert p.exitcode == 0
-        assert kills == STORE_KILLS
-
-        rows = _catalog(servers[1].iceberg_uri, store.options()).load_table("kill.events").scan().to_arrow()
+        rows = _catalog(servers[1].iceberg_uri, store).load_table("kill.events").scan().to_arrow()
         landed = Counter(zip(rows["writer"].to_pylist(), rows["n"].to_pylist(), strict=True))
         assert all(count == 1 for count in landed.values()), "a row was appended twice"
         for writer, sorted_out in outcomes.items():
@@ -120,4 +87,4 @@ def test_pyiceberg_appends_are_never_lost_or_doubled_while_the_store_is_killed(t
         assert all("InternalServerError" not in error for error in errors), errors
         print(f"\n{acked} appends acknowledged, {failed} failed, {unknown} of unknown outcome "
               f"({sum(landed[(w, n)] for w, o in outcomes.items() for n in o['unknown'])} of them landed), "
-              f"{kills} store kills; errors: {dict(errors)}")
+              f"{killable.kills} store kills; errors: {dict(errors)}")

@@ -11,19 +11,15 @@ from __future__ import annotations
 
 import multiprocessing
 import random
-import threading
-import time
-from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
 import pytest
 from uuid6 import uuid7
 
-from arco.storage.s3 import create_bucket
-from support import emulators
-from support.arco_server import ARCO_TOKEN, arco_server
+from support.arco_server import ARCO_TOKEN
 from support.retries import send_until_answered
+from support.store_kill import run_clients, servers_on_a_killable_store
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -47,50 +43,21 @@ def _creator(prefixes: list[str], client: int, results: object) -> None:
 
 
 def test_keyed_creates_land_once_and_whole_while_the_store_is_killed(tmp_path: Path) -> None:
-    seaweedfs = emulators.restartable_seaweedfs(tmp_path / "store")
-    with ExitStack() as stack:
-        store = stack.enter_context(seaweedfs.start())
-        bucket = f"creates-{uuid7().hex[:8]}"
-        create_bucket(bucket, store.options())
-        args = tuple(f"--storage-option={k}={v}" for k, v in store.options().items())
-        servers = [stack.enter_context(arco_server(f"s3://{bucket}/wh", tmp_path, admin_token=ARCO_TOKEN,
-                                                   extra_args=("--idempotency-in-progress-timeout", "1", *args)))
-                   for _ in range(2)]
-        prefixes = [f"{s.iceberg_uri}/v1/main" for s in servers]
-        for namespace in ["shared", *(f"own{c}" for c in range(CLIENTS))]:
+    with servers_on_a_killable_store(tmp_path, extra_args=("--idempotency-in-progress-timeout", "1")) as killable:
+        prefixes = [f"{s.iceberg_uri}/v1/main" for s in killable.servers]
+        namespaces = ["shared", *(f"own{c}" for c in range(CLIENTS))]
+        for namespace in namespaces:
             httpx.post(f"{prefixes[0]}/namespaces", json={"namespace": [namespace]},
                        headers=HEADERS).raise_for_status()
-        kills = 0
-
-        def killer() -> None:
-            nonlocal kills, store
-            rng = random.Random(5)
-            for _ in range(STORE_KILLS):
-                time.sleep(rng.uniform(0.4, 1.2))
-                emulators.kill(store)
-                kills += 1
-                time.sleep(rng.uniform(0.1, 0.5))
-                store = stack.enter_context(seaweedfs.start())
-
-        results = _fork.Queue()
-        clients = [_fork.Process(target=_creator, args=(prefixes, c, results)) for c in range(CLIENTS)]
-        for p in clients:
-            p.start()
-        killing = threading.Thread(target=killer)
-        killing.start()
-        outcomes = [results.get(timeout=500) for _ in clients]
-        killing.join(120)
-        for p in clients:
-            p.join(30)
-            assert p.exitcode == 0
-        assert kills == STORE_KILLS
+        outcomes = run_clients(_creator, [(prefixes, c) for c in range(CLIENTS)], killable.killer(STORE_KILLS, 5))
+        assert killable.kills == STORE_KILLS
 
         answers = [answer for answered, _ in outcomes for answer in answered]
-        other_5xx = {name: n for _, stats in outcomes for name, n in stats.items()
+        other_5xx = {name for _, stats in outcomes for name in stats
                      if name.startswith("status_") and name != "status_503"}
         assert not other_5xx, other_5xx
         assert {status for _, _, status in answers} == {200}, [a for a in answers if a[2] != 200]
-        for namespace in ["shared", *(f"own{c}" for c in range(CLIENTS))]:
+        for namespace in namespaces:
             listed = httpx.get(f"{prefixes[1]}/namespaces/{namespace}/tables", headers=HEADERS).json()
             names = [identifier["name"] for identifier in listed["identifiers"]]
             assert sorted(names) == sorted(n for ns, n, _ in answers if ns == namespace)
@@ -98,4 +65,5 @@ def test_keyed_creates_land_once_and_whole_while_the_store_is_killed(tmp_path: P
                 loaded = httpx.get(f"{prefixes[0]}/namespaces/{namespace}/tables/{name}", headers=HEADERS)
                 assert loaded.status_code == 200, (namespace, name, loaded.text)
         busy = sum(stats.get("status_503", 0) for _, stats in outcomes)
-        print(f"\n{len(answers)} creates, {kills} store kills, {busy} answers of 503 retried with the same key")
+        print(f"\n{len(answers)} creates, {killable.kills} store kills, {busy} answers of 503 retried with the same "
+              "key")

@@ -9,19 +9,16 @@ second retry gets the same answer; requests that never needed the store (health)
 
 from __future__ import annotations
 
-import uuid
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 from uuid6 import uuid7
 
-from arco.storage.s3 import create_bucket
-from support import emulators
-from support.arco_server import ARCO_TOKEN, arco_server
+from support.arco_server import ARCO_TOKEN
 from support.keepalive import Connection
 from support.net import wait_for_http
 from support.sharing import activate, ds, share_with
+from support.store_kill import servers_on_a_killable_store
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -36,23 +33,16 @@ def set_property(name: str) -> dict:
 
 
 def test_a_store_outage_is_503_in_each_shape_and_a_keyed_retry_lands_once_after_it(tmp_path: Path) -> None:
-    seaweedfs = emulators.restartable_seaweedfs(tmp_path / "store")
-    with ExitStack() as stack:
-        store = stack.enter_context(seaweedfs.start())
-        bucket = f"outage-{uuid.uuid4().hex[:8]}"
-        create_bucket(bucket, store.options())
-        options = tuple(f"--storage-option={k}={v}" for k, v in store.options().items())
-        server = stack.enter_context(arco_server(f"s3://{bucket}/wh", tmp_path, admin_token=ARCO_TOKEN,
-                                                 extra_args=options))
+    with servers_on_a_killable_store(tmp_path, servers=1) as killable:
+        server = killable.servers[0]
         conn = Connection(server.base_url, ARCO_TOKEN)
-        stack.callback(conn.close)
         assert conn.request("POST", "/iceberg/v1/main/namespaces", {"namespace": ["db"]})[0] == 200
         assert conn.request("POST", "/iceberg/v1/main/namespaces/db/tables", {"name": "t", "schema": SCHEMA})[0] == 200
         assert conn.request("POST", TABLE, set_property("before"))[0] == 200
         _, profile = activate(share_with(server, "outage", "reader", ["main.db.t"]), tmp_path)
         assert ds(server, profile, "POST", SHARED_TABLE, json={}).status_code == 200
 
-        emulators.kill(store)
+        killable.kill()
         key = str(uuid7())
         status, headers, body = conn.request("POST", TABLE, set_property("during"), {"Idempotency-Key": key})
         assert status == 503 and int(headers["retry-after"]) >= 1, body
@@ -72,7 +62,7 @@ def test_a_store_outage_is_503_in_each_shape_and_a_keyed_retry_lands_once_after_
         assert conn.dropped == 0  # every answer came on the one keep-alive connection
 
         # The store comes back on the same data and endpoint; the client retries as Retry-After told it to.
-        stack.enter_context(seaweedfs.start())
+        killable.restart()
         wait_for_http(f"{server.base_url}/health", 10)
         status, _, first = conn.request("POST", TABLE, set_property("during"), {"Idempotency-Key": key})
         assert status == 200, first
@@ -88,6 +78,7 @@ def test_a_store_outage_is_503_in_each_shape_and_a_keyed_retry_lands_once_after_
         assert conn.request("POST", "/api/2.1/unity-catalog/schemas", {"catalog_name": "main", "name": "after"})[0] \
             == 200
         assert conn.dropped == 0
+        conn.close()
         log = server.log()
         assert "Traceback" not in log
         # One warning for the outage (later ones within a minute are counted into a summary), not one per request.
