@@ -134,7 +134,7 @@ def commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> N
         except StorageError as exc:
             if isinstance(exc, CommitPointUnanswered):
                 raise  # whether it landed is for recovery to find
-            raise NotLanded(exc) from exc  # every CAS tried so far was refused, and none was sent this time
+            raise NotLanded(exc) from exc  # every CAS tried so far was refused and checked; none was sent this time
 
 
 def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> None:
@@ -149,9 +149,18 @@ def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> 
     lost_to_copy = 0
     confirmed: set[int] = set()  # members whose table the catalog check has confirmed
     for attempt in range(MAX_BATCH_ATTEMPTS + 1):
-        current = copy if copy is not None else tables.resolver.for_write(table_uuid)  # step 2
+        try:
+            current = copy if copy is not None else tables.resolver.for_write(table_uuid)  # step 2
+            landed = lost is not None and current is not None and _landed(
+                tables, lost, current.pointer.current_metadata_location)
+        except StorageError as exc:
+            if lost is None:
+                raise
+            # The seed has a refused CAS checked against the pointer (a race with ourselves may have landed it):
+            # until that check is made, the outcome is for recovery to find.
+            raise CommitPointUnanswered(f"a refused compare-and-swap could not be checked: {exc}") from exc
         if lost is not None:
-            if current is not None and _landed(tables, lost, current.pointer.current_metadata_location):
+            if landed:
                 lost.deliver()
                 return
             discard_attempt(tables, table_uuid, lost)

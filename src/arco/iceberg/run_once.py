@@ -39,9 +39,9 @@ T = TypeVar("T")
 
 
 class CommitPointUnanswered(StorageUnavailable):
-    """A write at the commit point (the pointer's compare-and-swap) was sent, or may have been, and no answer came:
-    the change may have landed. Any other storage fault of a commit stops it before that point (:class:`NotLanded`).
-    """
+    """A write at the commit point (the pointer's compare-and-swap) was sent, or may have been, and no answer came,
+    or it was refused and could not be checked against the pointer: the change may have landed. Any other storage
+    fault of a commit stops it before that point (:class:`NotLanded`)."""
 
 # Waits between checks of where a commit whose compare-and-swap went unanswered landed, when storage fails them: a
 # blip (a store restarting, a connection reset) is waited out, so the client gets the real outcome; an outage is not

@@ -129,6 +129,23 @@ def test_an_unanswered_compare_and_swap_is_checked_again_through_a_blip(table: H
         assert server.commit_table(table.catalog, ("db",), "t", body(), caller(key)) == answered
 
 
+def test_a_refused_compare_and_swap_that_cannot_be_checked_is_not_called_unlanded(table: Harness) -> None:
+    """Another server committed, so this server's CAS from its stale copy of the pointer is refused; then the store
+    goes down as the pointer is read back. The seed checks a refused CAS against the pointer (a race with ourselves
+    may have landed it), so until that check is made the outcome is unknown, not a 503 "did not take effect"."""
+    key = str(uuid7())
+    server = table.mutations(LONG_TIMEOUT)
+    server.commit_table(table.catalog, ("db",), "t", body("0"), caller(str(uuid7())))  # this server's copy, warm
+    other = table.reopen()
+    other.mutations(LONG_TIMEOUT).commit_table(other.catalog, ("db",), "t", body("other"), caller(str(uuid7())))
+    table.storage.inject(FaultRule(op="get", key=f"{POINTERS}/*", action="fail", times=10**6))
+    with pytest.raises(CommitStateUnknown):
+        server.commit_table(table.catalog, ("db",), "t", body(), caller(key))
+    table.storage.clear()
+    retried = server.commit_table(table.catalog, ("db",), "t", body(), caller(key))
+    assert history(table)[0] == retried.metadata_location and len(history(table)) == 4
+
+
 def test_an_unknown_outcome_that_did_not_land_lets_this_server_retry_at_once(table: Harness) -> None:
     key = str(uuid7())
     server = table.mutations(LONG_TIMEOUT)
