@@ -43,6 +43,7 @@ class CommitPointUnanswered(StorageUnavailable):
     or it was refused and could not be checked against the pointer: the change may have landed. Any other storage
     fault of a commit stops it before that point (:class:`NotLanded`)."""
 
+
 # Waits between checks of where a commit whose compare-and-swap went unanswered landed, when storage fails them: a
 # blip (a store restarting, a connection reset) is waited out, so the client gets the real outcome; an outage is not
 # (about 4 s in all, then the outcome is unknown). Iceberg's own catalogs check a commit's status again the same way.
