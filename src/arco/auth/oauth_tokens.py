@@ -30,6 +30,7 @@ import secrets
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,27 +64,26 @@ def sign(claims: Claims, key: bytes) -> str:
                                "exp": claims.expires_at_ms})
 
 
-def _claims(fields: dict[str, Any]) -> Claims:
-    return Claims(str(fields["sub"]), str(fields["kid"]), int(fields["iat"]), int(fields["exp"]))
+def _claims(token: str, read: Callable[[str], dict[str, Any]]) -> Claims | None:
+    """The claims ``read`` finds in the sealed part of a token; None if it is not shaped like one of these tokens."""
+    if not token.startswith(PREFIX) or len(token) > MAX_TOKEN_LENGTH:
+        return None
+    try:
+        fields = read(token[len(PREFIX):])
+        return Claims(str(fields["sub"]), str(fields["kid"]), int(fields["iat"]), int(fields["exp"]))
+    except (BadToken, KeyError, TypeError, ValueError):
+        return None
 
 
 def unverified_claims(token: str) -> Claims | None:
     """The claims a token states, before any check (pure); None if it is not shaped like one of these tokens."""
-    if not token.startswith(PREFIX) or len(token) > MAX_TOKEN_LENGTH:
-        return None
-    try:
-        return _claims(unverified_fields(token[len(PREFIX):]))
-    except (BadToken, KeyError, TypeError, ValueError):
-        return None
+    return _claims(token, unverified_fields)
 
 
 def check(token: str, key: bytes, now_ms: int) -> Claims | None:
     """The claims of a token whose signature verifies with ``key`` and that has not expired (pure)."""
-    if not token.startswith(PREFIX) or len(token) > MAX_TOKEN_LENGTH:
-        return None
-    try:
-        claims = _claims(unseal(key, token[len(PREFIX):]))
-    except (BadToken, KeyError, TypeError, ValueError):
+    claims = _claims(token, lambda sealed: unseal(key, sealed))
+    if claims is None:
         return None
     if claims.expires_at_ms <= now_ms or claims.issued_at_ms > now_ms + CLOCK_SKEW_MS:
         return None

@@ -51,13 +51,15 @@ class CommitPointUnanswered(StorageUnavailable):
 STATUS_CHECK_WAITS_S = (0.25, 0.5, 1.0, 2.0)
 
 
-def checked(recover: Callable[[], T]) -> T:
-    """``recover()``, tried again after each of :data:`STATUS_CHECK_WAITS_S` while storage fails it."""
-    for wait in STATUS_CHECK_WAITS_S:
-        try:
-            return recover()
-        except StorageError:
-            time.sleep(wait)
+def check_landed(recover: Callable[[], T], error: BaseException) -> T:
+    """``recover()`` for an attempt that ended in ``error``: tried again after each of :data:`STATUS_CHECK_WAITS_S`
+    while storage fails it if ``error`` left the commit point unanswered, else once."""
+    if isinstance(error, CommitPointUnanswered):
+        for wait in STATUS_CHECK_WAITS_S:
+            try:
+                return recover()
+            except StorageError:
+                time.sleep(wait)
     return recover()
 
 
@@ -88,7 +90,7 @@ def conclude(keyed: Keyed, claim: Claim, recover: Recover, work: Callable[[], Ou
         raise
     except NotLanded as exc:
         keyed.markers.release(claim)  # nothing can land: a retry takes over at once (remembered here if unwritable)
-        raise not_landed(exc, f"{keyed.operation} (Idempotency-Key {keyed.key})", keyed=True) from exc.fault
+        raise not_landed(exc, _where(keyed), keyed=True) from exc.fault
     except CatalogError as exc:
         error = from_catalog_error(exc)
         if not is_deterministic(error):
@@ -148,7 +150,7 @@ def settle_unkeyed(recover: Callable[[], Outcome | None], error: StorageError, o
     """
     report_storage_fault(operation, error)
     try:
-        landed = checked(recover) if isinstance(error, CommitPointUnanswered) else recover()
+        landed = check_landed(recover, error)
     except Exception as exc:  # the check failed: the outcome is unknown, whatever the reason
         raise CommitStateUnknown(f"the outcome of this commit is unknown ({type(error).__name__}); check the table "
                                  "before retrying", headers={"Retry-After": str(RETRY_AFTER_FAULT_S)}) from exc
@@ -171,12 +173,11 @@ def _settle(keyed: Keyed, claim: Claim, recover: Recover, error: Exception, comm
     """An attempt that ended in an error that is not a deterministic refusal: finalize it by where its change is."""
     assert claim.marker is not None
     try:
-        check = functools.partial(recover, claim.marker)
-        landed = checked(check) if isinstance(error, CommitPointUnanswered) else check()
+        landed = check_landed(functools.partial(recover, claim.marker), error)
     except Exception as exc:  # noqa: BLE001 - the check failed: the outcome is unknown, whatever the reason
         # The attempt's own failure is what says why the outcome is unknown; the check's is likely the same outage.
-        report_storage_fault(f"{keyed.operation} (Idempotency-Key {keyed.key}; the check of where it landed failed "
-                             f"too: {type(exc).__name__})", error, kind="outcome unknown")
+        report_storage_fault(f"{_where(keyed)}, the check of where it landed failing too ({type(exc).__name__})",
+                             error, kind="outcome unknown")
         keyed.markers.ended_unknown(claim)
         message = (f"the outcome of this request is unknown ({type(error).__name__}); retry with the same "
                    "Idempotency-Key to learn it")
@@ -201,8 +202,12 @@ def _settle(keyed: Keyed, claim: Claim, recover: Recover, error: Exception, comm
     raise error  # a bug: answered 500 (and logged) by the application
 
 
+def _where(keyed: Keyed) -> str:
+    return f"{keyed.operation} (Idempotency-Key {keyed.key})"
+
+
 def _report(keyed: Keyed, exc: BaseException) -> None:
-    report_storage_fault(f"{keyed.operation} (Idempotency-Key {keyed.key})", exc)
+    report_storage_fault(_where(keyed), exc)
 
 
 def replayed(marker: Marker) -> Outcome:
