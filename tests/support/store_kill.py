@@ -19,12 +19,15 @@ from typing import Any
 
 from uuid6 import uuid7
 
+from arco.storage.base import StorageBackend, StorageError
+from arco.storage.factory import open_storage
 from arco.storage.s3 import create_bucket
 from support import emulators
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
 from support.storage_targets import StorageTarget
 
 _fork = multiprocessing.get_context("fork")
+PROBE_KEY, PROBE = "ready", b"ready"  # an object beside the warehouse, read to tell that the store serves again
 
 
 @dataclass
@@ -41,7 +44,19 @@ class KillableStore:
         self.kills += 1
 
     def restart(self) -> None:
+        """Start the store again and return once it serves the objects it held: SeaweedFS opens its S3 port
+        before its volume server has registered, and reads answer "volume not found" until then."""
         self.store = self.stack.enter_context(self.seaweedfs.start())
+        probe = _probe_storage(self.warehouse)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if probe.get(PROBE_KEY).data == PROBE:
+                    return
+            except StorageError:
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(0.1)
 
     def killer(self, kills: int, seed: int, then: Callable[[], None] | None = None) -> Callable[[], None]:
         """What a thread runs: ``kills`` times, wait 0.5-1.5 s, kill the store, start it again 0.1-0.5 s later."""
@@ -55,6 +70,10 @@ class KillableStore:
             if then is not None:
                 then()
         return run
+
+
+def _probe_storage(warehouse: StorageTarget) -> StorageBackend:
+    return open_storage(warehouse.url.removesuffix("/wh") + "/probe", warehouse.options)
 
 
 def storage_options(warehouse: StorageTarget) -> tuple[str, ...]:
@@ -71,6 +90,7 @@ def servers_on_a_killable_store(workdir: Path, servers: int = 2,
         bucket = f"kill-{uuid7().hex[:8]}"
         create_bucket(bucket, store.options())
         warehouse = StorageTarget("s3-seaweedfs", f"s3://{bucket}/wh", store.options())
+        _probe_storage(warehouse).put(PROBE_KEY, PROBE)
         args = (*extra_args, *storage_options(warehouse))
         running = [stack.enter_context(arco_server(warehouse.url, workdir, admin_token=ARCO_TOKEN, extra_args=args))
                    for _ in range(servers)]
