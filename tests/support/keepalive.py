@@ -43,9 +43,10 @@ class Connection:
         return response.status, {k.lower(): v for k, v in response.getheaders()}, orjson.loads(data) if data else None
 
     def _closed_while_idle(self) -> bool:
-        readable, _, _ = select.select([self.socket], [], [], 0)
+        poll = select.poll()  # not select.select, which fails on descriptors past 1024
+        poll.register(self.socket, select.POLLIN)
         try:
-            return bool(readable) and self.socket.recv(1, socket.MSG_PEEK) == b""
+            return bool(poll.poll(0)) and self.socket.recv(1, socket.MSG_PEEK) == b""
         except ConnectionResetError:
             return True
 
