@@ -7,8 +7,15 @@ from collections.abc import Iterator
 
 import pytest
 
+from arco.cli.open_files import raise_open_file_limit
 from support import emulators
 from support.storage_targets import StorageTarget
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The whole run holds more than 1,024 descriptors at its peak (servers' pooled connections, emulator clients),
+    # the soft limit many systems start processes with.
+    raise_open_file_limit()
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -48,8 +50,11 @@ def start_server(
     extra_args: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
     port: int | None = None,
+    open_files_soft_limit: int | None = None,
 ) -> RunningServer:
-    """Start ``arco serve`` and wait until it answers; the caller stops it (``stop(server.process)``)."""
+    """Start ``arco serve`` and wait until it answers; the caller stops it (``stop(server.process)``).
+
+    ``open_files_soft_limit`` starts it with that soft limit on open files, as many systems start processes."""
     port = port or free_port()
     log_path = workdir / f"arco-serve-{port}-{time.monotonic_ns()}.log"
     child_env = {**os.environ, **(env or {})}
@@ -59,7 +64,9 @@ def start_server(
     cmd = [sys.executable, "-m", "arco.cli.main", "serve", "--warehouse", str(warehouse),
            "--host", "127.0.0.1", "--port", str(port), *extra_args]
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=child_env, cwd=workdir)
+        process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=child_env, cwd=workdir,
+                                   preexec_fn=None if open_files_soft_limit is None
+                                   else functools.partial(_limit_open_files, open_files_soft_limit))
     server = RunningServer(f"http://127.0.0.1:{port}", process, log_path)
     try:
         wait_for_http(f"{server.base_url}/health", timeout=30, process=process, log_path=log_path)
@@ -67,6 +74,11 @@ def start_server(
         stop(process)
         raise
     return server
+
+
+def _limit_open_files(soft: int) -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 @contextmanager

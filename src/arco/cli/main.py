@@ -123,6 +123,7 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
     from arco.api.http_protocol import BoundedHeadProtocol
     from arco.catalog.bootstrap import initialise_warehouse
     from arco.cli.banner import startup_banner
+    from arco.cli.open_files import raise_open_file_limit
     from arco.settings import SETTINGS_ENV
     from arco.storage.base import CasNotSupported, StorageError
     from arco.storage.factory import open_storage
@@ -147,6 +148,7 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
     check_port_free(host, port)  # before anything is written or printed (a generated token would be lost)
+    raise_open_file_limit()
     try:
         storage = open_storage(settings.warehouse, settings.storage_options)
         probe_conditional_writes(storage)
