@@ -48,7 +48,7 @@ def two_servers_on_s3(tmp_path_factory: pytest.TempPathFactory,
     """Two servers on one SeaweedFS warehouse: the commit point is S3's If-Match, not a local rename."""
     workdir = tmp_path_factory.mktemp("two-servers-s3")
     warehouse = f"{s3_seaweedfs_bucket.url}/concurrency-{uuid7().hex[:8]}"
-    options = tuple(f"--storage-option={k}={v}" for k, v in s3_seaweedfs_bucket.options.items())
+    options = s3_seaweedfs_bucket.cli_options()
     with arco_server(warehouse, workdir, admin_token=ARCO_TOKEN, extra_args=options) as a, \
             arco_server(warehouse, workdir, admin_token=ARCO_TOKEN, extra_args=options) as b:
         yield a, b

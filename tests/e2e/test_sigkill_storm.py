@@ -33,7 +33,7 @@ from support.arco_server import ARCO_TOKEN, RunningServer, start_server
 from support.net import stop
 from support.retries import send_until_answered
 from support.storage_targets import StorageTarget
-from support.store_kill import run_clients, servers_on_a_killable_store, storage_options
+from support.store_kill import run_clients, servers_on_a_killable_store
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -141,7 +141,7 @@ def check_applied_once(warehouse: StorageTarget, url: str, outcomes: Outcomes) -
     assert all(final[f"c{c}"] == str(COMMITS - 1) for c in range(CLIENTS))
 
     reconcile = subprocess.run([sys.executable, "-m", "arco.cli.main", "reconcile", "--warehouse", warehouse.url,
-                                *storage_options(warehouse)], capture_output=True, text=True, timeout=300)
+                                *warehouse.cli_options()], capture_output=True, text=True, timeout=300)
     assert reconcile.returncode == 0, reconcile.stderr
     for location, updated_ms in table_history(files, loaded["metadata-location"]):
         for member in range(members_of.get(location, 1)):  # one receipt per request of a group
@@ -150,7 +150,7 @@ def check_applied_once(warehouse: StorageTarget, url: str, outcomes: Outcomes) -
 
 
 def test_commits_are_applied_exactly_once_while_a_server_is_killed(warehouse: StorageTarget, tmp_path: Path) -> None:
-    args = ("--idempotency-in-progress-timeout", str(IN_PROGRESS_TIMEOUT_S), *storage_options(warehouse))
+    args = ("--idempotency-in-progress-timeout", str(IN_PROGRESS_TIMEOUT_S), *warehouse.cli_options())
     steady = start_server(warehouse.url, tmp_path, admin_token=ARCO_TOKEN, extra_args=args)
     victim: list[RunningServer] = [start_server(warehouse.url, tmp_path, admin_token=ARCO_TOKEN, extra_args=args)]
     port = victim[0].base_url.rsplit(":", 1)[1]

@@ -20,8 +20,7 @@ class Connection:
         host, port = base.removeprefix("http://").split(":")
         self.token = token
         self.http = http.client.HTTPConnection(host, int(port), timeout=30)
-        self.http.connect()
-        self.socket = self.http.sock
+        self._connect()
         self.dropped = self.idle_closes = 0
 
     def request(self, method: str, path: str, body: Any = None,
@@ -31,16 +30,18 @@ class Connection:
         if self._closed_while_idle():
             self.idle_closes += 1
             self.http.close()
-            self.http.connect()
-            self.socket = self.http.sock
+            self._connect()
         self.http.request(method, path, body=payload, headers=all_headers)
         response = self.http.getresponse()
         data = response.read()
         if self.http.sock is None or self.http.sock is not self.socket:
             self.dropped += 1  # the server closed the connection after this response
-            self.http.connect()
-            self.socket = self.http.sock
+            self._connect()
         return response.status, {k.lower(): v for k, v in response.getheaders()}, orjson.loads(data) if data else None
+
+    def _connect(self) -> None:
+        self.http.connect()
+        self.socket = self.http.sock
 
     def _closed_while_idle(self) -> bool:
         poll = select.poll()  # not select.select, which fails on descriptors past 1024

@@ -18,3 +18,7 @@ class StorageTarget:
 
     def open(self) -> StorageBackend:
         return open_storage(self.url, self.options)
+
+    def cli_options(self) -> tuple[str, ...]:
+        """The options as ``arco serve`` / ``arco reconcile`` flags."""
+        return tuple(f"--storage-option={k}={v}" for k, v in self.options.items())

@@ -23,7 +23,7 @@ from arco.storage.base import StorageBackend, StorageError
 from arco.storage.factory import open_storage
 from arco.storage.s3 import create_bucket
 from support import emulators
-from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
+from support.arco_server import ARCO_TOKEN, RunningServer, arco_server, wait_until
 from support.storage_targets import StorageTarget
 
 _fork = multiprocessing.get_context("fork")
@@ -48,15 +48,13 @@ class KillableStore:
         before its volume server has registered, and reads answer "volume not found" until then."""
         self.store = self.stack.enter_context(self.seaweedfs.start())
         probe = _probe_storage(self.warehouse)
-        deadline = time.monotonic() + 60
-        while True:
+
+        def serves() -> bool:
             try:
-                if probe.get(PROBE_KEY).data == PROBE:
-                    return
+                return probe.get(PROBE_KEY).data == PROBE
             except StorageError:
-                if time.monotonic() > deadline:
-                    raise
-            time.sleep(0.1)
+                return False
+        wait_until(serves, timeout=60)
 
     def killer(self, kills: int, seed: int, then: Callable[[], None] | None = None) -> Callable[[], None]:
         """What a thread runs: ``kills`` times, wait 0.5-1.5 s, kill the store, start it again 0.1-0.5 s later."""
@@ -76,10 +74,6 @@ def _probe_storage(warehouse: StorageTarget) -> StorageBackend:
     return open_storage(warehouse.url.removesuffix("/wh") + "/probe", warehouse.options)
 
 
-def storage_options(warehouse: StorageTarget) -> tuple[str, ...]:
-    return tuple(f"--storage-option={k}={v}" for k, v in warehouse.options.items())
-
-
 @contextmanager
 def servers_on_a_killable_store(workdir: Path, servers: int = 2,
                                 extra_args: tuple[str, ...] = ()) -> Iterator[KillableStore]:
@@ -91,7 +85,7 @@ def servers_on_a_killable_store(workdir: Path, servers: int = 2,
         create_bucket(bucket, store.options())
         warehouse = StorageTarget("s3-seaweedfs", f"s3://{bucket}/wh", store.options())
         _probe_storage(warehouse).put(PROBE_KEY, PROBE)
-        args = (*extra_args, *storage_options(warehouse))
+        args = (*extra_args, *warehouse.cli_options())
         running = [stack.enter_context(arco_server(warehouse.url, workdir, admin_token=ARCO_TOKEN, extra_args=args))
                    for _ in range(servers)]
         yield KillableStore(seaweedfs, store, warehouse, running, stack)

@@ -131,9 +131,9 @@ def commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> N
     with optimistic.unconfirmed_writes_allowed():
         try:
             _commit_batch(tables, batch)
+        except CommitPointUnanswered:
+            raise  # whether it landed is for recovery to find
         except StorageError as exc:
-            if isinstance(exc, CommitPointUnanswered):
-                raise  # whether it landed is for recovery to find
             raise NotLanded(exc) from exc  # every CAS tried so far was refused and checked; none was sent this time
 
 
