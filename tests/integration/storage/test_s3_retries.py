@@ -7,7 +7,7 @@ what it received, so a test sees how many times a call was really sent.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import pytest
@@ -126,14 +126,19 @@ def test_a_retried_write_that_may_have_been_sent_once_is_not_called_unsent(
     assert not isinstance(unknown.value, StorageNotReached)
 
 
-def test_retries_report_not_sent_only_when_no_attempt_was() -> None:
-    attempts = iter([NotConnected("refused"), TransportError("reset"), NotConnected("refused")])
+def failing_in_turn(*errors: TransportError) -> Callable[[], Reply]:
+    """A ``send_once`` whose attempts fail with ``errors``, one each, in order."""
+    attempts = iter(errors)
 
     def send_once() -> Reply:
         raise next(attempts)
+    return send_once
 
+
+def test_retries_report_not_sent_only_when_no_attempt_was() -> None:
+    sent_once = failing_in_turn(NotConnected("refused"), TransportError("reset"), NotConnected("refused"))
     with pytest.raises(TransportError) as failed:
-        send_with_retries(send_once, "PUT 'k'", 3)
+        send_with_retries(sent_once, "PUT 'k'", 3)
     assert not isinstance(failed.value, NotConnected)
     with pytest.raises(NotConnected):
-        send_with_retries(lambda: (_ for _ in ()).throw(NotConnected("refused")), "PUT 'k'", 2)
+        send_with_retries(failing_in_turn(NotConnected("refused"), NotConnected("refused")), "PUT 'k'", 2)
