@@ -338,6 +338,8 @@ def test_listings_page_and_refuse_bad_input(server: RunningServer, provider: dic
     assert [i["name"] for i in first["items"] + second["items"]] == ["events", "orders"]
     assert "nextPageToken" not in second
     assert second["items"][0]["shareId"] and second["items"][0]["id"]
+    # A local directory has no cloud credential to give: URL access only, and no storage location shown.
+    assert all(item["accessModes"] == ["url"] and "location" not in item for item in first["items"] + second["items"])
     assert ds(server, profile, "GET", "/shares", params={"maxResults": 10**12}).status_code == 200
     assert ds(server, profile, "GET", "/shares", params={"maxResults": 0}).json()["items"] == []
     for bad in ({"maxResults": -1}, {"maxResults": "many"}, {"pageToken": first["nextPageToken"]},

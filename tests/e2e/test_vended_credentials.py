@@ -377,15 +377,21 @@ def test_a_delta_sharing_recipient_gets_read_only_credentials_for_the_shared_tab
     base = f"{world['server'].base_url}/api/2.1/unity-catalog"
     admin = {"Authorization": f"Bearer {ARCO_TOKEN}"}
     shared = {"name": "main.shared.orders", "data_object_type": "TABLE", "history_data_sharing_status": "ENABLED"}
-    assert httpx.patch(f"{base}/shares/files", headers=admin, timeout=30,
-                       json={"updates": [{"action": "ADD", "data_object": shared}]}).status_code == 200
+    latest_only = {"name": "main.shared.orders_private", "data_object_type": "TABLE"}  # without its history
+    assert httpx.patch(f"{base}/shares/files", headers=admin, timeout=30, json={"updates": [
+        {"action": "ADD", "data_object": shared}, {"action": "ADD", "data_object": latest_only}]}).status_code == 200
     recipient = uc_post(world, "/recipients", {"name": "lakehouse", "authentication_type": "TOKEN"}).json()
     assert httpx.patch(f"{base}/shares/files/permissions", headers=admin, timeout=30, json={
         "changes": [{"principal": "lakehouse", "add": ["SELECT"]}]}).status_code == 200
     profile = httpx.get(recipient["tokens"][-1]["activation_url"], timeout=30).json()
     endpoint = profile["endpoint"].rstrip("/")
+    as_recipient = {"Authorization": f"Bearer {profile['bearerToken']}"}
+    # The listing says the table's directory may be read directly, and where it is; the client asks for that.
+    listed = httpx.get(f"{endpoint}/shares/files/all-tables", headers=as_recipient, timeout=30).json()["items"]
+    assert [(i["name"], i["accessModes"], i.get("location")) for i in listed] == [
+        ("orders", ["url", "dir"], locations["orders"]), ("orders_private", ["url"], None)]
     answer = httpx.post(f"{endpoint}/shares/files/schemas/shared/tables/orders/temporary-table-credentials",
-                        headers={"Authorization": f"Bearer {profile['bearerToken']}"}, timeout=30)
+                        headers=as_recipient, json={"location": listed[0]["location"]}, timeout=30)
     assert answer.status_code == 200, answer.text
     credentials = answer.json()["credentials"]
     assert credentials["location"].rstrip("/") == locations["orders"] and credentials["expirationTime"] > 0

@@ -160,7 +160,8 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
     app.state.named = NamedSecurables(store)
     app.state.sharing = SharingService(store, app.state.named, settings.public_url(),
                                        settings.recipient_token_lifetime_s)
-    app.state.delta_sharing = SharingServer(settings, store, storage, app.state.iceberg.tables)
+    app.state.delta_sharing = SharingServer(settings, store, storage, app.state.iceberg.tables,
+                                           app.state.iceberg.access.vendor)
     return app
 
 

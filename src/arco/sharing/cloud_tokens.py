@@ -7,6 +7,10 @@ reads everything under the directory: every version of the log, every partition.
 table the share shares whole (with its history, from its first version, without a partition filter); for any
 other, the answer is 403 and the query API, which applies those limits, is the way in. A warehouse on a local
 directory has no cloud credential to give: 501.
+
+Table listings say which way each table may be read (``accessModes``): ``url`` always, and ``dir`` with the
+table's ``location`` where this endpoint would vend for it (:func:`directory_access`). Without it a client assumes
+URL access only, and the protocol asks a server that offers directory access to say so.
 """
 
 from __future__ import annotations
@@ -22,6 +26,23 @@ from arco.storage.urls import within
 from arco.unity.credentials import table_role, vend
 from arco.vending.model import Access
 from arco.vending.vendor import CredentialVendor
+
+
+def directory_access(vendor: CredentialVendor, t: SharedTable, role: str | None) -> dict[str, Any]:
+    """The fields a listing gives ``t`` (``role``: :func:`~arco.unity.credentials.table_role`): ``accessModes``,
+    and the table's root as ``location`` where the recipient may read the directory itself (the protocol asks
+    for it then, and only then is the storage location of any use to the recipient)."""
+    if t.table.format != "DELTA" or _limits(t) or not vendor.offers(t.table.location, role):
+        return {"accessModes": ["url"]}
+    return {"location": locations.canonical(t.table.location), "accessModes": ["url", "dir"]}
+
+
+def _limits(t: SharedTable) -> list[str]:
+    """Why direct access would show the recipient more than the share does (empty: it would not)."""
+    return [what for what, limited in (
+        ("its history is not shared", not history_shared(t.obj)),
+        ("it is shared from a later version", bool(t.obj.get("start_version"))),
+        ("it is shared with a partition filter", bool(t.obj.get("partition_specification")))) if limited]
 
 
 def table_credentials(store: CatalogStore, vendor: CredentialVendor, t: SharedTable, body: Any,
@@ -44,10 +65,7 @@ def table_credentials(store: CatalogStore, vendor: CredentialVendor, t: SharedTa
             raise forbidden(f"{asked} is not a location of the shared table {shown}")
     if t.table.format != "DELTA":
         raise bad_request(f"{shown} is not a Delta table: read it through the query API")
-    limits = [what for what, limited in (
-        ("its history is not shared", not history_shared(t.obj)),
-        ("it is shared from a later version", bool(t.obj.get("start_version"))),
-        ("it is shared with a partition filter", bool(t.obj.get("partition_specification")))) if limited]
+    limits = _limits(t)
     if limits:
         raise forbidden(f"direct access to the files of {shown} is not offered because {' and '.join(limits)}: "
                         "read it through the query API")

@@ -211,8 +211,8 @@ async def table_changes(request: Request) -> Response:
 async def table_credentials(request: Request) -> Response:
     recipient, t = await _table(request)
     raw = await _body(request)
-    body = await blocking(cloud_tokens.table_credentials, server(request).store,
-                          request.app.state.iceberg.access.vendor, t, raw, recipient.name)
+    body = await blocking(cloud_tokens.table_credentials, server(request).store, server(request).vendor, t, raw,
+                          recipient.name)
     await blocking(_record, request, recipient, "generateTemporaryTableCredential", t=t)
     return JsonResponse(body)
 

@@ -13,20 +13,23 @@ from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.iceberg.tables import TableService
 from arco.settings import ServerSettings
-from arco.sharing import async_queries, audit, file_urls, paging, protocol
+from arco.sharing import async_queries, audit, cloud_tokens, file_urls, paging, protocol
 from arco.sharing.errors import SharingError, bad_request, forbidden, not_found
 from arco.sharing.recipients import Recipient, check_ip, recipient_for_token, visible_share, visible_shares
 from arco.sharing.table_reads import Answer, SharedTable, TableReads, now_ms, reader_name
 from arco.storage.base import StorageBackend
+from arco.unity.credentials import table_role
+from arco.vending.vendor import CredentialVendor
 
 
 class SharingServer:
     def __init__(self, settings: ServerSettings, store: CatalogStore, storage: StorageBackend,
-                 tables: TableService) -> None:
+                 tables: TableService, vendor: CredentialVendor) -> None:
         self.settings = settings
         self.store = store
         self.storage = storage
         self.tables = tables
+        self.vendor = vendor
         self.signing_key = file_urls.SigningKey(storage)
         self.reads = TableReads(settings, storage, tables, self.signing_key)
         self.downloads = audit.DownloadTally(storage)
@@ -71,12 +74,14 @@ class SharingServer:
         with self.store.read() as state:
             entry = visible_share(state, recipient, protocol.check_name("share", share))
             objects = self._shared_objects(state, entry)
+            roles = {t.table.id: table_role(state, t.table) for t in objects}
         if schema is not None:
             protocol.check_name("schema", schema)
             objects = [t for t in objects if t.schema.casefold() == schema.casefold()]
             if not objects:
                 raise not_found(f"schema {schema!r} is not in share {entry.name!r}")
-        items = [_table_item(t) for t in objects]
+        items = [{**_table_item(t), **cloud_tokens.directory_access(self.vendor, t, roles[t.table.id])}
+                 for t in objects]
         listing = f"tables:{entry.id}:{schema.casefold()}" if schema is not None else f"all-tables:{entry.id}"
         return protocol.paginate(listing, items, "name", token, limit)
 

@@ -92,13 +92,22 @@ class AzureMinter:
                 config[f"adls.{service}-storage-scheme"] = endpoint.scheme
         return config
 
-    def mint(self, location: StorageLocation, access: Access, principal: str, role_arn: str | None) -> VendedCredential:
+    def _missing(self, location: StorageLocation) -> str | None:
+        """Why no SAS can be signed for ``location`` (None: the account key for its account is here)."""
         if not self._account or not self._key:
-            raise VendingUnavailable(KEY_HINT)
+            return KEY_HINT
         wanted = location.account_host.split(".")[0]
         if wanted and wanted != self._account:
-            raise VendingUnavailable(f"no account key for storage account {wanted!r} "
-                                     f"(the server has {self._account!r})")
+            return f"no account key for storage account {wanted!r} (the server has {self._account!r})"
+        return None
+
+    def configured(self, location: StorageLocation, role_arn: str | None) -> bool:
+        return self._missing(location) is None
+
+    def mint(self, location: StorageLocation, access: Access, principal: str, role_arn: str | None) -> VendedCredential:
+        missing = self._missing(location)
+        if missing is not None:
+            raise VendingUnavailable(missing)
         scope = sas_scope(location, self._scope)
         # Whole seconds: that is all a SAS's `se` carries, and the advertised expiry must not outlive it.
         expiry = dt.datetime.fromtimestamp(int(self._clock()) + self._lifetime_s, dt.UTC)

@@ -68,6 +68,13 @@ class GcsMinter:
     def resolve_role(self, role_arn: str | None) -> str | None:
         return None  # IAM roles are an AWS notion; the account key / source credentials decide here
 
+    def _anonymous(self) -> bool:
+        return self._options.get("gcs.no-auth", "false").lower() == "true" and not self._credentials_file
+
+    def configured(self, location: StorageLocation, role_arn: str | None) -> bool:
+        # Application Default Credentials are looked for only when minting (the lookup may ask a metadata server).
+        return not self._anonymous()
+
     def _source_credentials(self) -> Any:
         import google.auth
         from google.auth.exceptions import DefaultCredentialsError
@@ -75,7 +82,7 @@ class GcsMinter:
 
         if self._source is not None:
             return self._source
-        if self._options.get("gcs.no-auth", "false").lower() == "true" and not self._credentials_file:
+        if self._anonymous():
             raise VendingUnavailable(f"the warehouse reads GCS anonymously (gcs.no-auth), so there is nothing to "
                                      f"downscope: {CREDENTIALS_HINT}")
         try:

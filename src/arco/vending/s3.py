@@ -67,6 +67,9 @@ class S3Minter:
             raise VendingUnavailable(f"credential vending for S3 needs an IAM role to assume: {ROLE_HINT}")
         return role
 
+    def configured(self, location: StorageLocation, role_arn: str | None) -> bool:
+        return bool(role_arn or self._role_arn)
+
     def mint(self, location: StorageLocation, access: Access, principal: str, role_arn: str | None) -> VendedCredential:
         role = self.resolve_role(role_arn)
         try:

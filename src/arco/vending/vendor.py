@@ -9,12 +9,17 @@ from typing import Protocol
 from arco.inline import refuse_to_wait
 from arco.settings import ServerSettings
 from arco.vending.cache import CredentialCache
-from arco.vending.locations import Cloud, StorageLocation, parse_location
+from arco.vending.locations import Cloud, InvalidLocation, StorageLocation, parse_location
 from arco.vending.model import Access, VendedCredential
 
 
 class Minter(Protocol):
     def resolve_role(self, role_arn: str | None) -> str | None: ...
+
+    def configured(self, location: StorageLocation, role_arn: str | None) -> bool:
+        """Whether this server has what minting for ``location`` needs (a role, a key, source credentials), by
+        its settings alone: no call to a token service."""
+        ...
 
     def mint(self, location: StorageLocation, access: Access, principal: str,
              role_arn: str | None) -> VendedCredential: ...
@@ -65,3 +70,13 @@ class CredentialVendor:
         role = minter.resolve_role(role_arn)
         key = (principal, parsed.url, access, role)
         return self._cache.get_or_mint(key, lambda: minter.mint(parsed, access, principal, role))
+
+    def offers(self, location: str, role_arn: str | None = None) -> bool:
+        """Whether :meth:`vend` would try to mint for ``location`` as this server is configured: a cloud location
+        that can be scoped, and the settings that cloud's minting needs. Decided without a token service, so a
+        listing may ask it for every entry; the token service may still refuse later."""
+        try:
+            parsed = parse_location(location)
+        except InvalidLocation:
+            return False
+        return parsed.cloud != "local" and self._minter(parsed.cloud).configured(parsed, role_arn)

@@ -1,5 +1,6 @@
 """The sharing server's pure decisions: file URL signatures, recipients' tokens and IP lists, paging, request
-parsing, file skipping from hints, the NDJSON lines, and the audit row of a recipient's read."""
+parsing, file skipping from hints, the NDJSON lines, the audit row of a recipient's read, and the access modes a
+listing offers."""
 
 from __future__ import annotations
 
@@ -10,13 +11,18 @@ import orjson
 import pytest
 
 from arco.auth.tokens import hash_token
+from arco.catalog.model import TableEntry
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.pipeline import compact, rows
+from arco.settings import ServerSettings
 from arco.sharing import audit, file_urls, predicates, protocol, responses
 from arco.sharing.actions import SharedFile, SharedVersion, TableChange, table_changes
+from arco.sharing.cloud_tokens import directory_access
 from arco.sharing.errors import SharingError
 from arco.sharing.recipients import ip_allowed, recipient_for_token, visible_share, visible_shares
+from arco.sharing.table_reads import SharedTable
+from arco.vending.vendor import CredentialVendor
 
 KEY = b"k" * 32
 NOW = 1_800_000_000_000
@@ -287,3 +293,28 @@ def test_local_file_urls_in_each_spelling(url: str, path: str) -> None:
     from arco.sharing.routes import _local_path
 
     assert str(_local_path(url)) == path
+
+
+# -- access modes in listings --------------------------------------------------------------------------------------
+
+def _shared(location: str, fmt: str = "DELTA", **obj: Any) -> SharedTable:
+    share = SecurableEntry("s1", "share", "sales", "admin")
+    table = TableEntry("t1", "c1", ("lake",), "orders", "TABLE", fmt, location, "admin")  # type: ignore[arg-type]
+    return SharedTable(share, "lake", "orders", {"history_data_sharing_status": "ENABLED", **obj}, table)
+
+
+@pytest.mark.parametrize(("shared", "role", "fields"), [
+    (_shared("s3://bucket/wh/lake/orders"), "arn:aws:iam::1:role/r",
+     {"location": "s3://bucket/wh/lake/orders", "accessModes": ["url", "dir"]}),
+    (_shared("s3://bucket/wh/lake/orders"), None, {"accessModes": ["url"]}),  # no role: nothing would be vended
+    (_shared("/data/wh/lake/orders"), "arn:aws:iam::1:role/r", {"accessModes": ["url"]}),  # a local directory
+    (_shared("s3://bucket/wh/lake/orders", fmt="ICEBERG"), "arn:aws:iam::1:role/r", {"accessModes": ["url"]}),
+    (_shared("s3://bucket/wh/lake/orders", history_data_sharing_status="DISABLED"), "arn:aws:iam::1:role/r",
+     {"accessModes": ["url"]}),  # the directory holds every version; the share only the latest
+    (_shared("s3://bucket/wh/lake/orders", start_version=3), "arn:aws:iam::1:role/r", {"accessModes": ["url"]}),
+    (_shared("s3://bucket/wh/lake/orders", partition_specification="region = 'eu'"), "arn:aws:iam::1:role/r",
+     {"accessModes": ["url"]}),
+])
+def test_listings_offer_directory_access_exactly_where_credentials_would_be_vended(
+        shared: SharedTable, role: str | None, fields: dict[str, Any]) -> None:
+    assert directory_access(CredentialVendor(ServerSettings(), {}), shared, role) == fields

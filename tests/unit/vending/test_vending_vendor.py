@@ -52,3 +52,25 @@ def test_settings_cross_processes_as_json(monkeypatch: pytest.MonkeyPatch) -> No
 def test_settings_refuse_values_the_clouds_refuse(fields: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         ServerSettings(**fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("settings", "options", "location", "role", "offered"), [
+    (ServerSettings(), {}, "/data/wh/main/db/t", None, False),  # a local directory has nothing to vend
+    (ServerSettings(), {}, "s3://bucket/wh/t", None, False),  # no role to assume
+    (ServerSettings(), {}, "s3://bucket/wh/t", "arn:aws:iam::1:role/external", True),  # the location's own role
+    (ServerSettings(vending_s3_role_arn="arn:aws:iam::1:role/r"), {}, "s3://bucket/wh/t", None, True),
+    (ServerSettings(vending_s3_role_arn="arn:aws:iam::1:role/r"), {}, "s3://bucket/wh/*", None, False),  # unsafe
+    (ServerSettings(), {}, "abfss://c@acct.dfs.core.windows.net/wh/t", None, False),  # no account key
+    (ServerSettings(), {"adls.account-name": "acct", "adls.account-key": "a2V5"},
+     "abfss://c@acct.dfs.core.windows.net/wh/t", None, True),
+    (ServerSettings(), {"adls.account-name": "acct", "adls.account-key": "a2V5"},
+     "abfss://c@other.dfs.core.windows.net/wh/t", None, False),  # another account's key is not here
+    (ServerSettings(), {"gcs.no-auth": "true"}, "gs://bucket/wh/t", None, False),  # anonymous: nothing to downscope
+    (ServerSettings(vending_gcs_credentials_file="/k.json"), {"gcs.no-auth": "true"}, "gs://bucket/wh/t", None, True),
+])
+def test_offers_says_whether_vend_would_mint_without_calling_a_token_service(
+        settings: ServerSettings, options: dict[str, str], location: str, role: str | None, offered: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT", "AZURE_STORAGE_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    assert CredentialVendor(settings, options).offers(location, role) is offered
