@@ -21,7 +21,8 @@ only the real ones are loaded. Then, through new servers:
                  the five runs take turns, --cycles times, each run's rate compared with the one-client run of
                  its own cycle (the local disk's speed drifts from minute to minute); medians of the rates and
                  of those ratios (goal: own namespaces scale with clients; one namespace never below one
-                 client), and the server's CPU time over each run's duration
+                 client), the server's CPU time over each run's duration, and how busy the machine's cores were
+                 (clients share them: where they are all busy, more clients cannot add creates)
 
     .venv/bin/python bench/tier1_scale.py [--tables 1000000] [--namespaces 1000] [--creates 30] [--seconds 3]
                                           [--cycles 3] [--workers N]
@@ -95,6 +96,12 @@ def cpu_seconds(pid: int) -> float:
         if stat.parent.name == str(pid) or fields[1] == str(pid):
             total += int(fields[11]) + int(fields[12])
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def machine_cpu() -> tuple[int, int]:
+    """(busy, total) clock ticks of all cores since boot, from /proc/stat (idle and iowait are not busy)."""
+    ticks = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
 
 
 def catalog_of(server: RunningServer) -> RestCatalog:
@@ -240,6 +247,7 @@ class Rate:
     per_s: float  # acknowledged creates per second
     failed: int  # requests not answered 200
     server_cores: float  # the server's CPU time over the run's duration
+    machine_busy: float  # the share of all cores' time spent busy over the run (server, clients and the rest)
 
 
 def create_rate(prefix: str, namespaces: list[str], seconds: float, server_pid: int) -> Rate:
@@ -250,12 +258,14 @@ def create_rate(prefix: str, namespaces: list[str], seconds: float, server_pid: 
     for proc in procs:
         proc.start()
     barrier.wait(120)
-    started, cpu = time.monotonic(), cpu_seconds(server_pid)
+    started, cpu, (busy, total) = time.monotonic(), cpu_seconds(server_pid), machine_cpu()
     reports = [results.get(timeout=seconds + 300) for _ in procs]
     elapsed, cpu = time.monotonic() - started, cpu_seconds(server_pid) - cpu
+    busy_after, total_after = machine_cpu()
     for proc in procs:
         proc.join(60)
-    return Rate(sum(acked for acked, _ in reports) / elapsed, sum(failed for _, failed in reports), cpu / elapsed)
+    return Rate(sum(acked for acked, _ in reports) / elapsed, sum(failed for _, failed in reports), cpu / elapsed,
+                (busy_after - busy) / max(1, total_after - total))
 
 
 @dataclass
@@ -385,7 +395,8 @@ def rate_figures(rates: dict[str, list[Rate]], server: str) -> list[Figure]:
             previous = ratio
         else:
             figures.append(Figure(name, value, ">= 1.00x", ratio >= 1.0))
-    figures += [Figure(f"  server CPU, {label}", f"{statistics.median(r.server_cores for r in runs):.2f} cores")
+    figures += [Figure(f"  server CPU, {label}", f"{statistics.median(r.server_cores for r in runs):.2f} cores; "
+                                                  f"machine {statistics.median(r.machine_busy for r in runs):.0%} busy")
                 for label, runs in rates.items()]
     return figures
 
