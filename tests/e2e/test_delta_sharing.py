@@ -118,6 +118,7 @@ def test_versions_metadata_and_queries_follow_the_protocol(server: RunningServer
     assert proto == {"protocol": {"minReaderVersion": 1}}
     assert meta["metaData"]["partitionColumns"] == ["region"] and meta["metaData"]["numFiles"] == 3
     assert [f["name"] for f in json.loads(meta["metaData"]["schemaString"])["fields"]] == ["id", "region", "amount"]
+    assert meta["metaData"]["accessModes"] == ["url"] and "location" not in meta["metaData"]  # a local directory
 
     delta_format = ds(server, profile, "GET", f"{table}/metadata",
                       headers={"delta-sharing-capabilities": "responseformat=delta;readerfeatures=deletionvectors"})

@@ -4,6 +4,7 @@ temporary credentials. SeaweedFS enforces the session policies, so every 403 her
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -390,8 +391,17 @@ def test_a_delta_sharing_recipient_gets_read_only_credentials_for_the_shared_tab
     listed = httpx.get(f"{endpoint}/shares/files/all-tables", headers=as_recipient, timeout=30).json()["items"]
     assert [(i["name"], i["accessModes"], i.get("location")) for i in listed] == [
         ("orders", ["url", "dir"], locations["orders"]), ("orders_private", ["url"], None)]
-    answer = httpx.post(f"{endpoint}/shares/files/schemas/shared/tables/orders/temporary-table-credentials",
-                        headers=as_recipient, json={"location": listed[0]["location"]}, timeout=30)
+    table = f"{endpoint}/shares/files/schemas/shared/tables"
+    for capabilities in ("responseformat=parquet", "responseformat=delta"):  # beside deltaMetadata in the latter
+        metadata = httpx.get(f"{table}/orders/metadata", timeout=30,
+                             headers={**as_recipient, "delta-sharing-capabilities": capabilities})
+        line = [json.loads(raw) for raw in metadata.content.splitlines()][1]["metaData"]
+        assert (line["accessModes"], line["location"]) == (["url", "dir"], locations["orders"]), capabilities
+    latest = [json.loads(raw) for raw in httpx.get(f"{table}/orders_private/metadata", headers=as_recipient,
+                                                    timeout=30).content.splitlines()][1]["metaData"]
+    assert latest["accessModes"] == ["url"] and "location" not in latest
+    answer = httpx.post(f"{table}/orders/temporary-table-credentials", headers=as_recipient,
+                        json={"location": listed[0]["location"]}, timeout=30)
     assert answer.status_code == 200, answer.text
     credentials = answer.json()["credentials"]
     assert credentials["location"].rstrip("/") == locations["orders"] and credentials["expirationTime"] > 0

@@ -33,9 +33,11 @@ def protocol_line(fmt: str, delta_protocol: dict[str, Any], version: int | None 
     return line({"protocol": PARQUET_PROTOCOL})
 
 
-def metadata_line(fmt: str, version: SharedVersion, *, with_version: bool = False,
-                  with_size: bool = True) -> bytes:
-    extra: dict[str, Any] = {}
+def metadata_line(fmt: str, version: SharedVersion, *, with_version: bool = False, with_size: bool = True,
+                  access: dict[str, Any] | None = None) -> bytes:
+    """``access``: the table's ``accessModes`` (and ``location``) as listings give them, for the answers that
+    carry them (:func:`arco.sharing.cloud_tokens.directory_access`)."""
+    extra: dict[str, Any] = dict(access or {})
     if with_version:
         extra["version"] = version.version
     if with_size:

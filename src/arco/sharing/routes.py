@@ -155,7 +155,7 @@ async def table_metadata(request: Request) -> Response:
     recipient, t = await _table(request)
     q = request.query_params
     version = protocol.parse_version(q.get("version"), "version")
-    answer = await blocking(server(request).reads.metadata, t, protocol.capabilities(
+    answer = await blocking(server(request).metadata, t, protocol.capabilities(
         request.headers.get("delta-sharing-capabilities")), version, q.get("timestamp"))
     await blocking(_record, request, recipient, "getTableMetadata", t=t, version=answer.version)
     return _answer(request, answer)

@@ -85,6 +85,14 @@ class SharingServer:
         listing = f"tables:{entry.id}:{schema.casefold()}" if schema is not None else f"all-tables:{entry.id}"
         return protocol.paginate(listing, items, "name", token, limit)
 
+    def metadata(self, t: SharedTable, caps: dict[str, list[str]], version: int | None,
+                 timestamp: str | None) -> Answer:
+        """Query Table Metadata, with the ways the recipient may read the table (``accessModes``, and
+        ``location`` for directory access), as the listings give them."""
+        with self.store.read() as state:
+            role = table_role(state, t.table)
+        return self.reads.metadata(t, caps, version, timestamp, cloud_tokens.directory_access(self.vendor, t, role))
+
     def table(self, recipient: Recipient, share: str, schema: str, name: str) -> SharedTable:
         protocol.check_name("share", share)
         protocol.check_name("schema", schema)

@@ -123,7 +123,8 @@ class TableReads:
         raise bad_request(f"a {t.table.format} table cannot be shared")
 
     def metadata(self, t: SharedTable, caps: dict[str, list[str]], version: int | None,
-                 timestamp: str | None) -> Answer:
+                 timestamp: str | None, access: dict[str, Any] | None = None) -> Answer:
+        """Query Table Metadata; ``access``: the table's access modes, given with its metadata."""
         if version is not None and timestamp is not None:
             raise bad_request("version and timestamp are mutually exclusive")
         ts = protocol.parse_timestamp(timestamp, "timestamp") if timestamp is not None else None
@@ -134,7 +135,8 @@ class TableReads:
             history.check_floor(t.obj, read.version.version)
         fmt = protocol.response_format(caps, read.needs_delta_format)
         lines = [responses.protocol_line(fmt, read.delta_protocol),
-                 responses.metadata_line(fmt, read.version, with_version=version is not None or ts is not None)]
+                 responses.metadata_line(fmt, read.version, with_version=version is not None or ts is not None,
+                                         access=access)]
         return Answer(lines, read.version.version, fmt)
 
     def query(self, t: SharedTable, caps: dict[str, list[str]], body: protocol.QueryBody,
