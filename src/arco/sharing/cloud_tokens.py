@@ -8,9 +8,10 @@ table the share shares whole (with its history, from its first version, without 
 other, the answer is 403 and the query API, which applies those limits, is the way in. A warehouse on a local
 directory has no cloud credential to give: 501.
 
-Table listings and the table's metadata say which way each table may be read (``accessModes``): ``url`` always, and ``dir`` with the
-table's ``location`` where this endpoint would vend for it (:func:`directory_access`). Without it a client assumes
-URL access only, and the protocol asks a server that offers directory access to say so.
+Table listings and the table's metadata say which way each table may be read (``accessModes``): ``url`` always,
+and ``dir`` with the table's ``location`` where this endpoint would vend for it (:func:`directory_access`).
+Without it a client assumes URL access only, and the protocol asks a server that offers directory access to say
+so.
 """
 
 from __future__ import annotations
