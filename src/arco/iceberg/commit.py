@@ -174,7 +174,9 @@ def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> 
         base_location = current.pointer.current_metadata_location
         base = tables.files.read(base_location)  # step 3
         tried = plan_attempt(waiting, base, base_location, final=copy is None)  # steps 5-6
-        if tried is None:  # a request fails against the copy: decide it against the pointer as it is
+        if tried is None or (copy is not None and not tried.changed):
+            # A request fails against the copy, or nothing changes it and the answer would be the copy: decide
+            # against the pointer as it is.
             copy = None
             continue
         waiting = [pending for pending in waiting if not pending.done]
@@ -188,7 +190,8 @@ def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> 
         receipt = None
         try:
             try:
-                receipt = write_attempt(tables, table_uuid, tried)  # steps 7-8
+                if tried.changed:
+                    receipt = write_attempt(tables, table_uuid, tried)  # steps 7-8
             finally:
                 if check is not None:
                     check.result()
@@ -212,6 +215,11 @@ def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> 
                     return
                 continue
             _all_views_confirmed(tried)
+            if not tried.changed:
+                # Nothing to commit: the answer is the table as it is, checked as a commit's would be (the reference
+                # does not commit a change-less update either, so the metadata log gets no empty version).
+                tried.deliver()
+                return
             # The pointer names one writer: the group's last member (each member's own source is in its receipt).
             proposed = pointer_for(table_uuid, tried.location, tried.metadata, base_location,  # type: ignore[arg-type]
                                    tried.accepted[-1].item.source)
@@ -266,7 +274,10 @@ def _landed(tables: TableService, attempt: Attempt, current_location: str) -> bo
 
 
 def write_member_receipt(tables: TableService, request: CommitRequest, landed: Landed) -> None:
-    """Step 10 for one request: its own committed receipt (its source, the shared metadata file), best effort."""
+    """Step 10 for one request: its own committed receipt (its source, the shared metadata file), best effort.
+    A request that changed nothing committed nothing, and gets none."""
+    if not landed.changed:
+        return
     group = None
     if landed.group_size > 1:
         group = {"index": landed.member, "size": landed.group_size, "actions": request.member().actions}

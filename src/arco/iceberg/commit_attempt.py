@@ -63,6 +63,7 @@ class Landed:
     base_location: str
     member: int = 0
     group_size: int = 1
+    changed: bool = True  # False: the updates changed nothing, so nothing was written (the answer is the base)
 
 
 @dataclass
@@ -76,6 +77,9 @@ class Attempt:
     metadata: TableMetadata | None = None
     location: str = ""
     grouped: bool = False
+    # False when no accepted request changed anything: nothing is written, and each is answered with the base, as
+    # the reference answers a commit whose updates leave the metadata as it was.
+    changed: bool = True
 
     def landed_in(self, current_location: str, current: TableMetadata) -> bool:
         """Whether this try's file is the table's version or in its history (a CAS the storage client retried
@@ -88,7 +92,7 @@ class Attempt:
         result = CommitResult(self.location, self.metadata)
         size = len(self.accepted)
         for index, pending in enumerate(self.accepted):
-            pending.succeed(Landed(result, self.base_location, index if self.grouped else 0, size))
+            pending.succeed(Landed(result, self.base_location, index if self.grouped else 0, size, self.changed))
         for pending, error in self.deferred:
             pending.fail(error)
 
@@ -115,7 +119,9 @@ def plan_attempt(waiting: list[Pending[CommitRequest]], base: TableMetadata, bas
             continue
         running, changed = running_next, changed or member_changed
         tried.accepted.append(pending)
-    if tried.accepted:
+    if tried.accepted and not changed:
+        tried.metadata, tried.location, tried.changed = base, base_location, False
+    elif tried.accepted:
         tried.metadata = commit_rules.close_group(base, running, base_location, changed)
         tried.grouped = len(tried.accepted) > 1
         suffix = group_part() if tried.grouped else attempt_part(tried.accepted[0].item.tag)
@@ -150,6 +156,8 @@ def write_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> Futu
 def discard_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> None:
     """A try that lost its CAS (and is known not to have landed) leaves nothing: its file and record are deleted,
     best effort (garbage collection removes what a crash leaves)."""
+    if not tried.changed:
+        return  # it wrote nothing
     tables.files.discard(tried.location)
     if tried.grouped:
         try:

@@ -28,6 +28,7 @@ from pyiceberg.partitioning import INITIAL_PARTITION_SPEC_ID as INITIAL_SPEC_ID
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, TableMetadataV1
+from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.table.sorting import INITIAL_SORT_ORDER_ID, UNSORTED_SORT_ORDER_ID, SortOrder
 from pyiceberg.table.update import (
     AddPartitionSpecUpdate,
@@ -290,12 +291,31 @@ def _upgrade_format_version(update: UpgradeFormatVersionUpdate, base: TableMetad
     return with_row_lineage(upgraded)
 
 
+def stale_snapshot(snapshot: Snapshot, metadata: TableMetadata) -> str | None:
+    """Why ``snapshot`` was built on an older state of the table than ``metadata`` (None: it was not), in Java's
+    words. The writer must rebuild it on the table as it is, so the answer is a retryable 409, as the reference
+    answers it (``RetryableValidationException``); PyIceberg's applier checks the sequence number on v2 alone."""
+    if metadata.format_version >= 2 and snapshot.parent_snapshot_id is not None and \
+            snapshot.sequence_number is not None and snapshot.sequence_number <= metadata.last_sequence_number:
+        return (f"Cannot add snapshot with sequence number {snapshot.sequence_number} older than last sequence "
+                f"number {metadata.last_sequence_number}")
+    next_row_id = getattr(metadata, "next_row_id", None)
+    if metadata.format_version >= 3 and snapshot.first_row_id is not None and next_row_id is not None and \
+            snapshot.first_row_id < next_row_id:
+        return f"Cannot add a snapshot, first-row-id is behind table next-row-id: {snapshot.first_row_id} < " \
+               f"{next_row_id}"
+    return None
+
+
 def _apply_one(update: TableUpdate, metadata: TableMetadata, context: _TableMetadataUpdateContext) -> TableMetadata:
     if isinstance(update, UpgradeFormatVersionUpdate):
         return _upgrade_format_version(update, metadata, context)
-    if isinstance(update, AddSnapshotUpdate) and metadata.format_version >= 3 and \
-            update.snapshot.added_rows is None:
-        raise BadRequest("add-snapshot: a format v3 snapshot needs added-rows (row lineage)")
+    if isinstance(update, AddSnapshotUpdate):
+        if metadata.format_version >= 3 and update.snapshot.added_rows is None:
+            raise BadRequest("add-snapshot: a format v3 snapshot needs added-rows (row lineage)")
+        stale = stale_snapshot(update.snapshot, metadata)
+        if stale is not None:
+            raise CommitFailed(f"Validation failed, please retry: {stale}")
     return _apply_table_update(update, metadata, context)
 
 
@@ -339,8 +359,10 @@ def apply_member_updates(running: TableMetadata, updates: Sequence[TableUpdate])
         return with_row_lineage(new), context.has_changes()
     except CommitFailedException as exc:
         raise CommitFailed(str(exc)) from None
-    except (ValueError, ValidationError, IcebergValidationError) as exc:
+    except ValidationError as exc:  # a model the request's values do not fit (pydantic's is a ValueError too)
         raise BadRequest(f"cannot apply the updates: {exc}") from None
+    except (ValueError, IcebergValidationError) as exc:  # a rule of the spec: Java's IllegalArgumentException
+        raise InvalidArgument(f"cannot apply the updates: {exc}") from None
 
 
 def close_group(base: TableMetadata, new: TableMetadata, base_location: str, changed: bool) -> TableMetadata:
@@ -351,7 +373,7 @@ def close_group(base: TableMetadata, new: TableMetadata, base_location: str, cha
     try:
         return _update_table_metadata_log(new, base_location, base.last_updated_ms)
     except ValueError as exc:  # a table property it reads that no check here let in (a table registered with it)
-        raise BadRequest(f"cannot apply the updates: {exc}") from None
+        raise InvalidArgument(f"cannot apply the updates: {exc}") from None
 
 
 def apply_updates(base: TableMetadata | None, updates: Sequence[TableUpdate],
@@ -364,5 +386,7 @@ def apply_updates(base: TableMetadata | None, updates: Sequence[TableUpdate],
         return with_row_lineage(new)
     except CommitFailedException as exc:
         raise CommitFailed(str(exc)) from None
-    except (ValueError, ValidationError, IcebergValidationError) as exc:
+    except ValidationError as exc:  # a model the request's values do not fit (pydantic's is a ValueError too)
         raise BadRequest(f"cannot apply the updates: {exc}") from None
+    except (ValueError, IcebergValidationError) as exc:  # a rule of the spec: Java's IllegalArgumentException
+        raise InvalidArgument(f"cannot apply the updates: {exc}") from None

@@ -65,6 +65,10 @@ class PayloadTooLarge(IcebergError):
     status, error_type = 413, "BadRequestException"
 
 
+class UnprocessableEntity(IcebergError):
+    status, error_type = 422, "UnprocessableEntityException"
+
+
 class UnsupportedOperation(IcebergError):
     status, error_type = 406, "UnsupportedOperationException"
 

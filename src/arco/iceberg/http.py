@@ -29,7 +29,7 @@ from arco.iceberg.metrics import report_limiter
 from arco.iceberg.mutations import Caller, Mutations
 from arco.iceberg.namespaces import NamespaceService
 from arco.iceberg.plan_store import PlanStore
-from arco.iceberg.responses import LoadResultCache, metadata_json
+from arco.iceberg.responses import LoadResultCache, metadata_json, table_etag
 from arco.iceberg.tables import TableService
 from arco.settings import ServerSettings
 from arco.storage.base import StorageBackend
@@ -95,15 +95,18 @@ def render(svc: IcebergServices, outcome: Outcome, *,
     written = svc.tables.files.written_bytes(outcome.metadata_location) if access is None else None
     if written is not None:  # the file just written is the answer's metadata, byte for byte (metadata_json)
         head = b'{"metadata-location":' + orjson.dumps(outcome.metadata_location) + b',"metadata":'
-        return Response(head + written + b"}", status_code=outcome.status, media_type="application/json")
+        return Response(head + written + b"}", status_code=outcome.status, media_type="application/json",
+                        headers={"ETag": table_etag(outcome.metadata_location, "all")})
     metadata = svc.tables.files.read(outcome.metadata_location)
     body: dict[str, Any] = {"metadata-location": outcome.metadata_location, "metadata": metadata_json(metadata)}
+    granted = TableAccess()
     if access is not None:
         granted = access(metadata.location) if outcome.status == 200 else TableAccess()
         body["config"] = granted.config
         if granted.credentials:
             body["storage-credentials"] = granted.credentials
-    return JsonResponse(body, status_code=outcome.status)
+    return JsonResponse(body, status_code=outcome.status,
+                        headers={"ETag": table_etag(outcome.metadata_location, "all", granted.etag_part())})
 
 
 Handler = Callable[[Request], Awaitable[Response]]

@@ -10,7 +10,7 @@ from arco.catalog.names import check_namespace
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.iceberg.commit_rules import check_reserved_properties
-from arco.iceberg.errors import BadRequest
+from arco.iceberg.errors import BadRequest, UnprocessableEntity
 from arco.iceberg.paging import page
 
 
@@ -62,7 +62,9 @@ class NamespaceService:
             raise BadRequest("'removals' must be a list of strings")
         both = sorted(set(removals) & set(updates))
         if both:
-            raise BadRequest(f"properties both updated and removed: {', '.join(both)}")
+            # The spec's 422, in the reference's words.
+            raise UnprocessableEntity(f"Invalid namespace update, cannot simultaneously set and remove keys: "
+                                      f"{', '.join(both)}")
         check_reserved_properties([*updates, *removals])
 
         def build(state: CatalogState) -> dict[str, Any]:

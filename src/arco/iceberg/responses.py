@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -28,6 +29,16 @@ def _only_referenced(body: dict[str, Any], snapshots: str) -> dict[str, Any]:
         referenced = {ref["snapshot-id"] for ref in body.get("refs", {}).values()}
         body["snapshots"] = [s for s in body["snapshots"] if s["snapshot-id"] in referenced]
     return body
+
+
+def table_etag(metadata_location: str, snapshots: str, access_part: str = "") -> str:
+    """The ETag of an answer carrying a table's metadata (load, create, register, commit): the metadata file it
+    names (immutable, one per version of the table), the ``snapshots`` mode it was sent in, and what storage access
+    it carries (:meth:`arco.iceberg.access.TableAccess.etag_part`). So a commit's answer and a later load of the
+    same version, in the same mode and with the same access, have the same tag, as the spec's If-None-Match
+    expects of a CommitTableResponse."""
+    digest = hashlib.blake2b(metadata_location.encode(), digest_size=12).hexdigest()
+    return f'"{digest}-{snapshots}{access_part}"'
 
 
 @dataclass(frozen=True)

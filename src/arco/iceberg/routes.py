@@ -41,7 +41,7 @@ from arco.iceberg.oauth import issue_token
 from arco.iceberg.paging import parse_page_size
 from arco.iceberg.plan_routes import plan_routes
 from arco.iceberg.purge import DroppedTable, purge_later
-from arco.iceberg.responses import LoadResult, metadata_json
+from arco.iceberg.responses import LoadResult, metadata_json, table_etag
 from arco.iceberg.storage_routes import granted_access, load_credentials, owner_access, sign_request, with_access
 from arco.iceberg.table_requirements import requirement_objects
 from arco.iceberg.tables import LocatedTable
@@ -215,7 +215,7 @@ async def load_table(request: Request) -> Response:
         return located, result, granted
 
     located, result, granted = await inline_or_blocking(load)
-    etag = f'"{located.pointer.version}-{snapshots}{granted.etag_part()}"'
+    etag = table_etag(located.metadata_location, snapshots, granted.etag_part())
     if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
         return Response(status_code=304, headers={"ETag": etag})
     body = result.body

@@ -48,7 +48,7 @@ from arco.iceberg.commit_rules import (
     keep_field_defaults,
     with_row_lineage,
 )
-from arco.iceberg.errors import AlreadyExists, BadRequest, IcebergError, NoSuchTable
+from arco.iceberg.errors import AlreadyExists, BadRequest, IcebergError, NoSuchTable, UnsupportedOperation
 from arco.iceberg.file_names import attempt_part, metadata_file_location
 from arco.iceberg.group_commit import Coalescer, GroupRecords
 from arco.iceberg.malformed import MALFORMED, check_schema_limits, describe
@@ -309,6 +309,11 @@ class TableService:
         location = body.get("metadata-location")
         if not isinstance(location, str) or not location:
             raise BadRequest("'metadata-location' is required")
+        overwrite = body.get("overwrite", False)
+        if not isinstance(overwrite, bool) and overwrite is not None:
+            raise BadRequest("'overwrite' must be a boolean")
+        if overwrite:  # as the reference answers (Catalog.registerTable's default): nothing is replaced
+            raise UnsupportedOperation("Registering tables with overwrite is not supported")
         self.entry_absent(catalog, namespace, name)
         with self.store.read() as state:
             self.placements.check_registrable(state, catalog, location, who)
@@ -334,7 +339,8 @@ class TableService:
     def drop(self, catalog: CatalogEntry, namespace: NamespacePath, name: str, principal: str,
              source: dict[str, Any] | None = None, tag: str | None = None) -> TableEntry:
         def find(state: CatalogState) -> TableEntry:
-            state.namespace(catalog.id, namespace)
+            # A table in a namespace that does not exist does not exist (NoSuchTable, as the reference answers):
+            # Java's dropTable then returns false rather than throwing.
             return _iceberg_table(state, catalog, namespace, name)
 
         entry = drop_entry(self.store, find, principal, source, tag)
@@ -371,9 +377,8 @@ class TableService:
         check_name("table", new_name)
 
         def build(state: CatalogState) -> dict[str, Any]:
-            state.namespace(catalog.id, namespace)
-            entry = _iceberg_table(state, catalog, namespace, name)
-            state.namespace(catalog.id, target)
+            state.namespace(catalog.id, target)  # first, as the reference checks them
+            entry = _iceberg_table(state, catalog, namespace, name)  # NoSuchTable in a missing namespace too
             refuse_rename_onto(state, catalog, entry, (*namespace, name), target, new_name)
             return {"op": "rename_table", "id": entry.id, "namespace": list(target), "name": new_name}
 

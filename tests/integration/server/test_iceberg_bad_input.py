@@ -207,6 +207,14 @@ def test_namespace_property_removals_of_the_wrong_type(client: httpx.Client, bod
     assert client.get("/namespaces/db").json() == before
 
 
+def test_a_namespace_property_both_set_and_removed_is_unprocessable(client: httpx.Client) -> None:
+    before = client.get("/namespaces/db").json()
+    message = assert_error(client.post("/namespaces/db/properties", json={"removals": ["owner", "a"], "updates": {
+        "owner": "u", "b": "c"}}), 422, "UnprocessableEntityException")  # the spec's answer, as the reference's
+    assert message.endswith("cannot simultaneously set and remove keys: owner")
+    assert client.get("/namespaces/db").json() == before
+
+
 def test_commit_against_a_dropped_table(client: httpx.Client) -> None:
     client.post("/namespaces/db/tables", json={"name": "gone", "schema": SCHEMA}).raise_for_status()
     assert client.delete("/namespaces/db/tables/gone").status_code == 204
@@ -263,6 +271,15 @@ def test_etag_and_if_none_match(client: httpx.Client) -> None:
     refs = client.get("/namespaces/db/tables/t", params={"snapshots": "refs"})
     assert refs.status_code == 200 and refs.headers["etag"] != changed.headers["etag"]
     assert_error(client.get("/namespaces/db/tables/t", params={"snapshots": "some"}), 400, "BadRequestException")
+    # A CommitTableResponse's or CreateTableResponse's ETag is one a load of the same version answers 304 to.
+    committed = client.post("/namespaces/db/tables/t", json={"updates": [
+        {"action": "set-properties", "updates": {"v": "3"}}]})
+    assert committed.headers["etag"] not in (etag, changed.headers["etag"])
+    assert client.get("/namespaces/db/tables/t", headers={"If-None-Match": committed.headers["etag"]}).status_code \
+        == 304
+    created = client.post("/namespaces/db/tables", json={"name": "tagged", "schema": SCHEMA})
+    assert client.get("/namespaces/db/tables/tagged", headers={"If-None-Match": created.headers["etag"]}) \
+        .status_code == 304
 
 
 @pytest.mark.parametrize("tail", [

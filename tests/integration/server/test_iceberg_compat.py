@@ -11,6 +11,7 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
+from uuid6 import uuid7
 
 from support.arco_server import ARCO_TOKEN, ONE_COLUMN_SCHEMA, RunningServer
 
@@ -222,7 +223,15 @@ def test_unregister_keeps_the_files_and_register_works_again(client: httpx.Clien
     assert error_of(client.post(f"/namespaces/db/tables/{name}/unregister"), 404)
     assert all(p.is_file() for p in files)
 
-    r = client.post("/namespaces/db/register", json={"name": name, "metadata-location": last})
+    # Overwriting is refused as the reference refuses it (Catalog.registerTable's default), whatever the name.
+    for target in (name, "other"):
+        refused = client.post("/namespaces/db/register", json={"name": target, "metadata-location": last,
+                                                               "overwrite": True})
+        assert error_of(refused, 406) == "Registering tables with overwrite is not supported"
+    assert error_of(client.post("/namespaces/db/register", json={"name": name, "metadata-location": last,
+                                                                 "overwrite": "yes"}), 400)
+    assert client.head("/namespaces/db/tables/other").status_code == 404
+    r = client.post("/namespaces/db/register", json={"name": name, "metadata-location": last, "overwrite": False})
     assert r.status_code == 200, r.text
     loaded = client.get(f"/namespaces/db/tables/{name}").json()
     assert loaded["metadata-location"] == last and loaded["metadata"]["properties"]["k"] == "v"
@@ -270,3 +279,91 @@ def test_removing_an_absent_property_changes_nothing(client: httpx.Client) -> No
         "updates": [{"action": "remove-properties", "removals": ["kept"]}]}]})
     assert r.status_code == 204, r.text
     assert "kept" not in client.get(f"/namespaces/db/tables/{name}").json()["metadata"]["properties"]
+
+
+# -- 7: commits that change nothing; snapshots built on an older table --------------------------------------------
+
+
+def metadata_files(created: dict) -> list[str]:
+    return sorted(p.name for p in (local_path(created["metadata"]["location"]) / "metadata").iterdir())
+
+
+def test_a_commit_that_changes_nothing_writes_nothing_and_answers_the_table(client: httpx.Client) -> None:
+    # The reference does not commit an update whose changes are empty; Arco wrote a file with the next number that
+    # left its base out of the metadata log, so the log skipped a version for good.
+    name, created = new_table(client)
+    location, table_uuid = created["metadata-location"], created["metadata"]["table-uuid"]
+    written = metadata_files(created)
+    for body, key in (({"requirements": [{"type": "assert-table-uuid", "uuid": table_uuid}], "updates": []}, None),
+                      ({}, None), ({"updates": [{"action": "remove-properties", "removals": ["never-set"]}]}, None),
+                      ({"updates": []}, str(uuid7()))):
+        r = client.post(f"/namespaces/db/tables/{name}", json=body,
+                        headers={"Idempotency-Key": key} if key else {})
+        assert r.status_code == 200, r.text
+        assert r.json()["metadata-location"] == location and r.json()["metadata"] == created["metadata"]
+    assert metadata_files(created) == written
+    refused = client.post(f"/namespaces/db/tables/{name}", json={
+        "requirements": [{"type": "assert-current-schema-id", "current-schema-id": 7}], "updates": []})
+    assert error_of(refused, 409).startswith("Requirement failed: current schema changed")
+    changed = client.post(f"/namespaces/db/tables/{name}", json={
+        "updates": [{"action": "set-properties", "updates": {"k": "v"}}]})
+    assert changed.status_code == 200, changed.text
+    assert [e["metadata-file"] for e in changed.json()["metadata"]["metadata-log"]] == [location]
+
+
+def snapshot(snapshot_id: int, parent: int | None, sequence_number: int, table: dict) -> dict:
+    return {"snapshot-id": snapshot_id, "parent-snapshot-id": parent, "sequence-number": sequence_number,
+            "timestamp-ms": 1_700_000_000_000 + snapshot_id, "summary": {"operation": "append"}, "schema-id": 0,
+            "manifest-list": f"{table['location']}/metadata/snap-{snapshot_id}.avro"}
+
+
+def test_a_snapshot_built_on_an_older_table_is_a_retryable_conflict(client: httpx.Client) -> None:
+    # Iceberg's TestRESTCatalog.testSequenceNumberConflictThrowsCommitFailed: a writer that lost a race to another
+    # branch must get CommitFailedException (409) with "Validation failed, please retry", which Java clients
+    # retry on refreshed metadata; a 400 ended its write for good.
+    name, created = new_table(client)
+    table = created["metadata"]
+    url = f"/namespaces/db/tables/{name}"
+    first = client.post(url, json={"updates": [
+        {"action": "add-snapshot", "snapshot": snapshot(1, None, 1, table)},
+        {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": 1}]})
+    assert first.status_code == 200, first.text
+    other = client.post(url, json={"updates": [
+        {"action": "add-snapshot", "snapshot": snapshot(2, 1, 2, table)},
+        {"action": "set-snapshot-ref", "ref-name": "other", "type": "branch", "snapshot-id": 2}]})
+    assert other.status_code == 200, other.text
+    stale = client.post(url, json={
+        "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": 1}],
+        "updates": [{"action": "add-snapshot", "snapshot": snapshot(3, 1, 2, table)},
+                    {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": 3}]})
+    assert stale.json()["error"]["type"] == "CommitFailedException"
+    assert error_of(stale, 409) == ("Validation failed, please retry: Cannot add snapshot with sequence number 2 "
+                                    "older than last sequence number 2")
+    retried = client.post(url, json={  # rebuilt on the table as it is now
+        "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": 1}],
+        "updates": [{"action": "add-snapshot", "snapshot": snapshot(3, 1, 3, table)},
+                    {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": 3}]})
+    assert retried.status_code == 200, retried.text
+    unknown = client.post(url, json={"updates": [{"action": "set-current-schema", "schema-id": 7}]})
+    assert error_of(unknown, 400).startswith("cannot apply the updates")
+    assert unknown.json()["error"]["type"] == "IllegalArgumentException"
+
+
+# -- 8: a table in a namespace that does not exist ------------------------------------------------------------------
+
+
+def test_dropping_or_renaming_a_table_of_a_missing_namespace_is_no_such_table(client: httpx.Client) -> None:
+    # As the reference answers: Java's dropTable returns false on NoSuchTableException, and throws on
+    # NoSuchNamespaceException. The destination's namespace is checked first, as the reference does.
+    for method, path in (("DELETE", "/namespaces/nonexist/tables/nope"),
+                         ("DELETE", "/namespaces/nonexist/tables/nope?purgeRequested=true")):
+        r = client.request(method, path)
+        assert error_of(r, 404) == "Table does not exist: nonexist.nope" and \
+            r.json()["error"]["type"] == "NoSuchTableException"
+    moved = client.post("/tables/rename", json={"source": {"namespace": ["nonexist"], "name": "missing"},
+                                                "destination": {"namespace": ["db"], "name": "x"}})
+    assert moved.json()["error"]["type"] == "NoSuchTableException" and error_of(moved, 404).endswith("missing")
+    nowhere = client.post("/tables/rename", json={"source": {"namespace": ["nonexist"], "name": "missing"},
+                                                  "destination": {"namespace": ["nonexist2"], "name": "x"}})
+    assert nowhere.json()["error"]["type"] == "NoSuchNamespaceException" and \
+        error_of(nowhere, 404) == "Namespace does not exist: nonexist2"

@@ -14,7 +14,7 @@ from pyiceberg.table.update import RemovePropertiesUpdate
 
 from arco.iceberg import commit_rules as rules
 from arco.iceberg import table_requirements
-from arco.iceberg.errors import BadRequest, CommitFailed
+from arco.iceberg.errors import BadRequest, CommitFailed, InvalidArgument
 
 TABLE_UUID = "f79c3e09-677c-4bbd-a479-3f349cb785e7"
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [
@@ -192,6 +192,43 @@ def test_an_existing_table_upgrades_to_v3_but_not_beyond() -> None:
         apply(base(2), [{"action": "upgrade-format-version", "format-version": 4}])
     with pytest.raises(BadRequest, match="downgrade"):
         apply(upgraded, [{"action": "upgrade-format-version", "format-version": 2}])
+
+
+# -- snapshots built on an older table: a retryable 409, as Java's RetryableValidationException --------------------
+
+def add_snapshot(snapshot_id: int, parent: int | None, sequence_number: int, **fields: object) -> list[dict]:
+    return [{"action": "add-snapshot", "snapshot": {
+        "snapshot-id": snapshot_id, "parent-snapshot-id": parent, "sequence-number": sequence_number,
+        "timestamp-ms": 1_700_000_000_000 + snapshot_id, "manifest-list": f"file:///wh/t/metadata/snap-{snapshot_id}.avro",
+        "summary": {"operation": "append"}, "schema-id": 0, **fields}}]
+
+
+@pytest.mark.parametrize("format_version", [2, 3])
+def test_a_snapshot_with_a_stale_sequence_number_is_a_retryable_conflict(format_version: int) -> None:
+    lineage = {"first-row-id": 0, "added-rows": 10} if format_version == 3 else {}
+    first = apply(base(format_version), add_snapshot(1, None, 1, **lineage))
+    later = {"first-row-id": 10, "added-rows": 5} if format_version == 3 else {}
+    with pytest.raises(CommitFailed, match="^Validation failed, please retry: Cannot add snapshot with sequence "
+                                           "number 1 older than last sequence number 1$"):
+        apply(first, add_snapshot(2, 1, 1, **later))
+    assert apply(first, add_snapshot(2, 1, 2, **later)).last_sequence_number == 2
+    assert apply(first, add_snapshot(3, None, 1, **later)).snapshots[-1].snapshot_id == 3  # no parent: no order
+
+
+def test_a_v3_snapshot_whose_rows_start_behind_the_table_is_a_retryable_conflict() -> None:
+    first = apply(base(3), add_snapshot(1, None, 1, **{"first-row-id": 0, "added-rows": 10}))
+    assert first.next_row_id == 10
+    with pytest.raises(CommitFailed, match="first-row-id is behind table next-row-id: 4 < 10"):
+        apply(first, add_snapshot(2, 1, 2, **{"first-row-id": 4, "added-rows": 5}))
+    with pytest.raises(CommitFailed):  # the same, as one member of a group commit
+        rules.apply_member_updates(first, rules.parse_updates(add_snapshot(2, 1, 2, **{"first-row-id": 4,
+                                                                                      "added-rows": 5})))
+
+
+def test_an_update_the_table_cannot_take_is_an_illegal_argument_as_in_java() -> None:
+    with pytest.raises(InvalidArgument, match="cannot apply the updates"):
+        apply(base(), [{"action": "set-current-schema", "schema-id": 7}])
+    assert InvalidArgument.error_type == "IllegalArgumentException"
 
 
 # -- group commit: members applied one after another, one metadata-log entry -------------------------------------
