@@ -42,10 +42,11 @@ def commit_transaction(tables: TableService, catalog: CatalogEntry, body: Any, p
     for _ in range(MAX_COMMIT_ATTEMPTS):
         prepared = [prepare_change(tables, entry, namespace, name, requirements, updates, source, tag)
                     for entry, (namespace, name, requirements, updates) in zip(entries, parsed, strict=True)]
-        for change in prepared:
+        changed = [change for change in prepared if change.changed]  # receipts record changes, not requests
+        for change in changed:
             write_change_receipt(tables, "pending", change, identities[change.entry.id])
         if mark_and_commit(tables.resolver, list(prepared)):
-            for change in prepared:  # after the answer (best effort), not one round trip each before it
+            for change in changed:  # after the answer (best effort), not one round trip each before it
                 after_answer.write_later(functools.partial(write_change_receipt, tables, "committed", change,
                                                            identities[change.entry.id]))
             return
@@ -55,12 +56,16 @@ def commit_transaction(tables: TableService, catalog: CatalogEntry, body: Any, p
 @dataclass
 class PreparedCommit(PreparedChange):
     metadata: TableMetadata
+    changed: bool = True  # False: the table's updates changed nothing, so no file was written
 
 
 def prepare_change(tables: TableService, entry: TableEntry, namespace: NamespacePath, name: str,
                    requirements: list[Any], updates: list[Any], source: dict[str, Any],
                    tag: str | None = None) -> PreparedCommit:
-    """Steps 2-7: the current pointer, the base metadata, the checks, the new metadata file written."""
+    """Steps 2-7: the current pointer, the base metadata, the checks, the new metadata file written.
+
+    A table whose updates change nothing gets no file: it stays at its base, and it still takes part in the commit
+    point (its pointer is marked like the others'), so its requirements hold there too."""
     commit_rules.check_guardrails(updates, allowed_location=entry.location)
     current = tables.resolver.for_write(entry.id)
     if current is None or current.pointer.dropped:
@@ -68,7 +73,12 @@ def prepare_change(tables: TableService, entry: TableEntry, namespace: Namespace
     base_location = current.pointer.current_metadata_location
     base = tables.files.read(base_location)
     table_requirements.check_requirements(requirements, base)
-    new = commit_rules.apply_updates(base, updates, base_location)
+    running, changed = commit_rules.apply_member_updates(base, updates)
+    if not changed:
+        return PreparedCommit(entry, current, pointer_for(entry.id, base_location, base,
+                                                          current.pointer.previous_metadata_location, source),
+                              base, changed=False)
+    new = commit_rules.close_group(base, running, base_location, changed)
     location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, attempt_part(tag),
                                       new.properties)
     tables.files.write(location, new)

@@ -311,6 +311,27 @@ def test_a_commit_that_changes_nothing_writes_nothing_and_answers_the_table(clie
     assert [e["metadata-file"] for e in changed.json()["metadata"]["metadata-log"]] == [location]
 
 
+def test_a_transaction_writes_nothing_for_a_table_it_does_not_change(client: httpx.Client) -> None:
+    (still, before), (changed, _) = new_table(client), new_table(client)
+    r = client.post("/transactions/commit", json={"table-changes": [
+        {"identifier": {"namespace": ["db"], "name": still}, "updates": [],
+         "requirements": [{"type": "assert-table-uuid", "uuid": before["metadata"]["table-uuid"]}]},
+        {"identifier": {"namespace": ["db"], "name": changed},
+         "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}]})
+    assert r.status_code == 204, r.text
+    after = client.get(f"/namespaces/db/tables/{still}").json()
+    assert after["metadata-location"] == before["metadata-location"] and metadata_files(before) == \
+        metadata_files(after)
+    assert client.get(f"/namespaces/db/tables/{changed}").json()["metadata"]["properties"]["k"] == "v"
+    refused = client.post("/transactions/commit", json={"table-changes": [  # its requirement still counts
+        {"identifier": {"namespace": ["db"], "name": still}, "updates": [],
+         "requirements": [{"type": "assert-current-schema-id", "current-schema-id": 9}]},
+        {"identifier": {"namespace": ["db"], "name": changed},
+         "updates": [{"action": "set-properties", "updates": {"k": "w"}}]}]})
+    assert error_of(refused, 409).startswith("Requirement failed")
+    assert client.get(f"/namespaces/db/tables/{changed}").json()["metadata"]["properties"]["k"] == "v"
+
+
 def snapshot(snapshot_id: int, parent: int | None, sequence_number: int, table: dict) -> dict:
     return {"snapshot-id": snapshot_id, "parent-snapshot-id": parent, "sequence-number": sequence_number,
             "timestamp-ms": 1_700_000_000_000 + snapshot_id, "summary": {"operation": "append"}, "schema-id": 0,
