@@ -120,6 +120,17 @@ def test_versions_metadata_and_queries_follow_the_protocol(server: RunningServer
     assert [f["name"] for f in json.loads(meta["metaData"]["schemaString"])["fields"]] == ["id", "region", "amount"]
     assert meta["metaData"]["accessModes"] == ["url"] and "location" not in meta["metaData"]  # a local directory
 
+    # Two lines, as the protocol says of this answer (Spark's client refuses any other count), even when the
+    # client takes EndStreamActions elsewhere.
+    two = ds(server, profile, "GET", f"{table}/metadata",
+             headers={"delta-sharing-capabilities": "includeendstreamaction=true"})
+    assert len(ndjson(two)) == 2 and "includeendstreamaction" not in two.headers["delta-sharing-capabilities"]
+    # Time travel to a time after the latest commit is refused, as the reference refuses it, not answered with
+    # the latest version passed off as the table at that time.
+    for future in (ds(server, profile, "POST", f"{table}/query", json={"timestamp": "2099-01-01T00:00:00Z"}),
+                   ds(server, profile, "GET", f"{table}/metadata", params={"timestamp": "2099-01-01T00:00:00Z"})):
+        assert future.status_code == 400 and "after the table's latest version" in future.json()["message"]
+
     delta_format = ds(server, profile, "GET", f"{table}/metadata",
                       headers={"delta-sharing-capabilities": "responseformat=delta;readerfeatures=deletionvectors"})
     assert delta_format.headers["delta-sharing-capabilities"] == "responseformat=delta"
@@ -202,7 +213,10 @@ def test_streaming_and_change_feed_readers_see_each_schema_and_protocol_change(s
     assert [m["version"] for m in historical] == [2, 3, 5]
     assert "note" in _columns(historical[0]) and "unit" not in _columns(historical[0])
     assert {"note", "unit"} <= set(_columns(historical[2]))
-    assert historical[1]["configuration"]["delta.enableChangeDataFeed"] == "true"
+    # The parquet format says whether the change feed is readable, as each version records it, and nothing else of
+    # the table's configuration (as the reference server).
+    assert [m["configuration"] for m in historical] == [{}, {"enableChangeDataFeed": "true"},
+                                                        {"enableChangeDataFeed": "true"}]
     assert _historical(streaming, "protocol") == []  # not asked for, and the parquet format has no place for one
     order = [(next(iter(line)), next(iter(line.values()))["version"]) for line in streaming[2:]]
     assert order == sorted(order, key=lambda kind_version: kind_version[1])  # each change before its version's files
@@ -339,6 +353,9 @@ def test_listings_page_and_refuse_bad_input(server: RunningServer, provider: dic
     assert [i["name"] for i in first["items"] + second["items"]] == ["events", "orders"]
     assert "nextPageToken" not in second
     assert second["items"][0]["shareId"] and second["items"][0]["id"]
+    for path in ("/shares", "/shares/sales", "/shares/sales/schemas", "/shares/sales/all-tables",
+                 "/shares/sales/schemas/lake/tables"):
+        assert ds(server, profile, "GET", path).headers["content-type"] == "application/json; charset=utf-8", path
     # A local directory has no cloud credential to give: URL access only, and no storage location shown.
     assert all(item["accessModes"] == ["url"] and "location" not in item for item in first["items"] + second["items"])
     assert ds(server, profile, "GET", "/shares", params={"maxResults": 10**12}).status_code == 200

@@ -118,7 +118,11 @@ def version_at_or_after(timestamps: dict[int, int], timestamp_ms: int) -> int:
 
 
 def version_as_of(timestamps: dict[int, int], timestamp_ms: int) -> int:
-    """The latest version committed at or before ``timestamp_ms`` (time travel by ``timestamp``)."""
+    """The latest version committed at or before ``timestamp_ms`` (time travel by ``timestamp``). A time after the
+    latest commit is refused, as Delta (and the reference server) refuse it: what the table will hold then is not
+    known yet, and answering today's version would pass it off as that."""
+    if timestamps and timestamp_ms > max(timestamps.values()):
+        raise DeltaReadError("the timestamp is after the table's latest version")
     earlier = [v for v, ts in timestamps.items() if ts <= timestamp_ms]
     if not earlier:
         raise DeltaReadError("the timestamp is before the table's first version")

@@ -101,13 +101,16 @@ def _find(versions: list[_Version], version: int) -> _Version:
 
 
 def iceberg_version_at(metadata: TableMetadata, timestamp_ms: int) -> int:
-    """The latest version committed at or before ``timestamp_ms``; ValueError if that is before the first one."""
+    """The latest version committed at or before ``timestamp_ms``; ValueError if that is before the first one, or
+    if ``timestamp_ms`` is after the latest (as for a Delta table: :func:`arco.sharing.delta_source.version_as_of`)."""
     versions = _versions(metadata)
     if not versions:
         if timestamp_ms >= metadata.last_updated_ms:
             return 0
         raise ValueError(f"timestamp {timestamp_ms} is before the table's first version (0, at "
                          f"{metadata.last_updated_ms})")
+    if timestamp_ms > max(version.snapshot.timestamp_ms for version in versions):
+        raise ValueError(f"timestamp {timestamp_ms} is after the table's latest version ({versions[-1].number})")
     committed = [version.number for version in versions if version.snapshot.timestamp_ms <= timestamp_ms]
     if not committed:
         first = versions[0]

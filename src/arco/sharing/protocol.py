@@ -84,6 +84,8 @@ def parse_timestamp(raw: Any, field: str) -> int:
     if not isinstance(raw, str) or not raw:
         raise bad_request(f"{field} must be a timestamp such as 2022-01-01T00:00:00Z")
     text = raw.strip()
+    if "t" not in text.lower():  # a date alone is no point in time (the reference refuses it too)
+        raise bad_request(f"{field} must be a timestamp such as 2022-01-01T00:00:00Z, not {raw[:60]!r}")
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
     try:

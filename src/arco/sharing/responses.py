@@ -17,6 +17,9 @@ from arco.sharing.actions import SharedFile, SharedVersion, TableChange
 Signer = Callable[[str], tuple[str, int]]  # storage URL -> (fetchable URL, expiration timestamp ms)
 PARQUET_PROTOCOL = {"minReaderVersion": 1}  # the sharing protocol's reader version, not the table's
 ACTION_OF_CHANGE = {None: "add", "insert": "add", "delete": "remove"}  # anything else is a change-data file
+# The parquet format's line keys, as Delta names the actions the delta format wraps (a change-data file is Delta's
+# AddCDCFile, "cdc": under any other key a Delta reader skips it, and the change feed loses its rows).
+DELTA_ACTION_OF_KEY = {"file": "add", "add": "add", "remove": "remove", "cdf": "cdc"}
 
 
 def line(obj: dict[str, Any]) -> bytes:
@@ -34,32 +37,39 @@ def protocol_line(fmt: str, delta_protocol: dict[str, Any], version: int | None 
 
 
 def metadata_line(fmt: str, version: SharedVersion, *, with_version: bool = False, with_size: bool = True,
-                  access: dict[str, Any] | None = None) -> bytes:
+                  access: dict[str, Any] | None = None, cdf: bool | None = False) -> bytes:
     """``access``: the table's ``accessModes`` (and ``location``) as listings give them, for the answers that
-    carry them (:func:`arco.sharing.cloud_tokens.directory_access`)."""
+    carry them (:func:`arco.sharing.cloud_tokens.directory_access`); ``cdf``: whether the recipient may read the
+    table's change data feed (None: as each Delta metadata records it), which the parquet format says, and
+    nothing else of the table's configuration."""
     extra: dict[str, Any] = dict(access or {})
     if with_version:
         extra["version"] = version.version
     if with_size:
         extra["size"] = sum(f.size for f in version.files)
         extra["numFiles"] = len(version.files)
-    return _metadata_line(fmt, version.metadata, extra)
+    return _metadata_line(fmt, version.metadata, extra, cdf)
 
 
-def _metadata_line(fmt: str, meta: dict[str, Any], extra: dict[str, Any]) -> bytes:
-    if fmt == "delta":
+def _metadata_line(fmt: str, meta: dict[str, Any], extra: dict[str, Any], cdf: bool | None) -> bytes:
+    if fmt == "delta":  # the table's own Delta metadata, which a Delta reader needs whole (column mapping, ...)
         return line({"metaData": {**extra, "deltaMetadata": _delta_metadata(meta)}})
-    out = {k: meta[k] for k in ("id", "name", "description", "format", "schemaString", "partitionColumns",
-                                "configuration") if meta.get(k) is not None}
+    out = {k: meta[k] for k in ("id", "name", "description", "format", "schemaString", "partitionColumns")
+           if meta.get(k) is not None}
     out.setdefault("format", {"provider": "parquet"})
     out.setdefault("partitionColumns", [])
+    # As the reference server: the provider's table properties are not the recipient's business.
+    recorded = str((meta.get("configuration") or {}).get("delta.enableChangeDataFeed", "")).lower() == "true"
+    out["configuration"] = {"enableChangeDataFeed": "true"} if (recorded if cdf is None else cdf) else {}
     return line({"metaData": {**out, **extra}})
 
 
 def _delta_metadata(meta: dict[str, Any]) -> dict[str, Any]:
+    """A copy: ``meta`` is the cached version's, which the parquet format's line is built from too (a client
+    paging an answer compares each page's metadata line byte for byte)."""
     out = {k: v for k, v in meta.items() if v is not None}
-    out.setdefault("format", {"provider": "parquet", "options": {}})
-    out["format"].setdefault("options", {})
+    out["format"] = {"provider": "parquet", "options": {}, **(out.get("format") or {})}
+    out["format"]["options"] = out["format"].get("options") or {}
     out.setdefault("partitionColumns", [])
     out.setdefault("configuration", {})
     return out
@@ -69,7 +79,7 @@ def file_line(fmt: str, f: SharedFile, sign: Signer, *, key: str = "file", with_
     """One file; ``key`` is ``file`` for a snapshot, else the change action (add / remove / cdf)."""
     url, expires = sign(f.url)
     if fmt == "delta":
-        action_name = "add" if key == "file" else key
+        action_name = DELTA_ACTION_OF_KEY[key]
         action: dict[str, Any] = {"path": url, "partitionValues": f.partition_values, "size": f.size}
         if action_name == "add":
             action.update({"modificationTime": f.timestamp_ms or 0, "dataChange": True})
@@ -98,9 +108,9 @@ def change_key(f: SharedFile) -> str:
 
 
 def snapshot_lines(fmt: str, delta_protocol: dict[str, Any], version: SharedVersion, files: list[SharedFile],
-                   sign: Signer, *, time_travel: bool) -> Iterator[bytes]:
+                   sign: Signer, *, time_travel: bool, cdf: bool | None = False) -> Iterator[bytes]:
     yield protocol_line(fmt, delta_protocol)
-    yield metadata_line(fmt, version, with_version=time_travel)
+    yield metadata_line(fmt, version, with_version=time_travel, cdf=cdf)
     for f in files:
         if time_travel:  # the protocol's version/timestamp of a time-travel answer: the version read
             f = replace(f, version=version.version, timestamp_ms=version.timestamp_ms)
@@ -109,13 +119,13 @@ def snapshot_lines(fmt: str, delta_protocol: dict[str, Any], version: SharedVers
 
 def change_lines(fmt: str, delta_protocol: dict[str, Any], version: SharedVersion, files: list[SharedFile],
                  sign: Signer, *, include_cdf: bool, changes: list[TableChange] | None = None,
-                 historical_protocol: bool = False) -> Iterator[bytes]:
+                 historical_protocol: bool = False, cdf: bool | None = False) -> Iterator[bytes]:
     """The head protocol and metadata (of ``version``, with its number), then the files in version order, each
     version's historical metadata (``changes``) before its files; historical protocols only in the delta format,
     where they and the head protocol carry their version (the parquet format has no such field)."""
     historical_protocol = historical_protocol and fmt == "delta"
     yield protocol_line(fmt, delta_protocol, version.version if historical_protocol else None)
-    yield metadata_line(fmt, version, with_version=True, with_size=False)
+    yield metadata_line(fmt, version, with_version=True, with_size=False, cdf=cdf)
     pending = list(changes or [])
     pending.reverse()  # popped from the end, oldest first
     for f in files:
@@ -123,14 +133,15 @@ def change_lines(fmt: str, delta_protocol: dict[str, Any], version: SharedVersio
         if key == "cdf" and not include_cdf:
             continue
         while pending and f.version is not None and pending[-1].version <= f.version:
-            yield from _change_lines(fmt, pending.pop(), historical_protocol)
+            yield from _change_lines(fmt, pending.pop(), historical_protocol, cdf)
         yield file_line(fmt, f, sign, key=key)
     while pending:
-        yield from _change_lines(fmt, pending.pop(), historical_protocol)
+        yield from _change_lines(fmt, pending.pop(), historical_protocol, cdf)
 
 
-def _change_lines(fmt: str, change: TableChange, historical_protocol: bool) -> Iterator[bytes]:
+def _change_lines(fmt: str, change: TableChange, historical_protocol: bool,
+                  cdf: bool | None) -> Iterator[bytes]:
     if change.protocol is not None and historical_protocol:
         yield protocol_line(fmt, change.protocol, change.version)
     if change.metadata is not None:
-        yield _metadata_line(fmt, change.metadata, {"version": change.version})
+        yield _metadata_line(fmt, change.metadata, {"version": change.version}, cdf)

@@ -23,6 +23,7 @@ from arco.sharing.service import SharingServer
 from arco.sharing.table_reads import CHANGE_QUERY_FIELDS, Answer, SharedTable
 
 NDJSON = "application/x-ndjson; charset=utf-8"
+JSON = "application/json; charset=utf-8"  # as the protocol gives its JSON answers (and the reference sends them)
 FILE_ID_HASHES = ("parquet", "delta")
 
 
@@ -58,11 +59,12 @@ async def _table(request: Request) -> tuple[Recipient, SharedTable]:
     return recipient, t
 
 
-def _answer(request: Request, answer: Answer, *, head: bool = False) -> Response:
+def _answer(request: Request, answer: Answer, *, head: bool = False, streams: bool = True) -> Response:
+    """``streams`` False: an answer of two lines by the protocol (the table's metadata), never an EndStreamAction."""
     capabilities = f"responseformat={answer.fmt}"
     lines = answer.lines
     asked = protocol.capabilities(request.headers.get("delta-sharing-capabilities"))
-    asked_end = asked.get("includeendstreamaction") == ["true"]
+    asked_end = streams and asked.get("includeendstreamaction") == ["true"]
     if asked_end:
         # Told in the response header, the client then requires the EndStreamAction as the last line.
         capabilities += ";includeendstreamaction=true"
@@ -103,14 +105,14 @@ async def list_shares(request: Request) -> Response:
     q = request.query_params
     body = await blocking(server(request).list_shares, recipient, q.get("pageToken"), q.get("maxResults"))
     await blocking(_record, request, recipient, "listShares")
-    return JsonResponse(body)
+    return JsonResponse(body, media_type=JSON)
 
 
 async def get_share(request: Request) -> Response:
     recipient = await _recipient(request)
     body = await blocking(server(request).get_share, recipient, request.path_params["share"])
     await blocking(_record, request, recipient, "getShare", share=body["share"]["name"])
-    return JsonResponse(body)
+    return JsonResponse(body, media_type=JSON)
 
 
 async def list_schemas(request: Request) -> Response:
@@ -119,7 +121,7 @@ async def list_schemas(request: Request) -> Response:
     share = request.path_params["share"]
     body = await blocking(server(request).list_schemas, recipient, share, q.get("pageToken"), q.get("maxResults"))
     await blocking(_record, request, recipient, "listSchemas", share=share)
-    return JsonResponse(body)
+    return JsonResponse(body, media_type=JSON)
 
 
 async def list_tables(request: Request) -> Response:
@@ -129,7 +131,7 @@ async def list_tables(request: Request) -> Response:
     body = await blocking(server(request).list_tables, recipient, share, schema, q.get("pageToken"),
                           q.get("maxResults"))
     await blocking(_record, request, recipient, "listTables", share=share)
-    return JsonResponse(body)
+    return JsonResponse(body, media_type=JSON)
 
 
 async def list_all_tables(request: Request) -> Response:
@@ -139,7 +141,7 @@ async def list_all_tables(request: Request) -> Response:
     body = await blocking(server(request).list_tables, recipient, share, None, q.get("pageToken"),
                           q.get("maxResults"))
     await blocking(_record, request, recipient, "listAllTables", share=share)
-    return JsonResponse(body)
+    return JsonResponse(body, media_type=JSON)
 
 
 # -- a table -----------------------------------------------------------------------------------------------------
@@ -158,7 +160,7 @@ async def table_metadata(request: Request) -> Response:
     answer = await blocking(server(request).metadata, t, protocol.capabilities(
         request.headers.get("delta-sharing-capabilities")), version, q.get("timestamp"))
     await blocking(_record, request, recipient, "getTableMetadata", t=t, version=answer.version)
-    return _answer(request, answer)
+    return _answer(request, answer, streams=False)
 
 
 async def query_table(request: Request) -> Response:
@@ -214,7 +216,7 @@ async def table_credentials(request: Request) -> Response:
     body = await blocking(cloud_tokens.table_credentials, server(request).store, server(request).vendor, t, raw,
                           recipient.name)
     await blocking(_record, request, recipient, "generateTemporaryTableCredential", t=t)
-    return JsonResponse(body)
+    return JsonResponse(body, media_type=JSON)
 
 
 # -- signed files ------------------------------------------------------------------------------------------------

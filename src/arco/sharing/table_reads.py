@@ -136,7 +136,7 @@ class TableReads:
         fmt = protocol.response_format(caps, read.needs_delta_format)
         lines = [responses.protocol_line(fmt, read.delta_protocol),
                  responses.metadata_line(fmt, read.version, with_version=version is not None or ts is not None,
-                                         access=access)]
+                                         access=access, cdf=_change_feed(t))]
         return Answer(lines, read.version.version, fmt)
 
     def query(self, t: SharedTable, caps: dict[str, list[str]], body: protocol.QueryBody,
@@ -170,11 +170,12 @@ class TableReads:
         expires_ms = sign(file_urls.EXPIRY_PROBE)[1]
         if body.time_travel:
             lines = list(responses.snapshot_lines(fmt, read.delta_protocol, read.version, files, sign,
-                                                  time_travel=True))
+                                                  time_travel=True, cdf=_change_feed(t)))
         else:
             by_id = self._file_lines((t.table.id, read.version.version, fmt, reader, expires_ms), fmt,
                                      read.version.files, sign)
-            lines = [responses.protocol_line(fmt, read.delta_protocol), responses.metadata_line(fmt, read.version),
+            lines = [responses.protocol_line(fmt, read.delta_protocol),
+                     responses.metadata_line(fmt, read.version, cdf=_change_feed(t)),
                      *(by_id[f.id] for f in files)]
         version = read.version.version
         refresh = version if body.include_refresh_token else None
@@ -283,6 +284,11 @@ class TableReads:
         return paging.Pin(version), version, protocol.response_format(caps, read.needs_delta_format)
 
     def _version_as_of(self, t: SharedTable, timestamp_ms: int) -> int:
+        """An ending bound by time: a time after the latest commit is the latest version (capped, as an
+        ``endingVersion`` past the latest is), where time travel to it is refused."""
+        latest = self._read(t).version
+        if timestamp_ms >= latest.timestamp_ms:
+            return latest.version
         return self._read(t, timestamp_ms=timestamp_ms).version.version
 
     def _has_change_data(self, t: SharedTable) -> bool:
@@ -336,7 +342,7 @@ class TableReads:
         sign = self.signer(_reader(recipient, t))
         lines = list(responses.change_lines(fmt, read.delta_protocol, read.version, files, sign,
                                             include_cdf=include_cdf, changes=changed,
-                                            historical_protocol=historical_protocol))
+                                            historical_protocol=historical_protocol, cdf=_change_feed(t)))
         answer = Answer(lines, starting, fmt, sign(file_urls.EXPIRY_PROBE)[1])
         return self._page(t, recipient, answer, query, at, pinned) if pinned is not None else answer
 
@@ -383,6 +389,14 @@ class TableReads:
 
 def reader_name(recipient: Recipient | None) -> str:
     return recipient.name if recipient is not None else ""
+
+
+def _change_feed(t: SharedTable) -> bool | None:
+    """Whether the recipient may read the change data feed of ``t``: no, if the share withholds it; yes for an
+    Iceberg table (its appends are its change data); for a Delta table, as each of its metadata records it."""
+    if not history.change_data_shared(t.obj):
+        return False
+    return True if t.table.format == "ICEBERG" else None
 
 
 def _reader(recipient: Recipient | None, t: SharedTable) -> tuple[str, ...] | None:

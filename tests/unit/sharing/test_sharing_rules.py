@@ -158,8 +158,9 @@ def test_query_bodies_keep_usable_hints_and_check_time_travel() -> None:
     assert (body.predicate_hints, body.limit_hint, body.json_predicate_hints, body.version) == (["a = 1"], None,
                                                                                                 None, 2)
     assert protocol.query_body({"timestamp": "2024-01-01T00:00:00Z"}).timestamp_ms == 1704067200000
+    assert protocol.query_body({"timestamp": "2024-01-01T01:00:00+01:00"}).timestamp_ms == 1704067200000
     for bad in ({"version": -1}, {"version": True}, {"version": 1, "startingVersion": 1}, {"endingVersion": 2},
-                {"startingVersion": 3, "endingVersion": 2}, {"timestamp": "soon"}, [1]):
+                {"startingVersion": 3, "endingVersion": 2}, {"timestamp": "soon"}, {"timestamp": "2024-01-01"}, [1]):
         with pytest.raises(SharingError):
             protocol.query_body(bad)
 
@@ -240,6 +241,42 @@ def test_parquet_and_delta_lines() -> None:
                                                                          include_cdf=True)][2:]
     assert keys == ["add", "remove", "cdf"]
     assert len(list(responses.change_lines("parquet", {}, VERSION, changed, sign, include_cdf=False))) == 4
+
+
+def test_a_change_data_file_is_delta_s_cdc_action_in_the_delta_format() -> None:
+    # Under any other key a Delta reader (delta-kernel, Spark) skips the line, and the feed loses its rows.
+    changed = [SharedFile("file:///a", "a", {}, 1, None, 3, 5, "insert"),
+               SharedFile("file:///b", "b", {}, 1, None, 4, 6, "delete"),
+               SharedFile("file:///c", "c", {}, 1, None, 4, 6, "update_preimage")]
+    lines = list(responses.change_lines("delta", {}, VERSION, changed, sign, include_cdf=True))[2:]
+    actions = [next(iter(orjson.loads(x)["file"]["deltaSingleAction"])) for x in lines]
+    assert actions == ["add", "remove", "cdc"]
+
+
+def test_the_delta_format_leaves_the_shared_metadata_as_it_was() -> None:
+    # A client paging an answer compares each page's metadata line byte for byte: a delta-format answer in between
+    # must not change what the parquet format's line says.
+    version = SharedVersion(7, 1000, 1, {"id": "t", "format": {"provider": "parquet"}, "schemaString": "{}"}, [])
+    before = responses.metadata_line("parquet", version)
+    delta = orjson.loads(responses.metadata_line("delta", version))["metaData"]["deltaMetadata"]
+    assert delta["format"] == {"provider": "parquet", "options": {}}
+    assert responses.metadata_line("parquet", version) == before
+    assert version.metadata["format"] == {"provider": "parquet"}
+
+
+@pytest.mark.parametrize(("configuration", "cdf", "shown"), [
+    ({"delta.enableChangeDataFeed": "true", "delta.logRetentionDuration": "interval 30 days"}, None,
+     {"enableChangeDataFeed": "true"}),
+    ({"delta.enableChangeDataFeed": "true"}, False, {}),  # the share withholds the change feed
+    ({"delta.checkpointInterval": "7"}, None, {}),
+    ({}, True, {"enableChangeDataFeed": "true"}),  # an Iceberg table's appends are its change feed
+])
+def test_the_parquet_format_shows_whether_the_change_feed_is_readable_and_no_other_property(
+        configuration: dict[str, str], cdf: bool | None, shown: dict[str, str]) -> None:
+    version = SharedVersion(7, 1000, 1, {"id": "t", "schemaString": "{}", "configuration": configuration}, [])
+    assert orjson.loads(responses.metadata_line("parquet", version, cdf=cdf))["metaData"]["configuration"] == shown
+    delta = orjson.loads(responses.metadata_line("delta", version, cdf=cdf))["metaData"]["deltaMetadata"]
+    assert delta["configuration"] == configuration  # a Delta reader needs the table's own
 
 
 def test_a_change_of_metadata_or_protocol_is_a_version_that_differs_from_the_one_before() -> None:
