@@ -65,7 +65,7 @@ def test_grant_and_revoke_are_the_permission_apis_operation(world: dict) -> None
     assert ann.load_table("sales.orders").schema() == SCHEMA
     assert shown(world, "schema", "main.sales") == ["ann@x.com\tCREATE_TABLE, USE_SCHEMA"]
     api = uc(world, "/permissions/schema/main.sales").json()["privilege_assignments"]
-    assert api == [{"principal": "ann@x.com", "privileges": ["CREATE_TABLE", "USE_SCHEMA"]}]
+    assert api == [{"principal": "ann@x.com", "privileges": ["CREATE TABLE", "USE SCHEMA"]}]  # the 2.1 enum
 
     out = run_cli(wh, "revoke", "SELECT", "on", "table", "main.sales.orders", "from", "ann@x.com")
     assert "ann@x.com now holds: nothing" in out

@@ -105,6 +105,45 @@ def test_a_grantee_reads_but_may_not_write_until_granted_modify(world: dict, own
         ann.load_table("s.t")  # revoked: no inheritance from the catalog or schema grants
 
 
+def test_each_client_reads_every_grant_in_its_own_spelling(world: dict, owned: dict) -> None:
+    """The Databricks SDK and the OSS client call the same 2.1 path and parse different enums (USE_CATALOG, USE
+    CATALOG), each dropping or refusing the other's: a grant made by either, or by the 2.0 API, reads back in the
+    reader's own spelling."""
+    import asyncio
+
+    from unitycatalog.client import ApiClient, Configuration, GrantsApi
+    from unitycatalog.client.models import SecurableType
+
+    sdk = WorkspaceClient(host=world["server"].base_url, token=world["tokens"]["olga@x.com"])
+    sdk.grants.update("catalog", "sec", changes=[PermissionsChange(principal="eve@x.com",
+                                                                   add=[Privilege.USE_CATALOG])])
+    assert grant(world, "olga@x.com", "catalog", "sec", "ann@x.com", "USE CATALOG", "CREATE SCHEMA").status_code == 200
+    legacy = httpx.patch(f"{world['server'].base_url}/api/2.0/unity-catalog/permissions/catalog/sec", json={
+        "changes": [{"principal": "analysts", "add": ["USAGE"]}]}, timeout=30,
+        headers={"Authorization": f"Bearer {world['tokens']['olga@x.com']}"})
+    assert legacy.status_code == 200 and {"principal": "analysts", "privileges": ["USAGE"]} in \
+        legacy.json()["privilege_assignments"]  # 2.0 reads back what it wrote
+    by_sdk = {a.principal: a.privileges for a in sdk.grants.get("catalog", "sec").privilege_assignments}
+    assert by_sdk["eve@x.com"] == [Privilege.USE_CATALOG] and by_sdk["analysts"] == [Privilege.USE_CATALOG]
+    assert by_sdk["ann@x.com"] == [Privilege.CREATE_SCHEMA, Privilege.USE_CATALOG]
+
+    async def by_oss_client() -> dict[str, list[str]]:
+        config = Configuration(host=f"{world['server'].base_url}/api/2.1/unity-catalog")
+        async with ApiClient(config, header_name="Authorization",
+                             header_value=f"Bearer {world['tokens']['olga@x.com']}") as client:
+            got = await GrantsApi(client).get(SecurableType.CATALOG, "sec")  # its models refuse USE_CATALOG
+            return {a.principal: [p.value for p in a.privileges or []] for a in got.privilege_assignments or []}
+
+    by_oss = asyncio.run(by_oss_client())
+    assert by_oss["eve@x.com"] == by_oss["analysts"] == ["USE CATALOG"]
+    assert by_oss["ann@x.com"] == ["CREATE SCHEMA", "USE CATALOG"]
+    plain = uc(world, "olga@x.com", "GET", "/permissions/catalog/sec").json()["privilege_assignments"]
+    assert {"principal": "eve@x.com", "privileges": ["USE CATALOG"]} in plain  # the 2.1 spec's enum
+    for principal, privileges in (("eve@x.com", ["USE_CATALOG"]), ("ann@x.com", ["USE CATALOG", "CREATE SCHEMA"]),
+                                  ("analysts", ["USAGE"])):
+        assert grant(world, "olga@x.com", "catalog", "sec", principal, *privileges, remove=True).status_code == 200
+
+
 def test_the_databricks_sdk_grants_and_bad_grants(world: dict, owned: dict) -> None:
     w = WorkspaceClient(host=world["server"].base_url, token=world["tokens"]["olga@x.com"])
     w.grants.update("schema", "sec.s", changes=[PermissionsChange(principal="eve@x.com", add=[Privilege.USE_SCHEMA])])

@@ -3,14 +3,20 @@ registered model, storage credential or external location.
 
 PATCH applies incremental changes (add/remove per principal) as one Tier 1 operation, so two administrators
 granting on one securable at once both land; PUT (2.0's replacePermissions) replaces the whole list.
+
+Privileges are stored as granted, and read back in the spelling the reader's API speaks (:func:`spelled`): the
+2.1 spec's enum (``USE CATALOG``, which the OSS client's models validate against) on the 2.1 paths, Databricks'
+(``USE_CATALOG``, the only one the Databricks SDKs parse) to those SDKs, and as granted on 2.0's paths. Both
+clients call the same 2.1 path, so it is the reader, not the path alone, that decides; a grant made by one reads
+back correctly in the other.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from arco.auth import decisions as can
-from arco.auth.decisions import InvalidPrivilege, Securable, check_privileges
+from arco.auth.decisions import InvalidPrivilege, Securable, canonical, check_privileges
 from arco.auth.principals import Principal
 from arco.auth.subjects import metastore, securable, subject_of
 from arco.catalog.access import ACCOUNT_USERS
@@ -68,13 +74,47 @@ def resolve(state: CatalogState, kind: str, full_name: str, caller: Principal) -
     return kind, entry.id, securable(state, kind, entry)
 
 
-def assignments(state: CatalogState, grants: dict[str, list[str]], only: str | None) -> dict[str, Any]:
+Spelling = Literal["as_granted", "oss", "databricks"]
+# The 2.1 spec's Privilege enum, the OSS clients' (spaced) spelling.
+OSS_PRIVILEGES = frozenset({
+    "CREATE CATALOG", "USE CATALOG", "CREATE SCHEMA", "USE SCHEMA", "CREATE TABLE", "SELECT", "MODIFY",
+    "CREATE FUNCTION", "EXECUTE", "CREATE VOLUME", "READ VOLUME", "CREATE MODEL", "CREATE EXTERNAL LOCATION",
+    "READ FILES", "WRITE FILES", "CREATE EXTERNAL TABLE", "CREATE EXTERNAL VOLUME", "CREATE MANAGED STORAGE",
+    "CREATE STORAGE CREDENTIAL"})
+# 2.0's names, as the current ones on each securable type (the 2.1 enum has neither USAGE nor CREATE).
+CURRENT_NAMES = {("catalog", "USAGE"): "USE_CATALOG", ("schema", "USAGE"): "USE_SCHEMA",
+                 ("catalog", "CREATE"): "CREATE_SCHEMA", ("schema", "CREATE"): "CREATE_TABLE",
+                 ("metastore", "CREATE"): "CREATE_CATALOG"}
+
+
+def spelling_for(path: str, user_agent: str | None) -> Spelling:
+    """The spelling a reader of ``path`` parses: see the module docstring."""
+    if "/api/2.0/" in path:
+        return "as_granted"
+    return "databricks" if "databricks-sdk" in (user_agent or "").lower() else "oss"
+
+
+def spelled(kind: str, privileges: list[str], spelling: Spelling) -> list[str]:
+    """``privileges`` of a ``kind`` securable as a reader with ``spelling`` reads them, sorted, each once."""
+    if spelling == "as_granted":
+        return sorted(privileges)
+    out = set()
+    for privilege in privileges:
+        name = canonical(privilege)
+        name = CURRENT_NAMES.get((kind, name), name)
+        spaced = name.replace("_", " ")
+        out.add(spaced if spelling == "oss" and spaced in OSS_PRIVILEGES else name)
+    return sorted(out)
+
+
+def assignments(state: CatalogState, kind: str, grants: dict[str, list[str]], only: str | None,
+                spelling: Spelling = "as_granted") -> dict[str, Any]:
     rows = []
     for key, privileges in sorted(grants.items()):
         if only is not None and key != only.casefold():
             continue
         found = state.principals.get(key)
-        rows.append({"principal": found.name if found else key, "privileges": sorted(privileges)})
+        rows.append({"principal": found.name if found else key, "privileges": spelled(kind, privileges, spelling)})
     return {"privilege_assignments": rows}
 
 
@@ -82,17 +122,18 @@ class PermissionsService:
     def __init__(self, store: CatalogStore) -> None:
         self.store = store
 
-    def get(self, raw_type: str, full_name: str, only: str | None, caller: Principal) -> dict[str, Any]:
+    def get(self, raw_type: str, full_name: str, only: str | None, caller: Principal,
+            spelling: Spelling = "as_granted") -> dict[str, Any]:
         kind = normalize_type(raw_type)
         with self.store.read() as state:
-            _, _, target = resolve(state, kind, full_name, caller)
+            stored, _, target = resolve(state, kind, full_name, caller)
             if not can.can_read_grants(subject_of(state, caller), target, only):
                 raise UnityError(403, "PERMISSION_DENIED", "Only admin users or the owner of the securable can read "
                                                            "other users' permissions.")
-            return assignments(state, dict(target.grants), only)
+            return assignments(state, stored, dict(target.grants), only, spelling)
 
     def update(self, raw_type: str, full_name: str, body: dict[str, Any], caller: Principal, *,
-               replace: bool = False) -> dict[str, Any]:
+               replace: bool = False, spelling: Spelling = "as_granted") -> dict[str, Any]:
         kind = normalize_type(raw_type)
         changes = self._changes(kind, body, replace)
         found: dict[str, str] = {}
@@ -114,7 +155,8 @@ class PermissionsService:
 
         self.store.execute(build, principal=caller.name)
         with self.store.read() as state:
-            return assignments(state, dict(state.grants_on(found["kind"], found["id"])), None)
+            return assignments(state, found["kind"], dict(state.grants_on(found["kind"], found["id"])), None,
+                               spelling)
 
     @staticmethod
     def _changes(kind: str, body: dict[str, Any], replace: bool) -> list[dict[str, Any]]:

@@ -36,6 +36,7 @@ from arco.unity.handlers import (
 )
 from arco.unity.lineage import table_lineage as lineage_of
 from arco.unity.models import ModelService
+from arco.unity.permissions import spelling_for
 from arco.unity.volumes import VolumeService
 
 
@@ -79,7 +80,8 @@ async def table_summaries(request: Request) -> Response:
 async def get_permissions(request: Request) -> Response:
     p = request.path_params
     return JsonResponse(await blocking(request.app.state.permissions.get, p["securable_type"], p["full_name"],
-                                       request.query_params.get("principal") or None, me(request)))
+                                       request.query_params.get("principal") or None, me(request),
+                                       spelling_for(request.url.path, request.headers.get("user-agent"))))
 
 
 @unity_errors
@@ -87,7 +89,8 @@ async def update_permissions(request: Request) -> Response:
     p = request.path_params
     body = await body_of(request)
     result = await blocking(request.app.state.permissions.update, p["securable_type"], p["full_name"], body,
-                            me(request), replace=request.method == "PUT")
+                            me(request), replace=request.method == "PUT",
+                            spelling=spelling_for(request.url.path, request.headers.get("user-agent")))
     return JsonResponse(result)
 
 
