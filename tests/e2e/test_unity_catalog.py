@@ -107,6 +107,9 @@ def test_tables_views_and_summaries(w: WorkspaceClient, server: RunningServer, e
                         storage_location=(tmp_path / f"t{i}").as_uri())
     names = [t.name for t in w.tables.list(catalog_name="lake", schema_name="raw", max_results=2)]
     assert names == ["events", "recent", "t0", "t1", "t2"]  # the SDK followed next_page_token
+    # The reference server's token is the last name listed, and scripts written against it send one.
+    after = uc(server, "GET", "/tables", params={"catalog_name": "lake", "schema_name": "raw", "page_token": "t0"})
+    assert [t["name"] for t in after.json()["tables"]] == ["t1", "t2"]
     summaries = [s.full_name for s in w.tables.list_summaries(catalog_name="lake", table_name_pattern="t_")]
     assert summaries == ["lake.raw.t0", "lake.raw.t1", "lake.raw.t2"]
     w.tables.delete("lake.raw.t1")

@@ -1,4 +1,8 @@
-"""Page tokens for list endpoints of every API: opaque to clients, the last returned sort key inside."""
+"""Page tokens for list endpoints of every API: opaque to clients, the last returned sort key inside.
+
+Unity Catalog's reference server hands out the last name returned as its token, and its clients' tests (and
+scripts written against it) send such names; an API that takes them too says how a name becomes a sort key
+(``plain``), and a token is told from a name by its mark."""
 
 from __future__ import annotations
 
@@ -12,10 +16,14 @@ T = TypeVar("T")
 MAX_PAGE_SIZE = 1000
 
 
-def page(items: Sequence[T], sort_key: Callable[[T], str], token: str | None,
-         size: int | None) -> tuple[list[T], str | None]:
-    """Items after the token's key, at most ``size`` of them; ``items`` must be sorted by ``sort_key``."""
-    after = _decode(token) if token else None
+MARK = "~"  # not in base64url's alphabet, nor in a Unity Catalog name
+
+
+def page(items: Sequence[T], sort_key: Callable[[T], str], token: str | None, size: int | None,
+         plain: Callable[[str], str] | None = None) -> tuple[list[T], str | None]:
+    """Items after the token's key, at most ``size`` of them; ``items`` must be sorted by ``sort_key``. ``plain``:
+    a token this server did not issue is the last item's name, and this makes it a sort key (else it is a 400)."""
+    after = _decode(token, plain) if token else None
     start = 0
     if after is not None:
         start = next((i for i, item in enumerate(items) if sort_key(item) > after), len(items))
@@ -27,11 +35,16 @@ def page(items: Sequence[T], sort_key: Callable[[T], str], token: str | None,
 
 
 def _encode(key: str) -> str:
-    return base64.urlsafe_b64encode(key.encode()).decode().rstrip("=")
+    return MARK + base64.urlsafe_b64encode(key.encode()).decode().rstrip("=")
 
 
-def _decode(token: str) -> str:
+def _decode(token: str, plain: Callable[[str], str] | None) -> str:
+    if not token.startswith(MARK):
+        if plain is None:
+            raise InvalidRequestError("the page token is not a token this server issued")
+        return plain(token)
+    body = token[len(MARK):]
     try:
-        return base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+        return base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode()
     except (ValueError, UnicodeDecodeError):
         raise InvalidRequestError("the page token is not a token this server issued") from None

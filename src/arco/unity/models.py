@@ -58,6 +58,11 @@ def version_number(raw: Any) -> int:
     return number
 
 
+def _version_key(token: str) -> str:
+    """A version number sent as a page token (the reference's tokens are the last version listed) as its key."""
+    return f"{version_number(token):020d}"
+
+
 class ModelService:
     def __init__(self, store: CatalogStore, tables: TableService) -> None:
         self.store = store
@@ -124,7 +129,7 @@ class ModelService:
                     if self._readable(state, caller, where, entry):
                         rows.append((f"{where.prefix()}.{entry.fields['name']}".casefold(), entry))
             rows.sort(key=lambda r: r[0])
-            chunk, next_token = page(rows, lambda r: r[0], token, page_size(max_results))
+            chunk, next_token = page(rows, lambda r: r[0], token, page_size(max_results), plain=str.casefold)
             return [model_info(state, e) for _, e in chunk], next_token
 
     def _owned(self, state: CatalogState, caller: Principal, full_name: str, body: dict[str, Any] | None = None,
@@ -219,7 +224,8 @@ class ModelService:
         with self.store.read() as state:
             _, model = self._readable_model(state, caller, full_name)
             versions = sorted(model.fields.get("versions", {}).values(), key=lambda v: v["version"])
-            chunk, next_token = page(versions, lambda v: f"{v['version']:020d}", token, page_size(max_results))
+            chunk, next_token = page(versions, lambda v: f"{v['version']:020d}", token, page_size(max_results),
+                                     plain=_version_key)
             return [version_info(state, model, v) for v in chunk], next_token
 
     def _change_version(self, full_name: str, version: Any, caller: Principal, fields: dict[str, Any],

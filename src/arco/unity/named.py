@@ -204,7 +204,8 @@ class NamedSecurables:
         with self.store.read() as state:
             visible = [e for e in state.securables_of(kind.type, tenant_of(state, caller).scope)
                        if self._may_see(state, caller, e)]
-            chunk, next_token = page(visible, lambda e: e.name.casefold(), token, page_size(max_results))
+            chunk, next_token = page(visible, lambda e: e.name.casefold(), token, page_size(max_results),
+                                     plain=str.casefold)
             return [self.info(kind, e, state) for e in chunk], next_token
 
     @staticmethod

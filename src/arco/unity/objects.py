@@ -159,7 +159,8 @@ def page_in_schema(store: Any, caller: Principal, kind: str, privilege: str, cat
         check(state, caller, where, can.can_list_in_schema, f"list {kind}s", "USE_CATALOG and USE_SCHEMA")
         visible = [e for e in objects_in_schema(state, where.schema.id, kind)
                    if usable(state, caller, where, kind, e, privilege)]
-        chunk, next_token = page(visible, lambda e: e.fields["name"].casefold(), token, page_size(max_results))
+        chunk, next_token = page(visible, lambda e: e.fields["name"].casefold(), token, page_size(max_results),
+                                 plain=str.casefold)
         return [render(state, e) for e in chunk], next_token
 
 

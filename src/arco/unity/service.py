@@ -65,7 +65,8 @@ class UnityService(UnityTables):
             entries = sorted((c for c in state.catalogs.values() if c.metastore_id == scope
                               and can.can_use_catalog(who, securable(state, "catalog", c))),
                              key=lambda c: c.name.casefold())
-            chunk, next_token = page(entries, lambda c: c.name.casefold(), token, page_size(max_results))
+            chunk, next_token = page(entries, lambda c: c.name.casefold(), token, page_size(max_results),
+                                     plain=str.casefold)
             return [infos.catalog_info(c, state) for c in chunk], next_token
 
     def get_catalog(self, name: str, caller: Principal) -> dict[str, Any]:
@@ -135,7 +136,8 @@ class UnityService(UnityTables):
                 raise denied(caller, f"use catalog {catalog.name} (needs USE_CATALOG)")
             entries = [n for n in state.child_namespaces(catalog.id, ())
                        if can.can_see_schema(who, parent, securable(state, "schema", n))]
-            chunk, next_token = page(entries, lambda n: n.path[-1].casefold(), token, page_size(max_results))
+            chunk, next_token = page(entries, lambda n: n.path[-1].casefold(), token, page_size(max_results),
+                                     plain=str.casefold)
             return [infos.schema_info(n, state) for n in chunk], next_token
 
     def _schema(self, state: CatalogState, caller: Principal, full_name: str) -> NamespaceEntry:

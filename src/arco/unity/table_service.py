@@ -100,7 +100,8 @@ class UnityTables:
             parent, container = securable(state, "catalog", catalog), securable(state, "schema", schema)
             entries = [t for t in state.tables_of(catalog.id, (schema_name,))
                        if can.can_read_table(who, parent, container, securable(state, "table", t))]
-            chunk, next_token = page(entries, lambda t: t.name.casefold(), token, page_size(max_results))
+            chunk, next_token = page(entries, lambda t: t.name.casefold(), token, page_size(max_results),
+                                     plain=str.casefold)
             if omit_columns:
                 return [infos.table_info(t, state, None) for t in chunk], next_token
             return [self.table_info(t, state) for t in chunk], next_token
