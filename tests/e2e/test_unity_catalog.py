@@ -134,7 +134,7 @@ def test_bad_catalog_input_is_400_in_the_uc_shape(server: RunningServer, body: d
 def test_bad_update_and_delete_input_changes_nothing(server: RunningServer) -> None:
     uc(server, "POST", "/catalogs", json={"name": "keep"}).raise_for_status()
     before = uc(server, "GET", "/catalogs/keep").json()
-    for new_name in ({}, ["renamed"], 7, True):
+    for new_name in ({}, ["renamed"], 7, True, ""):
         response = uc(server, "PATCH", "/catalogs/keep", json={"new_name": new_name})
         assert response.status_code == 400, (new_name, response.text)
         assert response.json()["error_code"] == "INVALID_PARAMETER_VALUE" and "new_name" in response.json()["message"]
@@ -142,6 +142,16 @@ def test_bad_update_and_delete_input_changes_nothing(server: RunningServer) -> N
         response = uc(server, "DELETE", "/catalogs/keep", params={"force": force})
         assert response.status_code == 400 and "force must be true or false" in response.json()["message"], force
     assert uc(server, "GET", "/catalogs/keep").json() == before
+    # An update that changes nothing is answered with the object as it was, updated_at and all (the reference's
+    # CRUD tests compare them whole).
+    uc(server, "POST", "/schemas", json={"name": "s", "catalog_name": "keep"}).raise_for_status()
+    uc(server, "POST", "/volumes", json={"name": "v", "catalog_name": "keep", "schema_name": "s",
+                                         "volume_type": "MANAGED"}).raise_for_status()
+    for path in ("/catalogs/keep", "/schemas/keep.s", "/volumes/keep.s.v"):
+        unchanged = uc(server, "GET", path).json()
+        assert uc(server, "PATCH", path, json={}).json() == unchanged == uc(server, "GET", path).json(), path
+    assert uc(server, "DELETE", "/volumes/keep.s.v").status_code == 200
+    assert uc(server, "DELETE", "/schemas/keep.s").status_code == 200
     wrong_method = uc(server, "OPTIONS", "/catalogs/keep")
     assert wrong_method.status_code == 405 and wrong_method.json()["error_code"] == "METHOD_NOT_ALLOWED"
     assert wrong_method.headers["allow"] == "DELETE, GET, HEAD, PATCH"

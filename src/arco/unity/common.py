@@ -78,11 +78,25 @@ def changes_owner_only(body: dict[str, Any]) -> bool:
     return {k for k, v in body.items() if v is not None} <= {"owner"}
 
 
+class NothingToUpdate(Exception):  # noqa: N818 - an outcome, not an error: the object is answered as it is
+    """An update whose body changes nothing: nothing is written (no new ``updated_at``), as the reference server
+    answers it."""
+
+
+def check_changes(op: dict[str, Any], unchanged_keys: frozenset[str] = frozenset({"op", "id"})) -> dict[str, Any]:
+    """``op`` if it changes anything beyond naming its object; else :class:`NothingToUpdate`."""
+    if set(op) <= unchanged_keys:
+        raise NothingToUpdate
+    return op
+
+
 def new_name_in(body: dict[str, Any], current: str) -> str | None:
     """A rename asked for by ``new_name`` (2.1) or by a different ``name`` (2.0's partial Info)."""
     raw = body.get("new_name")
     if raw is not None and not isinstance(raw, str):
         raise invalid("new_name must be a string")
+    if raw == "":
+        raise invalid("new_name cannot be empty")
     if raw:
         return raw
     name = body.get("name")

@@ -20,8 +20,10 @@ from arco.catalog.paging import page
 from arco.catalog.state import CatalogState
 from arco.unity import infos
 from arco.unity.common import (
+    NothingToUpdate,
     catalog_in,
     changes_owner_only,
+    check_changes,
     common_updates,
     denied,
     new_name_in,
@@ -89,11 +91,16 @@ class UnityService(UnityTables):
             if new_name:
                 op["new_name"] = uc_name("catalog", new_name)
             common_updates(op, entry, body)
-            return op
+            found.append(entry.id)
+            return check_changes(op)
 
-        op = self.store.execute(build, principal=principal)
+        found: list[str] = []
+        try:
+            self.store.execute(build, principal=principal)
+        except NothingToUpdate:
+            pass
         with self.store.read() as state:
-            return infos.catalog_info(state.catalogs[op["id"]], state)
+            return infos.catalog_info(state.catalogs[found[-1]], state)
 
     def delete_catalog(self, name: str, force: bool, caller: Principal) -> None:
         def build(state: CatalogState) -> dict[str, Any]:
@@ -169,11 +176,16 @@ class UnityService(UnityTables):
             if new_name:
                 op["new_name"] = uc_name("schema", new_name)
             common_updates(op, entry, body)
-            return op
+            found.append(entry.id)
+            return check_changes(op)
 
-        op = self.store.execute(build, principal=principal)
+        found: list[str] = []
+        try:
+            self.store.execute(build, principal=principal)
+        except NothingToUpdate:
+            pass
         with self.store.read() as state:
-            return infos.schema_info(state.namespaces[op["id"]], state)
+            return infos.schema_info(state.namespaces[found[-1]], state)
 
     def delete_schema(self, full_name: str, force: bool, caller: Principal) -> None:
         def build(state: CatalogState) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from arco.catalog.store import CatalogStore
 from arco.iceberg.purge import delete_prefix
 from arco.iceberg.tables import TableService
 from arco.unity import objects
-from arco.unity.common import changes_owner_only, denied, uc_name
+from arco.unity.common import NothingToUpdate, changes_owner_only, check_changes, denied, uc_name
 from arco.unity.errors import invalid
 
 VOLUME_TYPES = ("MANAGED", "EXTERNAL")
@@ -109,9 +109,12 @@ class VolumeService:
                 op["owner"] = owner
             if "comment" in body:
                 op["comment"] = comment
-            return op
+            return check_changes(op, frozenset({"op", "type", "schema_id", "name", "metastore_id"}))
 
-        self.store.execute(build, principal=caller.name)
+        try:
+            self.store.execute(build, principal=caller.name)
+        except NothingToUpdate:
+            pass
         catalog_name, schema_name, name = full_name.split(".")
         with self.store.read() as state:
             _, entry = objects.find(state, caller, "volume",
