@@ -52,6 +52,10 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
                                                 "CREATE_EXTERNAL_LOCATION", "CREATE_SHARE", "CREATE_RECIPIENT",
                                                 "CREATE_PROVIDER"]}]})
         assert ok.status_code == 200, ok.text
+        # The reference server's name for the metastore it serves names this one too.
+        by_word = call("admin", "GET", f"{uc}/permissions/metastore/metastore").json()["privilege_assignments"]
+        assert by_word == call("admin", "GET", f"{uc}/permissions/metastore/{metastore}").json()[
+            "privilege_assignments"] and by_word[0]["principal"] == "olga@x.com"
         made = [
             call("olga@x.com", "POST", f"{uc}/catalogs", json={"name": "cat"}),
             call("olga@x.com", "POST", f"{uc}/schemas", json={"name": "s", "catalog_name": "cat"}),

@@ -128,6 +128,8 @@ def test_bad_catalog_input_is_400_in_the_uc_shape(server: RunningServer, body: d
     response = uc(server, "POST", "/catalogs", json=body)
     assert response.status_code == 400
     assert response.json()["error_code"] == "INVALID_PARAMETER_VALUE" and fragment in response.json()["message"]
+    assert response.json()["details"] == [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                                           "reason": "INVALID_PARAMETER_VALUE", "domain": "unity-catalog"}]
     assert uc(server, "GET", "/catalogs").json() == before
 
 

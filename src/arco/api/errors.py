@@ -1,6 +1,6 @@
 """Error bodies in each API's own shape.
 
-Iceberg REST: ``{"error": {"message", "type", "code"}}``. Unity Catalog: ``{"error_code", "message"}``.
+Iceberg REST: ``{"error": {"message", "type", "code"}}``. Unity Catalog: ``{"error_code", "message", "details"}``.
 Delta Sharing: ``{"errorCode", "message"}``.
 """
 
@@ -37,6 +37,9 @@ UC_CODES = {
 }
 
 
+ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
+
+
 def surface_of(path: str) -> str:
     if path.startswith("/api/"):
         return "unity"
@@ -54,7 +57,11 @@ def _uc_code(status: int, error_type: str) -> str:
 
 def error_body(surface: str, status: int, error_type: str, message: str) -> bytes:
     if surface == "unity":
-        return orjson.dumps({"error_code": _uc_code(status, error_type), "message": message})
+        code = _uc_code(status, error_type)
+        # The reference server's envelope: the code again as a google.rpc.ErrorInfo reason, which its clients and
+        # the Databricks SDK read from ``details``.
+        return orjson.dumps({"error_code": code, "message": message,
+                             "details": [{"@type": ERROR_INFO, "reason": code, "domain": "unity-catalog"}]})
     if surface == "sharing":
         return orjson.dumps({"errorCode": _uc_code(status, error_type), "message": message})
     return orjson.dumps({"error": {"message": message, "type": error_type, "code": status}})

@@ -1,4 +1,5 @@
-"""Unity Catalog errors: ``{"error_code", "message"}`` with the status Databricks clients map to exceptions."""
+"""Unity Catalog errors: ``{"error_code", "message", "details"}`` with the status Databricks clients map to
+exceptions."""
 
 from __future__ import annotations
 

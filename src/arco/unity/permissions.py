@@ -46,7 +46,8 @@ def resolve(state: CatalogState, kind: str, full_name: str, caller: Principal) -
 
     tenant = tenant_of(state, caller)
     if kind == "metastore":
-        if full_name != tenant.id:
+        # By its id, or by the word itself, as the reference server names the one metastore it serves.
+        if full_name != tenant.id and full_name.casefold() != "metastore":
             raise UnityError(404, "METASTORE_DOES_NOT_EXIST", f"Metastore '{full_name}' is not the metastore of "
                                                               f"workspace {caller.workspace_id} ({tenant.id}).")
         return kind, tenant.id, metastore(state, tenant)
