@@ -197,6 +197,11 @@ def test_registered_models_and_versions_with_both_clients(env: dict) -> None:
     again = uc(server, "PATCH", "/models/lab.s.churn/versions/1/finalize", json={"full_name": "lab.s.churn",
                                                                                  "version": 1})
     assert again.status_code == 400, again.text  # only a pending version can be finalized
+    for path in ("/models/lab.s.churn", "/models/lab.s.churn/versions/1"):  # as the reference: nothing to update
+        empty = uc(server, "PATCH", path, json={})
+        assert empty.status_code == 400 and empty.json()["message"] == "No updated fields defined.", path
+    assert uc(server, "GET", "/models/lab.s.churn/versions", params={"page_token": "1"}).json()[
+        "model_versions"][0]["version"] == 2  # the reference's token: the last version listed
     assert [v.version for v in w.model_versions.list("lab.s.churn")] == [1, 2]
     assert w.model_versions.update("lab.s.churn", 2, comment="second").comment == "second"
     assert w.model_versions.get("lab.s.churn", 2).source == "runs:/2/model"

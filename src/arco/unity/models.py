@@ -160,6 +160,8 @@ class ModelService:
                 op["owner"] = owner
             if "comment" in body:
                 op["comment"] = comment
+            if set(op) <= {"op", "type", "schema_id", "name", "metastore_id"}:
+                raise invalid("No updated fields defined.")  # the reference server's answer
             return op
 
         self.store.execute(build, principal=caller.name)
@@ -249,7 +251,9 @@ class ModelService:
 
     def update_version(self, full_name: str, version: Any, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
         comment = objects.text(body, "comment")
-        return self._change_version(full_name, version, caller, {"comment": comment} if "comment" in body else {})
+        if "comment" not in body:
+            raise invalid("No updated fields defined.")  # the reference server's answer
+        return self._change_version(full_name, version, caller, {"comment": comment})
 
     def finalize_version(self, full_name: str, version: Any, body: dict[str, Any],
                          caller: Principal) -> dict[str, Any]:
