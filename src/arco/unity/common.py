@@ -4,6 +4,7 @@ with."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from arco.auth.principals import Principal
@@ -11,6 +12,7 @@ from arco.auth.subjects import securable, subject_of
 from arco.catalog.model import CatalogEntry, TableEntry
 from arco.catalog.names import check_name
 from arco.catalog.state import CatalogState
+from arco.catalog.store import CatalogStore
 from arco.catalog.tenancy import Tenant
 from arco.unity.errors import UnityError, invalid
 
@@ -88,6 +90,23 @@ def check_changes(op: dict[str, Any], unchanged_keys: frozenset[str] = frozenset
     if set(op) <= unchanged_keys:
         raise NothingToUpdate
     return op
+
+
+def update_by_id(store: CatalogStore, build: Callable[[CatalogState], dict[str, Any]], principal: str) -> str:
+    """Execute the update ``build`` makes (an operation naming its object by ``id``), unless it changes nothing;
+    the object's id either way."""
+    named: list[str] = []
+
+    def checked(state: CatalogState) -> dict[str, Any]:
+        op = build(state)
+        named.append(op["id"])
+        return check_changes(op)
+
+    try:
+        store.execute(checked, principal=principal)
+    except NothingToUpdate:
+        pass
+    return named[-1]
 
 
 def new_name_in(body: dict[str, Any], current: str) -> str | None:

@@ -20,10 +20,8 @@ from arco.catalog.paging import page
 from arco.catalog.state import CatalogState
 from arco.unity import infos
 from arco.unity.common import (
-    NothingToUpdate,
     catalog_in,
     changes_owner_only,
-    check_changes,
     common_updates,
     denied,
     new_name_in,
@@ -33,6 +31,7 @@ from arco.unity.common import (
     tenant_of,
     text_of,
     uc_name,
+    update_by_id,
 )
 from arco.unity.errors import invalid
 from arco.unity.table_service import UnityTables
@@ -91,16 +90,11 @@ class UnityService(UnityTables):
             if new_name:
                 op["new_name"] = uc_name("catalog", new_name)
             common_updates(op, entry, body)
-            found.append(entry.id)
-            return check_changes(op)
+            return op
 
-        found: list[str] = []
-        try:
-            self.store.execute(build, principal=principal)
-        except NothingToUpdate:
-            pass
+        updated = update_by_id(self.store, build, principal)
         with self.store.read() as state:
-            return infos.catalog_info(state.catalogs[found[-1]], state)
+            return infos.catalog_info(state.catalogs[updated], state)
 
     def delete_catalog(self, name: str, force: bool, caller: Principal) -> None:
         def build(state: CatalogState) -> dict[str, Any]:
@@ -176,16 +170,11 @@ class UnityService(UnityTables):
             if new_name:
                 op["new_name"] = uc_name("schema", new_name)
             common_updates(op, entry, body)
-            found.append(entry.id)
-            return check_changes(op)
+            return op
 
-        found: list[str] = []
-        try:
-            self.store.execute(build, principal=principal)
-        except NothingToUpdate:
-            pass
+        updated = update_by_id(self.store, build, principal)
         with self.store.read() as state:
-            return infos.schema_info(state.namespaces[found[-1]], state)
+            return infos.schema_info(state.namespaces[updated], state)
 
     def delete_schema(self, full_name: str, force: bool, caller: Principal) -> None:
         def build(state: CatalogState) -> dict[str, Any]:
