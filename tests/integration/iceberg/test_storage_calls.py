@@ -183,7 +183,9 @@ def test_the_receipts_are_written_off_the_critical_path(warm: Harness) -> None:
         assert after_answer.drain(10)
         assert threads["pending receipt"].startswith("arco-commit-side")
         assert threads["committed receipt"].startswith("arco-after-answer")
-        assert answered[-1] == "pointer"
+        # The CAS landed before the answer, and so did the pending receipt, which may finish after it on a busy
+        # machine (the answer waits for it; the CAS does not).
+        assert answered[-1] in ("pointer", "pending receipt") and {"pointer", "pending receipt"} <= set(answered)
         assert sorted(order[len(answered):]) == (["committed receipt", "marker"] if caller.key else
                                                  ["committed receipt"])
         if caller.key:
@@ -191,8 +193,9 @@ def test_the_receipts_are_written_off_the_critical_path(warm: Harness) -> None:
 
 
 def slow_pending_receipt(warm: Harness, failing: str | None = None) -> dict[str, tuple[float, float]]:
-    """From now on, the pending receipt's write takes 0.3 s more, the write of kind ``failing`` (if any) fails
-    with StorageUnavailable, and each write made is recorded by kind: (started, finished), monotonic."""
+    """From now on, the pending receipt's write takes 0.3 s more and the metadata file's 0.05 s (so a receipt
+    started beside it starts within it, however busy the machine's cores), the write of kind ``failing`` (if any)
+    fails with StorageUnavailable, and each write made is recorded by kind: (started, finished), monotonic."""
     spans: dict[str, tuple[float, float]] = {}
     put = warm.storage.put
 
@@ -202,6 +205,8 @@ def slow_pending_receipt(warm: Harness, failing: str | None = None) -> dict[str,
             raise StorageUnavailable(f"{failing}: refused by the test")
         if kind_of(key) == "pending receipt":
             time.sleep(0.3)  # a slow receipt
+        elif kind_of(key) == "metadata file":
+            time.sleep(0.05)
         result = put(key, data, precondition)
         spans[kind_of(key)] = (started, time.monotonic())
         return result
@@ -440,9 +445,14 @@ def test_a_create_waits_for_three_sequential_writes(warm: Harness) -> None:
         warm.mutations().create_table(warm.catalog, ("db",), {"name": "u", "schema": SCHEMA}, Caller("admin", SOURCE))
         answered = time.monotonic()
         assert after_answer.drain(10)
-    waited = {"metadata file", "pending receipt", "pointer", "tier 1"}
-    assert [sorted(r) for r in write_rounds(slow, waited)] == [["metadata file", "pending receipt"], ["pointer"],
-                                                               ["tier 1"]]
+    assert write_rounds(slow, {"metadata file", "pointer", "tier 1"}) == [["metadata file"], ["pointer"],
+                                                                           ["tier 1"]]
+    # The pending receipt starts beside the metadata file; the pointer does not wait for it (on a busy machine it
+    # may still be in flight then), the Tier 1 entry does.
+    puts = {kind_of(key): (start, end) for (start, end), (_, op, key) in
+            zip(slow.intervals, slow.started, strict=True) if op == "put"}
+    assert puts["pending receipt"][0] < puts["metadata file"][1]
+    assert puts["pending receipt"][1] <= puts["tier 1"][0]
     receipts = [(end, kind_of(key)) for (_, end), (_, op, key) in zip(slow.intervals, slow.started, strict=True)
                 if op == "put" and kind_of(key) in ("committed receipt", "catalog receipt")]
     assert sorted(kind for _, kind in receipts) == ["catalog receipt", "committed receipt"]
