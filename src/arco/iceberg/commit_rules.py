@@ -17,7 +17,8 @@ exceptions where the reference implementation (Apache Iceberg Java) differs and 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -352,17 +353,11 @@ def apply_member_updates(running: TableMetadata, updates: Sequence[TableUpdate])
     """One request of a group commit: :func:`apply_updates` on an existing table, without the metadata-log entry
     (the group adds one entry, for its base, in :func:`close_group`); and whether anything changed."""
     start = with_row_lineage(running)
-    try:
+    with _update_errors():
         context = _TableMetadataUpdateContext()
         new = _update_metadata(start, assign_spec_and_order_ids(start, updates), enforce_validation=False,
                                metadata_location=None, context=context)
         return with_row_lineage(new), context.has_changes()
-    except CommitFailedException as exc:
-        raise CommitFailed(str(exc)) from None
-    except ValidationError as exc:  # a model the request's values do not fit (pydantic's is a ValueError too)
-        raise BadRequest(f"cannot apply the updates: {exc}") from None
-    except (ValueError, IcebergValidationError) as exc:  # a rule of the spec: Java's IllegalArgumentException
-        raise InvalidArgument(f"cannot apply the updates: {exc}") from None
 
 
 def close_group(base: TableMetadata, new: TableMetadata, base_location: str, changed: bool) -> TableMetadata:
@@ -380,10 +375,18 @@ def apply_updates(base: TableMetadata | None, updates: Sequence[TableUpdate],
                   base_location: str | None) -> TableMetadata:
     """The new metadata; ``base_location`` (the base's metadata file) goes into the metadata log."""
     start = with_row_lineage(base) if base is not None else empty_metadata()
-    try:
+    with _update_errors():
         new = _update_metadata(start, assign_spec_and_order_ids(start, updates), enforce_validation=base is None,
                                metadata_location=base_location)
         return with_row_lineage(new)
+
+
+@contextmanager
+def _update_errors() -> Iterator[None]:
+    """The appliers' failures as the API's: a requirement PyIceberg checks is a 409, a model the request's values
+    do not fit a 400, a rule of the spec broken Java's IllegalArgumentException (400)."""
+    try:
+        yield
     except CommitFailedException as exc:
         raise CommitFailed(str(exc)) from None
     except ValidationError as exc:  # a model the request's values do not fit (pydantic's is a ValueError too)

@@ -28,6 +28,11 @@ def change_data_shared(obj: dict[str, Any]) -> bool:
     return obj.get("cdf_enabled") is True or history_shared(obj)
 
 
+def records_change_feed(metadata: dict[str, Any]) -> bool:
+    """Whether a Delta table, as this ``metaData`` of one of its versions says, records its change data feed."""
+    return str((metadata.get("configuration") or {}).get("delta.enableChangeDataFeed", "")).lower() == "true"
+
+
 def check_history(obj: dict[str, Any], what: str) -> None:
     """Refuses ``what`` (a time travel of some kind) unless the share shares the table's history."""
     if not history_shared(obj):

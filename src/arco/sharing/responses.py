@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from arco.sharing import history
 from arco.sharing.actions import SharedFile, SharedVersion, TableChange
 
 Signer = Callable[[str], tuple[str, int]]  # storage URL -> (fetchable URL, expiration timestamp ms)
@@ -59,8 +60,8 @@ def _metadata_line(fmt: str, meta: dict[str, Any], extra: dict[str, Any], cdf: b
     out.setdefault("format", {"provider": "parquet"})
     out.setdefault("partitionColumns", [])
     # As the reference server: the provider's table properties are not the recipient's business.
-    recorded = str((meta.get("configuration") or {}).get("delta.enableChangeDataFeed", "")).lower() == "true"
-    out["configuration"] = {"enableChangeDataFeed": "true"} if (recorded if cdf is None else cdf) else {}
+    readable = history.records_change_feed(meta) if cdf is None else cdf
+    out["configuration"] = {"enableChangeDataFeed": "true"} if readable else {}
     return line({"metaData": {**out, **extra}})
 
 

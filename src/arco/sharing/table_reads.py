@@ -292,13 +292,8 @@ class TableReads:
         return self._read(t, timestamp_ms=timestamp_ms).version.version
 
     def _has_change_data(self, t: SharedTable) -> bool:
-        if not history.change_data_shared(t.obj):
-            return False
-        if t.table.format == "ICEBERG":
-            return True  # an Iceberg table's appends are its change data (the source refuses anything else)
-        read = self._read(t)
-        return str(read.version.metadata.get("configuration", {}).get("delta.enableChangeDataFeed", "")).lower() \
-            == "true"
+        feed = _change_feed(t)
+        return feed if feed is not None else history.records_change_feed(self._read(t).version.metadata)
 
     def _changes(self, t: SharedTable, caps: dict[str, list[str]], starting: int, ending: int | None, *,
                  include_cdf: bool, historical_metadata: bool, historical_protocol: bool,

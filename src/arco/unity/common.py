@@ -85,6 +85,10 @@ class NothingToUpdate(Exception):  # noqa: N818 - an outcome, not an error: the 
     answers it."""
 
 
+# What names the object in an ``update_schema_object`` operation (a volume, function or model), beside its changes.
+SCHEMA_OBJECT_KEYS = frozenset({"op", "type", "schema_id", "name", "metastore_id"})
+
+
 def check_changes(op: dict[str, Any], unchanged_keys: frozenset[str] = frozenset({"op", "id"})) -> dict[str, Any]:
     """``op`` if it changes anything beyond naming its object; else :class:`NothingToUpdate`."""
     if set(op) <= unchanged_keys:

@@ -26,7 +26,15 @@ from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.iceberg.tables import TableService
 from arco.unity import objects
-from arco.unity.common import catalog_in, changes_owner_only, denied, page_size, tenant_of, uc_name
+from arco.unity.common import (
+    SCHEMA_OBJECT_KEYS,
+    catalog_in,
+    changes_owner_only,
+    denied,
+    page_size,
+    tenant_of,
+    uc_name,
+)
 from arco.unity.errors import invalid
 from arco.unity.volumes import purge
 
@@ -160,7 +168,7 @@ class ModelService:
                 op["owner"] = owner
             if "comment" in body:
                 op["comment"] = comment
-            if set(op) <= {"op", "type", "schema_id", "name", "metastore_id"}:
+            if set(op) <= SCHEMA_OBJECT_KEYS:
                 raise invalid("No updated fields defined.")  # the reference server's answer
             return op
 

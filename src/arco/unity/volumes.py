@@ -25,7 +25,14 @@ from arco.catalog.store import CatalogStore
 from arco.iceberg.purge import delete_prefix
 from arco.iceberg.tables import TableService
 from arco.unity import objects
-from arco.unity.common import NothingToUpdate, changes_owner_only, check_changes, denied, uc_name
+from arco.unity.common import (
+    SCHEMA_OBJECT_KEYS,
+    NothingToUpdate,
+    changes_owner_only,
+    check_changes,
+    denied,
+    uc_name,
+)
 from arco.unity.errors import invalid
 
 VOLUME_TYPES = ("MANAGED", "EXTERNAL")
@@ -109,7 +116,7 @@ class VolumeService:
                 op["owner"] = owner
             if "comment" in body:
                 op["comment"] = comment
-            return check_changes(op, frozenset({"op", "type", "schema_id", "name", "metastore_id"}))
+            return check_changes(op, SCHEMA_OBJECT_KEYS)
 
         try:
             self.store.execute(build, principal=caller.name)
