@@ -28,15 +28,13 @@ def is_table_commit(scope: Scope) -> bool:
 
 
 class OptimisticCommits:
-    """``enabled`` where the catalog check is a round trip (object storage); on a local disk it is a read of a few
-    tens of microseconds made inline, which a stale view's second run would cost far more than it saves."""
+    """Installed where the catalog check is a round trip (object storage); see the module docstring."""
 
-    def __init__(self, app: ASGIApp, enabled: bool = True) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.enabled = enabled
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not self.enabled or scope["type"] != "http" or not is_table_commit(scope):
+        if scope["type"] != "http" or not is_table_commit(scope):
             await self.app(scope, receive, send)
             return
         received: list[Message] = []
