@@ -48,6 +48,9 @@ def test_namespaces(catalog: RestCatalog) -> None:
     assert catalog.load_namespace_properties("py_ns") == {"owner": "team"}
     summary = catalog.update_namespace_properties("py_ns", removals={"owner", "absent"}, updates={"k": "v"})
     assert summary.removed == ["owner"] and summary.updated == ["k"] and summary.missing == ["absent"]
+    # Nothing missing: PyIceberg's model requires the list, so an empty one (it failed on a null or absent one).
+    summary = catalog.update_namespace_properties("py_ns", removals={"k"}, updates={"j": "w"})
+    assert (summary.removed, summary.updated, summary.missing) == (["k"], ["j"], [])
     assert catalog.namespace_exists("py_ns") and not catalog.namespace_exists("nope")
     with pytest.raises(NamespaceNotEmptyError):
         catalog.drop_namespace("py_ns")

@@ -37,7 +37,7 @@ from arco.iceberg.idempotency import (
     check_key,
     request_hash,
 )
-from arco.iceberg.namespaces import NamespaceService
+from arco.iceberg.namespaces import NamespaceService, properties_answer
 from arco.iceberg.run_once import NotLanded, NotStarted, is_deterministic, not_landed, run_once, settle_unkeyed
 from arco.iceberg.tables import TableService
 from arco.iceberg.transactions import parse_table_changes
@@ -107,7 +107,7 @@ class Mutations:
             keyed,
             lambda tag: Outcome(200, self.namespaces.update_properties(catalog, path, body, caller.principal,
                                                                        caller.source, tag)),
-            self._tier1_recovery(lambda op: Outcome(200, op["summary"])),
+            self._tier1_recovery(lambda op: Outcome(200, properties_answer(op["summary"]))),
         )
 
     # -- tables ----------------------------------------------------------------------------------------------

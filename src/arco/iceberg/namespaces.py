@@ -71,11 +71,18 @@ class NamespaceService:
             entry = state.namespace(catalog.id, path)
             # The reply is part of the operation, so a retry after a crash can answer it again.
             summary = {"updated": sorted(updates), "removed": sorted(k for k in removals if k in entry.properties),
-                       "missing": sorted(k for k in removals if k not in entry.properties) or None}
+                       "missing": sorted(k for k in removals if k not in entry.properties)}
             return {"op": "update_namespace", "id": entry.id, "updates": updates, "removals": removals,
                     "summary": summary}
 
-        return dict(self.store.execute(build, principal=principal, request=tag, source=source)["summary"])
+        return properties_answer(self.store.execute(build, principal=principal, request=tag, source=source)["summary"])
+
+
+def properties_answer(summary: dict[str, Any]) -> dict[str, Any]:
+    """An UpdateNamespacePropertiesResponse from an operation's summary. ``missing`` is always a list, empty when
+    nothing was missing: the spec lets it be null or absent, but PyIceberg's model requires a list (summaries logged
+    before this was so have null)."""
+    return {**summary, "missing": summary.get("missing") or []}
 
 
 def _check_properties(raw: Any) -> dict[str, str]:
