@@ -332,6 +332,45 @@ def test_storage_credentials_and_external_locations(w: WorkspaceClient, server: 
     assert missing.status_code == 404 and missing.json()["error_code"] == "STORAGE_CREDENTIAL_DOES_NOT_EXIST"
 
 
+def test_a_catalog_with_a_storage_root_keeps_its_tables_in_a_folder_of_its_own_under_it(
+        w: WorkspaceClient, server: RunningServer) -> None:
+    from databricks.sdk.service.catalog import AwsIamRoleRequest
+
+    warehouse = w.catalogs.get("main").storage_location.rsplit("/", 1)[0]
+    w.storage_credentials.create(name="managed-role", aws_iam_role=AwsIamRoleRequest(role_arn="arn:aws:iam::1:role/m"))
+    w.external_locations.create(name="managed-lake", url=f"{warehouse}/lake", credential_name="managed-role")
+    with pytest.raises(BadRequest, match="in no external location"):
+        w.catalogs.create(name="stray", storage_root=f"{warehouse}/elsewhere")
+    with pytest.raises(BadRequest, match="outside this server's warehouse"):
+        w.catalogs.create(name="stray", storage_root="file:///tmp/stray")
+    rooted = w.catalogs.create(name="rooted", storage_root=f"{warehouse}/lake/managed/")
+    assert rooted.storage_root == f"{warehouse}/lake/managed"
+    rooted_id = uc(server, "GET", "/catalogs/rooted").json()["id"]  # the Databricks SDK's CatalogInfo has no id
+    assert rooted.storage_location == f"{warehouse}/lake/managed/__unitystorage/catalogs/{rooted_id}"
+    assert (w.catalogs.get("rooted").storage_root, w.catalogs.get("rooted").storage_location) == (
+        rooted.storage_root, rooted.storage_location)
+
+    # Managed tables, Iceberg's included, live inside the catalog's folder; nothing else may be placed there.
+    catalog = RestCatalog("rooted", uri=server.iceberg_uri, warehouse="rooted", token=ARCO_TOKEN)
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", Schema(NestedField(1, "id", LongType(), required=False)))
+    assert table.location().startswith(f"{rooted.storage_location}/db/")
+    table.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    assert catalog.load_table("db.t").scan().to_arrow().num_rows == 2
+    assert Path(table.metadata_location.removeprefix("file://")).is_file()
+    squatter = uc(server, "POST", "/tables", json={
+        "name": "squat", "catalog_name": "rooted", "schema_name": "db", "table_type": "EXTERNAL",
+        "data_source_format": "DELTA", "columns": [], "storage_location": f"{rooted.storage_location}/db/x"})
+    assert squatter.status_code == 400 and "managed storage of catalog rooted" in squatter.json()["message"]
+
+    in_use = uc(server, "DELETE", "/external-locations/managed-lake")
+    assert in_use.status_code == 400 and "catalog(s) rooted" in in_use.json()["message"]
+    catalog.purge_table("db.t")
+    w.catalogs.delete("rooted", force=True)
+    w.external_locations.delete("managed-lake")
+    w.storage_credentials.delete("managed-role")
+
+
 def test_shares_recipients_and_providers(w: WorkspaceClient, server: RunningServer) -> None:
     from databricks.sdk.service.catalog import PermissionsChange as Change
     from databricks.sdk.service.catalog import Privilege

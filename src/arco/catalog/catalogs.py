@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 from arco.catalog.model import CatalogEntry
 from arco.catalog.names import check_name, slug
@@ -12,18 +13,27 @@ from arco.catalog.store import CatalogStore
 DEFAULT_CATALOG = "main"
 
 
+# Decides a creator's storage_root against the state the catalog is created in: (the root, the managed location).
+PlaceUnder = Callable[[CatalogState, str], tuple[str, str]]
+
+
 def create_catalog(store: CatalogStore, name: str, *, owner: str, comment: str | None = None,
                    properties: dict[str, str] | None = None, metastore_id: str | None = None,
-                   under: str | None = None) -> CatalogEntry:
-    """A new catalog of a metastore (None: the primary), stored under ``under`` (default: the warehouse root)."""
+                   under: str | None = None, storage_root: PlaceUnder | None = None) -> CatalogEntry:
+    """A new catalog of a metastore (None: the primary), stored under ``under`` (default: the warehouse root), or,
+    with ``storage_root``, where that decides (given the state and the new catalog's id)."""
     check_name("catalog", name)
     catalog_id = str(uuid.uuid4())
     folder = f"{slug(name)}_{catalog_id[:8]}"
-    root = f"{under.rstrip('/')}/{folder}" if under else store.storage.location_of(folder)
-    store.execute(lambda state: {
-        "op": "create_catalog", "id": catalog_id, "name": name, "storage_root": root, "owner": owner,
-        "comment": comment, "properties": dict(properties or {}), "metastore_id": metastore_id,
-    }, principal=owner)
+    default_root = f"{under.rstrip('/')}/{folder}" if under else store.storage.location_of(folder)
+
+    def build(state: CatalogState) -> Operation:
+        requested, root = storage_root(state, catalog_id) if storage_root is not None else (None, default_root)
+        return {"op": "create_catalog", "id": catalog_id, "name": name, "storage_root": root, "owner": owner,
+                "comment": comment, "properties": dict(properties or {}), "metastore_id": metastore_id,
+                **({"requested_root": requested} if requested else {})}
+
+    store.execute(build, principal=owner)
     with store.read_cached() as state:
         return state.catalogs[catalog_id]
 

@@ -3,7 +3,9 @@
 Every prefix of a warehouse belongs to at most one owner:
 
 * Arco itself: ``_catalog`` (the log, identities, tokens, markers, receipts) and the local backend's ``.arco-*``;
-* a catalog's managed root (and a metastore's storage root), under which Arco allocates managed tables;
+* a catalog's managed root (and a metastore's storage root), under which Arco allocates managed tables; a catalog
+  created with a ``storage_root`` gets a folder of its own under that root, inside an external location on which
+  its creator holds CREATE_MANAGED_STORAGE (:func:`check_managed_storage_root`);
 * a managed table: the prefix Arco allocated to its uuid (:func:`allocate_table_location`);
 * an external table: a prefix inside a UC external location, named by a caller holding CREATE_EXTERNAL_TABLE on
   that location (:func:`check_external_table_location`);
@@ -39,6 +41,7 @@ from arco.catalog.state import CatalogState
 from arco.storage.urls import BadLocation, normalize, overlaps, within
 
 ARCO_FOLDERS = ("_catalog",)
+MANAGED_STORAGE_FOLDER = "__unitystorage"  # Unity Catalog's name for the managed folders under a storage_root
 TABLE_FOLDER = re.compile(r"-[0-9a-f]{32}$")
 # Table properties that tell engines where to write; each must stay inside the table's own location.
 WRITE_PATH_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
@@ -232,6 +235,46 @@ def can_create_external_table(who: Subject, state: CatalogState, location: Secur
     target = can.Securable(location.owner, state.grants_on("external_location", location.id))
     # CREATE_TABLE is the 2.0 spelling of CREATE_EXTERNAL_TABLE on an external location.
     return can.admin(who) or can.holds(who, target, "CREATE_EXTERNAL_TABLE") or can.holds(who, target, "CREATE_TABLE")
+
+
+def managed_storage_location(root: str, kind: str, object_id: str) -> str:
+    """The managed location of a catalog (``kind`` "catalogs") created with ``storage_root`` ``root``: a folder of its
+    own under the root, as Unity Catalog makes it (``<root>/__unitystorage/catalogs/<id>``), so several catalogs may
+    name one root."""
+    return f"{root.rstrip('/')}/{MANAGED_STORAGE_FOLDER}/{kind}/{object_id}"
+
+
+def check_managed_storage_root(state: CatalogState, who: Subject, raw: object, warehouse_url: str,
+                               metastore_id: str | None, kind: str, object_id: str) -> tuple[str, str]:
+    """A ``storage_root`` a caller names for a new catalog: its canonical form and the managed location under it
+    (:func:`managed_storage_location`). The root must lie inside this warehouse (Arco writes the managed tables'
+    metadata there) and inside an external location of the caller's metastore on which the caller holds
+    CREATE_MANAGED_STORAGE (or owns it, or is a metastore admin), writable; the location must overlap no owner."""
+    url = canonical(raw, "storage_root")
+    root = normalize(warehouse_url)
+    if within(root, url):
+        raise LocationRefused("warehouse-root", f"storage_root {url} contains the whole warehouse")
+    if not within(url, root):
+        raise LocationRefused("outside-warehouse", f"storage_root {url} is outside this server's warehouse {root}; "
+                                                   "Arco writes managed tables' metadata only inside it")
+    container = containing_external_location(state, url, metastore_id)
+    if container is None:
+        raise LocationRefused("no-external-location", f"storage_root {url} is in no external location; ask a "
+                                                      "metastore admin to create one that contains it, or omit "
+                                                      "storage_root to let Arco place the managed storage")
+    target = can.Securable(container.owner, state.grants_on("external_location", container.id))
+    if not (can.admin(who) or can.holds(who, target, "CREATE_MANAGED_STORAGE")):
+        raise LocationRefused("privilege", f"{who.name} may not create managed storage in external location "
+                                           f"{container.name} (needs CREATE_MANAGED_STORAGE on it)")
+    if container.fields.get("read_only"):
+        raise LocationRefused("read-only", f"external location {container.name} is read-only, and Arco writes the "
+                                           "managed tables' metadata files")
+    location = managed_storage_location(url, kind, object_id)
+    clash = _first_overlap(location, [*arco_claims(warehouse_url), *managed_root_claims(state), *table_claims(state)])
+    if clash is not None:
+        raise LocationRefused("taken", f"storage_root {url} lies inside {clash.what} ({clash.url}); choose a folder "
+                                       "no table, volume or catalog owns")
+    return url, location
 
 
 def check_external_volume_location(state: CatalogState, who: Subject, raw: object, warehouse_url: str,

@@ -40,6 +40,7 @@ class CatalogEntry:
     created_by: str | None = None
     updated_by: str | None = None
     metastore_id: str | None = None  # None: the warehouse's primary metastore (catalog names are unique per metastore)
+    requested_root: str | None = None  # the storage_root its creator named (storage_root is then a folder under it)
 
 
 @dataclass

@@ -204,6 +204,7 @@ def _apply_create_catalog(state: CatalogState, op: Operation) -> None:
         id=op["id"], name=op["name"], storage_root=op["storage_root"], owner=op["owner"], comment=op.get("comment"),
         properties=dict(op.get("properties", {})), created_at_ms=op["at_ms"], updated_at_ms=op["at_ms"],
         created_by=op.get("principal"), updated_by=op.get("principal"), metastore_id=op.get("metastore_id"),
+        requested_root=op.get("requested_root"),
     ))
 
 

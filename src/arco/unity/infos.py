@@ -31,8 +31,9 @@ def metastore_id_of(catalog: CatalogEntry, state: CatalogState) -> str | None:
 def catalog_info(entry: CatalogEntry, state: CatalogState) -> dict[str, Any]:
     return drop_none({
         "name": entry.name, "comment": entry.comment, "properties": dict(entry.properties), "owner": entry.owner,
-        "metastore_id": metastore_id_of(entry, state), "id": entry.id, "storage_root": entry.storage_root,
-        "storage_location": entry.storage_root, "catalog_type": "MANAGED_CATALOG",
+        "metastore_id": metastore_id_of(entry, state), "id": entry.id,
+        "storage_root": entry.requested_root or entry.storage_root, "storage_location": entry.storage_root,
+        "catalog_type": "MANAGED_CATALOG",
         "created_at": entry.created_at_ms, "created_by": entry.created_by or entry.owner,
         "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by or entry.owner,
     })

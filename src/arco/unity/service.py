@@ -14,6 +14,7 @@ from typing import Any
 from arco.auth import decisions as can
 from arco.auth.principals import Principal
 from arco.auth.subjects import metastore, securable, subject_of
+from arco.catalog import locations
 from arco.catalog.catalogs import create_catalog
 from arco.catalog.model import NamespaceEntry
 from arco.catalog.paging import page
@@ -51,11 +52,18 @@ class UnityService(UnityTables):
         name = uc_name("catalog", body.get("name"))
         if body.get("provider_name") or body.get("share_name"):
             raise invalid("catalogs of Delta Sharing providers are not supported by this server yet")
-        if body.get("storage_root"):
-            raise invalid("storage_root cannot be chosen here: Arco places each catalog under the warehouse")
+        chosen = body.get("storage_root")
+
+        def place(state: CatalogState, catalog_id: str) -> tuple[str, str]:
+            # Storage governance (arco.catalog.locations), against the state the catalog is made in.
+            return locations.check_managed_storage_root(state, subject_of(state, caller), chosen,
+                                                        self.tables.storage.url, tenant.scope, "catalogs",
+                                                        catalog_id)
+
         entry = create_catalog(self.store, name, owner=principal, comment=text_of(body, "comment"),
                                properties=properties_of(body.get("properties")), metastore_id=tenant.scope,
-                               under=tenant.entry.fields.get("storage_root") if tenant.scope else None)
+                               under=tenant.entry.fields.get("storage_root") if tenant.scope else None,
+                               storage_root=place if chosen not in (None, "") else None)
         with self.store.read() as state:
             return infos.catalog_info(state.catalogs[entry.id], state)
 

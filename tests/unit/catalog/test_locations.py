@@ -335,3 +335,48 @@ def test_a_views_location_takes_a_tables_privilege_and_is_named_a_view(state: Ca
                                                    inside_warehouse=True, kind="view") == f"{LANDING}/v"
     assert "needs CREATE_EXTERNAL_TABLE" in refusal(BOB, f"{LANDING}/v")
     assert "let Arco place the view" in refusal(ADMIN, f"{WH}/elsewhere/v")
+
+
+def root_decision(state: CatalogState, who: Subject, raw: object) -> str:
+    try:
+        root, location = locations.check_managed_storage_root(state, who, raw, WH, None, "catalogs", "c9")
+    except LocationRefused as refused:
+        return f"refused:{refused.rule}"
+    assert location == f"{root}/__unitystorage/catalogs/c9"
+    return root
+
+
+@pytest.mark.parametrize("who, raw, expected", [
+    (ADMIN, f"{LANDING}/managed", f"{LANDING}/managed"),            # metastore admins need no grant
+    (ADMIN, f"{LANDING}/managed/", f"{LANDING}/managed"),           # canonical
+    (ADMIN, LANDING, LANDING),                                       # the location itself: the catalog's folder
+    (ANN, f"{LANDING}/managed", "refused:privilege"),                # CREATE_EXTERNAL_TABLE is not managed storage
+    (ADMIN, f"{LANDING}/ext", "refused:taken"),                      # inside an external table
+    (ADMIN, f"{WH}/archive/m", "refused:read-only"),                 # Arco writes the tables' metadata there
+    (ADMIN, f"{WH}/elsewhere", "refused:no-external-location"),
+    (ADMIN, MAIN_ROOT, "refused:no-external-location"),              # another catalog's managed storage
+    (ADMIN, WH, "refused:warehouse-root"),
+    (ADMIN, "file:///etc/x", "refused:outside-warehouse"),
+    (ADMIN, f"{LANDING}/../main", "refused:malformed"),
+    (ADMIN, 7, "refused:malformed"),
+])
+def test_who_may_name_which_storage_root_for_a_catalog(state: CatalogState, who: Subject, raw: object,
+                                                       expected: str) -> None:
+    assert root_decision(state, who, raw) == expected
+
+
+def test_create_managed_storage_on_the_location_lets_a_catalog_root_in_it(state: CatalogState) -> None:
+    commit(state, {"op": "update_grants", "securable_type": "external_location", "securable_id": "loc1",
+                   "changes": [{"principal": "bob@x", "add": ["CREATE_MANAGED_STORAGE"], "remove": []}]})
+    assert root_decision(state, BOB, f"{LANDING}/managed") == f"{LANDING}/managed"
+    # The catalog made there owns its folder: no external table may be placed in or around it afterwards.
+    commit(state, {"op": "create_catalog", "id": "c9", "name": "lake", "owner": "bob@x",
+                   "storage_root": f"{LANDING}/managed/__unitystorage/catalogs/c9",
+                   "requested_root": f"{LANDING}/managed"})
+    assert decide(state, ANN, f"{LANDING}/managed/__unitystorage/catalogs/c9/db/t") == "refused:taken"
+    assert decide(state, ANN, f"{LANDING}/managed") == "refused:taken"
+    assert decide(state, ANN, f"{LANDING}/managed2") == f"{LANDING}/managed2"
+    # Two catalogs may name one root: each has a folder of its own.
+    root, location = locations.check_managed_storage_root(state, BOB, f"{LANDING}/managed", WH, None, "catalogs",
+                                                          "c10")
+    assert location == f"{LANDING}/managed/__unitystorage/catalogs/c10"
