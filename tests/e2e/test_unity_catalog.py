@@ -7,6 +7,7 @@ test_permission_matrix, more metastores in test_metastores.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pyarrow as pa
 import pytest
 from databricks.sdk import WorkspaceClient
 from databricks.sdk.errors import BadRequest, NotFound, ResourceConflict
-from databricks.sdk.service.catalog import ColumnInfo, ColumnTypeName, DataSourceFormat, TableType
+from databricks.sdk.service.catalog import ColumnInfo, ColumnTypeName, DataSourceFormat, TableType, VolumeType
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
@@ -363,9 +364,31 @@ def test_a_catalog_with_a_storage_root_keeps_its_tables_in_a_folder_of_its_own_u
         "data_source_format": "DELTA", "columns": [], "storage_location": f"{rooted.storage_location}/db/x"})
     assert squatter.status_code == 400 and "managed storage of catalog rooted" in squatter.json()["message"]
 
+    # A schema may name a root of its own: its managed tables and volumes go to a folder under it.
+    schema = w.schemas.create(name="own", catalog_name="rooted", storage_root=f"{warehouse}/lake/own")
+    schema_id = uc(server, "GET", "/schemas/rooted.own").json()["schema_id"]
+    assert (schema.storage_root, schema.storage_location) == (
+        f"{warehouse}/lake/own", f"{warehouse}/lake/own/__unitystorage/schemas/{schema_id}")
+    placed = catalog.create_table("own.t", Schema(NestedField(1, "id", LongType(), required=False)))
+    assert placed.location().startswith(f"{schema.storage_location}/t-")
+    placed.append(pa.table({"id": pa.array([1], pa.int64())}))
+    placed_folder = Path(placed.location().removeprefix("file://"))
+    assert any(placed_folder.rglob("*.parquet"))
+    volume = w.volumes.create(catalog_name="rooted", schema_name="own", name="files",
+                              volume_type=VolumeType.MANAGED)
+    assert volume.storage_location.startswith(f"{schema.storage_location}/files-")
+
     in_use = uc(server, "DELETE", "/external-locations/managed-lake")
-    assert in_use.status_code == 400 and "catalog(s) rooted" in in_use.json()["message"]
+    assert in_use.status_code == 400, in_use.text
+    assert "managed storage of catalog rooted" in in_use.json()["message"]
+    assert "managed storage of schema own" in in_use.json()["message"]
     catalog.purge_table("db.t")
+    catalog.purge_table("own.t")  # Arco's to delete: the folder it allocated under the schema's root
+    deadline = time.monotonic() + 30
+    while any(p.is_file() for p in placed_folder.rglob("*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(p.is_file() for p in placed_folder.rglob("*"))
+    w.volumes.delete("rooted.own.files")
     w.catalogs.delete("rooted", force=True)
     w.external_locations.delete("managed-lake")
     w.storage_credentials.delete("managed-role")

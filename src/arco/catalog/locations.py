@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 from arco.auth import decisions as can
 from arco.auth.decisions import Subject
 from arco.catalog.errors import InvalidRequestError
-from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
+from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry, path_key
 from arco.catalog.names import slug
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
@@ -63,6 +63,7 @@ class Claim:
     url: str
     what: str
     table_id: str | None = None
+    chosen: bool = False  # managed storage its creator placed in an external location (a storage_root)
 
 
 def canonical(raw: object, what: str = "location") -> str:
@@ -86,24 +87,48 @@ def table_folder(name: str, table_id: str) -> str:
     return f"{slug(name)}-{table_id.replace('-', '')}"
 
 
-def allocate_table_location(catalog: CatalogEntry, namespace: NamespacePath, name: str, table_id: str) -> str:
-    """The unique prefix of a new managed table (or volume): ``<catalog root>/<namespace folders>/<name>-<uuid>``."""
-    parts = [namespace_folder(level) for level in namespace] + [table_folder(name, table_id)]
-    return "/".join([catalog.storage_root.rstrip("/"), *parts])
+def managed_root(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath) -> tuple[str, NamespacePath]:
+    """Where the managed objects of ``namespace`` go, and the levels of it to make folders of: its schema's storage
+    location (a schema created with a storage_root) and the levels below the schema, else the catalog's managed
+    root and every level."""
+    if namespace:
+        schema_id = state.namespace_by_path.get((catalog.id, path_key(namespace[:1])))
+        schema = state.namespaces.get(schema_id) if schema_id is not None else None
+        if schema is not None and schema.storage_location:
+            return schema.storage_location, namespace[1:]
+    return catalog.storage_root, namespace
 
 
-def is_allocated(location: str, catalog: CatalogEntry, table_id: str) -> bool:
-    """Whether ``location`` has the shape Arco gives table ``table_id`` under ``catalog``'s root (it survives
-    renames: the folder keeps the name the table was created with)."""
+def allocate_table_location(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, name: str,
+                            table_id: str) -> str:
+    """The unique prefix of a new managed table (or volume, or model): ``<managed root>/<namespace folders>/
+    <name>-<uuid>`` (:func:`managed_root`)."""
+    root, levels = managed_root(state, catalog, namespace)
+    parts = [namespace_folder(level) for level in levels] + [table_folder(name, table_id)]
+    return "/".join([root.rstrip("/"), *parts])
+
+
+def managed_roots_of(state: CatalogState, catalog: CatalogEntry) -> list[str]:
+    """The catalog's managed root and the storage locations of its schemas created with a storage_root."""
+    schemas = [n.storage_location for n in state.child_namespaces(catalog.id, ()) if n.storage_location]
+    return [catalog.storage_root, *schemas]
+
+
+def is_allocated(state: CatalogState, location: str, catalog: CatalogEntry, table_id: str) -> bool:
+    """Whether ``location`` has the shape Arco gives table ``table_id`` under one of ``catalog``'s managed roots
+    (it survives renames: the folder keeps the name the table was created with)."""
     try:
-        url, root = normalize(location), normalize(catalog.storage_root)
+        url = normalize(location)
+        roots = [normalize(root) for root in managed_roots_of(state, catalog)]
     except BadLocation:
         return False
-    if url == root or not within(url, root) or not url.endswith("-" + table_id.replace("-", "")):
+    if not url.endswith("-" + table_id.replace("-", "")):
         return False
     # Only the last folder may look like a table's (namespace folders never do: ``namespace_folder``), so two
     # allocated prefixes can never nest: one overlaps another only by being it, which takes the same id.
-    return not any(TABLE_FOLDER.search(folder) for folder in url[len(root):].strip("/").split("/")[:-1])
+    return any(url != root and within(url, root) and
+               not any(TABLE_FOLDER.search(folder) for folder in url[len(root):].strip("/").split("/")[:-1])
+               for root in roots)
 
 
 # -- who owns what ---------------------------------------------------------------------------------------------
@@ -116,7 +141,12 @@ def arco_claims(warehouse_url: str) -> list[Claim]:
 
 def managed_root_claims(state: CatalogState) -> Iterator[Claim]:
     for catalog in state.catalogs.values():
-        yield Claim(normalize(catalog.storage_root), f"the managed storage of catalog {catalog.name}")
+        yield Claim(normalize(catalog.storage_root), f"the managed storage of catalog {catalog.name}",
+                    chosen=catalog.requested_root is not None)
+    for schema in state.namespaces.values():
+        if schema.storage_location:
+            yield Claim(normalize(schema.storage_location), f"the managed storage of schema {'.'.join(schema.path)}",
+                        chosen=True)
     for entry in state.securables_in_every_metastore("metastore"):
         root = entry.fields.get("storage_root")
         if root and not entry.fields.get("primary"):  # the primary metastore's root is the warehouse itself
@@ -169,7 +199,10 @@ def check_external_location_url(state: CatalogState, raw: object, warehouse_url:
     if within(root, url):
         raise LocationRefused("warehouse-root", f"url {url} contains the whole warehouse {root}; choose a folder "
                                                 "outside the catalogs' managed storage")
-    clash = _first_overlap(url, [*arco_claims(warehouse_url), *managed_root_claims(state)])
+    managed = list(managed_root_claims(state))
+    # Managed storage placed in an external location (a storage_root) may lie inside one: never around one.
+    clash = _first_overlap(url, [*arco_claims(warehouse_url), *(c for c in managed if not c.chosen)]) or next(
+        (c for c in managed if c.chosen and within(url, c.url)), None)
     if clash is not None:
         raise LocationRefused("managed", f"url {url} overlaps {clash.what} ({clash.url}); external locations "
                                          "must lie outside storage that Arco manages")
@@ -238,17 +271,17 @@ def can_create_external_table(who: Subject, state: CatalogState, location: Secur
 
 
 def managed_storage_location(root: str, kind: str, object_id: str) -> str:
-    """The managed location of a catalog (``kind`` "catalogs") created with ``storage_root`` ``root``: a folder of its
-    own under the root, as Unity Catalog makes it (``<root>/__unitystorage/catalogs/<id>``), so several catalogs may
-    name one root."""
+    """The managed location of a catalog (``kind`` "catalogs") or schema ("schemas") created with ``storage_root``
+    ``root``: a folder of its own under the root, as Unity Catalog makes it (``<root>/__unitystorage/catalogs/<id>``),
+    so several may name one root."""
     return f"{root.rstrip('/')}/{MANAGED_STORAGE_FOLDER}/{kind}/{object_id}"
 
 
 def check_managed_storage_root(state: CatalogState, who: Subject, raw: object, warehouse_url: str,
                                metastore_id: str | None, kind: str, object_id: str) -> tuple[str, str]:
-    """A ``storage_root`` a caller names for a new catalog: its canonical form and the managed location under it
-    (:func:`managed_storage_location`). The root must lie inside this warehouse (Arco writes the managed tables'
-    metadata there) and inside an external location of the caller's metastore on which the caller holds
+    """A ``storage_root`` a caller names for a new catalog or schema: its canonical form and the managed location
+    under it (:func:`managed_storage_location`). The root must lie inside this warehouse (Arco writes the managed
+    tables' metadata there) and inside an external location of the caller's metastore on which the caller holds
     CREATE_MANAGED_STORAGE (or owns it, or is a metastore admin), writable; the location must overlap no owner."""
     url = canonical(raw, "storage_root")
     root = normalize(warehouse_url)
@@ -298,7 +331,7 @@ def check_reregistration(state: CatalogState, location: str, catalog: CatalogEnt
         url = normalize(location)
     except BadLocation:
         return None
-    if not is_allocated(url, catalog, table_id) or table_id in state.tables:
+    if not is_allocated(state, url, catalog, table_id) or table_id in state.tables:
         return None
     return None if _first_overlap(url, table_claims(state)) is not None else url
 
@@ -337,7 +370,7 @@ def owned_prefix(state: CatalogState, owner_id: str, location: str, managed: boo
                  warehouse_url: str) -> str | None:
     """:func:`purge_prefix` for any storage owner (a dropped table, volume or registered model): ``location`` if
     it is managed, allocated by Arco to ``owner_id`` under ``catalog``'s root, and no one else's."""
-    if not managed or catalog is None or not is_allocated(location, catalog, owner_id):
+    if not managed or catalog is None or not is_allocated(state, location, catalog, owner_id):
         return None
     url = normalize(location)
     if owner_id in state.tables:  # registered again since: the prefix is a live table's
@@ -386,7 +419,7 @@ def model_version_purge_prefix(state: CatalogState, model: SecurableEntry, versi
     """The prefix a deleted version's files may be deleted from: inside its model's allocated prefix (a model
     Arco placed itself), where nothing else (table, volume, another model) lives. None: delete nothing."""
     location = model.fields.get("storage_location")
-    if not location or catalog is None or not is_allocated(location, catalog, model.id):
+    if not location or catalog is None or not is_allocated(state, location, catalog, model.id):
         return None
     url = normalize(model_version_location(location, version))
     if _first_overlap(url, table_claims(state, exclude_id=model.id)) is not None:

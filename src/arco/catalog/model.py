@@ -55,6 +55,10 @@ class NamespaceEntry:
     updated_at_ms: int = 0
     created_by: str | None = None
     updated_by: str | None = None
+    # A schema created with a storage_root: the folder under it where its managed tables, volumes and models go
+    # (else they go under the catalog's managed root), and the root its creator named.
+    storage_location: str | None = None
+    requested_root: str | None = None
 
 
 @dataclass

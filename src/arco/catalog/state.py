@@ -261,6 +261,7 @@ def _apply_create_namespace(state: CatalogState, op: Operation) -> None:
         comment=op.get("comment"), properties=dict(op.get("properties", {})),
         created_at_ms=op["at_ms"], updated_at_ms=op["at_ms"],
         created_by=op.get("principal"), updated_by=op.get("principal"),
+        storage_location=op.get("storage_location"), requested_root=op.get("requested_root"),
     ))
 
 

@@ -46,7 +46,7 @@ class Placements:
                 object_uuid: str, requested: str | None, who: Principal | None, kind: str = "table") -> Placement:
         """Where a new table (or view: ``kind``) goes: the prefix Arco allocates, or a location the caller asked for,
         if the storage governance rules let this caller use it."""
-        allocated = locations.allocate_table_location(catalog, namespace, name, object_uuid)
+        allocated = locations.allocate_table_location(state, catalog, namespace, name, object_uuid)
         if requested in (None, "") or locations.canonical(requested) == locations.canonical(allocated):
             return Placement(allocated, True)
         if who is None:

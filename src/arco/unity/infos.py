@@ -47,6 +47,7 @@ def schema_info(entry: NamespaceEntry, state: CatalogState) -> dict[str, Any]:
         "owner": entry.owner, "metastore_id": metastore_id_of(catalog, state), "schema_id": entry.id,
         "created_at": entry.created_at_ms, "created_by": entry.created_by or entry.owner,
         "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by or entry.owner,
+        "storage_root": entry.requested_root, "storage_location": entry.storage_location,
     })
 
 

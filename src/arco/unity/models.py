@@ -91,7 +91,7 @@ class ModelService:
             where = objects.place(state, caller, body["catalog_name"], body["schema_name"])
             objects.check(state, caller, where, lambda s, c, sc: can.can_create_in_schema(s, c, sc, "CREATE_MODEL"),
                           "create registered models", "USE_CATALOG, USE_SCHEMA and CREATE_MODEL")
-            location = locations.allocate_table_location(where.catalog, where.schema.path, name, model_id)
+            location = locations.allocate_table_location(state, where.catalog, where.schema.path, name, model_id)
             return {"op": "create_schema_object", "type": "registered_model", "id": model_id,
                     "schema_id": where.schema.id, "name": name, "owner": caller.name, "comment": comment,
                     "metastore_id": where.catalog.metastore_id, "fields": {"storage_location": location}}

@@ -135,11 +135,10 @@ def _location_in_use(state: CatalogState, entry: SecurableEntry) -> str | None:
     volumes = [v.name.rsplit(".", 1)[-1] for v in state.securables_in_every_metastore("volume")
                if v.fields.get("volume_type") == "EXTERNAL" and v.fields.get("storage_location")
                and within(locations.canonical(v.fields["storage_location"]), url)]
-    catalogs = [c.name for c in state.catalogs.values()
-                if c.requested_root and within(locations.canonical(c.storage_root), url)]
+    managed = [claim.what for claim in locations.managed_root_claims(state)
+               if claim.chosen and within(claim.url, url)]
     users = [f"external table(s) {', '.join(tables)}"] * bool(tables) + \
-        [f"external volume(s) {', '.join(volumes)}"] * bool(volumes) + \
-        [f"the managed storage of catalog(s) {', '.join(catalogs)}"] * bool(catalogs)
+        [f"external volume(s) {', '.join(volumes)}"] * bool(volumes) + managed
     return f"{' and '.join(users)} are inside it" if users else None
 
 

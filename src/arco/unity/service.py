@@ -119,16 +119,21 @@ class UnityService(UnityTables):
         principal = caller.name
         name = uc_name("schema", body.get("name"))
         catalog_name = uc_name("catalog", body.get("catalog_name"))
-        if body.get("storage_root"):
-            raise invalid("storage_root cannot be chosen here: a schema's tables live under its catalog's root")
         props = properties_of(body.get("properties"))
+        chosen = body.get("storage_root")
         ns_id = str(uuid.uuid4())
+
         def build(state: CatalogState) -> dict[str, Any]:
             catalog = catalog_in(state, caller, catalog_name)
-            if not can.can_create_schema(subject_of(state, caller), securable(state, "catalog", catalog)):
+            who = subject_of(state, caller)
+            if not can.can_create_schema(who, securable(state, "catalog", catalog)):
                 raise denied(caller, f"create schemas in {catalog.name} (needs USE_CATALOG and CREATE_SCHEMA)")
-            return {"op": "create_namespace", "id": ns_id, "catalog_id": catalog.id, "path": [name],
-                    "owner": principal, "properties": props, "comment": text_of(body, "comment")}
+            op = {"op": "create_namespace", "id": ns_id, "catalog_id": catalog.id, "path": [name],
+                  "owner": principal, "properties": props, "comment": text_of(body, "comment")}
+            if chosen not in (None, ""):  # storage governance (arco.catalog.locations), as a catalog's
+                op["requested_root"], op["storage_location"] = locations.check_managed_storage_root(
+                    state, who, chosen, self.tables.storage.url, catalog.metastore_id, "schemas", ns_id)
+            return op
 
         self.store.execute(build, principal=principal)
         with self.store.read() as state:

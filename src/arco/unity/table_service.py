@@ -138,7 +138,7 @@ class UnityTables:
                 staged = self._staged(state, catalog, schema_name, name, location)
                 ids["table"], where = staged.name, location
             elif table_type == "MANAGED":
-                where = self._managed_location(catalog, schema_name, name, ids["table"])
+                where = locations.allocate_table_location(state, catalog, (schema_name,), name, ids["table"])
             elif table_type == "EXTERNAL":
                 # Storage governance (arco.catalog.locations): inside an external location the caller may create
                 # tables in, clear of every other table, managed storage and Arco's own files.
@@ -155,10 +155,6 @@ class UnityTables:
         self.store.execute(build, principal=principal)
         with self.store.read() as state:
             return self.table_info(state.tables[ids["table"]], state)
-
-    @staticmethod
-    def _managed_location(catalog: CatalogEntry, schema: str, name: str, table_id: str) -> str:
-        return locations.allocate_table_location(catalog, (schema,), name, table_id)
 
     @staticmethod
     def _staged(state: CatalogState, catalog: CatalogEntry, schema: str, name: str, location: str) -> Any:
@@ -181,7 +177,7 @@ class UnityTables:
 
         def build(state: CatalogState) -> dict[str, Any]:
             catalog = _catalog_to_create_in(state, caller, catalog_name, schema_name, "stage tables")
-            found["location"] = self._managed_location(catalog, schema_name, name, staging_id)
+            found["location"] = locations.allocate_table_location(state, catalog, (schema_name,), name, staging_id)
             return {"op": "create_securable", "id": staging_id, "type": "staging_table", "name": staging_id,
                     "owner": caller.name, "fields": {"catalog_id": catalog.id, "schema": schema_name, "name": name,
                                                      "location": found["location"]}}

@@ -28,7 +28,7 @@ def state() -> CatalogState:
         commit(s, {"op": "create_principal", "kind": "user", "name": user, "id": user})
     commit(s, {"op": "create_catalog", "id": "c1", "name": "main", "storage_root": MAIN_ROOT, "owner": "admin"})
     commit(s, {"op": "create_namespace", "id": "n1", "catalog_id": "c1", "path": ["db"], "owner": "admin"})
-    victim = locations.allocate_table_location(s.catalogs["c1"], ("db",), "victim", VICTIM_ID)
+    victim = locations.allocate_table_location(s, s.catalogs["c1"], ("db",), "victim", VICTIM_ID)
     commit(s, {"op": "create_table", "id": VICTIM_ID, "catalog_id": "c1", "namespace": ["db"], "name": "victim",
                "location": victim, "owner": "admin", "managed": True})
     commit(s, {"op": "create_securable", "id": "loc1", "type": "external_location", "name": "landing",
@@ -158,7 +158,7 @@ def test_purge_refuses_a_prefix_that_another_live_table_lies_inside(state: Catal
 def test_allocation_cannot_nest_one_table_inside_another(state: CatalogState) -> None:
     victim_folder = victim_location(state).rsplit("/", 1)[1]
     # A namespace named like the victim's folder gets a folder of its own.
-    nested = locations.allocate_table_location(state.catalogs["c1"], ("db", victim_folder), "x",
+    nested = locations.allocate_table_location(state, state.catalogs["c1"], ("db", victim_folder), "x",
                                                "22222222-0000-0000-0000-000000000000")
     assert not locations.overlaps(nested, victim_location(state))
 
@@ -258,7 +258,7 @@ def test_an_external_location_cannot_sit_inside_an_external_volume(state: Catalo
 def test_purge_of_a_managed_volume_is_its_allocated_prefix_alone(state: CatalogState) -> None:
     catalog = state.catalogs["c1"]
     volume_id = "99999999-2222-3333-4444-555555555555"
-    where = locations.allocate_table_location(catalog, ("db",), "vol", volume_id)
+    where = locations.allocate_table_location(state, catalog, ("db",), "vol", volume_id)
     assert locations.owned_prefix(state, volume_id, where, True, catalog, WH) == where  # dropped: nothing else there
     assert locations.owned_prefix(state, volume_id, where, False, catalog, WH) is None  # external: never
     assert locations.owned_prefix(state, volume_id, f"{LANDING}/x", True, catalog, WH) is None  # not allocated
@@ -273,7 +273,7 @@ def test_purge_of_a_managed_volume_is_its_allocated_prefix_alone(state: CatalogS
 def test_model_version_files_live_under_the_models_prefix(state: CatalogState) -> None:
     catalog = state.catalogs["c1"]
     model_id = "88888888-2222-3333-4444-555555555555"
-    where = locations.allocate_table_location(catalog, ("db",), "m", model_id)
+    where = locations.allocate_table_location(state, catalog, ("db",), "m", model_id)
     commit(state, {"op": "create_schema_object", "type": "registered_model", "id": model_id, "schema_id": "n1",
                    "name": "m", "owner": "a", "fields": {"storage_location": where}})
     model = state.securables_in_every_metastore("registered_model")[0]
@@ -289,7 +289,7 @@ def test_a_folder_inside_another_tables_folder_is_never_allocated(state: Catalog
     victim = victim_location(state)
     inner_id = "44444444-0000-0000-0000-000000000000"
     nested = f"{victim}/x-{inner_id.replace('-', '')}"
-    assert not locations.is_allocated(nested, state.catalogs["c1"], inner_id)
+    assert not locations.is_allocated(state, nested, state.catalogs["c1"], inner_id)
     commit(state, {"op": "drop_table", "id": VICTIM_ID})
     assert locations.check_reregistration(state, nested, state.catalogs["c1"], inner_id) is None
     rogue = TableEntry(id=inner_id, catalog_id="c1", namespace=("db",), name="x", kind="TABLE", format="ICEBERG",
@@ -380,3 +380,36 @@ def test_create_managed_storage_on_the_location_lets_a_catalog_root_in_it(state:
     root, location = locations.check_managed_storage_root(state, BOB, f"{LANDING}/managed", WH, None, "catalogs",
                                                           "c10")
     assert location == f"{LANDING}/managed/__unitystorage/catalogs/c10"
+
+
+def test_a_schema_with_a_storage_root_keeps_its_managed_objects_in_its_own_folder(state: CatalogState) -> None:
+    root, where = locations.check_managed_storage_root(state, ADMIN, f"{LANDING}/sales", WH, None, "schemas", "n2")
+    assert where == f"{LANDING}/sales/__unitystorage/schemas/n2"
+    commit(state, {"op": "create_namespace", "id": "n2", "catalog_id": "c1", "path": ["sales"], "owner": "admin",
+                   "storage_location": where, "requested_root": root})
+    table_id = "33333333-0000-0000-0000-000000000000"
+    table = locations.allocate_table_location(state, state.catalogs["c1"], ("sales",), "orders", table_id)
+    assert table == f"{where}/orders-{table_id.replace('-', '')}"
+    nested = locations.allocate_table_location(state, state.catalogs["c1"], ("sales", "eu"), "orders", table_id)
+    assert nested == f"{where}/eu/orders-{table_id.replace('-', '')}"
+    # Its tables are Arco's to purge, as a catalog root's are; nothing else may be placed in or around the folder.
+    assert locations.is_allocated(state, table, state.catalogs["c1"], table_id)
+    dropped = TableEntry(id=table_id, catalog_id="c1", namespace=("sales",), name="orders", kind="TABLE",
+                         format="ICEBERG", location=table, owner="admin")
+    assert locations.purge_prefix(state, dropped, state.catalogs["c1"], WH) == table
+    assert decide(state, ADMIN, f"{where}/x", inside_warehouse=False) == "refused:taken"
+    assert decide(state, ADMIN, f"{LANDING}/sales", inside_warehouse=False) == "refused:taken"
+    assert root_decision(state, ADMIN, f"{where}/inner") == "refused:taken"  # no managed storage inside another
+
+
+def test_an_external_location_holding_managed_storage_may_be_written_again_but_none_made_inside_it(
+        state: CatalogState) -> None:
+    commit(state, {"op": "create_catalog", "id": "c9", "name": "lake", "owner": "admin",
+                   "storage_root": f"{LANDING}/m/__unitystorage/catalogs/c9", "requested_root": f"{LANDING}/m"})
+    assert locations.check_external_location_url(state, LANDING, WH, exclude_id="loc1") == LANDING
+    with pytest.raises(LocationRefused) as refused:
+        locations.check_external_location_url(state, f"{LANDING}/m/__unitystorage/catalogs/c9/x", WH,
+                                              exclude_id="loc1")
+    assert refused.value.rule == "managed"
+    with pytest.raises(LocationRefused):  # a managed root Arco placed may be inside no external location
+        locations.check_external_location_url(state, WH + "/main", WH, exclude_id="loc1")

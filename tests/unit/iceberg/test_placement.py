@@ -33,7 +33,7 @@ def world(tmp_path: Path) -> tuple[CatalogState, Placements]:
     commit(state, {"op": "create_catalog", "id": "c1", "name": "main", "storage_root": f"{wh}/main",
                    "owner": "admin"})
     commit(state, {"op": "create_namespace", "id": "n1", "catalog_id": "c1", "path": ["db"], "owner": "admin"})
-    live = locations.allocate_table_location(state.catalogs["c1"], ("db",), "live", LIVE_ID)
+    live = locations.allocate_table_location(state, state.catalogs["c1"], ("db",), "live", LIVE_ID)
     commit(state, {"op": "create_table", "id": LIVE_ID, "catalog_id": "c1", "namespace": ["db"], "name": "live",
                    "location": live, "owner": "admin", "managed": True})
     commit(state, {"op": "create_securable", "id": "loc1", "type": "external_location", "name": "landing",
@@ -44,7 +44,7 @@ def world(tmp_path: Path) -> tuple[CatalogState, Placements]:
 
 
 def allocated(state: CatalogState, name: str, object_uuid: str) -> str:
-    return locations.allocate_table_location(state.catalogs["c1"], ("db",), name, object_uuid)
+    return locations.allocate_table_location(state, state.catalogs["c1"], ("db",), name, object_uuid)
 
 
 def test_a_new_table_without_a_location_gets_the_prefix_arco_allocates(world: tuple[CatalogState, Placements]) -> None:
