@@ -165,7 +165,9 @@ def test_versions_metadata_and_queries_follow_the_protocol(server: RunningServer
     assert ds(server, profile, "POST", f"{table}/query", json={"version": 99}).status_code == 400
     assert ds(server, profile, "POST", f"{table}/query", json={"version": 1, "timestamp": "2020-01-01T00:00:00Z"}
               ).status_code == 400
-    assert ds(server, profile, "POST", f"{table}/query", content=b"{oops").status_code == 400
+    for not_an_object in (b"{oops", b"[1]", b'"query"'):  # the reference server's code for a body it cannot read
+        refused = ds(server, profile, "POST", f"{table}/query", content=not_an_object)
+        assert (refused.status_code, refused.json()["errorCode"]) == (400, "MALFORMED_REQUEST"), not_an_object
     ended = ds(server, profile, "POST", f"{table}/query", json={},
                headers={"delta-sharing-capabilities": "responseformat=parquet;includeEndStreamAction=true"})
     assert ended.headers["delta-sharing-capabilities"] == "responseformat=parquet;includeendstreamaction=true"
@@ -612,9 +614,10 @@ def test_cloud_credentials_are_offered_only_for_whole_delta_tables_and_need_clou
     assert outside.status_code == 403 and outside.json()["errorCode"] == "PERMISSION_DENIED"
     iceberg = ds(server, provider["profile"], "POST", f"{table}/events/temporary-table-credentials")
     assert iceberg.status_code == 400 and "not a Delta table" in iceberg.json()["message"]
-    for body in (b"[1]", b"{", b'{"location": 7}'):
+    for body, code in ((b"[1]", "MALFORMED_REQUEST"), (b"{", "MALFORMED_REQUEST"),
+                       (b'{"location": 7}', "INVALID_PARAMETER_VALUE")):
         bad = ds(server, provider["profile"], "POST", f"{table}/orders/temporary-table-credentials", content=body)
-        assert bad.status_code == 400, (body, bad.text)
+        assert (bad.status_code, bad.json()["errorCode"]) == (400, code), (body, bad.text)
     recipient = share_with(server, "no_history_files", "filesless", ["main.lake.orders"], history=False)
     _, profile = activate(recipient, tmp_path)
     refused = ds(server, profile, "POST", "/shares/no_history_files/schemas/lake/tables/orders/"

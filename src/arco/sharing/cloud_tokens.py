@@ -20,7 +20,7 @@ from typing import Any
 
 from arco.catalog import locations
 from arco.catalog.store import CatalogStore
-from arco.sharing.errors import SharingError, bad_request, forbidden
+from arco.sharing.errors import SharingError, bad_request, forbidden, malformed
 from arco.sharing.history import history_shared
 from arco.sharing.table_reads import SharedTable
 from arco.storage.urls import within
@@ -50,7 +50,7 @@ def table_credentials(store: CatalogStore, vendor: CredentialVendor, t: SharedTa
                       recipient: str) -> dict[str, Any]:
     """``{"credentials": {...}}`` for the table's location, or for ``body["location"]`` inside it."""
     if body is not None and not isinstance(body, dict):
-        raise bad_request("the request body must be a JSON object")
+        raise malformed("the request body must be a JSON object")
     shown = f"{t.share.name}.{t.schema}.{t.name}"
     root = locations.canonical(t.table.location)
     target = root

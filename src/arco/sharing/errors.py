@@ -13,6 +13,11 @@ def bad_request(message: str) -> SharingError:
     return SharingError(400, "INVALID_PARAMETER_VALUE", message)
 
 
+def malformed(message: str) -> SharingError:
+    """A body that is not JSON, or not the object the request takes: the reference server's MALFORMED_REQUEST."""
+    return SharingError(400, "MALFORMED_REQUEST", message)
+
+
 def unauthenticated(message: str) -> SharingError:
     return SharingError(401, "UNAUTHENTICATED", message, {"WWW-Authenticate": 'Bearer realm="delta-sharing"'})
 

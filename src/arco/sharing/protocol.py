@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from arco.sharing import paging
-from arco.sharing.errors import bad_request, not_found
+from arco.sharing.errors import bad_request, malformed, not_found
 
 MAX_PAGE = 1000  # the server may return fewer than maxResults; a larger ask is served in pages of this size
 MAX_NAME = 255
@@ -179,7 +179,7 @@ def query_body(raw: Any) -> QueryBody:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise bad_request("the query body must be a JSON object")
+        raise malformed("the query body must be a JSON object")
     hints = raw.get("predicateHints")
     hints = [h for h in hints if isinstance(h, str)] if isinstance(hints, list) else None
     json_hints = raw.get("jsonPredicateHints")

@@ -16,7 +16,7 @@ from starlette.routing import Route
 from arco.api.requests import BodyError, blocking, read_json
 from arco.api.responses import JsonResponse
 from arco.sharing import cloud_tokens, protocol
-from arco.sharing.errors import SharingError, bad_request
+from arco.sharing.errors import SharingError, bad_request, malformed
 from arco.sharing.file_server import SignedFiles, local_path
 from arco.sharing.recipients import Recipient
 from arco.sharing.service import SharingServer
@@ -89,6 +89,8 @@ async def _body(request: Request) -> Any:
     try:
         return await read_json(request, server(request).settings.max_body_bytes, required=False)
     except BodyError as exc:
+        if exc.status == 400:
+            raise malformed(exc.message) from None
         raise SharingError(exc.status, "INVALID_PARAMETER_VALUE", exc.message) from None
 
 
@@ -189,7 +191,7 @@ async def query_info(request: Request) -> Response:
     _check_file_id_hash(request)
     raw = await _body(request)
     if raw is not None and not isinstance(raw, dict):
-        raise bad_request("the request body must be a JSON object")
+        raise malformed("the request body must be a JSON object")
     caps = protocol.capabilities(request.headers.get("delta-sharing-capabilities"))
     query_id = request.path_params["query_id"]
     answer = await blocking(server(request).query_info, t, caps, query_id, raw or {}, recipient)
