@@ -232,11 +232,8 @@ def check_external_table_location(state: CatalogState, who: Subject, raw: object
     if clash is not None:
         raise LocationRefused("taken", f"location {url} overlaps {clash.what} ({clash.url}); every {kind} needs "
                                        "a prefix of its own: choose a new folder inside an external location")
-    container = containing_external_location(state, url, metastore_id)
-    if container is None:
-        raise LocationRefused("no-external-location", f"location {url} is in no external location; ask a "
-                                                      "metastore admin to create one that contains it, or omit "
-                                                      f"the location to let Arco place the {kind}")
+    container = _external_location_for(state, url, metastore_id, "location",
+                                       f"the location to let Arco place the {kind}")
     volume = kind == "volume"
     allowed = can_create_external_volume(who, state, container) if volume else \
         can_create_external_table(who, state, container)
@@ -252,6 +249,16 @@ def check_external_table_location(state: CatalogState, who: Subject, raw: object
                                                    "Arco writes Iceberg metadata only inside it: create the "
                                                    "external location under the warehouse")
     return url
+
+
+def _external_location_for(state: CatalogState, url: str, metastore_id: str | None, field: str,
+                           omitted: str) -> SecurableEntry:
+    """The external location containing ``url`` (the value of ``field``), or a refusal saying what to do."""
+    container = containing_external_location(state, url, metastore_id)
+    if container is None:
+        raise LocationRefused("no-external-location", f"{field} {url} is in no external location; ask a metastore "
+                                                      f"admin to create one that contains it, or omit {omitted}")
+    return container
 
 
 def containing_external_location(state: CatalogState, url: str, metastore_id: str | None) -> SecurableEntry | None:
@@ -290,11 +297,8 @@ def check_managed_storage_root(state: CatalogState, who: Subject, raw: object, w
     if not within(url, root):
         raise LocationRefused("outside-warehouse", f"storage_root {url} is outside this server's warehouse {root}; "
                                                    "Arco writes managed tables' metadata only inside it")
-    container = containing_external_location(state, url, metastore_id)
-    if container is None:
-        raise LocationRefused("no-external-location", f"storage_root {url} is in no external location; ask a "
-                                                      "metastore admin to create one that contains it, or omit "
-                                                      "storage_root to let Arco place the managed storage")
+    container = _external_location_for(state, url, metastore_id, "storage_root",
+                                       "storage_root to let Arco place the managed storage")
     target = can.Securable(container.owner, state.grants_on("external_location", container.id))
     if not (can.admin(who) or can.holds(who, target, "CREATE_MANAGED_STORAGE")):
         raise LocationRefused("privilege", f"{who.name} may not create managed storage in external location "
