@@ -24,6 +24,7 @@ from arco.api.after_answer import WritesAfterAnswer
 from arco.api.auth import BearerAuthMiddleware
 from arco.api.errors import ApiError, error_body, surface_of
 from arco.api.faults import ContainErrors
+from arco.api.heap import freeze_startup_heap
 from arco.api.observability import METRICS_PATH, NoteRoute, RequestObserver, configure_logging, metrics_endpoint
 from arco.api.optimistic import OptimisticCommits
 from arco.api.responses import JsonResponse
@@ -201,8 +202,15 @@ def _signed_files_first(app: ASGIApp, sharing: SharingServer) -> ASGIApp:
     return dispatch
 
 
+def served_app(settings: ServerSettings, storage: StorageBackend | None = None) -> ASGIApp:
+    """:func:`asgi_app` for a process that serves it, whose heap is then frozen (:mod:`arco.api.heap`)."""
+    app = asgi_app(settings, storage)
+    freeze_startup_heap()
+    return app
+
+
 def app_from_environment() -> ASGIApp:
     """The factory uvicorn's worker processes call: settings travel in the environment."""
     settings = ServerSettings.from_env()
     configure_logging(settings.access_log)  # each worker is a process of its own
-    return asgi_app(settings)
+    return served_app(settings)

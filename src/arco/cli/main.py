@@ -165,11 +165,11 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
     common = dict(host=host, port=port, log_level="warning", access_log=False, server_header=False,
                   http=BoundedHeadProtocol)
     if workers == 1:
-        from arco.api.app import asgi_app
+        from arco.api.app import served_app
         from arco.api.observability import configure_logging
 
         configure_logging(access_log)
-        uvicorn.run(asgi_app(settings, storage), **common)
+        uvicorn.run(served_app(settings, storage), **common)
     else:
         import tempfile
 
