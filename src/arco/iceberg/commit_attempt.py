@@ -122,7 +122,7 @@ def plan_attempt(waiting: list[Pending[CommitRequest]], base: TableMetadata, bas
     if tried.accepted and not changed:
         tried.metadata, tried.location, tried.changed = base, base_location, False
     elif tried.accepted:
-        tried.metadata = commit_rules.close_group(base, running, base_location, changed)
+        tried.metadata = commit_rules.close_group(base, running, base_location)
         tried.grouped = len(tried.accepted) > 1
         suffix = group_part() if tried.grouped else attempt_part(tried.accepted[0].item.tag)
         tried.location = metadata_file_location(tried.metadata.location, metadata_sequence(base_location) + 1, suffix,

@@ -360,11 +360,10 @@ def apply_member_updates(running: TableMetadata, updates: Sequence[TableUpdate])
         return with_row_lineage(new), context.has_changes()
 
 
-def close_group(base: TableMetadata, new: TableMetadata, base_location: str, changed: bool) -> TableMetadata:
-    """The metadata a group commit writes: its members' changes, and the base in the metadata log (once), exactly
-    as :func:`apply_updates` would have logged a single commit."""
-    if not changed:
-        return new
+def close_group(base: TableMetadata, new: TableMetadata, base_location: str) -> TableMetadata:
+    """The metadata a group commit that changed something writes: its members' changes, and the base in the
+    metadata log (once), exactly as :func:`apply_updates` would have logged a single commit. A group that changed
+    nothing writes nothing (its callers answer the base)."""
     try:
         return _update_table_metadata_log(new, base_location, base.last_updated_ms)
     except ValueError as exc:  # a table property it reads that no check here let in (a table registered with it)

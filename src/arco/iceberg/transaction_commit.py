@@ -78,7 +78,7 @@ def prepare_change(tables: TableService, entry: TableEntry, namespace: Namespace
         return PreparedCommit(entry, current, pointer_for(entry.id, base_location, base,
                                                           current.pointer.previous_metadata_location, source),
                               base, changed=False)
-    new = commit_rules.close_group(base, running, base_location, changed)
+    new = commit_rules.close_group(base, running, base_location)
     location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, attempt_part(tag),
                                       new.properties)
     tables.files.write(location, new)

@@ -68,7 +68,7 @@ class VolumeService:
                                 "create volumes", "USE_CATALOG, USE_SCHEMA and CREATE_VOLUME")
             if volume_type == "MANAGED":
                 where_to = locations.allocate_table_location(state, where.catalog, where.schema.path, name,
-                                                                  volume_id)
+                                                             volume_id)
             else:
                 where_to = locations.check_external_volume_location(state, who, location, self.tables.storage.url,
                                                                     where.catalog.metastore_id)
