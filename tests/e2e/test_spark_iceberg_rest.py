@@ -84,6 +84,21 @@ def test_ddl_and_dml(spark: SparkSession, spark_arco: str) -> None:
     assert rows(spark, f"SHOW TABLES IN {c}.sales") == []
 
 
+def test_expiring_snapshots_that_have_table_statistics(spark: SparkSession, spark_arco: str) -> None:
+    """Spark's expiry removes a snapshot and then its statistics (already gone with it): the commit lands."""
+    c = spark_arco
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {c}.stats")
+    spark.sql(f"CREATE TABLE {c}.stats.t (id INT, p STRING) USING iceberg PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {c}.stats.t VALUES (1, 'a')")
+    spark.sql(f"CALL {c}.system.compute_table_stats('stats.t')")
+    spark.sql(f"CALL {c}.system.compute_partition_stats('stats.t')")
+    spark.sql(f"INSERT INTO {c}.stats.t VALUES (2, 'b')")
+    spark.sql(f"CALL {c}.system.expire_snapshots(table => 'stats.t', older_than => TIMESTAMP '2999-01-01 00:00:00', "
+              "retain_last => 1)")
+    assert rows(spark, f"SELECT count(*) FROM {c}.stats.t.snapshots") == [(1,)]
+    assert rows(spark, f"SELECT id FROM {c}.stats.t ORDER BY id") == [(1,), (2,)]
+
+
 def test_format_version_3_row_lineage(spark: SparkSession, spark_arco: str, arco: RunningServer) -> None:
     from pyiceberg.catalog.rest import RestCatalog
 

@@ -37,7 +37,10 @@ from pyiceberg.table.update import (
     AddSnapshotUpdate,
     AddSortOrderUpdate,
     RemovePartitionSpecsUpdate,
+    RemovePartitionStatisticsUpdate,
     RemovePropertiesUpdate,
+    RemoveSnapshotsUpdate,
+    RemoveStatisticsUpdate,
     SetDefaultSortOrderUpdate,
     SetDefaultSpecUpdate,
     SetLocationUpdate,
@@ -308,9 +311,34 @@ def stale_snapshot(snapshot: Snapshot, metadata: TableMetadata) -> str | None:
     return None
 
 
+def _remove_snapshots(update: RemoveSnapshotsUpdate, metadata: TableMetadata,
+                      context: _TableMetadataUpdateContext) -> TableMetadata:
+    """As the reference's ``TableMetadata.Builder`` removes snapshots: ids the table no longer has are skipped (two
+    expiries racing, or a retry), and each removed snapshot's statistics and partition statistics go with it.
+    PyIceberg's applier refuses an unknown id and keeps partition statistics."""
+    present = {snapshot.snapshot_id for snapshot in metadata.snapshots}
+    removed = [snapshot_id for snapshot_id in update.snapshot_ids if snapshot_id in present]
+    if not removed:
+        return metadata
+    new = _apply_table_update(RemoveSnapshotsUpdate(snapshot_ids=removed), metadata, context)
+    for snapshot_id in {p.snapshot_id for p in new.partition_statistics} & set(removed):
+        new = _apply_table_update(RemovePartitionStatisticsUpdate(snapshot_id=snapshot_id), new, context)
+    return new
+
+
 def _apply_one(update: TableUpdate, metadata: TableMetadata, context: _TableMetadataUpdateContext) -> TableMetadata:
     if isinstance(update, UpgradeFormatVersionUpdate):
         return _upgrade_format_version(update, metadata, context)
+    if isinstance(update, RemoveSnapshotsUpdate):
+        return _remove_snapshots(update, metadata, context)
+    # Removing statistics a snapshot no longer has changes nothing, as in the reference: Spark's expire_snapshots
+    # sends remove-statistics after the remove-snapshots that already took them.
+    if isinstance(update, RemoveStatisticsUpdate) and \
+            all(s.snapshot_id != update.snapshot_id for s in metadata.statistics):
+        return metadata
+    if isinstance(update, RemovePartitionStatisticsUpdate) and \
+            all(s.snapshot_id != update.snapshot_id for s in metadata.partition_statistics):
+        return metadata
     if isinstance(update, AddSnapshotUpdate):
         if metadata.format_version >= 3 and update.snapshot.added_rows is None:
             raise BadRequest("add-snapshot: a format v3 snapshot needs added-rows (row lineage)")

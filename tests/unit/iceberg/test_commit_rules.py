@@ -306,3 +306,42 @@ def test_a_group_over_a_table_that_already_has_a_bad_value_is_a_bad_request() ->
     new, _ = rules.apply_member_updates(start, updates)
     with pytest.raises(BadRequest, match="cannot apply the updates"):
         rules.close_group(start, new, "file:///wh/t/metadata/00000-a.metadata.json")
+
+
+# -- expiring snapshots: removals of what the table no longer has ---------------------------------------------------
+
+
+def statistics(snapshot_id: int) -> list[dict]:
+    return [{"action": "set-statistics", "snapshot-id": snapshot_id, "statistics": {
+        "snapshot-id": snapshot_id, "statistics-path": f"file:///wh/t/metadata/{snapshot_id}.stats",
+        "file-size-in-bytes": 10, "file-footer-size-in-bytes": 5, "blob-metadata": []}},
+        {"action": "set-partition-statistics", "partition-statistics": {
+            "snapshot-id": snapshot_id, "statistics-path": f"file:///wh/t/metadata/{snapshot_id}.pstats",
+            "file-size-in-bytes": 10}}]
+
+
+def test_expiring_a_snapshot_with_statistics_as_spark_sends_it() -> None:
+    """Spark's expire_snapshots sends remove-statistics after the remove-snapshots that already removed them; the
+    reference accepts it, and takes the snapshot's partition statistics too."""
+    table = apply(base(), [*add_snapshot(1, None, 1), *statistics(1)])
+    table = apply(table, [*add_snapshot(2, 1, 2), {"action": "set-snapshot-ref", "ref-name": "main",
+                                                   "type": "branch", "snapshot-id": 2}])
+    expired = apply(table, [{"action": "remove-snapshots", "snapshot-ids": [1]},
+                            {"action": "remove-statistics", "snapshot-id": 1}])
+    assert [s.snapshot_id for s in expired.snapshots] == [2]
+    assert (expired.statistics, expired.partition_statistics) == ([], [])
+
+
+@pytest.mark.parametrize("removal", [
+    {"action": "remove-snapshots", "snapshot-ids": [404]},
+    {"action": "remove-statistics", "snapshot-id": 404},
+    {"action": "remove-partition-statistics", "snapshot-id": 404},
+])
+def test_removing_what_the_table_does_not_have_changes_nothing(removal: dict) -> None:
+    """Two expiries racing: the second, applied again to the table the first left, removes nothing and fails not."""
+    table = apply(base(), [*add_snapshot(1, None, 1), *statistics(1)])
+    _, changed = rules.apply_member_updates(table, rules.parse_updates([removal]))
+    assert not changed
+    assert apply(table, [removal]).snapshots == table.snapshots
+    kept = apply(table, [{"action": "remove-snapshots", "snapshot-ids": [404, 1]}])
+    assert kept.snapshots == [] and kept.statistics == [] and kept.partition_statistics == []
