@@ -144,8 +144,9 @@ def decode_namespace(raw: str) -> NamespacePath:
 
 
 def existing_namespace(raw: str) -> NamespacePath:
-    """:func:`decode_namespace` for a lookup: a name Arco would never store names nothing (404, as the reference
-    implementation answers), where creating it is refused (400)."""
+    """:func:`decode_namespace` for a namespace that must exist (a lookup, a drop, a change, a listing of its
+    tables): a name Arco would never store names nothing (404, as the reference implementation answers, so a client
+    dropping it learns it is absent), where creating it is refused (400)."""
     try:
         return decode_namespace(raw)
     except InvalidRequestError:
@@ -226,7 +227,7 @@ async def identifier_page(request: Request, lister: Callable[..., tuple[list[Any
     from arco.iceberg.paging import parse_page_size
 
     catalog = await catalog_of(request)
-    namespace = decode_namespace(request.path_params["namespace"])
+    namespace = existing_namespace(request.path_params["namespace"])
     size = parse_page_size(request.query_params.get("pageSize"))
     token = request.query_params.get("pageToken") or None
     items, next_token = await inline_or_blocking(lister, catalog, namespace, token, size)

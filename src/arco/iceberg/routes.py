@@ -80,7 +80,7 @@ async def get_config(request: Request) -> Response:
 async def list_namespaces(request: Request) -> Response:
     catalog = await catalog_of(request)
     parent_raw = request.query_params.get("parent") or ""
-    parent = decode_namespace(parent_raw) if parent_raw else ()
+    parent = existing_namespace(parent_raw) if parent_raw else ()
     size = parse_page_size(request.query_params.get("pageSize"))
     token = request.query_params.get("pageToken") or None
     items, next_token = await inline_or_blocking(services(request).namespaces.list, catalog, parent, token, size)
@@ -123,7 +123,7 @@ async def namespace_exists(request: Request) -> Response:
 @iceberg_errors
 async def drop_namespace(request: Request) -> Response:
     catalog = await catalog_of(request)
-    path = decode_namespace(request.path_params["namespace"])
+    path = existing_namespace(request.path_params["namespace"])
     await allow(request, "namespace", catalog, path, "drop")
     svc = services(request)
     return render(svc, await blocking(svc.mutations.drop_namespace, catalog, path, caller_of(request)))
@@ -132,7 +132,7 @@ async def drop_namespace(request: Request) -> Response:
 @iceberg_errors
 async def update_namespace_properties(request: Request) -> Response:
     catalog = await catalog_of(request)
-    path = decode_namespace(request.path_params["namespace"])
+    path = existing_namespace(request.path_params["namespace"])
     body = await json_body(request)
     await allow(request, "namespace", catalog, path, "update")
     svc = services(request)

@@ -188,6 +188,13 @@ def test_lookups_of_unstorable_names_are_404(client: httpx.Client, segment: str)
     r = client.get(f"/namespaces/db/tables/{segment}")
     assert error_of(r, 404).startswith("Table does not exist")
     assert r.json()["error"]["type"] == "NoSuchTableException"
+    # Dropping, changing or listing such a namespace finds none (Java's dropNamespace then returns false).
+    for r in (client.delete(f"/namespaces/{segment}"),
+              client.post(f"/namespaces/{segment}/properties", json={"updates": {"a": "b"}}),
+              client.get(f"/namespaces/{segment}/tables"), client.get(f"/namespaces/{segment}/views"),
+              client.get("/namespaces", params={"parent": segment.replace("%2F", "/")})):
+        assert error_of(r, 404).startswith("Namespace does not exist"), r.request.url
+        assert r.json()["error"]["type"] == "NoSuchNamespaceException"
     # Creating such a name stays a bad request.
     error_of(client.post("/namespaces", json={"namespace": ["a/b"]}), 400)
     error_of(client.post("/namespaces/db/tables", json={"name": "x/y", "schema": ONE_COLUMN_SCHEMA}), 400)
