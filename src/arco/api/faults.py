@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arco.api.errors import error_body, error_headers, surface_of
 from arco.fault_log import FaultLog
+from arco.iceberg.metadata_files import MissingMetadataFile
 from arco.storage.base import InvalidKey, StorageError
 
 log = logging.getLogger("arco.api")
@@ -42,6 +43,8 @@ def answer_for(exc: BaseException) -> Answer:
     """How an unanswered exception is answered (pure)."""
     if isinstance(exc, InvalidKey):
         return Answer(400, "BadRequestException", f"invalid name: {exc}", {}, False)
+    if isinstance(exc, MissingMetadataFile):  # storage answered: the file is gone, and no retry brings it back
+        return Answer(404, exc.error_type, exc.message, {}, False)
     if isinstance(exc, (StorageError, OSError)):
         # A raw OSError can only come from storage or the local file system underneath it.
         return Answer(503, "ServiceUnavailableException",

@@ -172,7 +172,7 @@ def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> 
                 pending.fail(NoSuchTable(f"Table does not exist: {'.'.join((*request.namespace, request.name))}"))
             return
         base_location = current.pointer.current_metadata_location
-        base = tables.files.read(base_location)  # step 3
+        base = tables.files.read_base(base_location)  # step 3
         tried = plan_attempt(waiting, base, base_location, final=copy is None)  # steps 5-6
         if tried is None or (copy is not None and not tried.changed):
             # A request fails against the copy, or nothing changes it and the answer would be the copy: decide

@@ -17,8 +17,9 @@ from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.typedef import IcebergBaseModel
 from pyiceberg.view.metadata import ViewMetadata
 
+from arco.iceberg.errors import NoSuchTable, NoSuchView
 from arco.metrics import CacheMeter
-from arco.storage.base import DoesNotExist, StorageBackend, StorageError, Written
+from arco.storage.base import DoesNotExist, NotFound, StorageBackend, StorageError, Written
 
 CACHE_ENTRIES = 512
 VIEW_CACHE_ENTRIES = 256
@@ -79,15 +80,36 @@ class MetadataLocationError(StorageError):
     """A metadata location outside the warehouse this server can read and write."""
 
 
+class MissingMetadataFile(NotFound):
+    """The metadata file a table's (or view's) pointer names is not in storage: deleted outside the catalog. No
+    retry brings it back, so it is answered 404 (as the reference implementation's "Failed to open input stream"),
+    never as storage being unavailable."""
+
+    def __init__(self, key: str, location: str, kind: str) -> None:
+        super().__init__(key)
+        self.location = location
+        self.kind = kind
+        self.error_type = "NoSuchViewException" if kind == "view" else "NoSuchTableException"
+        self.message = (f"Failed to open input stream for file: {location}: the {kind}'s current metadata file is "
+                        f"missing from storage (deleted outside the catalog?); restore it, or drop the {kind}")
+
+
 class ImmutableFiles(Generic[M]):
     """Create-only metadata files of one kind, parsed once per location and process (they never change).
 
     Subclasses say how the kind parses and serializes, and name their cache for the metrics."""
 
     meter: CacheMeter
+    kind: str
 
     def __init__(self, storage: StorageBackend, cache_entries: int) -> None:
         self.storage = storage
+        # Where a look costs a stat (a local disk), a load answered from memory first confirms that the file is
+        # still there (confirm_present), so a file deleted outside the catalog is reported alike by every server,
+        # warm or cold. On object storage that would be a round trip a load does not otherwise make: a server
+        # finds it missing when it next reads the file. A commit builds on the base it holds in memory either way
+        # (its writes are counted: tests/integration/iceberg/test_storage_calls.py), and its new file is whole.
+        self._confirms_presence = storage.capabilities.cheap_reads
         self._root = storage.url.rstrip("/") + "/"
         # Hadoop writes local paths as file:/path, and some clients send bare paths: accept each spelling.
         self._roots = [self._root]
@@ -116,12 +138,36 @@ class ImmutableFiles(Generic[M]):
             cached = self._cache.get(location)
             if cached is not None:
                 self._cache.move_to_end(location)
-                self.meter.hit()
-                return cached
+        if cached is not None:
+            self.meter.hit()
+            return cached
         self.meter.miss()
-        metadata = self.parse(self.storage.get(self.key_of(location)).data)
+        metadata = self.parse(self._stored(location))
         self._remember(location, metadata)
         return metadata
+
+    def read_base(self, location: str) -> M:
+        """:meth:`read` for the base of a commit: a missing file is refused as its loads are (404), a decided
+        failure that changed nothing, not storage being unavailable."""
+        try:
+            return self.read(location)
+        except MissingMetadataFile as exc:
+            raise (NoSuchView if self.kind == "view" else NoSuchTable)(exc.message) from None
+
+    def confirm_present(self, location: str) -> None:
+        """For a load: raise :class:`MissingMetadataFile` if the file is gone, where a look costs no round trip
+        (see ``__init__``); a no-op elsewhere."""
+        if self._confirms_presence:
+            key = self.key_of(location)
+            if self.storage.head(key) is None:
+                raise MissingMetadataFile(key, location, self.kind)
+
+    def _stored(self, location: str) -> bytes:
+        key = self.key_of(location)
+        try:
+            return self.storage.get(key).data
+        except NotFound:
+            raise MissingMetadataFile(key, location, self.kind) from None
 
     def write(self, location: str, metadata: M) -> None:
         """Write a new metadata file create-only; an identical file already there (a retry) is fine."""
@@ -148,7 +194,7 @@ class ImmutableFiles(Generic[M]):
     def read_bytes(self, location: str) -> bytes:
         """The file's bytes as stored, unparsed (kept in memory only if this process wrote them recently)."""
         written = self.written_bytes(location)
-        return written if written is not None else self.storage.get(self.key_of(location)).data
+        return written if written is not None else self._stored(location)
 
     def written_bytes(self, location: str) -> bytes | None:
         """The file's bytes, if this process wrote it recently (the file is immutable: they are its content)."""
@@ -172,6 +218,7 @@ class MetadataFiles(ImmutableFiles[TableMetadata]):
     """Table metadata files."""
 
     meter = CacheMeter("metadata_files")
+    kind = "table"
 
     def __init__(self, storage: StorageBackend, cache_entries: int = CACHE_ENTRIES) -> None:
         super().__init__(storage, cache_entries)
@@ -187,6 +234,7 @@ class ViewFiles(ImmutableFiles[ViewMetadata]):
     """View metadata files (the view spec's), kept apart from tables' so neither kind evicts the other."""
 
     meter = CacheMeter("view_metadata")
+    kind = "view"
 
     def __init__(self, storage: StorageBackend, cache_entries: int = VIEW_CACHE_ENTRIES) -> None:
         super().__init__(storage, cache_entries)

@@ -51,6 +51,11 @@ def read_window(window_s: float) -> Iterator[None]:
         _WINDOW.reset(token)
 
 
+def in_read_window() -> bool:
+    """Whether this request may be answered from copies checked up to a window ago (:func:`read_window`)."""
+    return _WINDOW.get() > 0.0
+
+
 def pointer_key(table_uuid: str) -> str:
     return f"{POINTERS}/{table_uuid}.json"
 

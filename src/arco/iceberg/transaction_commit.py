@@ -71,7 +71,7 @@ def prepare_change(tables: TableService, entry: TableEntry, namespace: Namespace
     if current is None or current.pointer.dropped:
         raise NoSuchTable(f"Table does not exist: {'.'.join((*namespace, name))}")
     base_location = current.pointer.current_metadata_location
-    base = tables.files.read(base_location)
+    base = tables.files.read_base(base_location)
     table_requirements.check_requirements(requirements, base)
     running, changed = commit_rules.apply_member_updates(base, updates)
     if not changed:

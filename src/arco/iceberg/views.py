@@ -128,6 +128,7 @@ class ViewService:
         pointer = self.pointers.load(entry.id)
         if pointer is None or pointer.pointer.dropped:
             raise NoSuchView(f"View does not exist: {dotted((*namespace, name))}")
+        self.files.confirm_present(pointer.pointer.current_metadata_location)
         return LoadedView(entry, pointer, self.files.read(pointer.pointer.current_metadata_location))
 
     # -- creating --------------------------------------------------------------------------------------------
@@ -223,7 +224,7 @@ class ViewService:
             if current is None or current.pointer.dropped:
                 raise NoSuchView(f"View does not exist: {dotted((*namespace, name))}")
             base_location = current.pointer.current_metadata_location
-            base = self.files.read(base_location)
+            base = self.files.read_base(base_location)
             view_rules.check_requirements(requirements, base)
             new = view_rules.apply_updates(base, updates, int(time.time() * 1000))
             if new is None:

@@ -17,6 +17,7 @@ from arco.catalog.model import CatalogEntry, TableEntry
 from arco.catalog.paging import page
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
+from arco.iceberg.metadata_files import MissingMetadataFile
 from arco.iceberg.tables import TableService
 from arco.unity import infos
 from arco.unity.common import (
@@ -78,7 +79,10 @@ class UnityTables:
         pointer = self.tables.resolver.for_read(entry.id)
         if pointer is None or pointer.pointer.dropped:
             return [], {}
-        metadata = self.tables.files.read(pointer.pointer.current_metadata_location)
+        try:
+            metadata = self.tables.files.read(pointer.pointer.current_metadata_location)
+        except MissingMetadataFile:  # a table whose metadata was deleted outside the catalog shows, without columns
+            return [], {}
         partition_sources = [f.source_id for f in metadata.spec().fields]
         return column_infos(metadata.schema(), partition_sources), dict(metadata.properties)
 

@@ -12,6 +12,8 @@ from urllib.parse import urlparse
 import httpx
 import orjson
 import pytest
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.table.metadata import TableMetadataUtil
 
 from arco.iceberg.responses import load_result_from_file
@@ -115,3 +117,41 @@ def test_the_body_is_the_file_between_the_location_and_an_empty_config() -> None
     assert orjson.loads(result.body) == {"metadata-location": "file:///w/t/metadata/00001-a.metadata.json",
                                          "metadata": orjson.loads(data), "config": {}}
     assert result.body.endswith(b',"config":{}}')  # where a caller's storage access is put in
+
+
+def test_a_table_whose_metadata_file_is_gone_is_not_found_warm_or_cold(tmp_path: Path) -> None:
+    """The metadata file a pointer names, deleted outside the catalog (Iceberg's CatalogTests move it away): a load
+    by the server that holds it in memory and one by a new server both answer 404 naming the file (no 503: no retry
+    brings it back), a commit with no base in memory is refused the same way and changes nothing, while Unity
+    Catalog still lists the table (without columns) and a drop still works."""
+    warehouse = tmp_path / "wh"
+    with arco_server(warehouse, tmp_path, admin_token=ARCO_TOKEN) as warm, iceberg_client(warm) as client:
+        client.post("/namespaces", json={"namespace": ["db"]}).raise_for_status()
+        name, created = new_table(client)
+        location = created["metadata-location"]
+        assert client.get(f"/namespaces/db/tables/{name}").status_code == 200  # now answered from memory
+        moved = file_of(location).with_suffix(".bak")
+        file_of(location).rename(moved)
+        with arco_server(warehouse, tmp_path, admin_token=ARCO_TOKEN) as cold, iceberg_client(cold) as new:
+            for c in (client, new):
+                r = c.get(f"/namespaces/db/tables/{name}")
+                assert r.status_code == 404, r.text
+                assert r.json()["error"]["type"] == "NoSuchTableException"
+                assert f"Failed to open input stream for file: {location}" in r.json()["error"]["message"]
+            r = new.post(f"/namespaces/db/tables/{name}", json={
+                "requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]})
+            assert r.status_code == 404 and location in r.json()["error"]["message"], r.text
+            catalog = RestCatalog("arco", uri=cold.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+            with pytest.raises(NoSuchTableError, match="Failed to open input stream"):
+                catalog.load_table(f"db.{name}")
+            uc = httpx.get(f"{cold.base_url}/api/2.1/unity-catalog/tables", timeout=30,
+                           params={"catalog_name": "main", "schema_name": "db"},
+                           headers={"Authorization": f"Bearer {ARCO_TOKEN}"})
+            assert uc.status_code == 200, uc.text
+            assert [(t["name"], t.get("columns", [])) for t in uc.json()["tables"]] == [(name, [])]
+        assert sorted(p.name for p in file_of(location).parent.iterdir()) == [moved.name]  # no new file
+        moved.rename(file_of(location))  # restored: the table loads again, on the server that had it in memory
+        assert client.get(f"/namespaces/db/tables/{name}").json()["metadata-location"] == location
+        file_of(location).unlink()
+        assert client.delete(f"/namespaces/db/tables/{name}").status_code == 204
+        assert client.get(f"/namespaces/db/tables/{name}").json()["error"]["type"] == "NoSuchTableException"

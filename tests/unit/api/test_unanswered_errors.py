@@ -10,6 +10,7 @@ from starlette.requests import ClientDisconnect
 
 from arco.api.faults import ContainErrors, answer_for
 from arco.fault_log import FaultLog
+from arco.iceberg.metadata_files import MissingMetadataFile
 from arco.storage.base import InvalidKey, NotFound, StorageError, StorageUnavailable
 
 
@@ -20,6 +21,7 @@ from arco.storage.base import InvalidKey, NotFound, StorageError, StorageUnavail
     (PermissionError(13, "Permission denied"), 503),  # an OS error that escaped a backend is still storage
     (OSError(28, "No space left on device"), 503),
     (InvalidKey("bad key"), 400),
+    (MissingMetadataFile("t/metadata/1.metadata.json", "file:///wh/t/metadata/1.metadata.json", "table"), 404),
     (ValueError("a bug"), 500),
     (KeyError("a bug"), 500),
 ])
@@ -28,6 +30,8 @@ def test_answers(exc: Exception, status: int) -> None:
     assert answer.status == status
     assert ("Retry-After" in answer.headers) == (status == 503)
     assert answer.storage_fault == (status == 503)
+    if status == 404:  # the file a pointer names is gone: which one is what the client needs to know
+        assert answer.error_type == "NoSuchTableException" and "file:///wh/t/metadata/1" in answer.message
     if status != 400:
         assert str(exc) not in answer.message  # storage paths and bug details go to the log, not to clients
 
