@@ -87,7 +87,7 @@ class Mutations:
         return run_once(
             keyed,
             lambda tag: Outcome(200, self.namespaces.create(catalog, body.get("namespace"), body.get("properties"),
-                                                            caller.principal, caller.source, tag)),
+                                                            caller.principal, caller.source, tag, who=caller.who)),
             self._tier1_recovery(lambda op: Outcome(200, {"namespace": op["path"], "properties": op["properties"]})),
         )
 

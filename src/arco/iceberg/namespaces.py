@@ -5,6 +5,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from arco.auth.principals import Principal
+from arco.auth.subjects import subject_of
+from arco.catalog import locations
 from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.names import check_namespace
 from arco.catalog.state import CatalogState
@@ -12,6 +15,8 @@ from arco.catalog.store import CatalogStore
 from arco.iceberg.commit_rules import check_reserved_properties
 from arco.iceberg.errors import BadRequest, UnprocessableEntity
 from arco.iceberg.paging import page
+
+LOCATION = "location"
 
 
 class NamespaceService:
@@ -27,15 +32,31 @@ class NamespaceService:
         return page(children, lambda p: p[-1].casefold(), token, size)
 
     def create(self, catalog: CatalogEntry, namespace: Any, properties: Any, principal: str,
-               source: dict[str, Any] | None = None, tag: str | None = None) -> dict[str, Any]:
+               source: dict[str, Any] | None = None, tag: str | None = None,
+               who: Principal | None = None) -> dict[str, Any]:
+        """A new namespace. A ``location`` property (Spark's ``CREATE NAMESPACE ... LOCATION``) is where its tables
+        go: a top-level namespace's storage root, governed as a Unity Catalog schema's ``storage_root``
+        (:func:`arco.catalog.locations.check_managed_storage_root`: inside an external location the caller may
+        create managed storage in), its managed storage a folder of its own under it."""
         path = check_namespace(namespace)
         props = _check_properties(properties)
         check_reserved_properties(list(props))
+        chosen = props.get(LOCATION)
+        if chosen is not None and (len(path) > 1 or who is None):
+            raise BadRequest("a location can be given to a top-level namespace only (the namespaces under it keep "
+                             "their tables in it); omit it to let Arco place the tables")
         ns_id = str(uuid.uuid4())
-        self.store.execute(lambda state: {
-            "op": "create_namespace", "id": ns_id, "catalog_id": catalog.id, "path": list(path),
-            "owner": principal, "properties": props, "comment": props.get("comment"),
-        }, principal=principal, request=tag, source=source)
+
+        def build(state: CatalogState) -> dict[str, Any]:
+            op = {"op": "create_namespace", "id": ns_id, "catalog_id": catalog.id, "path": list(path),
+                  "owner": principal, "properties": props, "comment": props.get("comment")}
+            if chosen is not None and who is not None:
+                op["requested_root"], op["storage_location"] = locations.check_managed_storage_root(
+                    state, subject_of(state, who), chosen, self.store.storage.url, catalog.metastore_id, "schemas",
+                    ns_id)
+            return op
+
+        self.store.execute(build, principal=principal, request=tag, source=source)
         return {"namespace": list(path), "properties": props}
 
     def load(self, catalog: CatalogEntry, path: NamespacePath) -> dict[str, Any]:
@@ -69,6 +90,10 @@ class NamespaceService:
 
         def build(state: CatalogState) -> dict[str, Any]:
             entry = state.namespace(catalog.id, path)
+            if (LOCATION in updates and updates[LOCATION] != entry.properties.get(LOCATION)) or \
+                    (LOCATION in removals and entry.storage_location):
+                raise BadRequest(f"a namespace's location is chosen when it is created (it is "
+                                 f"{entry.properties.get(LOCATION) or 'where Arco places it'}); its tables stay there")
             # The reply is part of the operation, so a retry after a crash can answer it again.
             summary = {"updated": sorted(updates), "removed": sorted(k for k in removals if k in entry.properties),
                        "missing": sorted(k for k in removals if k not in entry.properties)}

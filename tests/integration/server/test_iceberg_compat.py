@@ -395,3 +395,51 @@ def test_dropping_or_renaming_a_table_of_a_missing_namespace_is_no_such_table(cl
                                                   "destination": {"namespace": ["nonexist2"], "name": "x"}})
     assert nowhere.json()["error"]["type"] == "NoSuchNamespaceException" and \
         error_of(nowhere, 404) == "Namespace does not exist: nonexist2"
+
+
+# -- 7: a namespace's location ------------------------------------------------------------------------------------
+
+
+def test_a_namespace_location_is_where_its_tables_go_when_governance_allows(server: RunningServer,
+                                                                          client: httpx.Client) -> None:
+    """Spark's ``CREATE NAMESPACE ... LOCATION``: the location becomes the namespace's storage root, on the terms of
+    a Unity Catalog schema's storage_root (inside an external location), and is not changed afterwards."""
+    warehouse = f"file://{server.warehouse_dir}"  # type: ignore[attr-defined]
+    root = f"{warehouse}/ns-lake/sales"
+    refused = client.post("/namespaces", json={"namespace": ["sales"], "properties": {"location": root}})
+    assert "in no external location" in error_of(refused, 400)
+    assert "outside this server's warehouse" in error_of(client.post("/namespaces", json={
+        "namespace": ["sales"], "properties": {"location": "file:///tmp/elsewhere"}}), 400)
+    uc = httpx.Client(base_url=f"{server.base_url}/api/2.1/unity-catalog", timeout=30,
+                      headers={"Authorization": f"Bearer {ARCO_TOKEN}"})
+    uc.post("/storage-credentials", json={"name": "ns-role", "aws_iam_role": {
+        "role_arn": "arn:aws:iam::1:role/ns"}}).raise_for_status()
+    uc.post("/external-locations", json={"name": "ns-lake", "url": f"{warehouse}/ns-lake",
+                                         "credential_name": "ns-role"}).raise_for_status()
+
+    r = client.post("/namespaces", json={"namespace": ["sales"], "properties": {"location": root, "k": "v"}})
+    assert r.status_code == 200, r.text
+    assert client.get("/namespaces/sales").json()["properties"] == {"location": root, "k": "v"}
+    schema = uc.get("/schemas/main.sales").json()
+    assert schema["storage_root"] == root
+    assert schema["storage_location"] == f"{root}/__unitystorage/schemas/{schema['schema_id']}"
+    r = client.post("/namespaces/sales/tables", json={"name": "orders", "schema": TWO_COLUMNS})
+    assert r.json()["metadata"]["location"].startswith(f"{schema['storage_location']}/orders-"), r.text
+    # Two namespaces may name one root: each keeps its tables in a folder of its own under it.
+    assert client.post("/namespaces", json={"namespace": ["other"], "properties": {"location": root}}).status_code \
+        == 200
+    r = client.post("/namespaces/other/tables", json={"name": "orders", "schema": TWO_COLUMNS})
+    other = uc.get("/schemas/main.other").json()["storage_location"]
+    assert other != schema["storage_location"] and r.json()["metadata"]["location"].startswith(f"{other}/orders-")
+    squatter = client.post("/namespaces", json={"namespace": ["squat"], "properties": {
+        "location": schema["storage_location"]}})
+    assert "lies inside" in error_of(squatter, 400)  # nobody else's root may lie in a namespace's managed storage
+    nested = client.post("/namespaces", json={"namespace": ["sales", "eu"], "properties": {"location": root}})
+    assert "top-level namespace only" in error_of(nested, 400)
+
+    moved = client.post("/namespaces/sales/properties", json={"updates": {"location": f"{warehouse}/ns-lake/x"}})
+    assert "chosen when it is created" in error_of(moved, 400)
+    assert "chosen when it is created" in error_of(
+        client.post("/namespaces/sales/properties", json={"removals": ["location"]}), 400)
+    same = client.post("/namespaces/sales/properties", json={"updates": {"location": root, "k": "w"}})
+    assert same.status_code == 200, same.text
