@@ -23,13 +23,18 @@ class Initialised:
 
 
 def initialise_warehouse(storage: StorageBackend, *, env_token: str | None = None, admin_token: bool = True,
-                         store: CatalogStore | None = None) -> Initialised:
+                         store: CatalogStore | None = None, admin_token_if_new: bool = False) -> Initialised:
     """Make sure the warehouse has its bootstrap admin token (unless ``admin_token`` is False, or ``env_token`` is
-    the operator's own), the catalog ``main`` (only on an empty catalog log) and the primary metastore."""
+    the operator's own), the catalog ``main`` (only on an empty catalog log) and the primary metastore.
+
+    ``admin_token_if_new``: make the token only for a warehouse this call found new. A CLI command opening a
+    warehouse whose servers run with ``ARCO_ADMIN_TOKEN`` (so none is stored) then leaves it so, instead of minting
+    a second admin secret behind the operator's back (``arco admin-token --rotate`` makes one on purpose)."""
     from arco.unity.metastore import ensure_primary_metastore
 
     store = store or CatalogStore(storage)
-    ensure_default_catalog(store, owner=BOOTSTRAP_ADMIN.name)  # first: it only acts on an empty catalog log
+    new = ensure_default_catalog(store, owner=BOOTSTRAP_ADMIN.name)  # first: it only acts on an empty catalog log
     metastore_id = ensure_primary_metastore(store)
-    generated = ensure_bootstrap_admin(storage, env_token, store) if admin_token else None
+    wanted = admin_token and (new or not admin_token_if_new)
+    generated = ensure_bootstrap_admin(storage, env_token, store) if wanted else None
     return Initialised(store, generated, metastore_id)

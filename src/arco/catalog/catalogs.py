@@ -38,8 +38,9 @@ def create_catalog(store: CatalogStore, name: str, *, owner: str, comment: str |
         return state.catalogs[catalog_id]
 
 
-def ensure_default_catalog(store: CatalogStore, owner: str) -> None:
-    """A new warehouse starts with one catalog named ``main``, as a Databricks workspace does.
+def ensure_default_catalog(store: CatalogStore, owner: str) -> bool:
+    """A new warehouse starts with one catalog named ``main``, as a Databricks workspace does; whether this call
+    made it (the warehouse was new).
 
     Only an empty catalog log gets it: a warehouse whose ``main`` was dropped on purpose keeps it dropped.
     """
@@ -56,7 +57,8 @@ def ensure_default_catalog(store: CatalogStore, owner: str) -> None:
     try:
         store.execute(build, principal=owner)
     except _AlreadyBootstrapped:
-        pass  # this or another server did it before
+        return False  # this or another server did it before
+    return True
 
 
 class _AlreadyBootstrapped(Exception):

@@ -55,8 +55,8 @@ def parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
 def open_warehouse(warehouse: str, storage_options: tuple[str, ...], *, admin_token: bool = True) -> Any:
     """The warehouse's storage, initialised as ``arco serve`` initialises it (:mod:`arco.catalog.bootstrap`).
 
-    Returns :class:`arco.catalog.bootstrap.Initialised`. A bootstrap admin token made here is printed once, on
-    stderr, as ``serve`` prints it in its banner.
+    Returns :class:`arco.catalog.bootstrap.Initialised`. A bootstrap admin token made here (for a warehouse found
+    new) is printed once, on stderr, as ``serve`` prints it in its banner.
     """
     from arco.catalog.bootstrap import initialise_warehouse
     from arco.storage.base import StorageError
@@ -65,7 +65,7 @@ def open_warehouse(warehouse: str, storage_options: tuple[str, ...], *, admin_to
     try:
         storage = open_storage(warehouse, parse_options(storage_options))
         done = initialise_warehouse(storage, env_token=os.environ.get(ADMIN_TOKEN_ENV) or None,
-                                    admin_token=admin_token)
+                                    admin_token=admin_token, admin_token_if_new=True)
     except StorageError as exc:
         raise click.ClickException(f"cannot open the warehouse {warehouse}: {exc}") from exc
     if done.generated_admin_token:

@@ -138,9 +138,8 @@ class ImmutableFiles(Generic[M]):
             cached = self._cache.get(location)
             if cached is not None:
                 self._cache.move_to_end(location)
-        if cached is not None:
-            self.meter.hit()
-            return cached
+                self.meter.hit()
+                return cached
         self.meter.miss()
         metadata = self.parse(self._stored(location))
         self._remember(location, metadata)

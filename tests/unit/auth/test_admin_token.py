@@ -48,3 +48,15 @@ def test_env_tokens_are_not_touched_by_a_rotation(tmp_path: Path) -> None:
     server = Authenticator(storage, frozenset({hash_token("mine")}), None, store=CatalogStore(storage))
     rotate_bootstrap_admin(storage, CatalogStore(storage))
     assert server.authenticate("mine") == BOOTSTRAP_ADMIN
+
+
+def test_a_cli_command_mints_no_second_admin_secret_on_a_warehouse_served_with_an_env_token(tmp_path: Path) -> None:
+    """Servers started with ARCO_ADMIN_TOKEN store no admin token; a CLI command run without it later must not make
+    one (and announce a new warehouse); on a warehouse it finds new, it makes and prints one as before."""
+    served = open_storage(str(tmp_path / "served"), {})
+    initialise_warehouse(served, env_token="mine")
+    later = initialise_warehouse(open_storage(str(tmp_path / "served"), {}), admin_token_if_new=True)
+    assert later.generated_admin_token is None and read_stored_admin_hash(served) is None
+    new = initialise_warehouse(open_storage(str(tmp_path / "new"), {}), admin_token_if_new=True)
+    assert new.generated_admin_token is not None
+    assert read_stored_admin_hash(open_storage(str(tmp_path / "new"), {})) == hash_token(new.generated_admin_token)
