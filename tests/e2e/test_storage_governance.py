@@ -294,3 +294,28 @@ def test_external_locations_cannot_cover_managed_storage_or_the_warehouse(world:
         answer = uc(world, "admin", "POST", "/external-locations", json={"name": "bad", "url": url,
                                                                          "credential_name": "cred"})
         assert answer.status_code == 400, (url, answer.text)
+
+
+def test_an_external_location_cannot_borrow_a_storage_credential_its_creator_may_not_use(world: dict) -> None:
+    """CREATE_EXTERNAL_LOCATION on the metastore is not enough: the credential named (whose role vends the
+    location's paths) needs it too, as the spec says, on create and when a location is pointed at another one."""
+    metastore = uc(world, "admin", "GET", "/metastore_summary").json()["metastore_id"]
+    grant(world, "metastore", metastore, "mallory@x.com", "CREATE_EXTERNAL_LOCATION")
+    grant(world, "metastore", metastore, "mallory@x.com", "CREATE_STORAGE_CREDENTIAL")
+    (world["warehouse"] / "mallory-lake").mkdir()
+    body = {"name": "mal-lake", "url": (world["warehouse"] / "mallory-lake").as_uri(), "credential_name": "cred"}
+    refused = uc(world, "mallory@x.com", "POST", "/external-locations", json=body)
+    assert refused.status_code == 403 and "CREATE_EXTERNAL_LOCATION on it" in refused.json()["message"], refused.text
+    assert uc(world, "admin", "GET", "/external-locations/mal-lake").status_code == 404  # nothing was made
+    own = uc(world, "mallory@x.com", "POST", "/storage-credentials", json={
+        "name": "mal-cred", "aws_iam_role": {"role_arn": "arn:aws:iam::1:role/mal"}})
+    assert own.status_code == 200, own.text
+    made = uc(world, "mallory@x.com", "POST", "/external-locations", json={**body, "credential_name": "mal-cred"})
+    assert made.status_code == 200, made.text  # her own credential
+    moved = uc(world, "mallory@x.com", "PATCH", "/external-locations/mal-lake", json={"credential_name": "cred"})
+    assert moved.status_code == 403, moved.text
+    assert uc(world, "admin", "GET", "/external-locations/mal-lake").json()["credential_name"] == "mal-cred"
+    grant(world, "storage_credential", "cred", "mallory@x.com", "CREATE EXTERNAL LOCATION")  # the OSS spelling
+    assert uc(world, "mallory@x.com", "PATCH", "/external-locations/mal-lake",
+              json={"credential_name": "cred"}).status_code == 200
+    assert uc(world, "mallory@x.com", "DELETE", "/external-locations/mal-lake").status_code == 200

@@ -24,7 +24,7 @@ PRIVILEGES: dict[str, frozenset[str]] = {
     "function": frozenset({"EXECUTE", "ALL_PRIVILEGES"}),
     "registered_model": frozenset({"EXECUTE", "APPLY_TAG", "ALL_PRIVILEGES"}),
     "storage_credential": frozenset({"READ_FILES", "WRITE_FILES", "CREATE_TABLE", "CREATE_EXTERNAL_TABLE",
-                                     "ALL_PRIVILEGES"}),
+                                     "CREATE_EXTERNAL_LOCATION", "ALL_PRIVILEGES"}),
     "external_location": frozenset({"READ_FILES", "WRITE_FILES", "CREATE_TABLE", "CREATE_EXTERNAL_TABLE",
                                     "CREATE_EXTERNAL_VOLUME", "ALL_PRIVILEGES"}),
 }
@@ -225,6 +225,15 @@ def can_see_table_exists(s: Subject, catalog: Securable, schema: Securable, tabl
     if admin(s) or owns(s, catalog) or (holds(s, catalog, "USAGE") and owns(s, schema)):
         return True
     return _parents(s, catalog, schema) and (table is None or holds(s, table, "SELECT"))
+
+
+# -- external locations ----------------------------------------------------------------------------------------
+
+def can_use_credential_for_location(s: Subject, credential: Securable) -> bool:
+    """An external location names a storage credential whose role vends its paths' credentials: creating one (or
+    pointing one at a credential) needs CREATE_EXTERNAL_LOCATION on that credential too, as the spec says ("on both
+    the metastore and referenced storage credential"), else anyone allowed to create locations borrows any role."""
+    return admin(s) or holds(s, credential, "CREATE_EXTERNAL_LOCATION")
 
 
 # -- permissions -----------------------------------------------------------------------------------------------

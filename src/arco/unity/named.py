@@ -108,6 +108,11 @@ def _location_fields(body: dict[str, Any], creating: bool, state: CatalogState, 
         if not isinstance(credential, str) or not credential:
             raise invalid("credential_name is required")
         found = state.securable("storage_credential", credential, tenant_of(state, caller).scope)
+        unchanged = old is not None and old.fields.get("credential_id") == found.id
+        if not unchanged and not can.can_use_credential_for_location(subject_of(state, caller),
+                                                                     securable(state, "storage_credential", found)):
+            raise denied(caller, f"use storage credential {found.name} for an external location (needs "
+                                 "CREATE_EXTERNAL_LOCATION on it)")
         fields["credential_name"], fields["credential_id"] = found.name, found.id
     if body.get("read_only") is not None:
         fields["read_only"] = bool(body["read_only"])

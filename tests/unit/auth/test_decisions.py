@@ -17,6 +17,7 @@ CATALOG = Securable("owner@x", {"analysts": ["USE_CATALOG"]})
 SCHEMA = Securable("owner@x", {"ann@x": ["USAGE", "CREATE"]})
 TABLE = Securable("owner@x", {"analysts": ["SELECT"]})
 BARE = Securable("owner@x", {})
+CREDENTIAL = Securable("owner@x", {"analysts": ["CREATE EXTERNAL LOCATION"]})
 
 
 @pytest.mark.parametrize(("decision", "expected"), [
@@ -32,6 +33,8 @@ BARE = Securable("owner@x", {})
     (lambda s: d.can_manage_grants(s, TABLE), (True, True, True, False, False)),
     (lambda s: d.can_update_catalog(s, CATALOG, owner_only=True, renames=False), (True, True, True, False, False)),
     (lambda s: d.can_update_catalog(s, CATALOG, owner_only=False, renames=False), (False, True, True, False, False)),
+    (lambda s: d.can_use_credential_for_location(s, CREDENTIAL), (True, True, True, True, False)),
+    (lambda s: d.can_use_credential_for_location(s, BARE), (True, True, True, False, False)),
 ])
 def test_decision_table(decision, expected: tuple[bool, ...]) -> None:  # type: ignore[no-untyped-def]
     got = tuple(decision(s) for s in (ADMIN, ACCOUNT_ADMIN, OWNER, GRANTEE, STRANGER))
