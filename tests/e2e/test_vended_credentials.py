@@ -356,6 +356,28 @@ def test_model_version_credentials_write_only_while_the_version_is_pending(world
     assert_denied(lambda: reader.put_object(Bucket=world["bucket"], Key=f"{key}/model.pkl", Body=b"x"))
 
 
+def test_a_staging_table_gets_credentials_as_a_table_does_for_its_creator_alone(world: dict) -> None:
+    """The spec: credentials for a staging table "as though the staging table were a regular table", so a CTAS
+    writes its data before the managed table exists; they reach the staging location only."""
+    from unitycatalog.client.exceptions import ForbiddenException
+    from unitycatalog.client.models import GenerateTemporaryTableCredential, TableOperation
+
+    assert uc_post(world, "/schemas", {"name": "ctas", "catalog_name": "main"}).status_code == 200
+    staged = uc_post(world, "/staging-tables", {"name": "t", "catalog_name": "main", "schema_name": "ctas"}).json()
+    key = key_of(world, staged["staging_location"])
+
+    def ask(token: str = ARCO_TOKEN) -> dict:
+        return uc_temporary_credentials(world, token, "generate_temporary_table_credentials",
+                                        GenerateTemporaryTableCredential(table_id=staged["id"],
+                                                                         operation=TableOperation.READ_WRITE))
+
+    writer = uc_s3_client(world, ask())
+    writer.put_object(Bucket=world["bucket"], Key=f"{key}/_delta_log/{0:020d}.json", Body=b"{}")
+    assert_denied(lambda: writer.put_object(Bucket=world["bucket"], Key=f"{key}-other/x", Body=b"x"))
+    with pytest.raises(ForbiddenException):
+        ask(world["ann"])
+
+
 def test_a_delta_sharing_recipient_gets_read_only_credentials_for_the_shared_table_only(world: dict) -> None:
     from deltalake import write_deltalake
 

@@ -57,12 +57,29 @@ def table_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[
     operation = _operation(body, TABLE_OPERATIONS)
     rule, privilege, access = TABLE_OPERATIONS[operation]
     with store.read() as state:
+        staged = _staging_table(state, caller, body.get("table_id"))
+        if staged is not None:
+            return _vend(vendor, staged.fields["location"], access, caller, None)
         entry = table_by_id(state, caller, body.get("table_id"))
         check_table(state, caller, entry, rule, f"{operation} table", f"USE_CATALOG, USE_SCHEMA and {privilege}")
         if entry.kind == "VIEW" or not entry.location:
             raise invalid(f"{entry.name} has no storage of its own: a view's data is read through its tables")
         role = table_role(state, entry)
     return _vend(vendor, entry.location, access, caller, role)
+
+
+def _staging_table(state: CatalogState, caller: Principal, table_id: Any) -> SecurableEntry | None:
+    """A staging table of the caller's metastore by id (None: no staging table has it). The spec vends credentials
+    for one "as though the staging table were a regular table": its creator writes the data there before the
+    managed table exists, and holds every privilege on it, as an owner does; others get 403."""
+    entry = next((e for e in state.securables_of("staging_table") if e.id == str(table_id)), None)
+    if entry is None or state.catalogs[entry.fields["catalog_id"]].metastore_id != tenant_of(state, caller).scope:
+        return None
+    who = subject_of(state, caller)
+    if not (can.admin(who) or can.owns(who, securable(state, "staging_table", entry))):
+        raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not use staging table {table_id} (only "
+                                                   "its creator may)")
+    return entry
 
 
 def table_role(state: CatalogState, entry: TableEntry) -> str | None:
@@ -80,8 +97,10 @@ def _external_role(state: CatalogState, location: str, metastore_id: str | None)
 
 def path_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[str, Any],
                      caller: Principal) -> dict[str, Any]:
-    """A path inside an external location, for a caller holding the operation's privilege on that location. Paths
-    of tables are refused: a table's bytes are reached through the table's own grants."""
+    """A path inside an external location, for a caller holding the operation's privilege on that location.
+    READ_FILES reads every file under the location, external tables' and volumes' included (the location's owner
+    granted exactly that); writing to, or creating a table over, a table's path is refused: a table's bytes are
+    changed through the table's own grants."""
     operation = _operation(body, PATH_OPERATIONS)
     privileges, access = PATH_OPERATIONS[operation]
     url = locations.canonical(body.get("url"), "url")
