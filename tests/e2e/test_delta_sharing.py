@@ -317,6 +317,38 @@ def test_a_share_without_history_serves_the_latest_version_only(server: RunningS
     assert bad.status_code == 400
 
 
+def test_a_table_shared_with_a_partition_filter_serves_only_the_admitted_partitions(
+        server: RunningServer, provider: dict[str, Any], tmp_path: Path) -> None:
+    """The provider shares region 'eu' of orders (Databricks' ``partitions`` spelling): the recipient's reads, time
+    travel and change feed see those files only, and direct storage access is not offered."""
+    recipient = share_with(server, "eu_only", "eu_reader", [])
+    eu = [{"values": [{"name": "region", "op": "EQUAL", "value": "eu"}]}]
+    added = uc(server, "PATCH", "/shares/eu_only", json={"updates": [{"action": "ADD", "data_object": {
+        "name": "main.lake.orders", "history_data_sharing_status": "ENABLED", "partitions": eu}}]})
+    assert added.status_code == 200, added.text
+    shared = uc(server, "GET", "/shares/eu_only", params={"include_shared_data": "true"}).json()["objects"][0]
+    assert shared["partition_specification"] == {"partitions": eu} and shared["partitions"] == eu
+    path, profile = activate(recipient, tmp_path)
+    url = f"{path}#eu_only.lake.orders"
+    frame = delta_sharing.load_as_pandas(url)
+    assert sorted(frame["id"].tolist()) == [1, 2] and set(frame["region"]) == {"eu"}
+    assert sorted(delta_sharing.load_as_pandas(url, version=1)["id"].tolist()) == [1, 2]
+    changes = delta_sharing.load_table_changes_as_pandas(url, starting_version=0, ending_version=3)
+    assert sorted(zip(changes["_change_type"], changes["id"], strict=True)) == [("insert", 1), ("insert", 2)]
+    lines = ndjson(ds(server, profile, "POST", "/shares/eu_only/schemas/lake/tables/orders/query", json={}))
+    assert {line["file"]["partitionValues"]["region"] for line in lines if "file" in line} == {"eu"}
+    listed = ds(server, profile, "GET", "/shares/eu_only/all-tables").json()["items"]
+    assert listed[0]["accessModes"] == ["url"]  # no directory access: it would reach every partition
+
+    refused = uc(server, "PATCH", "/shares/eu_only", json={"updates": [{"action": "UPDATE", "data_object": {
+        "name": "main.lake.orders", "partition_specification": "region = 'eu'"}}]})
+    assert refused.status_code == 400 and "partition" in refused.json()["message"]
+    us = {"partitions": [{"values": [{"name": "region", "op": "LIKE", "value": "u%"}]}]}
+    assert uc(server, "PATCH", "/shares/eu_only", json={"updates": [{"action": "UPDATE", "data_object": {
+        "name": "main.lake.orders", "partition_specification": us}}]}).status_code == 200
+    assert set(delta_sharing.load_as_pandas(url)["region"]) == {"us"}
+
+
 @pytest.mark.parametrize("body", [{"updates": ["ADD"]}, {"updates": [{"action": "ADD", "data_object": "x"}]},
                                   {"updates": 5}, {"updates": 0}, {"updates": ""}, {"updates": False},
                                   {"updates": [{"action": "ADD", "data_object": 0}]},

@@ -20,7 +20,16 @@ from arco.catalog.model import TableEntry
 from arco.catalog.securables import SecurableEntry
 from arco.iceberg.tables import TableService
 from arco.settings import ServerSettings
-from arco.sharing import delta_source, file_urls, history, paging, predicates, protocol, responses
+from arco.sharing import (
+    delta_source,
+    file_urls,
+    history,
+    paging,
+    partition_filter,
+    predicates,
+    protocol,
+    responses,
+)
 from arco.sharing.actions import SharedFile, SharedVersion, TableChange, iceberg_protocol
 from arco.sharing.errors import SharingError, bad_request, not_found
 from arco.sharing.recipients import Recipient
@@ -163,8 +172,8 @@ class TableReads:
         if body.time_travel:
             history.check_floor(t.obj, read.version.version)
         fmt = protocol.response_format(caps, read.needs_delta_format)
-        files = predicates.filter_files(read.version.files, body.predicate_hints, body.json_predicate_hints,
-                                        body.limit_hint)
+        files = predicates.filter_files(_shared_part(t, read.version.files), body.predicate_hints,
+                                        body.json_predicate_hints, body.limit_hint)
         reader = _reader(recipient, t)
         sign = self.signer(reader)
         expires_ms = sign(file_urls.EXPIRY_PROBE)[1]
@@ -329,6 +338,7 @@ class TableReads:
             raise bad_request(str(exc)) from None
         except ValueError as exc:
             raise _iceberg_error(exc) from None
+        files = _shared_part(t, files)
         head = starting if historical_metadata else (pinned.version if pinned is not None else None)
         read = latest if latest is not None and head == latest.version.version else self._read(t, version=head)
         fmt = protocol.response_format(caps, read.needs_delta_format)
@@ -380,6 +390,19 @@ class TableReads:
             return f"{base}{file_urls.sign(key, url, expires_ms, reader)}/{_safe_name(name)}", expires_ms
 
         return sign
+
+
+def _shared_part(t: SharedTable, files: list[SharedFile]) -> list[SharedFile]:
+    """The files of ``t`` its share lets the recipient read: those its partition filter admits, or all without one
+    (:mod:`arco.sharing.partition_filter`). Change data Arco derived for a whole version carries no partition
+    values, so under a filter it is not served: a filter fails closed."""
+    try:
+        admitted = partition_filter.of_object(t.obj)
+    except partition_filter.InvalidPartitionFilter as exc:  # stored before filters were checked: serve nothing
+        raise SharingError(403, "PERMISSION_DENIED", f"{t.share.name}.{t.schema}.{t.name} is shared with a "
+                                                     f"partition filter that cannot be applied ({exc}); the "
+                                                     "provider must set it again") from None
+    return files if admitted is None else [f for f in files if admitted.admits(f.partition_values)]
 
 
 def reader_name(recipient: Recipient | None) -> str:

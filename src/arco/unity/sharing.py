@@ -24,6 +24,7 @@ from arco.auth.tokens import hash_token
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
+from arco.sharing import partition_filter
 from arco.unity.common import catalog_in, denied, split_full_name
 from arco.unity.errors import UnityError, invalid
 from arco.unity.named import KINDS_BY_TYPE, Kind, NamedSecurables
@@ -50,12 +51,26 @@ def _share_object(raw: Any, state: CatalogState, owner: str, caller: Principal, 
         raise invalid("shared_as must have the form <schema>.<table>")
     out = {"name": f"{catalog_name}.{schema_name}.{name}".lower(), "data_object_type": "TABLE",
            "shared_as": shared_as.lower(), "added_at": now_ms, "added_by": caller.name, "table_id": table.id}
-    for optional in ("comment", "cdf_enabled", "start_version", "partition_specification",
-                     "history_data_sharing_status"):
+    for optional in ("comment", "cdf_enabled", "start_version", "history_data_sharing_status"):
         if raw.get(optional) is not None:
             out[optional] = raw[optional]
     _check_history_fields(out)
+    spec = raw.get("partitions") if raw.get("partitions") is not None else raw.get("partition_specification")
+    if spec is not None:  # the Delta Sharing server serves only the files it admits (arco.sharing.partition_filter)
+        try:
+            out["partition_specification"] = partition_filter.parse(spec).spec()
+        except partition_filter.InvalidPartitionFilter as exc:
+            raise invalid(f"{raw['name']}: {exc}") from None
+        out["partitions"] = out["partition_specification"]["partitions"]  # Databricks' name for the same list
     return out
+
+
+def _updated_object(stored: dict[str, Any], target: dict[str, Any]) -> dict[str, Any]:
+    """A shared object with an UPDATE's fields over it; a partition filter given in either spelling replaces the
+    stored one (kept in both)."""
+    if target.get("partitions") is not None or target.get("partition_specification") is not None:
+        stored = {k: v for k, v in stored.items() if k not in ("partitions", "partition_specification")}
+    return {**stored, **target}
 
 
 def _check_history_fields(obj: dict[str, Any]) -> None:
@@ -103,8 +118,8 @@ def _share_fields(body: dict[str, Any], creating: bool, state: CatalogState, old
         elif action == "REMOVE":
             objects = [o for o in objects if o["name"] != name]
         elif action == "UPDATE":
-            objects = [(_share_object({**o, **target}, state, old.owner, caller, now_ms) if o["name"] == name else o)
-                       for o in objects]
+            objects = [(_share_object(_updated_object(o, target), state, old.owner, caller, now_ms)
+                        if o["name"] == name else o) for o in objects]
         else:
             raise invalid(f"unknown share update action {action!r}; ADD, REMOVE or UPDATE")
     names = [o["shared_as"] for o in objects]
