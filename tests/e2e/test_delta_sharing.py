@@ -378,6 +378,137 @@ def test_iceberg_changes_cap_an_ending_version_past_the_latest(server: RunningSe
     assert after.status_code == 400 and after.json()["errorCode"] == "INVALID_PARAMETER_VALUE"
 
 
+ESCAPED = ["a b", "x/y", "=", "é", "%20", "plain"]
+
+
+def _register(server: RunningServer, schema: str, name: str, data: pa.Table, partition_by: list[str],
+              columns: list[tuple[str, str, str]]) -> str:
+    """A managed Delta table written by deltalake at the location UC staged for it (columns: name, type, text)."""
+    staging = uc(server, "POST", "/staging-tables", json={"name": name, "catalog_name": "main",
+                                                          "schema_name": schema}).json()
+    location = staging["staging_location"]
+    write_deltalake(location, data, partition_by=partition_by)
+    made = uc(server, "POST", "/tables", json={
+        "name": name, "catalog_name": "main", "schema_name": schema, "table_type": "MANAGED",
+        "data_source_format": "DELTA", "storage_location": location, "columns": [
+            {"name": n, "type_name": t, "type_text": x, "position": i, "type_json": "{}"}
+            for i, (n, t, x) in enumerate(columns)]})
+    assert made.status_code == 200, made.text
+    return location
+
+
+def _log_adds(location: str) -> list[dict[str, Any]]:
+    log = Path(location.removeprefix("file://")) / "_delta_log"
+    return [json.loads(line)["add"] for p in sorted(log.glob("*.json"))
+            for line in p.read_text().splitlines() if line.startswith('{"add"')]
+
+
+def test_files_under_escaped_partition_directories_are_served(server: RunningServer, warehouse: Path) -> None:
+    """A Delta log percent-encodes the paths of its files (the directory ``s=%3D`` is ``s=%253D`` in the log, a
+    timestamp partition always has a space and colons): the client reads every file, as deltalake reads the
+    table, and timestamp partition values keep their fraction of a second."""
+    assert uc(server, "POST", "/schemas", json={"name": "odd", "catalog_name": "main"}).status_code == 200
+    strings = _register(server, "odd", "strings", pa.table({
+        "id": pa.array(range(len(ESCAPED)), pa.int64()), "s": pa.array(ESCAPED)}), ["s"],
+        [("id", "LONG", "bigint"), ("s", "STRING", "string")])
+    at = [datetime(2024, 1, 1, 12, 0, 0, 123456, tzinfo=UTC), datetime(2024, 1, 1, 12, 0, 0, tzinfo=UTC),
+          datetime(2024, 6, 30, 23, 59, 59, 500000, tzinfo=UTC)]
+    stamps = _register(server, "odd", "stamps", pa.table({
+        "id": pa.array([1, 2, 3], pa.int64()), "at": pa.array(at, pa.timestamp("us", tz="UTC"))}), ["at"],
+        [("id", "LONG", "bigint"), ("at", "TIMESTAMP", "timestamp")])
+    profile_path, profile = activate(share_with(server, "odd_share", "odd_reader", ["main.odd.strings",
+                                                                                    "main.odd.stamps"]),
+                                     warehouse.parent)
+
+    got = delta_sharing.load_as_pandas(f"{profile_path}#odd_share.odd.strings").sort_values("id")
+    expected = DeltaTable(strings).to_pandas().sort_values("id")
+    assert got["id"].tolist() == expected["id"].tolist() == list(range(len(ESCAPED)))
+    assert got["s"].tolist() == expected["s"].tolist() == ESCAPED
+
+    got = delta_sharing.load_as_pandas(f"{profile_path}#odd_share.odd.stamps").sort_values("id")
+    expected = DeltaTable(stamps).to_pandas().sort_values("id")
+    assert [t.tz_localize(None) if t.tzinfo is None else t.tz_convert(None) for t in got["at"]] == \
+        [t.tz_convert(None) for t in expected["at"]] == [t.replace(tzinfo=None) for t in at]
+
+    table = "/shares/odd_share/schemas/odd/tables/stamps"
+    files = [line["file"] for line in ndjson(ds(server, profile, "POST", f"{table}/query", json={}))[2:]]
+    assert sorted(f["partitionValues"]["at"] for f in files) == [
+        "2024-01-01 12:00:00", "2024-01-01 12:00:00.123456", "2024-06-30 23:59:59.500000"]
+    assert all(httpx.head(f["url"]).status_code == 200 for f in files)
+    # The delta format: the partition values and modification times as the log has them.
+    delta = ndjson(ds(server, profile, "POST", f"{table}/query", json={},
+                      headers={"delta-sharing-capabilities": "responseformat=delta"}))[2:]
+    adds = [line["file"]["deltaSingleAction"]["add"] for line in delta]
+    log = _log_adds(stamps)
+    assert sorted(json.dumps(a["partitionValues"]) for a in adds) == sorted(
+        json.dumps(a["partitionValues"]) for a in log)
+    assert sorted(a["modificationTime"] for a in adds) == sorted(a["modificationTime"] for a in log)
+    assert all(a["modificationTime"] > 0 for a in adds)
+
+
+def test_old_versions_carry_their_own_commit_timestamps(server: RunningServer, provider: dict[str, Any]) -> None:
+    """Time travel by version: each file's timestamp is that version's commit time (deltalake numbers an old
+    version's own history wrongly), and the delta format's modificationTime is the log's."""
+    log = Path(provider["location"].removeprefix("file://")) / "_delta_log"
+    commits = {int(p.stem): json.loads(p.read_text().splitlines()[0])["commitInfo"]["timestamp"]
+               for p in log.glob("*.json")}
+    table = "/shares/sales/schemas/lake/tables/orders"
+    for version in (0, 1, 2):
+        files = ndjson(ds(server, provider["profile"], "POST", f"{table}/query", json={"version": version}))[2:]
+        assert {f["file"]["timestamp"] for f in files} == {commits[version]}, version
+        delta = ndjson(ds(server, provider["profile"], "POST", f"{table}/query", json={"version": version},
+                          headers={"delta-sharing-capabilities": "responseformat=delta"}))[2:]
+        assert {f["file"]["timestamp"] for f in delta} == {commits[version]}, version
+        logged = {a["modificationTime"] for a in _log_adds(provider["location"])}
+        assert {f["file"]["deltaSingleAction"]["add"]["modificationTime"] for f in delta} <= logged
+
+
+def test_change_data_of_one_partition_names_it(server: RunningServer, provider: dict[str, Any]) -> None:
+    """Version 2 deleted id 3, in region 'us': its change data file is that partition's, in both formats (a Delta
+    reader takes partition columns from the action)."""
+    table = "/shares/sales/schemas/lake/tables/orders"
+    parquet = ndjson(ds(server, provider["profile"], "GET", f"{table}/changes",
+                        params={"startingVersion": "2", "endingVersion": "2"}))[2:]
+    assert [(next(iter(line)), next(iter(line.values()))["partitionValues"]) for line in parquet] == [
+        ("cdf", {"region": "us"})]
+    delta = ndjson(ds(server, provider["profile"], "GET", f"{table}/changes",
+                      params={"startingVersion": "2", "endingVersion": "2"},
+                      headers={"delta-sharing-capabilities": "responseformat=delta"}))[2:]
+    assert [line["file"]["deltaSingleAction"]["cdc"]["partitionValues"] for line in delta] == [{"region": "us"}]
+
+
+def test_iceberg_starting_timestamps_and_change_feed_configuration(server: RunningServer,
+                                                                    provider: dict[str, Any]) -> None:
+    """startingTimestamp is the earliest version at or after it, one before the first version included (the
+    protocol's "can be earlier than the timestamp of table version 0"); both formats say the change feed is
+    readable."""
+    profile = provider["profile"]
+    table = "/shares/sales/schemas/lake/tables/events"
+    snapshots = sorted(provider["iceberg"].metadata.snapshots, key=lambda s: s.sequence_number)
+    first, second = snapshots[0], snapshots[1]
+
+    def version_from(ms: int) -> httpx.Response:
+        stamp = datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return ds(server, profile, "GET", f"{table}/version", params={"startingTimestamp": stamp})
+
+    assert version_from(first.timestamp_ms - 86_400_000).headers["delta-table-version"] == \
+        str(first.sequence_number)
+    assert version_from(first.timestamp_ms).headers["delta-table-version"] == str(first.sequence_number)
+    if second.timestamp_ms > first.timestamp_ms + 1:
+        assert version_from(first.timestamp_ms + 1).headers["delta-table-version"] == str(second.sequence_number)
+    assert version_from(second.timestamp_ms + 86_400_000).status_code == 400
+    changes = ds(server, profile, "GET", f"{table}/changes", params={"startingTimestamp": "2000-01-01T00:00:00Z"})
+    assert changes.status_code == 200, changes.text
+    assert {line["add"]["version"] for line in ndjson(changes)[2:]} == {first.sequence_number,
+                                                                       second.sequence_number}
+
+    parquet = ndjson(ds(server, profile, "GET", f"{table}/metadata"))[1]["metaData"]
+    delta = ndjson(ds(server, profile, "GET", f"{table}/metadata",
+                      headers={"delta-sharing-capabilities": "responseformat=delta"}))[1]["metaData"]
+    assert parquet["configuration"] == {"enableChangeDataFeed": "true"}
+    assert delta["deltaMetadata"]["configuration"] == {"delta.enableChangeDataFeed": "true"}
+
+
 def test_listings_page_and_refuse_bad_input(server: RunningServer, provider: dict[str, Any]) -> None:
     profile = provider["profile"]
     first = ds(server, profile, "GET", "/shares/sales/all-tables", params={"maxResults": 1}).json()

@@ -27,6 +27,10 @@ class SharedFile:
     version: int | None = None  # the table version that added it (for startingVersion / changes)
     timestamp_ms: int | None = None
     change_type: str | None = None  # for CDF answers: "insert" / "delete" / ...
+    # The partition values as the Delta log spells them, for the delta response format, whose reader parses them as
+    # it parses the table's own log (None: ``partition_values`` is that spelling too).
+    log_partition_values: dict[str, str | None] | None = None
+    modification_time_ms: int | None = None  # the add action's modificationTime, where the log has one
 
 
 @dataclass(frozen=True)

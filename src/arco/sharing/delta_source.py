@@ -13,13 +13,15 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
+from urllib.parse import unquote
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from arco.sharing.actions import SharedFile, SharedVersion, TableChange, table_changes
 
@@ -101,7 +103,9 @@ def open_table(location: str, storage_options: dict[str, str], version: int | No
 
 
 def commit_timestamps(table: DeltaTable) -> dict[int, int]:
-    """Version -> commit timestamp (ms) for every commit the log still has."""
+    """Version -> commit timestamp (ms) for every commit the log still has. ``table`` must be at the log's latest
+    version: deltalake 1.x numbers the history of a table opened at an older version from that version down, as
+    if the newer commits were its own (version 1 of four gets the timestamp of version 3)."""
     return {int(h["version"]): int(h["timestamp"]) for h in table.history() if "version" in h and "timestamp" in h}
 
 
@@ -150,30 +154,117 @@ def _stats(row: dict[str, Any]) -> str | None:
 
 
 def _partition_string(value: Any) -> str | None:
+    """A typed partition value in the sharing protocol's encoding (timestamps ``YYYY-MM-DD HH:MM:SS``, in UTC for
+    a zoned one, with the fraction of a second where there is one: dropping it would name another instant)."""
     if value is None:
         return None
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S")
+        if value.tzinfo is not None:
+            value = value.astimezone(UTC)
+        text = value.strftime("%Y-%m-%d %H:%M:%S")
+        return f"{text}.{value.microsecond:06d}" if value.microsecond else text
     return str(value)
+
+
+def _parse_like(text: str, example: Any) -> Any:
+    """A log partition string as the typed value deltalake made of it (``example``: one such value of its column),
+    so the two can be matched; the text itself for a type without another spelling."""
+    if isinstance(example, bool):
+        return text.lower() == "true"
+    if isinstance(example, datetime):
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        if example.tzinfo is not None:  # a timestamp (not _ntz) column: a value without a zone is UTC in Delta
+            return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+        return parsed
+    if isinstance(example, date):
+        return date.fromisoformat(text)
+    if isinstance(example, (int, float, Decimal)):
+        return type(example)(text)
+    return text
+
+
+def log_spellings(log_values: list[dict[str, str | None]], typed: list[dict[str, Any]]
+                  ) -> dict[str, dict[Any, str]]:
+    """Column -> typed value -> the log's string for it, from the log's distinct partition value maps
+    (``DeltaTable.partitions()``, which keeps the log's strings but not which file has them) and the files' typed
+    ones (``get_add_actions``, per file but parsed). deltalake has no per-file view of the strings themselves."""
+    examples: dict[str, Any] = {}
+    for values in typed:
+        for column, value in values.items():
+            if value is not None:
+                examples.setdefault(column, value)
+    out: dict[str, dict[Any, str]] = {}
+    for values in log_values:
+        for column, text in values.items():
+            if text is None or text == "" or column not in examples:
+                continue
+            try:
+                out.setdefault(column, {}).setdefault(_parse_like(text, examples[column]), text)
+            except (ValueError, ArithmeticError):
+                continue  # a spelling we cannot parse: that file's value is given in the protocol's encoding
+    return out
+
+
+def _log_values(typed: dict[str, Any], spellings: dict[str, dict[Any, str]]) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for column, value in typed.items():
+        known = spellings.get(column, {}).get(value) if value is not None else None
+        out[column] = known if known is not None else _partition_string(value)
+    return out
 
 
 def file_id(path: str) -> str:
     return hashlib.sha256(path.encode()).hexdigest()[:32]
 
 
+def log_path(path: str) -> str:
+    """A path from the log (an add's, remove's or cdc's ``path``) as the file's name in storage. The log keeps a
+    URI, relative or absolute, percent-encoded (the directory ``s=%3D`` is ``s=%253D``, a space ``%20``): decoded
+    once here, where it is read, so the file server and the storage's signing name the real object."""
+    return unquote(path)
+
+
 def _absolute(table_uri: str, path: str) -> str:
-    return path if "://" in path else f"{table_uri.rstrip('/')}/{path}"
+    """The file's location, decoded; ``table_uri`` is deltalake's, itself a (percent-encoded) URI."""
+    if "://" in path or path.startswith("file:/"):
+        return log_path(path)
+    return f"{unquote(table_uri).rstrip('/')}/{log_path(path)}"
 
 
 def add_files(table: DeltaTable, version: int | None = None, timestamp_ms: int | None = None) -> list[SharedFile]:
     actions = pa.table(table.get_add_actions(flatten=False)).to_pylist()
     uri = table.table_uri
+    typed = [row.get("partition") or {} for row in actions]
+    spellings = log_spellings(table.partitions(), typed) if any(typed) else {}
+    # The id hashes the path as the log writes it, as it always has: ids stay the same across servers and versions.
     return [SharedFile(url=_absolute(uri, row["path"]), id=file_id(row["path"]),
-                       partition_values={k: _partition_string(v) for k, v in (row.get("partition") or {}).items()},
-                       size=int(row["size_bytes"]), stats=_stats(row), version=version, timestamp_ms=timestamp_ms)
-            for row in actions]
+                       partition_values={k: _partition_string(v) for k, v in values.items()},
+                       size=int(row["size_bytes"]), stats=_stats(row), version=version, timestamp_ms=timestamp_ms,
+                       log_partition_values=_log_values(values, spellings) if values else None,
+                       modification_time_ms=_int_or_none(row.get("modification_time")))
+            for row, values in zip(actions, typed, strict=True)]
+
+
+def _int_or_none(value: Any) -> int | None:
+    if isinstance(value, datetime):  # some deltalake versions give a timestamp column
+        return int(value.timestamp() * 1000)
+    return int(value) if value is not None else None
+
+
+def single_partition(data: pa.Table, columns: list[str]) -> dict[str, str | None] | None:
+    """The partition values every row of ``data`` shares (the sharing protocol's encoding), or None when its rows
+    span several partitions (or lack a partition column): a file's action can name one partition only."""
+    out: dict[str, str | None] = {}
+    for column in columns:
+        if column not in data.column_names:
+            return None
+        distinct = pc.unique(data.column(column)).to_pylist()
+        if len(distinct) != 1:
+            return None
+        out[column] = _partition_string(distinct[0])
+    return out
 
 
 def protocol_of(table: DeltaTable) -> dict[str, Any]:
@@ -200,9 +291,8 @@ def metadata_of(table: DeltaTable) -> dict[str, Any]:
 
 
 def _build_snapshot(table: DeltaTable, timestamps: dict[int, int]) -> DeltaSnapshot:
+    """``timestamps``: the commit timestamps from the table at its latest version (see :func:`commit_timestamps`)."""
     current = table.version()
-    if current not in timestamps:
-        timestamps = {int(h["version"]): int(h["timestamp"]) for h in table.history(1)}
     protocol = protocol_of(table)
     features = set(protocol.get("readerFeatures") or [])
     needs_delta = protocol["minReaderVersion"] == 2 or bool(features - PLAIN_READER_FEATURES)
@@ -277,8 +367,8 @@ def snapshot(location: str, storage_options: dict[str, str], *, version: int | N
     with entry.lock:
         table = entry.latest(location, storage_options)
         latest = table.version()
-        timestamps = commit_timestamps(table) if timestamp_ms is not None else {}
-        if timestamp_ms is not None:
+        timestamps = commit_timestamps(table) if timestamp_ms is not None else None
+        if timestamps is not None and timestamp_ms is not None:
             version = version_as_of(timestamps, timestamp_ms)
         if version is None:
             version = latest
@@ -289,10 +379,14 @@ def snapshot(location: str, storage_options: dict[str, str], *, version: int | N
             entry.snapshots.move_to_end(version)
             return cached
         if version == latest:
-            return entry.remember(_build_snapshot(table, timestamps))
+            latest_commit = {int(h["version"]): int(h["timestamp"]) for h in table.history(1)}
+            return entry.remember(_build_snapshot(table, latest_commit))
+        # Read from the latest table: an old version's own history is numbered wrongly (commit_timestamps).
+        if timestamps is None:
+            timestamps = commit_timestamps(table)
     # An older version: its own table object, outside the lock (the latest stays servable meanwhile).
     old = open_table(location, storage_options, version)
-    snap = _build_snapshot(old, timestamps or commit_timestamps(old))
+    snap = _build_snapshot(old, timestamps)
     with entry.lock:
         return entry.remember(snap)
 
@@ -315,7 +409,8 @@ def change_rows(location: str, storage_options: dict[str, str], version: int) ->
     return data.drop_columns([c for c in ("_commit_version", "_commit_timestamp") if c in data.column_names])
 
 
-ChangeData = Callable[[int, int], "SharedFile | None"]  # (version, timestamp) -> one change-data file
+# (version, timestamp, the version's partition columns) -> one change-data file
+ChangeData = Callable[[int, int, list[str]], "SharedFile | None"]
 
 
 def changes(location: str, storage_options: dict[str, str], starting_version: int,
@@ -346,11 +441,13 @@ def changes(location: str, storage_options: dict[str, str], starting_version: in
             table = open_table(location, storage_options, version)
         else:
             table.load_as_version(version)
-        states.append((version, metadata_of(table), protocol_of(table)))
+        metadata = metadata_of(table)
+        states.append((version, metadata, protocol_of(table)))
         ts = timestamps.get(version, 0)
         now = {f.id: f for f in add_files(table)}
         removed = [f for fid, f in before.items() if fid not in now]
-        cdf = change_data(version, ts) if change_data is not None and removed else None
+        cdf = (change_data(version, ts, list(metadata["partitionColumns"]))
+               if change_data is not None and removed else None)
         if cdf is not None:
             out.append(cdf)
         elif operations.get(version, "").upper() not in NO_DATA_CHANGE_OPERATIONS:
@@ -365,5 +462,5 @@ def changes(location: str, storage_options: dict[str, str], starting_version: in
 
 
 def _at(f: SharedFile, version: int, ts: int, change: str) -> SharedFile:
-    return SharedFile(f.url, f.id, f.partition_values, f.size, f.stats if change == "insert" else None, version, ts,
-                      change)
+    return replace(f, stats=f.stats if change == "insert" else None, version=version, timestamp_ms=ts,
+                   change_type=change)

@@ -20,9 +20,11 @@ Versions
       version, 0, which is the last of them and, as a table's first Delta version does, adds all its live files.
     * A table without a current snapshot is version 0 with no files; its timestamp is the metadata's last update.
 
-    The timestamp of a version is its snapshot's ``timestamp-ms``; the version at a timestamp is the highest
-    version committed at or before it. The latest version has the table's current schema (schema changes commit
-    no snapshot); an older version has the schema its snapshot was committed with.
+    The timestamp of a version is its snapshot's ``timestamp-ms``; the version at a timestamp (time travel by
+    ``timestamp``, ``endingTimestamp``) is the highest version committed at or before it, the version from a
+    timestamp (``startingTimestamp``) the lowest committed at or after it. The latest version has the table's
+    current schema (schema changes commit no snapshot); an older version has the schema its snapshot was committed
+    with.
 
 Files
     The files of a version come from PyIceberg's scan planning of that snapshot. Delta has no row-level delete
@@ -60,6 +62,7 @@ __all__ = [
     "iceberg_table_changes",
     "iceberg_version",
     "iceberg_version_at",
+    "iceberg_version_at_or_after",
 ]
 
 
@@ -118,6 +121,24 @@ def iceberg_version_at(metadata: TableMetadata, timestamp_ms: int) -> int:
                          f"committed at {first.snapshot.timestamp_ms})")
     # max, not the last: clock skew between writers can make timestamps go back along the history.
     return max(committed)
+
+
+def iceberg_version_at_or_after(metadata: TableMetadata, timestamp_ms: int) -> int:
+    """The earliest version committed at or after ``timestamp_ms`` (``startingTimestamp``, of the version endpoint
+    and of the change data feed: the protocol's "earliest table version at or after the provided timestamp, can be
+    earlier than the timestamp of table version 0", so a time before the first retained version is that version);
+    ValueError if ``timestamp_ms`` is after the latest (as :func:`arco.sharing.delta_source.version_at_or_after`)."""
+    versions = _versions(metadata)
+    if not versions:
+        if timestamp_ms <= metadata.last_updated_ms:
+            return 0
+        raise ValueError(f"timestamp {timestamp_ms} is after the table's latest version (0, at "
+                         f"{metadata.last_updated_ms})")
+    later = [version.number for version in versions if version.snapshot.timestamp_ms >= timestamp_ms]
+    if not later:
+        raise ValueError(f"timestamp {timestamp_ms} is after the table's latest version ({versions[-1].number})")
+    # min, not the first: clock skew between writers can make timestamps go back along the history.
+    return min(later)
 
 
 def iceberg_version(metadata: TableMetadata, io: FileIO, *, version: int | None = None,

@@ -54,7 +54,7 @@ def metadata_line(fmt: str, version: SharedVersion, *, with_version: bool = Fals
 
 def _metadata_line(fmt: str, meta: dict[str, Any], extra: dict[str, Any], cdf: bool | None) -> bytes:
     if fmt == "delta":  # the table's own Delta metadata, which a Delta reader needs whole (column mapping, ...)
-        return line({"metaData": {**extra, "deltaMetadata": _delta_metadata(meta)}})
+        return line({"metaData": {**extra, "deltaMetadata": _delta_metadata(meta, cdf)}})
     out = {k: meta[k] for k in ("id", "name", "description", "format", "schemaString", "partitionColumns")
            if meta.get(k) is not None}
     out.setdefault("format", {"provider": "parquet"})
@@ -65,14 +65,19 @@ def _metadata_line(fmt: str, meta: dict[str, Any], extra: dict[str, Any], cdf: b
     return line({"metaData": {**out, **extra}})
 
 
-def _delta_metadata(meta: dict[str, Any]) -> dict[str, Any]:
+def _delta_metadata(meta: dict[str, Any], cdf: bool | None) -> dict[str, Any]:
     """A copy: ``meta`` is the cached version's, which the parquet format's line is built from too (a client
-    paging an answer compares each page's metadata line byte for byte)."""
+    paging an answer compares each page's metadata line byte for byte).
+
+    ``cdf`` True (an Iceberg table, whose appends are its change feed): the configuration says so as a Delta table's
+    does, so that both formats agree on what the change data feed query serves."""
     out = {k: v for k, v in meta.items() if v is not None}
     out["format"] = {"provider": "parquet", "options": {}, **(out.get("format") or {})}
     out["format"]["options"] = out["format"].get("options") or {}
     out.setdefault("partitionColumns", [])
-    out.setdefault("configuration", {})
+    out["configuration"] = dict(out.get("configuration") or {})
+    if cdf is True:
+        out["configuration"]["delta.enableChangeDataFeed"] = "true"
     return out
 
 
@@ -81,9 +86,12 @@ def file_line(fmt: str, f: SharedFile, sign: Signer, *, key: str = "file", with_
     url, expires = sign(f.url)
     if fmt == "delta":
         action_name = DELTA_ACTION_OF_KEY[key]
-        action: dict[str, Any] = {"path": url, "partitionValues": f.partition_values, "size": f.size}
+        # A Delta reader parses partition values as it parses its own log: give them as the log spells them.
+        values = f.log_partition_values if f.log_partition_values is not None else f.partition_values
+        action: dict[str, Any] = {"path": url, "partitionValues": values, "size": f.size}
         if action_name == "add":
-            action.update({"modificationTime": f.timestamp_ms or 0, "dataChange": True})
+            modified = f.modification_time_ms if f.modification_time_ms is not None else f.timestamp_ms
+            action.update({"modificationTime": modified or 0, "dataChange": True})
             if f.stats:
                 action["stats"] = f.stats
         elif action_name == "remove":

@@ -39,6 +39,7 @@ CDF_PREFIX = "_catalog/sharing/cdf"
 CHANGE_QUERY_FIELDS = ("startingVersion", "endingVersion", "startingTimestamp", "endingTimestamp",
                        "includeHistoricalMetadata", "includeHistoricalProtocol")
 CACHED_ANSWERS = 4  # file-line sets kept (one per table version, format, recipient and URL expiry step)
+CACHED_CDF_PARTITIONS = 1024  # partition values of saved change-data files, kept not to read the files again
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ class TableReads:
         self.signing_key = signing_key
         self._lines: dict[tuple[Any, ...], dict[str, bytes]] = {}  # insertion-ordered: the oldest goes first
         self._lines_lock = threading.Lock()
+        self._cdf_partitions: dict[str, dict[str, str | None]] = {}  # saved change-data key -> its partition values
 
     def _read(self, t: SharedTable, *, version: int | None = None, timestamp_ms: int | None = None) -> TableRead:
         fmt = t.table.format
@@ -124,7 +126,7 @@ class TableReads:
                 return delta_source.starting_version_at(t.table.location, self.settings.storage_options, ts)
             if t.table.format == "ICEBERG":
                 metadata, _ = self._iceberg(t)
-                return int(_iceberg_source().iceberg_version_at(metadata, ts))
+                return int(_iceberg_source().iceberg_version_at_or_after(metadata, ts))
         except delta_source.DeltaReadError as exc:
             raise bad_request(str(exc)) from None
         except ValueError as exc:
@@ -355,9 +357,10 @@ class TableReads:
         """Row-level change data of a rewriting version, kept once per version under ``_catalog/sharing/cdf``
         (create-only: derived data, the same for every server) so it has a URL like any data file."""
 
-        def materialize(version: int, timestamp_ms: int) -> SharedFile | None:
+        def materialize(version: int, timestamp_ms: int, partition_columns: list[str]) -> SharedFile | None:
             key = f"{CDF_PREFIX}/{t.table.id}/{version:020d}.parquet"
             existing = self.storage.head(key)
+            data = None
             if existing is None:
                 data = delta_source.change_rows(t.table.location, self.settings.storage_options, version)
                 if data.num_rows == 0:
@@ -368,10 +371,29 @@ class TableReads:
                 existing = self.storage.head(key)
             assert existing is not None
             return SharedFile(url=self.storage.location_of(key), id=f"cdf-{t.table.id}-{version}",
-                              partition_values={}, size=existing.size, stats=None, version=version,
-                              timestamp_ms=timestamp_ms, change_type="cdf")
+                              partition_values=self._cdf_partition(key, partition_columns, data), size=existing.size,
+                              stats=None, version=version, timestamp_ms=timestamp_ms, change_type="cdf")
 
         return materialize
+
+    def _cdf_partition(self, key: str, columns: list[str], data: pa.Table | None) -> dict[str, str | None]:
+        """The partition values of a saved change-data file (one per version), where its rows all lie in one
+        partition: a Delta reader takes partition columns from the action, not the file. A version whose changes
+        span partitions keeps ``{}`` (its rows carry the columns, which the parquet format's reader uses). Read
+        back from the file once per process when another server (or an earlier one) wrote it."""
+        if not columns:
+            return {}
+        with self._lines_lock:
+            known = self._cdf_partitions.get(key)
+        if known is None:
+            if data is None:
+                data = pq.read_table(pa.BufferReader(self.storage.get(key).data), columns=None)
+            known = delta_source.single_partition(data, columns) or {}
+            with self._lines_lock:
+                self._cdf_partitions[key] = known
+                while len(self._cdf_partitions) > CACHED_CDF_PARTITIONS:
+                    self._cdf_partitions.pop(next(iter(self._cdf_partitions)))
+        return known
 
     def signer(self, reader: tuple[str, ...] | None = None) -> responses.Signer:
         lifetime = self.settings.sharing_url_lifetime_s
@@ -395,7 +417,8 @@ class TableReads:
 def _shared_part(t: SharedTable, files: list[SharedFile]) -> list[SharedFile]:
     """The files of ``t`` its share lets the recipient read: those its partition filter admits, or all without one
     (:mod:`arco.sharing.partition_filter`). Change data Arco derived for a whole version carries no partition
-    values, so under a filter it is not served: a filter fails closed."""
+    values unless its rows lie in one partition, so otherwise under a filter it is not served: a filter fails
+    closed."""
     try:
         admitted = partition_filter.of_object(t.obj)
     except partition_filter.InvalidPartitionFilter as exc:  # stored before filters were checked: serve nothing

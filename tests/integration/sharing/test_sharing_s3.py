@@ -12,7 +12,7 @@ import delta_sharing
 import httpx
 import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 
 from arco.sharing.delta_source import delta_storage_options
 from support import emulators
@@ -74,3 +74,39 @@ def test_recipients_read_s3_files_through_presigned_urls(server: RunningServer, 
 
     frame = delta_sharing.load_as_pandas(f"{path}#s3share.lake.orders")
     assert sorted(zip(frame["id"], frame["region"], strict=True)) == [(1, "eu"), (2, "us"), (3, "eu")]
+
+
+def test_files_under_escaped_partition_directories_are_presigned_by_their_real_key(
+        server: RunningServer, s3_seaweedfs_bucket: StorageTarget, tmp_path: Path) -> None:
+    """The log names ``s=a%2520b/...`` for the object ``s=a%20b/...``: the key is decoded once where the log is read,
+    and the signer encodes it once into the URL, so the pre-signed URL opens the object deltalake wrote."""
+    uc(server, "POST", "/schemas", json={"name": "odd", "catalog_name": "main"})
+    location = uc(server, "POST", "/staging-tables", json={"name": "strings", "catalog_name": "main",
+                                                           "schema_name": "odd"}).json()["staging_location"]
+    values = ["a b", "x/y", "=", "é", "%20", "plain"]
+    rows = pa.table({"id": pa.array(range(len(values)), pa.int64()), "s": values})
+    options = delta_storage_options(s3_seaweedfs_bucket.options)
+    write_deltalake(location, rows, partition_by=["s"], storage_options=options)
+    uc(server, "POST", "/tables", json={
+        "name": "strings", "catalog_name": "main", "schema_name": "odd", "table_type": "MANAGED",
+        "data_source_format": "DELTA", "storage_location": location, "columns": [
+            {"name": "id", "type_name": "LONG", "type_text": "bigint", "position": 0, "type_json": "{}"},
+            {"name": "s", "type_name": "STRING", "type_text": "string", "position": 1, "type_json": "{}"}]})
+    uc(server, "POST", "/shares", json={"name": "oddshare"})
+    uc(server, "PATCH", "/shares/oddshare", json={"updates": [
+        {"action": "ADD", "data_object": {"name": "main.odd.strings", "data_object_type": "TABLE"}}]})
+    recipient = uc(server, "POST", "/recipients", json={"name": "oddreader", "authentication_type": "TOKEN"}).json()
+    uc(server, "PATCH", "/shares/oddshare/permissions", json={"changes": [{"principal": "oddreader",
+                                                                            "add": ["SELECT"]}]})
+    profile = httpx.get(recipient["tokens"][0]["activation_url"], timeout=30).json()
+    path = tmp_path / "oddreader.share"
+    path.write_text(json.dumps(profile))
+
+    answer = httpx.post(f"{server.base_url}/delta-sharing/shares/oddshare/schemas/odd/tables/strings/query", json={},
+                        headers={"Authorization": f"Bearer {profile['bearerToken']}"}, timeout=30)
+    urls = [json.loads(line)["file"]["url"] for line in answer.text.splitlines()[2:]]
+    assert len(urls) == len(values) and all(httpx.get(u, timeout=30).status_code == 200 for u in urls)
+    frame = delta_sharing.load_as_pandas(f"{path}#oddshare.odd.strings")
+    expected = DeltaTable(location, storage_options=options).to_pandas()
+    assert sorted(zip(frame["id"], frame["s"], strict=True)) == sorted(
+        zip(expected["id"], expected["s"], strict=True)) == sorted(enumerate(values))

@@ -75,6 +75,7 @@ from arco.sharing.iceberg_source import (
     iceberg_table_changes,
     iceberg_version,
     iceberg_version_at,
+    iceberg_version_at_or_after,
 )
 
 EVENTS = pa.schema([
@@ -289,6 +290,35 @@ def test_time_travel_by_timestamp(catalog: SqlCatalog) -> None:
     assert file_paths(at_second.files) == snapshot_files(table, metadata.snapshots[1].snapshot_id)
     with pytest.raises(ValueError, match="not both"):
         iceberg_version(metadata, table.io, version=2, timestamp_ms=second)
+
+
+def test_a_starting_timestamp_is_the_earliest_version_at_or_after_it(catalog: SqlCatalog) -> None:
+    """startingTimestamp (version endpoint, change data feed): "the earliest table version at or after the provided
+    timestamp, can be earlier than the timestamp of table version 0"; time travel keeps at or before."""
+    table = catalog.create_table("ns.events", schema=EVENTS)
+    for batch in ([1], [2], [3]):
+        time.sleep(0.005)  # commits in distinct milliseconds
+        table.append(events(batch))
+    first, second, third = (snapshot.timestamp_ms for snapshot in table.metadata.snapshots)
+    metadata = table.metadata
+    assert iceberg_version_at_or_after(metadata, first - 60_000) == 1  # before the first version: the first
+    assert iceberg_version_at_or_after(metadata, first) == 1
+    assert iceberg_version_at_or_after(metadata, first + 1) == 2
+    assert iceberg_version_at_or_after(metadata, second) == 2
+    assert iceberg_version_at_or_after(metadata, third - 1) == 3
+    assert iceberg_version_at_or_after(metadata, third) == 3
+    assert iceberg_version_at(metadata, third - 1) == 2  # time travel: the version current then
+    with pytest.raises(ValueError, match="after the table's latest version"):
+        iceberg_version_at_or_after(metadata, third + 1)
+
+
+def test_a_starting_timestamp_of_an_empty_table(catalog: SqlCatalog) -> None:
+    table = catalog.create_table("ns.events", schema=EVENTS, properties={"format-version": "2"})
+    updated = table.metadata.last_updated_ms
+    assert iceberg_version_at_or_after(table.metadata, updated - 60_000) == 0
+    assert iceberg_version_at_or_after(table.metadata, updated) == 0
+    with pytest.raises(ValueError, match="after the table's latest version"):
+        iceberg_version_at_or_after(table.metadata, updated + 1)
 
 
 def test_unknown_and_out_of_range_versions_are_value_errors(catalog: SqlCatalog) -> None:

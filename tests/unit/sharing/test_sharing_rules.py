@@ -269,7 +269,6 @@ def test_the_delta_format_leaves_the_shared_metadata_as_it_was() -> None:
      {"enableChangeDataFeed": "true"}),
     ({"delta.enableChangeDataFeed": "true"}, False, {}),  # the share withholds the change feed
     ({"delta.checkpointInterval": "7"}, None, {}),
-    ({}, True, {"enableChangeDataFeed": "true"}),  # an Iceberg table's appends are its change feed
 ])
 def test_the_parquet_format_shows_whether_the_change_feed_is_readable_and_no_other_property(
         configuration: dict[str, str], cdf: bool | None, shown: dict[str, str]) -> None:
@@ -277,6 +276,20 @@ def test_the_parquet_format_shows_whether_the_change_feed_is_readable_and_no_oth
     assert orjson.loads(responses.metadata_line("parquet", version, cdf=cdf))["metaData"]["configuration"] == shown
     delta = orjson.loads(responses.metadata_line("delta", version, cdf=cdf))["metaData"]["deltaMetadata"]
     assert delta["configuration"] == configuration  # a Delta reader needs the table's own
+
+
+def test_both_formats_say_an_iceberg_tables_change_feed_is_readable() -> None:
+    """An Iceberg table (cdf True: its appends are its change feed, served by the changes query) has no Delta
+    configuration of its own; the delta format says what the parquet format says, in Delta's property."""
+    metadata = {"id": "t", "schemaString": "{}", "configuration": {}}
+    version = SharedVersion(7, 1000, 1, metadata, [])
+    parquet = orjson.loads(responses.metadata_line("parquet", version, cdf=True))["metaData"]
+    assert parquet["configuration"] == {"enableChangeDataFeed": "true"}
+    delta = orjson.loads(responses.metadata_line("delta", version, cdf=True))["metaData"]["deltaMetadata"]
+    assert delta["configuration"] == {"delta.enableChangeDataFeed": "true"}
+    assert metadata["configuration"] == {}  # the cached version's metadata is not changed
+    historical = orjson.loads(responses._metadata_line("delta", metadata, {"version": 7}, True))
+    assert historical["metaData"]["deltaMetadata"]["configuration"] == {"delta.enableChangeDataFeed": "true"}
 
 
 def test_a_change_of_metadata_or_protocol_is_a_version_that_differs_from_the_one_before() -> None:

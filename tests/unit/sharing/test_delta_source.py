@@ -1,0 +1,147 @@
+"""The Delta source's reading of a log: file locations (decoded once from the log's URIs), partition values (the
+protocol's encoding, and the log's own spelling for the delta format), and commit timestamps of older versions;
+pure helpers directly, the rest on tables deltalake writes."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from arco.sharing import delta_source, responses
+from arco.sharing.file_server import local_path
+
+ODD = ["a b", "x/y", "=", "é", "%20", "50%", None]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> None:
+    delta_source.clear_cache()
+
+
+@pytest.mark.parametrize(("table_uri", "path", "location"), [
+    ("file:///w/t/", "s=%253D/p.parquet", "file:///w/t/s=%3D/p.parquet"),  # the directory is named s=%3D
+    ("file:///w/t", "s=a%2520b/p.parquet", "file:///w/t/s=a%20b/p.parquet"),
+    ("file:///w/t/", "s=a%20b/p%C3%A9.parquet", "file:///w/t/s=a b/pé.parquet"),
+    ("file:///w/my%20dir/t/", "p.parquet", "file:///w/my dir/t/p.parquet"),  # deltalake's table URI is encoded
+    ("s3://b/t/", "s3://b/other/s=a%20b/p.parquet", "s3://b/other/s=a b/p.parquet"),  # absolute URIs too
+    ("file:///w/t/", "file:/w/elsewhere/s=%253D/p.parquet", "file:/w/elsewhere/s=%3D/p.parquet"),
+    ("s3://b/t/", "plain/p.parquet", "s3://b/t/plain/p.parquet"),
+])
+def test_a_log_path_is_decoded_once_into_the_files_location(table_uri: str, path: str, location: str) -> None:
+    assert delta_source._absolute(table_uri, path) == location
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (datetime(2024, 1, 1, 12, 0, 0, 123456), "2024-01-01 12:00:00.123456"),
+    (datetime(2024, 1, 1, 12, 0, 0, 500000), "2024-01-01 12:00:00.500000"),
+    (datetime(2024, 1, 1, 12, 0, 0), "2024-01-01 12:00:00"),  # no fraction: none shown
+    (datetime(2024, 1, 1, 12, 0, 0, 1, tzinfo=UTC), "2024-01-01 12:00:00.000001"),
+    (date(2024, 1, 2), "2024-01-02"),
+    (True, "true"),
+    (Decimal("1.50"), "1.50"),
+    (None, None),
+])
+def test_partition_values_keep_the_fraction_of_a_second(value: object, text: str | None) -> None:
+    assert delta_source._partition_string(value) == text
+
+
+def test_the_logs_spelling_of_each_typed_value_is_found() -> None:
+    typed = [{"t": datetime(2024, 1, 1, 12, tzinfo=UTC), "n": 7, "s": "a b"},
+             {"t": datetime(2024, 1, 1, 12, 0, 0, 250000, tzinfo=UTC), "n": 8, "s": None}]
+    # Spark's spelling without a fraction, an ISO instant, and a value no file has.
+    log = [{"t": "2024-01-01 12:00:00", "n": "7", "s": "a b"},
+           {"t": "2024-01-01T12:00:00.250000Z", "n": "8", "s": None},
+           {"t": "not a time", "n": "9", "s": ""}]
+    spellings = delta_source.log_spellings(log, typed)
+    assert [delta_source._log_values(v, spellings) for v in typed] == [
+        {"t": "2024-01-01 12:00:00", "n": "7", "s": "a b"},
+        {"t": "2024-01-01T12:00:00.250000Z", "n": "8", "s": None}]
+    # A value the log's list does not have is given in the protocol's encoding.
+    assert delta_source._log_values({"t": datetime(2025, 1, 1, 0, 0, 0, 5, tzinfo=UTC)}, spellings) == {
+        "t": "2025-01-01 00:00:00.000005"}
+
+
+def test_a_change_data_file_names_its_partition_when_all_its_rows_are_in_one() -> None:
+    one = pa.table({"id": [1, 2], "region": ["eu", "eu"], "at": [datetime(2024, 1, 1, 0, 0, 0, 10)] * 2})
+    assert delta_source.single_partition(one, ["region", "at"]) == {"region": "eu",
+                                                                    "at": "2024-01-01 00:00:00.000010"}
+    assert delta_source.single_partition(one, []) == {}
+    assert delta_source.single_partition(pa.table({"region": ["eu", "us"]}), ["region"]) is None
+    assert delta_source.single_partition(pa.table({"region": pa.array([None, None], pa.string())}),
+                                         ["region"]) == {"region": None}
+    assert delta_source.single_partition(one, ["missing"]) is None
+
+
+def test_files_under_escaped_partition_directories_are_located_on_disk(tmp_path: Path) -> None:
+    location = str(tmp_path / "t")
+    write_deltalake(location, pa.table({"id": pa.array(range(len(ODD)), pa.int64()), "s": pa.array(ODD)}),
+                    partition_by=["s"])
+    files = delta_source.snapshot(location, {}).version.files
+    assert len(files) == len(ODD)
+    for f in files:
+        assert local_path(f.url).is_file(), f.url
+    assert sorted((f.partition_values["s"] or "") for f in files) == sorted(v or "" for v in ODD)
+    # An Iceberg-style (unencoded) location is opened as it is written: the file server decodes nothing.
+    assert local_path("file:///w/s=%3D/p.parquet") == Path("/w/s=%3D/p.parquet")
+
+
+def test_timestamp_partitions_keep_fractions_and_the_logs_spelling(tmp_path: Path) -> None:
+    location = str(tmp_path / "t")
+    at = [datetime(2024, 1, 1, 12, 0, 0, 123456), datetime(2024, 1, 1, 12, 0, 0)]
+    write_deltalake(location, pa.table({"id": pa.array([1, 2], pa.int64()), "at": pa.array(at, pa.timestamp("us"))}),
+                    partition_by=["at"])
+    files = sorted(delta_source.snapshot(location, {}).version.files, key=lambda f: f.partition_values["at"] or "")
+    assert [f.partition_values["at"] for f in files] == ["2024-01-01 12:00:00", "2024-01-01 12:00:00.123456"]
+    log = [json.loads(line)["add"]["partitionValues"]["at"]
+           for line in (tmp_path / "t" / "_delta_log" / f"{0:020d}.json").read_text().splitlines() if '"add"' in line]
+    assert sorted(f.log_partition_values["at"] for f in files if f.log_partition_values) == sorted(log)
+    assert all(local_path(f.url).is_file() for f in files)
+
+
+def _commit_times(location: str) -> dict[int, int]:
+    log = Path(location) / "_delta_log"
+    return {int(p.stem): json.loads(p.read_text().splitlines()[0])["commitInfo"]["timestamp"]
+            for p in log.glob("*.json")}
+
+
+def test_an_older_version_has_its_own_commit_timestamp(tmp_path: Path) -> None:
+    """deltalake 1.x numbers the history of a table opened at an older version wrongly; the timestamps come from
+    the latest table's history."""
+    location = str(tmp_path / "t")
+    for i in range(4):
+        write_deltalake(location, pa.table({"id": pa.array([i], pa.int64())}), mode="append")
+        time.sleep(0.01)  # commits in distinct milliseconds
+    commits = _commit_times(location)
+    assert len(set(commits.values())) == 4
+    for version in (3, 1, 0, 2):
+        shared = delta_source.snapshot(location, {}, version=version).version
+        assert shared.timestamp_ms == commits[version], version
+    by_time = delta_source.snapshot(location, {}, timestamp_ms=commits[1]).version
+    assert (by_time.version, by_time.timestamp_ms) == (1, commits[1])
+
+
+def test_the_delta_format_carries_the_logs_modification_time_and_partition_values(tmp_path: Path) -> None:
+    location = str(tmp_path / "t")
+    write_deltalake(location, pa.table({"id": pa.array([1], pa.int64()),
+                                        "at": pa.array([datetime(2024, 1, 1, 12)], pa.timestamp("us"))}),
+                    partition_by=["at"])
+    log = [json.loads(line)["add"] for line in (tmp_path / "t" / "_delta_log" / f"{0:020d}.json").read_text()
+           .splitlines() if '"add"' in line]
+    (f,) = delta_source.snapshot(location, {}).version.files
+
+    def sign(url: str) -> tuple[str, int]:
+        return "https://signed/x", 1
+
+    add = orjson.loads(responses.file_line("delta", f, sign))["file"]["deltaSingleAction"]["add"]
+    assert add["modificationTime"] == log[0]["modificationTime"] > 0
+    assert add["partitionValues"] == log[0]["partitionValues"] == {"at": "2024-01-01 12:00:00.000000"}
+    parquet = orjson.loads(responses.file_line("parquet", f, sign))["file"]
+    assert parquet["partitionValues"] == {"at": "2024-01-01 12:00:00"}
