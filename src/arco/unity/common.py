@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from arco.auth.principals import Principal
+from arco.auth.principals import BOOTSTRAP_ADMIN, Principal
 from arco.auth.subjects import securable, subject_of
+from arco.catalog.access import ACCOUNT_USERS, principal_key
 from arco.catalog.model import CatalogEntry, TableEntry
 from arco.catalog.names import check_name
 from arco.catalog.state import CatalogState
@@ -141,18 +142,46 @@ def text_of(body: dict[str, Any], key: str) -> str | None:
     return value
 
 
+def comment_of(body: dict[str, Any]) -> str | None:
+    """The ``comment`` a create or update body gives, an empty one being no comment: the 2.1 spec gives comment
+    ``minLength: 1``, and clients built from it (unitycatalog-client) fail to read an object answered with
+    ``"comment": ""`` (a whole list_volumes fails on one such volume). So ``""`` is stored as absent, and on an
+    update it clears the comment, as a null does."""
+    return text_of(body, "comment") or None
+
+
+def known_principal(state: CatalogState, name: str) -> bool:
+    """Whether ``name`` is a user, group or service principal of the warehouse (``account users`` included),
+    as a grant's principal must be; the bootstrap admin too, which owns what it made (``main`` among them) and
+    is no entry of the principal list."""
+    key = principal_key(name)
+    return key in state.principals or key in (ACCOUNT_USERS, principal_key(BOOTSTRAP_ADMIN.name))
+
+
+def owner_in(state: CatalogState, body: dict[str, Any]) -> str | None:
+    """The new owner an update ``body`` asks for (None: no change), refused as a grant to the same principal is
+    (400) unless it exists: an object owned by nobody could only be changed by admins after that."""
+    owner = body.get("owner")
+    if owner is None:
+        return None
+    if not isinstance(owner, str) or not owner:
+        raise invalid("owner must be a non-empty string")
+    if not known_principal(state, owner):
+        raise invalid(f"principal {owner!r} does not exist")
+    return owner
+
+
 def replacing(current: dict[str, str], new: dict[str, str]) -> dict[str, Any]:
     """The update/removal operation fields that make ``current`` properties into ``new`` (PATCH replaces them)."""
     return {"updates": new, "removals": sorted(set(current) - set(new))}
 
 
-def common_updates(op: dict[str, Any], entry: Any, body: dict[str, Any]) -> None:
+def common_updates(state: CatalogState, op: dict[str, Any], entry: Any, body: dict[str, Any]) -> None:
     """The owner, comment and properties an update ``body`` changes, into the Tier 1 operation ``op``."""
-    if "owner" in body and body["owner"] is not None:
-        if not isinstance(body["owner"], str) or not body["owner"]:
-            raise invalid("owner must be a non-empty string")
-        op["owner"] = body["owner"]
+    owner = owner_in(state, body)
+    if owner is not None:
+        op["owner"] = owner
     if "comment" in body:
-        op["comment"] = text_of(body, "comment")
+        op["comment"] = comment_of(body)
     if "properties" in body and body["properties"] is not None:
         op.update(replacing(entry.properties, properties_of(body["properties"])))

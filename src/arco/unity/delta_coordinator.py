@@ -99,7 +99,7 @@ def _metadata_changes(entry: TableEntry, metadata: dict[str, Any]) -> dict[str, 
     """The table changes a commit's ``DeltaMetadata`` makes: properties and columns are replaced whole."""
     changes: dict[str, Any] = {}
     if metadata.get("description") is not None:
-        changes["comment"] = metadata["description"]
+        changes["comment"] = metadata["description"] or None  # an empty comment is no comment (common.comment_of)
     properties = (metadata.get("properties") or {}).get("properties")
     if properties:
         new = properties_of(properties)

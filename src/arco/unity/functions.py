@@ -21,7 +21,7 @@ from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.unity import objects
-from arco.unity.common import denied, uc_name
+from arco.unity.common import comment_of, denied, owner_in, uc_name
 from arco.unity.errors import invalid
 from arco.unity.infos import COLUMN_TYPES
 
@@ -105,6 +105,8 @@ def check_function(info: dict[str, Any]) -> dict[str, Any]:
     for key in OPTIONAL_TEXT:
         if objects.text(info, key) is not None:
             definition[key] = info[key]
+    if not comment_of(info):  # an empty comment is no comment (see comment_of)
+        definition.pop("comment", None)
     if info.get("return_params") is not None:
         definition["return_params"] = _parameters(info["return_params"], "return_params")
     if info.get("routine_dependencies") is not None:
@@ -169,8 +171,7 @@ class FunctionService:
 
     def update(self, full_name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
         """Databricks' updateFunction: only the owner changes (by the owner, or an admin)."""
-        owner = objects.owner_change(body)
-        if owner is None or set(k for k, v in body.items() if v is not None) - {"owner", "name"}:
+        if body.get("owner") is None or set(k for k, v in body.items() if v is not None) - {"owner", "name"}:
             raise invalid("only owner can be updated on a function")
 
         def build(state: CatalogState) -> dict[str, Any]:
@@ -180,7 +181,7 @@ class FunctionService:
                                          create_privilege="CREATE_FUNCTION"):
                 raise denied(caller, f"update function {full_name} (only its owner or an admin may)")
             return {"op": "update_schema_object", "type": "function", "schema_id": where.schema.id,
-                    "name": entry.fields["name"], "metastore_id": entry.metastore_id, "owner": owner}
+                    "name": entry.fields["name"], "metastore_id": entry.metastore_id, "owner": owner_in(state, body)}
 
         self.store.execute(build, principal=caller.name)
         return self._info(full_name, caller)

@@ -19,6 +19,10 @@ COLUMN_FIELDS = ("name", "type_name", "type_text", "type_json", "type_precision"
                  "type_interval_type", "position", "comment", "nullable", "partition_index")
 
 
+# ``comment or None`` below: an empty comment is no comment (arco.unity.common.comment_of), also for one stored
+# before that rule.
+
+
 def drop_none(info: dict[str, Any]) -> dict[str, Any]:
     """The spec types these fields as strings (or numbers): an absent one is omitted, never sent as null."""
     return {k: v for k, v in info.items() if v is not None}
@@ -30,8 +34,8 @@ def metastore_id_of(catalog: CatalogEntry, state: CatalogState) -> str | None:
 
 def catalog_info(entry: CatalogEntry, state: CatalogState) -> dict[str, Any]:
     return drop_none({
-        "name": entry.name, "comment": entry.comment, "properties": dict(entry.properties), "owner": entry.owner,
-        "metastore_id": metastore_id_of(entry, state), "id": entry.id,
+        "name": entry.name, "comment": entry.comment or None, "properties": dict(entry.properties),
+        "owner": entry.owner, "metastore_id": metastore_id_of(entry, state), "id": entry.id,
         "storage_root": entry.requested_root or entry.storage_root, "storage_location": entry.storage_root,
         "catalog_type": "MANAGED_CATALOG",
         "created_at": entry.created_at_ms, "created_by": entry.created_by or entry.owner,
@@ -42,7 +46,7 @@ def catalog_info(entry: CatalogEntry, state: CatalogState) -> dict[str, Any]:
 def schema_info(entry: NamespaceEntry, state: CatalogState) -> dict[str, Any]:
     catalog = state.catalogs[entry.catalog_id]
     return drop_none({
-        "name": entry.path[-1], "catalog_name": catalog.name, "comment": entry.comment,
+        "name": entry.path[-1], "catalog_name": catalog.name, "comment": entry.comment or None,
         "properties": dict(entry.properties), "full_name": f"{catalog.name}.{'.'.join(entry.path)}",
         "owner": entry.owner, "metastore_id": metastore_id_of(catalog, state), "schema_id": entry.id,
         "created_at": entry.created_at_ms, "created_by": entry.created_by or entry.owner,
@@ -57,20 +61,32 @@ def table_type(entry: TableEntry) -> str:
     return "MANAGED" if entry.managed else "EXTERNAL"
 
 
+def last_change(entry: TableEntry, elsewhere: tuple[int | None, str | None] | None) -> tuple[int, str | None]:
+    """When a table last changed, and who changed it: Tier 1 records the changes made through UC (and the
+    creation), but an Iceberg commit (schema, properties, data) changes only the table's metadata, whose
+    ``last-updated-ms`` (and the committer, when known) ``elsewhere`` gives: the later of the two."""
+    recorded = (entry.updated_at_ms, entry.updated_by or entry.owner)
+    if elsewhere is None or elsewhere[0] is None or elsewhere[0] <= entry.updated_at_ms:
+        return recorded
+    return elsewhere[0], elsewhere[1] or recorded[1]
+
+
 def table_info(entry: TableEntry, state: CatalogState, columns: list[dict[str, Any]] | None,
-               properties: dict[str, str] | None = None) -> dict[str, Any]:
+               properties: dict[str, str] | None = None,
+               changed_elsewhere: tuple[int | None, str | None] | None = None) -> dict[str, Any]:
     catalog = state.catalogs[entry.catalog_id]
     schema = ".".join(entry.namespace)
+    updated_at, updated_by = last_change(entry, changed_elsewhere)
     info = drop_none({
         "name": entry.name, "catalog_name": catalog.name, "schema_name": schema, "table_type": table_type(entry),
         "data_source_format": None if entry.kind == "VIEW" else entry.format,
         "storage_location": entry.location or None, "view_definition": entry.view_definition,
-        "comment": entry.comment, "properties": dict(entry.properties if properties is None else properties),
+        "comment": entry.comment or None, "properties": dict(entry.properties if properties is None else properties),
         "owner": entry.owner, "full_name": f"{catalog.name}.{schema}.{entry.name}",
         "metastore_id": metastore_id_of(catalog, state), "table_id": entry.id,
         "storage_credential_name": entry.storage_credential_name,
         "created_at": entry.created_at_ms, "created_by": entry.created_by or entry.owner,
-        "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by or entry.owner,
+        "updated_at": updated_at, "updated_by": updated_by,
     })
     if columns is not None:
         info["columns"] = columns

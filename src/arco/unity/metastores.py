@@ -26,7 +26,7 @@ from arco.catalog.securables import securable_key
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.catalog.tenancy import Tenant
-from arco.unity.common import denied, uc_name
+from arco.unity.common import denied, owner_in, uc_name
 from arco.unity.errors import UnityError, invalid
 from arco.unity.named import within
 
@@ -153,15 +153,13 @@ class MetastoreService:
     def update(self, metastore_id: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
         fields = _settings(body)
         name = _display_name(body["name"]) if body.get("name") is not None else None
-        owner = body.get("owner")
-        if owner is not None and (not isinstance(owner, str) or not owner):
-            raise invalid("owner must be a non-empty string")
 
         def build(state: CatalogState) -> dict[str, Any]:
             tenant = self._administered(state, metastore_id, caller, "update")
             if body.get("storage_root") not in (None, tenant.entry.fields.get("storage_root", self.warehouse_root)):
                 raise invalid("a metastore's storage_root cannot change")
             op: dict[str, Any] = {"op": "update_securable", "type": "metastore", "name": tenant.id, "fields": fields}
+            owner = owner_in(state, body)
             if owner:
                 op["owner"] = owner
             if name:

@@ -30,7 +30,9 @@ from arco.unity.common import (
     SCHEMA_OBJECT_KEYS,
     catalog_in,
     changes_owner_only,
+    comment_of,
     denied,
+    owner_in,
     page_size,
     tenant_of,
     uc_name,
@@ -51,7 +53,7 @@ def version_info(state: CatalogState, model: SecurableEntry, version: dict[str, 
     return objects.drop_none({
         "model_name": name, "catalog_name": catalog_name, "schema_name": schema_name, "version": version["version"],
         "source": version.get("source"), "run_id": version.get("run_id"), "status": version["status"],
-        "storage_location": version["storage_location"], "comment": version.get("comment"),
+        "storage_location": version["storage_location"], "comment": version.get("comment") or None,
         "created_at": version["created_at"], "created_by": version.get("created_by"),
         "updated_at": version["updated_at"], "updated_by": version.get("updated_by"), "id": version["id"]})
 
@@ -82,7 +84,7 @@ class ModelService:
         name = uc_name("registered model", body.get("name"))
         for key in ("catalog_name", "schema_name"):
             objects.text(body, key, required=True)
-        comment = objects.text(body, "comment")
+        comment = comment_of(body)
         if body.get("storage_location"):
             raise invalid("a registered model's storage_location is chosen by Arco: omit it")
         model_id = str(uuid.uuid4())
@@ -151,7 +153,7 @@ class ModelService:
         return where, entry
 
     def update(self, full_name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
-        comment, owner = objects.text(body, "comment"), objects.owner_change(body)
+        comment = comment_of(body)
         renamed: dict[str, str] = {}
         changes = {k: body.get(k) for k in ("comment", "owner", "new_name")}
 
@@ -164,6 +166,7 @@ class ModelService:
                                   "metastore_id": entry.metastore_id}
             if target:
                 op["new_name"] = renamed["name"] = target
+            owner = owner_in(state, body)
             if owner:
                 op["owner"] = owner
             if "comment" in body:
@@ -200,7 +203,7 @@ class ModelService:
     def create_version(self, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
         for key in ("model_name", "catalog_name", "schema_name", "source"):
             objects.text(body, key, required=True)
-        run_id, comment = objects.text(body, "run_id"), objects.text(body, "comment")
+        run_id, comment = objects.text(body, "run_id"), comment_of(body)
         full_name = f"{body['catalog_name']}.{body['schema_name']}.{uc_name('registered model', body['model_name'])}"
         version_id = str(uuid.uuid4())
         made: dict[str, Any] = {}
@@ -258,7 +261,7 @@ class ModelService:
         return self.get_version(full_name, number, caller)
 
     def update_version(self, full_name: str, version: Any, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
-        comment = objects.text(body, "comment")
+        comment = comment_of(body)
         if "comment" not in body:
             raise invalid("No updated fields defined.")  # the reference server's answer
         return self._change_version(full_name, version, caller, {"comment": comment})

@@ -24,7 +24,16 @@ from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.unity import infos
-from arco.unity.common import changes_owner_only, denied, new_name_in, page_size, tenant_of, uc_name
+from arco.unity.common import (
+    changes_owner_only,
+    comment_of,
+    denied,
+    new_name_in,
+    owner_in,
+    page_size,
+    tenant_of,
+    uc_name,
+)
 from arco.unity.errors import UnityError, invalid
 
 CREDENTIAL_KINDS = {
@@ -140,11 +149,17 @@ def _location_in_use(state: CatalogState, entry: SecurableEntry) -> str | None:
     volumes = [v.name.rsplit(".", 1)[-1] for v in state.securables_in_every_metastore("volume")
                if v.fields.get("volume_type") == "EXTERNAL" and v.fields.get("storage_location")
                and within(locations.canonical(v.fields["storage_location"]), url)]
-    managed = [claim.what for claim in locations.managed_root_claims(state)
-               if claim.chosen and within(claim.url, url)]
     users = [f"external table(s) {', '.join(tables)}"] * bool(tables) + \
-        [f"external volume(s) {', '.join(volumes)}"] * bool(volumes) + managed
+        [f"external volume(s) {', '.join(volumes)}"] * bool(volumes)
     return f"{' and '.join(users)} are inside it" if users else None
+
+
+def _location_holds_managed_storage(state: CatalogState, entry: SecurableEntry) -> str | None:
+    """Managed storage (a catalog's or schema's chosen storage root) inside the location: no force deletes it from
+    under them, since their managed tables' files would be left with no location governing them."""
+    url = locations.canonical(entry.fields["url"])
+    managed = [claim.what for claim in locations.managed_root_claims(state) if claim.chosen and within(claim.url, url)]
+    return f"{' and '.join(managed)} lies inside it" if managed else None
 
 
 Fields = Callable[[dict[str, Any], bool, CatalogState, SecurableEntry | None, Principal], dict[str, Any]]
@@ -157,7 +172,8 @@ class Kind:
     create_privilege: str
     fields: Fields  # the stored fields from a create (True) or update (False) body, validated
     render: Callable[[SecurableEntry], dict[str, Any]]
-    in_use: Callable[[CatalogState, SecurableEntry], str | None] = lambda state, entry: None
+    in_use: Callable[[CatalogState, SecurableEntry], str | None] = lambda state, entry: None  # force skips it
+    kept_by: Callable[[CatalogState, SecurableEntry], str | None] = lambda state, entry: None  # force does not
     seen_by_grantees: bool = True  # storage credentials and locations: yes; shares, recipients, providers: owners
     rename_needs_admin: bool = False
 
@@ -166,7 +182,8 @@ KINDS = {
     "storage_credential": Kind("storage_credential", "storage credential", "CREATE_STORAGE_CREDENTIAL",
                                _credential_fields, _render_credential, _credential_in_use),
     "external_location": Kind("external_location", "external location", "CREATE_EXTERNAL_LOCATION",
-                              _location_fields, _render_location, _location_in_use),
+                              _location_fields, _render_location, _location_in_use,
+                              kept_by=_location_holds_managed_storage),
 }
 
 
@@ -200,7 +217,7 @@ class NamedSecurables:
             if not (can.admin(who) or can.holds(who, metastore(state, tenant), kind.create_privilege)):
                 raise denied(caller, f"create a {kind.word} (needs {kind.create_privilege} on the metastore)")
             return {"op": "create_securable", "id": entry_id, "type": kind.type, "name": name, "owner": caller.name,
-                    "comment": body.get("comment"), "fields": kind.fields(body, True, state, None, caller),
+                    "comment": comment_of(body), "fields": kind.fields(body, True, state, None, caller),
                     "metastore_id": tenant.scope}
 
         self.store.execute(build, principal=caller.name)
@@ -243,10 +260,11 @@ class NamedSecurables:
                                   "fields": kind.fields(body, False, state, entry, caller)}
             if new_name:
                 op["new_name"] = uc_name(kind.word, new_name)
-            if body.get("owner"):
-                op["owner"] = str(body["owner"])
+            owner = owner_in(state, body)
+            if owner is not None:
+                op["owner"] = owner
             if "comment" in body:
-                op["comment"] = body["comment"]
+                op["comment"] = comment_of(body)
             return op
 
         self.store.execute(build, principal=caller.name)
@@ -258,6 +276,9 @@ class NamedSecurables:
             who = subject_of(state, caller)
             if not (who.account_admin or can.owns(who, securable(state, entry.type, entry))):
                 raise denied(caller, f"delete {kind.word} {entry.name} (only its owner may)")
+            kept = kind.kept_by(state, entry)
+            if kept:
+                raise invalid(f"{kind.word} {entry.name} cannot be deleted, even with force, while {kept}")
             reason = kind.in_use(state, entry)
             if reason and not force:
                 raise invalid(f"{kind.word} {entry.name} is in use: {reason}; pass force=true to delete it anyway")

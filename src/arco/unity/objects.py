@@ -107,15 +107,6 @@ def choice(body: dict[str, Any], key: str, allowed: tuple[str, ...], *, required
     return value.upper()
 
 
-def owner_change(body: dict[str, Any]) -> str | None:
-    owner = body.get("owner")
-    if owner is None:
-        return None
-    if not isinstance(owner, str) or not owner:
-        raise invalid("owner must be a non-empty string")
-    return owner
-
-
 def new_name(body: dict[str, Any], kind: str, current: str) -> str | None:
     raw = body.get("new_name")
     if raw is None or raw == "":
@@ -129,7 +120,7 @@ def common_info(state: CatalogState, entry: SecurableEntry, id_key: str) -> dict
     catalog = state.catalogs[state.namespaces[entry.fields["schema_id"]].catalog_id]
     return drop_none({
         "name": name, "catalog_name": catalog_name, "schema_name": schema_name,
-        "full_name": f"{catalog_name}.{schema_name}.{name}", "comment": entry.comment, "owner": entry.owner,
+        "full_name": f"{catalog_name}.{schema_name}.{name}", "comment": entry.comment or None, "owner": entry.owner,
         "metastore_id": catalog.metastore_id or state.primary_metastore_id, id_key: entry.id,
         "created_at": entry.created_at_ms, "created_by": entry.created_by or entry.owner,
         "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by or entry.owner,

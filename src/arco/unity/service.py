@@ -23,6 +23,7 @@ from arco.unity import infos
 from arco.unity.common import (
     catalog_in,
     changes_owner_only,
+    comment_of,
     common_updates,
     denied,
     new_name_in,
@@ -30,7 +31,6 @@ from arco.unity.common import (
     properties_of,
     split_full_name,
     tenant_of,
-    text_of,
     uc_name,
     update_by_id,
 )
@@ -60,7 +60,7 @@ class UnityService(UnityTables):
                                                         self.tables.storage.url, tenant.scope, "catalogs",
                                                         catalog_id)
 
-        entry = create_catalog(self.store, name, owner=principal, comment=text_of(body, "comment"),
+        entry = create_catalog(self.store, name, owner=principal, comment=comment_of(body),
                                properties=properties_of(body.get("properties")), metastore_id=tenant.scope,
                                under=tenant.entry.fields.get("storage_root") if tenant.scope else None,
                                storage_root=place if chosen not in (None, "") else None)
@@ -97,7 +97,7 @@ class UnityService(UnityTables):
             op: dict[str, Any] = {"op": "update_catalog", "id": entry.id}
             if new_name:
                 op["new_name"] = uc_name("catalog", new_name)
-            common_updates(op, entry, body)
+            common_updates(state, op, entry, body)
             return op
 
         updated = update_by_id(self.store, build, principal)
@@ -129,7 +129,7 @@ class UnityService(UnityTables):
             if not can.can_create_schema(who, securable(state, "catalog", catalog)):
                 raise denied(caller, f"create schemas in {catalog.name} (needs USE_CATALOG and CREATE_SCHEMA)")
             op = {"op": "create_namespace", "id": ns_id, "catalog_id": catalog.id, "path": [name],
-                  "owner": principal, "properties": props, "comment": text_of(body, "comment")}
+                  "owner": principal, "properties": props, "comment": comment_of(body)}
             if chosen not in (None, ""):  # storage governance (arco.catalog.locations), as a catalog's
                 op["requested_root"], op["storage_location"] = locations.check_managed_storage_root(
                     state, who, chosen, self.tables.storage.url, catalog.metastore_id, "schemas", ns_id)
@@ -182,7 +182,7 @@ class UnityService(UnityTables):
             op: dict[str, Any] = {"op": "update_namespace", "id": entry.id}
             if new_name:
                 op["new_name"] = uc_name("schema", new_name)
-            common_updates(op, entry, body)
+            common_updates(state, op, entry, body)
             return op
 
         updated = update_by_id(self.store, build, principal)

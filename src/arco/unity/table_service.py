@@ -15,7 +15,7 @@ from arco.auth.subjects import securable, subject_of
 from arco.catalog import locations
 from arco.catalog.model import CatalogEntry, TableEntry
 from arco.catalog.paging import page
-from arco.catalog.state import CatalogState
+from arco.catalog.state import CatalogState, refuse_taken_name
 from arco.catalog.store import CatalogStore
 from arco.iceberg.metadata_files import MissingMetadataFile
 from arco.iceberg.tables import TableService
@@ -24,6 +24,7 @@ from arco.unity.common import (
     catalog_in,
     changes_owner_only,
     check_table,
+    comment_of,
     common_updates,
     denied,
     new_name_in,
@@ -55,9 +56,9 @@ class UnityTables:
             return infos.table_info(entry, state, entry.columns)
         if entry.kind == "VIEW":
             return self._iceberg_view_info(entry, state)
-        columns, properties = self._iceberg_view(entry)
+        columns, properties, changed = self._iceberg_view(entry)
         # An Iceberg table's properties live in its metadata; Tier 1's (set through UC) are kept beside them.
-        return infos.table_info(entry, state, columns, {**properties, **entry.properties})
+        return infos.table_info(entry, state, columns, {**properties, **entry.properties}, changed)
 
     def _iceberg_view_info(self, entry: TableEntry, state: CatalogState) -> dict[str, Any]:
         """An Iceberg REST view: ``VIEW`` with the SQL of its ``spark`` representation (else the first) and the
@@ -72,19 +73,24 @@ class UnityTables:
             info["view_definition"] = sql
         return info
 
-    def _iceberg_view(self, entry: TableEntry) -> tuple[list[dict[str, Any]], dict[str, str]]:
-        """Columns and properties of an Iceberg table's current metadata."""
+    def _iceberg_view(self, entry: TableEntry) -> tuple[list[dict[str, Any]], dict[str, str],
+                                                        tuple[int | None, str | None] | None]:
+        """Columns and properties of an Iceberg table's current metadata, and when (``last-updated-ms``) and by
+        whom (the pointer's committer) that metadata was made: Iceberg commits change no Tier 1 entry, so this
+        is the only place that knows (:func:`arco.unity.infos.last_change`)."""
         from arco.unity.columns import column_infos
 
         pointer = self.tables.resolver.for_read(entry.id)
         if pointer is None or pointer.pointer.dropped:
-            return [], {}
+            return [], {}, None
         try:
             metadata = self.tables.files.read(pointer.pointer.current_metadata_location)
         except MissingMetadataFile:  # a table whose metadata was deleted outside the catalog shows, without columns
-            return [], {}
+            return [], {}, None
         partition_sources = [f.source_id for f in metadata.spec().fields]
-        return column_infos(metadata.schema(), partition_sources), dict(metadata.properties)
+        committer = pointer.pointer.updated_by.get("principal")
+        return (column_infos(metadata.schema(), partition_sources), dict(metadata.properties),
+                (metadata.last_updated_ms, committer if isinstance(committer, str) else None))
 
     def get_table(self, full_name: str, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:
@@ -152,7 +158,7 @@ class UnityTables:
             return {"op": "create_table", "id": ids["table"], "catalog_id": catalog.id, "namespace": [schema_name],
                     "name": name, "kind": "VIEW" if table_type == "VIEW" else "TABLE", "format": fmt,
                     "location": where or "", "owner": principal, "managed": table_type == "MANAGED",
-                    "comment": text_of(body, "comment"), "properties": properties_of(body.get("properties")),
+                    "comment": comment_of(body), "properties": properties_of(body.get("properties")),
                     "columns": columns, "view_definition": view_definition,
                     "storage_credential_name": text_of(body, "storage_credential_name")}
 
@@ -172,7 +178,13 @@ class UnityTables:
 
     def create_staging_table(self, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
         """Storage for a managed table whose data is written before the table exists (CTAS); see
-        :meth:`create_table` for the promotion."""
+        :meth:`create_table` for the promotion.
+
+        Not for the name of an existing table or view (409 TABLE_ALREADY_EXISTS): that promotion could only fail,
+        after the data was written. Another staging table of the same name is no conflict: the spec has each call
+        create "a new staging table instance" with storage of its own, and a promotion names its staging table by
+        location, so a CTAS retried after a failed attempt (whose staging table nothing deletes) stages again, as
+        the reference server lets it."""
         name = uc_name("table", body.get("name"))
         catalog_name = uc_name("catalog", body.get("catalog_name"))
         schema_name = uc_name("schema", body.get("schema_name"))
@@ -181,6 +193,7 @@ class UnityTables:
 
         def build(state: CatalogState) -> dict[str, Any]:
             catalog = _catalog_to_create_in(state, caller, catalog_name, schema_name, "stage tables")
+            refuse_taken_name(state, catalog.id, (schema_name,), name)
             found["location"] = locations.allocate_table_location(state, catalog, (schema_name,), name, staging_id)
             return {"op": "create_securable", "id": staging_id, "type": "staging_table", "name": staging_id,
                     "owner": caller.name, "fields": {"catalog_id": catalog.id, "schema": schema_name, "name": name,
@@ -199,7 +212,7 @@ class UnityTables:
             check_table(state, caller, entry, can.can_update_table, "update table", "ownership",
                         owner_only=changes_owner_only(body), renames=bool(new_name))
             op: dict[str, Any] = {"op": "update_table", "id": entry.id}
-            common_updates(op, entry, body)
+            common_updates(state, op, entry, body)
             if "columns" in body and entry.format != "ICEBERG":
                 op["columns"] = infos.check_columns(body["columns"])
             return op

@@ -30,7 +30,9 @@ from arco.unity.common import (
     NothingToUpdate,
     changes_owner_only,
     check_changes,
+    comment_of,
     denied,
+    owner_in,
     uc_name,
 )
 from arco.unity.errors import invalid
@@ -53,7 +55,7 @@ class VolumeService:
         for key in ("catalog_name", "schema_name"):
             objects.text(body, key, required=True)
         volume_type = objects.choice(body, "volume_type", VOLUME_TYPES)
-        comment = objects.text(body, "comment")
+        comment = comment_of(body)
         location = objects.text(body, "storage_location")
         if volume_type == "MANAGED" and location:
             raise invalid("a MANAGED volume's storage_location is chosen by Arco: omit it")
@@ -99,7 +101,7 @@ class VolumeService:
                                       max_results, token, volume_info)
 
     def update(self, full_name: str, body: dict[str, Any], caller: Principal) -> dict[str, Any]:
-        comment, owner = objects.text(body, "comment"), objects.owner_change(body)
+        comment = comment_of(body)
         renamed: dict[str, str] = {}
 
         def build(state: CatalogState) -> dict[str, Any]:
@@ -113,6 +115,7 @@ class VolumeService:
                                   "name": entry.fields["name"], "metastore_id": entry.metastore_id}
             if target:
                 op["new_name"] = renamed["name"] = target
+            owner = owner_in(state, body)
             if owner:
                 op["owner"] = owner
             if "comment" in body:
