@@ -17,6 +17,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server, run_cli
+from support.sharing import uc
 
 pytestmark = pytest.mark.timeout(300)
 COLUMNS = [{"name": "id", "type_name": "LONG", "type_text": "bigint", "position": 0,
@@ -43,11 +44,6 @@ def landing(server: RunningServer, tmp_path_factory: pytest.TempPathFactory) -> 
                                                            "credential_name": "role"})
     assert made.status_code == 200, made.text
     return root
-
-
-def uc(server: RunningServer, method: str, path: str, **kwargs: object) -> httpx.Response:
-    return httpx.request(method, f"{server.base_url}/api/2.1/unity-catalog{path}",
-                         headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, timeout=30, **kwargs)  # type: ignore[arg-type]
 
 
 def ok(response: httpx.Response) -> dict:
