@@ -212,3 +212,15 @@ def test_an_external_location_holding_managed_storage_is_not_deleted_even_with_f
     assert uc(server, "DELETE", "/external-locations/outer").status_code == 400
     ok(uc(server, "DELETE", "/external-locations/outer", params={"force": "true"}))
     assert uc(server, "GET", "/external-locations/outer").status_code == 404
+
+
+def test_the_permissions_of_a_missing_function_name_the_function(server: RunningServer) -> None:
+    """A FUNCTION securable falls back to a registered model of that name (Databricks' type for models); with
+    neither there, the answer is about the function asked for."""
+    uc(server, "POST", "/schemas", json={"name": "fns", "catalog_name": "main"})
+    missing = uc(server, "GET", "/permissions/function/main.fns.nofn")
+    assert missing.status_code == 404, missing.text
+    assert "unction" in missing.json()["message"] and "model" not in missing.json()["message"].lower()
+    assert uc(server, "POST", "/models", json={"name": "m", "catalog_name": "main",
+                                               "schema_name": "fns"}).status_code == 200
+    assert uc(server, "GET", "/permissions/function/main.fns.m").status_code == 200

@@ -57,12 +57,16 @@ def resolve(state: CatalogState, kind: str, full_name: str, caller: Principal) -
     if kind in SCHEMA_OBJECTS:
         try:
             _, found = objects.find(state, caller, kind, full_name)
-        except UnityError:
+        except UnityError as missing:
             if kind != "function":
                 raise
-            # Databricks names a registered model's securable type FUNCTION: fall back to a model of that name.
+            # Databricks names a registered model's securable type FUNCTION: fall back to a model of that name
+            # (and say the function is missing when neither is there).
+            try:
+                _, found = objects.find(state, caller, "registered_model", full_name)
+            except UnityError:
+                raise missing from None
             kind = "registered_model"
-            _, found = objects.find(state, caller, kind, full_name)
         return kind, found.id, securable(state, kind, found)
     if kind == "catalog":
         entry: Any = catalog_in(state, caller, full_name)
