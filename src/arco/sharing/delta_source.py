@@ -409,8 +409,19 @@ def change_rows(location: str, storage_options: dict[str, str], version: int) ->
     return data.drop_columns([c for c in ("_commit_version", "_commit_timestamp") if c in data.column_names])
 
 
-# (version, timestamp, the version's partition columns) -> one change-data file
-ChangeData = Callable[[int, int, list[str]], "SharedFile | None"]
+# (version, timestamp, the version's partition columns) -> its change-data files (None: it has no change data)
+ChangeData = Callable[[int, int, list[str]], "list[SharedFile] | None"]
+
+
+def cdc_files(location: str, commit: bytes, version: int, timestamp_ms: int) -> list[SharedFile]:
+    """The change data a version's writer recorded: its commit file's ``cdc`` actions (NDJSON ``commit``), as
+    files of the table at ``location``, with the log's partition values. Served as they are, as Delta's change
+    data feed reads them (deltalake's own reader fails on a cdc file under an escaped partition folder)."""
+    actions = [orjson.loads(raw) for raw in commit.splitlines() if raw.strip()]
+    return [SharedFile(url=_absolute(location, a["cdc"]["path"]), id=file_id(a["cdc"]["path"]),
+                       partition_values=dict(a["cdc"].get("partitionValues") or {}), size=int(a["cdc"].get("size", 0)),
+                       stats=None, version=version, timestamp_ms=timestamp_ms, change_type="cdf")
+            for a in actions if isinstance(a, dict) and isinstance(a.get("cdc"), dict) and "path" in a["cdc"]]
 
 
 def changes(location: str, storage_options: dict[str, str], starting_version: int,
@@ -420,7 +431,7 @@ def changes(location: str, storage_options: dict[str, str], starting_version: in
     after the first that changed the table's metadata or protocol.
 
     A version that rewrote files (DELETE, UPDATE, MERGE) removes whole files whose other rows did not change;
-    with ``change_data`` such a version is answered by its row-level change data instead (one "cdf" file),
+    with ``change_data`` such a version is answered by its row-level change data instead ("cdf" files),
     which is what Delta's change data feed means by the version's changes."""
     latest = open_table(location, storage_options)
     end = latest.version() if ending_version is None else min(ending_version, latest.version())
@@ -449,7 +460,7 @@ def changes(location: str, storage_options: dict[str, str], starting_version: in
         cdf = (change_data(version, ts, list(metadata["partitionColumns"]))
                if change_data is not None and removed else None)
         if cdf is not None:
-            out.append(cdf)
+            out.extend(cdf)
         elif operations.get(version, "").upper() not in NO_DATA_CHANGE_OPERATIONS:
             for fid, f in now.items():
                 if fid not in before:

@@ -33,7 +33,7 @@ from arco.sharing import (
 from arco.sharing.actions import SharedFile, SharedVersion, TableChange, iceberg_protocol
 from arco.sharing.errors import SharingError, bad_request, not_found
 from arco.sharing.recipients import Recipient
-from arco.storage.base import DoesNotExist, StorageBackend
+from arco.storage.base import DoesNotExist, StorageBackend, StorageError
 
 CDF_PREFIX = "_catalog/sharing/cdf"
 CHANGE_QUERY_FIELDS = ("startingVersion", "endingVersion", "startingTimestamp", "endingTimestamp",
@@ -354,10 +354,15 @@ class TableReads:
         return self._page(t, recipient, answer, query, at, pinned) if pinned is not None else answer
 
     def _change_data_file(self, t: SharedTable) -> delta_source.ChangeData:
-        """Row-level change data of a rewriting version, kept once per version under ``_catalog/sharing/cdf``
-        (create-only: derived data, the same for every server) so it has a URL like any data file."""
+        """Row-level change data of a rewriting version: the cdc files its writer recorded, where it did; else
+        derived from the version, kept once per version under ``_catalog/sharing/cdf`` (create-only: derived
+        data, the same for every server) so it has a URL like any data file."""
 
-        def materialize(version: int, timestamp_ms: int, partition_columns: list[str]) -> SharedFile | None:
+        def materialize(version: int, timestamp_ms: int, partition_columns: list[str]) -> list[SharedFile] | None:
+            commit = self._commit_file(t, version)
+            recorded = delta_source.cdc_files(t.table.location, commit, version, timestamp_ms) if commit else []
+            if recorded:
+                return recorded
             key = f"{CDF_PREFIX}/{t.table.id}/{version:020d}.parquet"
             existing = self.storage.head(key)
             data = None
@@ -370,11 +375,24 @@ class TableReads:
                 self.storage.put(key, sink.getvalue().to_pybytes(), DoesNotExist())
                 existing = self.storage.head(key)
             assert existing is not None
-            return SharedFile(url=self.storage.location_of(key), id=f"cdf-{t.table.id}-{version}",
-                              partition_values=self._cdf_partition(key, partition_columns, data), size=existing.size,
-                              stats=None, version=version, timestamp_ms=timestamp_ms, change_type="cdf")
+            return [SharedFile(url=self.storage.location_of(key), id=f"cdf-{t.table.id}-{version}",
+                               partition_values=self._cdf_partition(key, partition_columns, data),
+                               size=existing.size, stats=None, version=version, timestamp_ms=timestamp_ms,
+                               change_type="cdf")]
 
         return materialize
+
+    def _commit_file(self, t: SharedTable, version: int) -> bytes | None:
+        """The bytes of a Delta version's commit file, where the table lies in the warehouse (None elsewhere, or
+        if it cannot be read: the change data is then derived from the version)."""
+        url = f"{t.table.location.rstrip('/')}/_delta_log/{version:020d}.json"
+        root = self.storage.url.rstrip("/") + "/"
+        if not url.startswith(root):
+            return None
+        try:
+            return self.storage.get(url[len(root):]).data
+        except (StorageError, OSError):
+            return None
 
     def _cdf_partition(self, key: str, columns: list[str], data: pa.Table | None) -> dict[str, str | None]:
         """The partition values of a saved change-data file (one per version), where its rows all lie in one

@@ -145,3 +145,17 @@ def test_the_delta_format_carries_the_logs_modification_time_and_partition_value
     assert add["partitionValues"] == log[0]["partitionValues"] == {"at": "2024-01-01 12:00:00.000000"}
     parquet = orjson.loads(responses.file_line("parquet", f, sign))["file"]
     assert parquet["partitionValues"] == {"at": "2024-01-01 12:00:00"}
+
+
+def test_a_commits_cdc_actions_are_its_change_data_files() -> None:
+    commit = b"\n".join([
+        b'{"commitInfo":{"operation":"DELETE"}}',
+        b'{"remove":{"path":"s=a%2520b/part-0.parquet","dataChange":true}}',
+        b'{"cdc":{"path":"_change_data/s=a%2520b/cdc-0.parquet","partitionValues":{"s":"a%20b"},"size":7,'
+        b'"dataChange":false}}',
+        b'{"cdc":{"path":"file:///elsewhere/cdc-1.parquet","partitionValues":{"s":null},"size":9}}', b""])
+    files = delta_source.cdc_files("file:///wh/t", commit, 3, 1700)
+    assert [(f.url, f.partition_values, f.size, f.version, f.timestamp_ms, f.change_type) for f in files] == [
+        ("file:///wh/t/_change_data/s=a%20b/cdc-0.parquet", {"s": "a%20b"}, 7, 3, 1700, "cdf"),
+        ("file:///elsewhere/cdc-1.parquet", {"s": None}, 9, 3, 1700, "cdf")]
+    assert delta_source.cdc_files("file:///wh/t", b'{"add":{"path":"x"}}\n', 3, 1700) == []
