@@ -44,7 +44,7 @@ from arco.iceberg.mutations import Caller, Mutations
 from arco.iceberg.name_conflicts import refuse_rename_onto, refuse_taken
 from arco.iceberg.paging import page
 from arco.iceberg.placement import Placement
-from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
+from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer, in_read_window
 from arco.iceberg.run_once import run_once
 from arco.iceberg.tables import TableService, drop_entry
 from arco.storage.base import StorageBackend
@@ -128,7 +128,8 @@ class ViewService:
         pointer = self.pointers.load(entry.id)
         if pointer is None or pointer.pointer.dropped:
             raise NoSuchView(f"View does not exist: {dotted((*namespace, name))}")
-        self.files.confirm_present(pointer.pointer.current_metadata_location)
+        if not in_read_window():  # inside a read window, storage is not asked (as for a table's load)
+            self.files.confirm_present(pointer.pointer.current_metadata_location)
         return LoadedView(entry, pointer, self.files.read(pointer.pointer.current_metadata_location))
 
     # -- creating --------------------------------------------------------------------------------------------

@@ -155,3 +155,22 @@ def test_a_table_whose_metadata_file_is_gone_is_not_found_warm_or_cold(tmp_path:
         file_of(location).unlink()
         assert client.delete(f"/namespaces/db/tables/{name}").status_code == 204
         assert client.get(f"/namespaces/db/tables/{name}").json()["error"]["type"] == "NoSuchTableException"
+
+
+def test_a_view_whose_metadata_file_is_gone_is_not_found(tmp_path: Path) -> None:
+    """As for a table: the view's current metadata file deleted outside the catalog is a 404 naming it, from the
+    server that holds the view in memory."""
+    with arco_server(tmp_path / "wh", tmp_path, admin_token=ARCO_TOKEN) as server, iceberg_client(server) as client:
+        client.post("/namespaces", json={"namespace": ["db"]}).raise_for_status()
+        made = client.post("/namespaces/db/views", json={
+            "name": "v", "schema": SCHEMA, "view-version": {
+                "version-id": 1, "timestamp-ms": int(time.time() * 1000), "schema-id": 0,
+                "summary": {"engine-name": "spark"}, "default-namespace": ["db"],
+                "representations": [{"type": "sql", "sql": "SELECT 1 AS a", "dialect": "spark"}]}})
+        assert made.status_code == 200, made.text
+        location = made.json()["metadata-location"]
+        assert client.get("/namespaces/db/views/v").status_code == 200
+        file_of(location).unlink()
+        r = client.get("/namespaces/db/views/v")
+        assert r.status_code == 404 and r.json()["error"]["type"] == "NoSuchViewException", r.text
+        assert f"Failed to open input stream for file: {location}" in r.json()["error"]["message"]
