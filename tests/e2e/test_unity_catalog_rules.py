@@ -224,3 +224,10 @@ def test_the_permissions_of_a_missing_function_name_the_function(server: Running
     assert uc(server, "POST", "/models", json={"name": "m", "catalog_name": "main",
                                                "schema_name": "fns"}).status_code == 200
     assert uc(server, "GET", "/permissions/function/main.fns.m").status_code == 200
+
+
+def test_a_body_that_repeats_a_member_name_is_refused_and_changes_nothing(server: RunningServer) -> None:
+    answer = uc(server, "POST", "/catalogs", content=b'{"name": "dupkey", "name": "dupkey2"}')
+    assert answer.status_code == 400 and answer.json()["error_code"] == "INVALID_PARAMETER_VALUE", answer.text
+    assert "repeats the member name" in answer.json()["message"]
+    assert {c["name"] for c in uc(server, "GET", "/catalogs").json()["catalogs"]}.isdisjoint({"dupkey", "dupkey2"})

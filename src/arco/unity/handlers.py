@@ -41,7 +41,8 @@ def service(request: Request) -> UnityService:
 
 
 async def body_of(request: Request) -> dict[str, Any]:
-    body = await read_json(request, request.app.state.services.settings.max_body_bytes)
+    # A repeated member name has two readings (parsers keep the last): refused, as Iceberg's mutations refuse it.
+    body = await read_json(request, request.app.state.services.settings.max_body_bytes, unique_keys=True)
     if not isinstance(body, dict):
         raise invalid("the request body must be a JSON object")
     return body
