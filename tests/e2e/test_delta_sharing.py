@@ -429,6 +429,28 @@ def test_the_change_feed_serves_the_writers_change_data_files_under_escaped_fold
     assert all(httpx.head(c["url"]).status_code == 200 for c in cdf)
 
 
+def test_a_table_whose_log_names_files_elsewhere_is_not_served(server: RunningServer, provider: dict[str, Any],
+                                                                warehouse: Path) -> None:
+    """A table's writer controls its log: an add naming another table's file, or any file the server can read (its
+    own signing keys), must not become a signed URL. The table is refused whole, and nothing is signed."""
+    assert uc(server, "POST", "/schemas", json={"name": "exfil", "catalog_name": "main"}).status_code == 200
+    victim = next(Path(provider["location"].removeprefix("file://")).rglob("*.parquet")).as_uri()
+    keys = (warehouse / "_catalog").as_uri()
+    for n, target in enumerate([victim, f"{keys}/sharing/url-signing-key", "../orders/x.parquet"]):
+        location = _register(server, "exfil", f"t{n}", pa.table({"id": pa.array([1], pa.int64())}), [],
+                             [("id", "LONG", "bigint")])
+        (Path(location.removeprefix("file://")) / "_delta_log" / f"{1:020d}.json").write_text(json.dumps({"add": {
+            "path": target, "partitionValues": {}, "size": 10, "modificationTime": 1, "dataChange": True}}) + "\n")
+        _, profile = activate(share_with(server, f"exfil{n}", f"exfil_reader{n}", [f"main.exfil.t{n}"]),
+                              warehouse.parent)
+        table = f"/shares/exfil{n}/schemas/exfil/tables/t{n}"
+        for answer in (ds(server, profile, "POST", f"{table}/query", json={}),
+                       ds(server, profile, "POST", f"{table}/query", json={"startingVersion": 0})):
+            assert answer.status_code == 403, answer.text
+            assert "outside the table's location" in answer.json()["message"]
+            assert "files/" not in answer.text and str(warehouse) not in answer.text
+
+
 def test_files_under_escaped_partition_directories_are_served(server: RunningServer, warehouse: Path) -> None:
     """A Delta log percent-encodes the paths of its files (the directory ``s=%3D`` is ``s=%253D`` in the log, a
     timestamp partition always has a space and colons): the client reads every file, as deltalake reads the

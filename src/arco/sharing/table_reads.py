@@ -174,8 +174,9 @@ class TableReads:
         if body.time_travel:
             history.check_floor(t.obj, read.version.version)
         fmt = protocol.response_format(caps, read.needs_delta_format)
-        files = predicates.filter_files(_shared_part(t, read.version.files), body.predicate_hints,
-                                        body.json_predicate_hints, body.limit_hint)
+        own = _only_own_files(t, read.version.files, self._derived_prefix(t))
+        files = predicates.filter_files(_shared_part(t, own), body.predicate_hints, body.json_predicate_hints,
+                                        body.limit_hint)
         reader = _reader(recipient, t)
         sign = self.signer(reader)
         expires_ms = sign(file_urls.EXPIRY_PROBE)[1]
@@ -340,7 +341,7 @@ class TableReads:
             raise bad_request(str(exc)) from None
         except ValueError as exc:
             raise _iceberg_error(exc) from None
-        files = _shared_part(t, files)
+        files = _shared_part(t, _only_own_files(t, files, self._derived_prefix(t)))
         head = starting if historical_metadata else (pinned.version if pinned is not None else None)
         read = latest if latest is not None and head == latest.version.version else self._read(t, version=head)
         fmt = protocol.response_format(caps, read.needs_delta_format)
@@ -381,6 +382,10 @@ class TableReads:
                                change_type="cdf")]
 
         return materialize
+
+    def _derived_prefix(self, t: SharedTable) -> str:
+        """Where the change data Arco derives for ``t`` is kept (:meth:`_change_data_file`)."""
+        return self.storage.location_of(f"{CDF_PREFIX}/{t.table.id}")
 
     def _commit_file(self, t: SharedTable, version: int) -> bytes | None:
         """The bytes of a Delta version's commit file, where the table lies in the warehouse (None elsewhere, or
@@ -430,6 +435,37 @@ class TableReads:
             return f"{base}{file_urls.sign(key, url, expires_ms, reader)}/{_safe_name(name)}", expires_ms
 
         return sign
+
+
+def _file_path(url: str) -> str:
+    """A file URL with Hadoop's ``file:/x`` spelled ``file:///x``, for comparing with a table's location."""
+    if url.startswith("file:/") and not url.startswith("file://"):
+        return "file://" + url[len("file:"):]
+    return url
+
+
+def own_file(location: str, url: str, derived_prefix: str) -> bool:
+    """Whether ``url`` (decoded, as a file is served) is a file of the table at ``location``, or change data Arco
+    derived for it (under ``derived_prefix``): the only files a recipient of the table may be handed (pure).
+
+    A Delta log names its files, and an Iceberg manifest its data files, as their writer chose: absolute paths may
+    point anywhere (another table, the catalog's own keys, any file the server can read). They are refused, as are
+    ``.`` and ``..`` segments."""
+    url = _file_path(url)
+    for root in (location.rstrip("/") + "/", derived_prefix.rstrip("/") + "/"):
+        if url.startswith(root):
+            return all(segment not in (".", "..") for segment in url[len(root):].split("/"))
+    return False
+
+
+def _only_own_files(t: SharedTable, files: list[SharedFile], derived_prefix: str) -> list[SharedFile]:
+    """``files``, if each is the table's own (:func:`own_file`); else the table is not served at all: a reader must
+    not get part of a version, nor a file the table's writer pointed elsewhere."""
+    location = _file_path(t.table.location)
+    if all(own_file(location, f.url, derived_prefix) for f in files):
+        return files
+    raise SharingError(403, "PERMISSION_DENIED", f"{t.share.name}.{t.schema}.{t.name} names a file outside the "
+                                                 "table's location; Arco serves only a table's own files")
 
 
 def _shared_part(t: SharedTable, files: list[SharedFile]) -> list[SharedFile]:

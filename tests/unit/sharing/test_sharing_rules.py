@@ -368,3 +368,21 @@ def _shared(location: str, fmt: str = "DELTA", **obj: Any) -> SharedTable:
 def test_listings_offer_directory_access_exactly_where_credentials_would_be_vended(
         shared: SharedTable, role: str | None, fields: dict[str, Any]) -> None:
     assert directory_access(CredentialVendor(ServerSettings(), {}), shared, role) == fields
+
+
+@pytest.mark.parametrize(("url", "own"), [
+    ("file:///wh/main/s/t-1/region=eu/part-0.parquet", True),
+    ("file:/wh/main/s/t-1/part-0.parquet", True),  # Hadoop's spelling of the same file
+    ("file:///wh/_catalog/sharing/cdf/1/00000000000000000003.parquet", True),  # change data Arco derived
+    ("file:///wh/main/s/t-10/part-0.parquet", False),  # a sibling whose name starts alike
+    ("file:///wh/main/s/t-1/../victim/part-0.parquet", False),
+    ("file:///wh/main/s/t-1/./part-0.parquet", False),
+    ("file:///etc/passwd", False),
+    ("file:///wh/_catalog/auth/oauth-keys/initial.json", False),
+    ("file:///wh/_catalog/sharing/cdf/2/00000000000000000003.parquet", False),  # another table's change data
+    ("s3://bucket/wh/main/s/t-1/part-0.parquet", False),
+])
+def test_a_recipient_is_handed_the_tables_own_files_only(url: str, own: bool) -> None:
+    from arco.sharing.table_reads import own_file
+
+    assert own_file("file:///wh/main/s/t-1", url, "file:///wh/_catalog/sharing/cdf/1") is own
