@@ -21,6 +21,7 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import BadRequestError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
+from uuid6 import uuid7
 
 from support.arco_server import ARCO_TOKEN, arco_server, run_cli
 
@@ -74,9 +75,10 @@ def uc(world: dict, who: str, method: str, path: str, **kwargs: object) -> httpx
                          headers={"Authorization": f"Bearer {world['tokens'][who]}"}, **kwargs)  # type: ignore[arg-type]
 
 
-def rest(world: dict, who: str, method: str, path: str, **kwargs: object) -> httpx.Response:
-    return httpx.request(method, f"{world['server'].iceberg_uri}/v1/main{path}", timeout=30,
-                         headers={"Authorization": f"Bearer {world['tokens'][who]}"}, **kwargs)  # type: ignore[arg-type]
+def rest(world: dict, who: str, method: str, path: str, headers: dict[str, str] | None = None,
+         **kwargs: object) -> httpx.Response:
+    return httpx.request(method, f"{world['server'].iceberg_uri}/v1/main{path}", timeout=30,  # type: ignore[arg-type]
+                         headers={"Authorization": f"Bearer {world['tokens'][who]}", **(headers or {})}, **kwargs)
 
 
 def grant(world: dict, kind: str, name: str, principal: str, *privileges: str) -> None:
@@ -319,3 +321,22 @@ def test_an_external_location_cannot_borrow_a_storage_credential_its_creator_may
     assert uc(world, "mallory@x.com", "PATCH", "/external-locations/mal-lake",
               json={"credential_name": "cred"}).status_code == 200
     assert uc(world, "mallory@x.com", "DELETE", "/external-locations/mal-lake").status_code == 200
+
+
+def test_an_idempotency_key_replays_only_for_the_caller_that_used_it(world: dict) -> None:
+    """Another caller sending the same key and body must not get the first caller's answer (a table it may not
+    read, with credentials on object storage): a key is one caller's."""
+    iceberg(world, "admin").create_namespace("both")
+    for user in ("mallory@x.com", "ann@x.com"):
+        grant(world, "schema", "main.both", user, "USE_SCHEMA", "CREATE_TABLE")
+    body = {"name": "payroll", "schema": {"type": "struct", "schema-id": 0, "fields": [
+        {"id": 1, "name": "salary", "required": False, "type": "long"}]}}
+    key = {"Idempotency-Key": str(uuid7())}
+    made = rest(world, "ann@x.com", "POST", "/namespaces/both/tables", json=body, headers=key)
+    assert made.status_code == 200, made.text
+    replayed = rest(world, "mallory@x.com", "POST", "/namespaces/both/tables", json=body, headers=key)
+    assert replayed.status_code == 409, replayed.text
+    assert "another caller" in replayed.json()["error"]["message"] and "metadata" not in replayed.json()
+    assert rest(world, "mallory@x.com", "GET", "/namespaces/both/tables/payroll").status_code == 403
+    again = rest(world, "ann@x.com", "POST", "/namespaces/both/tables", json=body, headers=key)
+    assert again.status_code == 200 and again.json()["metadata-location"] == made.json()["metadata-location"]

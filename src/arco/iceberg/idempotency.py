@@ -133,6 +133,7 @@ class Marker:
     error_payload: dict[str, Any] | None = None
     finished_at_ms: int | None = None
     retryable_at_ms: int | None = None  # the attempt ended without landing: a retry may take over at once
+    principal: str | None = None  # who claimed it (None: a marker written before callers were recorded)
 
     def to_bytes(self) -> bytes:
         # orjson writes the nested Outcome dataclass itself: no deep copy through dataclasses.asdict per write.
@@ -161,6 +162,7 @@ class Keyed:
     operation: str
     request_hash: str
     tier1_seq: int | None = None
+    principal: str | None = None  # the caller: a key is one caller's; another's same key is not a replay
 
     @property
     def tag(self) -> str:
@@ -212,7 +214,8 @@ class IdempotencyMarkers:
         """Claim the key's marker, or the answer to give instead. A marker of another request still in flight is
         waited for (up to ``in_flight_wait_s``) if ``wait``, else :class:`KeyInFlight` is raised at once."""
         storage_key = marker_key(keyed.scope, keyed.tag)
-        fresh = Marker("IN_PROGRESS", keyed.key, keyed.operation, keyed.request_hash, _now_ms(), keyed.tier1_seq)
+        fresh = Marker("IN_PROGRESS", keyed.key, keyed.operation, keyed.request_hash, _now_ms(), keyed.tier1_seq,
+                       principal=keyed.principal)
         waited = not wait
         for _ in range(MAX_CLAIM_ATTEMPTS):
             try:
@@ -228,6 +231,9 @@ class IdempotencyMarkers:
             if found is None:
                 continue  # garbage-collected between the two calls: claim again
             existing = Marker.from_bytes(found.data)
+            if not _same_caller(existing, keyed):
+                # Its answer is not this caller's to see (it may hold a table it cannot read): no replay.
+                raise CommitFailed("Idempotency-Key already used by another caller; send a key of your own")
             if existing.request_hash != keyed.request_hash:
                 raise CommitFailed("Idempotency-Key reused with a different request payload")
             if existing.status != "IN_PROGRESS":
@@ -286,7 +292,7 @@ class IdempotencyMarkers:
             if existing == fresh:
                 self.release(Claim(storage_key, version=found.version, marker=fresh))
                 return None
-            if existing.request_hash != keyed.request_hash:
+            if existing.request_hash != keyed.request_hash or not _same_caller(existing, keyed):
                 return None  # the retry answers the 409 once storage can be claimed again
             if existing.status != "IN_PROGRESS":
                 return existing
@@ -333,6 +339,14 @@ class IdempotencyMarkers:
             # Losing this race is harmless: whoever won recorded the same outcome, decided by where the work landed.
             self.storage.put(storage_key, done.to_bytes(), MatchesVersion(version))
         return done
+
+
+def _same_caller(marker: Marker, keyed: Keyed) -> bool:
+    """Whether the marker was claimed by this request's caller (or either is unknown: a marker written before
+    callers were recorded, or a request made inside the server)."""
+    if marker.principal is None or keyed.principal is None:
+        return True
+    return marker.principal.casefold() == keyed.principal.casefold()
 
 
 def _now_ms() -> int:

@@ -71,7 +71,7 @@ class Mutations:
         key = check_key(caller.key)
         self.store.ensure_fresh()
         return Keyed(self.markers, f"catalog-{catalog.id}", key, operation, request_hash(operation, target, body),
-                     tier1_seq=self.store.seq)
+                     tier1_seq=self.store.seq, principal=caller.principal)
 
     def _tier1_recovery(self, outcome_of: Callable[[dict[str, Any]], Outcome]) -> Recover:
         def recover(marker: Marker) -> Outcome | None:
@@ -200,17 +200,19 @@ class Mutations:
         known = None if self.store.is_fresh() else self.tables.known_entry(catalog, namespace, name)
         if known is not None:
             try:
-                return self._keyed_commit_of_known_table(catalog, namespace, name, known, key, target, body, work)
+                return self._keyed_commit_of_known_table(catalog, namespace, name, known, key, target, body, work,
+                                                         caller.principal)
             except _MovedUnderKey:
                 pass  # the name names another table (or none) now: its marker is released; go the long way
         self.store.confirm_view()
         entry = self.tables.entry(catalog, namespace, name)
-        keyed = Keyed(self.markers, entry.id, key, "updateTable", request_hash("updateTable", target, body))
+        keyed = Keyed(self.markers, entry.id, key, "updateTable", request_hash("updateTable", target, body),
+                      principal=caller.principal)
         return run_beside_claim(keyed, work, self._commit_recovery(entry.id), commit_route=True)
 
     def _keyed_commit_of_known_table(self, catalog: CatalogEntry, namespace: NamespacePath, name: str,
                                      known: TableEntry, key: str, target: str, body: dict[str, Any],
-                                     work: Callable[[str, ClaimGate], Outcome]) -> Outcome:
+                                     work: Callable[[str, ClaimGate], Outcome], principal: str) -> Outcome:
         """The marker is scoped by the table's uuid, which this process knows: the commit goes ahead on that
         knowledge, its claim beside it, and the catalog check beside the metadata file's write (as for a commit
         without a key). If the check finds the name names another table now, nothing landed: the claim is
@@ -235,7 +237,8 @@ class Mutations:
                     raise _MovedUnderKey() from None
                 raise
 
-        keyed = Keyed(self.markers, known.id, key, "updateTable", request_hash("updateTable", target, body))
+        keyed = Keyed(self.markers, known.id, key, "updateTable", request_hash("updateTable", target, body),
+                      principal=principal)
         return run_beside_claim(keyed, work_on_known, self._commit_recovery(known.id), commit_route=True)
 
     def _commit_recovery(self, table_uuid: str) -> Recover:

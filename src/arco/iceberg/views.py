@@ -346,7 +346,7 @@ class ViewMutations:
         parse_replace(body)
         entry = self.views.entry(catalog, namespace, name)
         keyed = Keyed(self.mutations.markers, entry.id, check_key(caller.key), "replaceView",
-                      request_hash("replaceView", _dotted((*namespace, name)), body))
+                      request_hash("replaceView", _dotted((*namespace, name)), body), principal=caller.principal)
 
         def recover(marker: Marker) -> Outcome | None:
             location = self.views.landed_location(entry.id, marker.hashed_key)
