@@ -340,3 +340,23 @@ def test_an_idempotency_key_replays_only_for_the_caller_that_used_it(world: dict
     assert rest(world, "mallory@x.com", "GET", "/namespaces/both/tables/payroll").status_code == 403
     again = rest(world, "ann@x.com", "POST", "/namespaces/both/tables", json=body, headers=key)
     assert again.status_code == 200 and again.json()["metadata-location"] == made.json()["metadata-location"]
+
+
+def test_a_dropped_table_cannot_be_taken_over_by_someone_who_never_had_it(world: dict) -> None:
+    """Ann drops her table without purge; Mallory, who may create tables in her own schema and in Ann's, knows the
+    metadata file's name: registering it (then reading or purging it) is refused, in Ann's schema as in her own.
+    Ann herself brings it back."""
+    iceberg(world, "admin").create_namespace("annshare")
+    for user in ("mallory@x.com", "ann@x.com"):
+        grant(world, "schema", "main.annshare", user, "USE_SCHEMA", "CREATE_TABLE")
+    ann = iceberg(world, "ann@x.com")
+    table = ann.create_table("annshare.cards", SCHEMA)
+    table.append(ROWS)
+    ann.drop_table("annshare.cards")
+    for namespace in ("annshare", "mal"):
+        refused = rest(world, "mallory@x.com", "POST", f"/namespaces/{namespace}/register",
+                       json={"name": "stolen", "metadata-location": table.metadata_location})
+        assert refused.status_code in (400, 403), refused.text
+    assert Path(table.metadata_location.removeprefix("file://")).is_file()  # nothing was purged
+    back = ann.register_table("annshare.cards", table.metadata_location)
+    assert back.scan().to_arrow().num_rows == len(ROWS)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from arco.auth import decisions as can
-from arco.auth.decisions import Subject
+from arco.auth.decisions import Securable, Subject
 from arco.catalog.errors import InvalidRequestError
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry, path_key
 from arco.catalog.names import slug
@@ -328,16 +328,30 @@ def can_create_external_volume(who: Subject, state: CatalogState, location: Secu
     return can.admin(who) or can.holds(who, target, "CREATE_EXTERNAL_VOLUME")
 
 
-def check_reregistration(state: CatalogState, location: str, catalog: CatalogEntry, table_id: str) -> str | None:
+def check_reregistration(state: CatalogState, location: str, catalog: CatalogEntry, table_id: str,
+                         namespace: NamespacePath | None = None) -> str | None:
     """The canonical location if it is the prefix Arco allocated to ``table_id`` under ``catalog`` and no live
-    table holds it (a table dropped without purge, registered again); else None."""
+    table holds it (a table dropped without purge, registered again), in ``namespace`` if given (the folder is
+    one of that namespace's: a dropped table comes back where it was); else None."""
     try:
         url = normalize(location)
     except BadLocation:
         return None
     if not is_allocated(state, url, catalog, table_id) or table_id in state.tables:
         return None
+    if namespace is not None and \
+            url.rsplit("/", 1)[0] != normalize(allocate_table_location(state, catalog, namespace, "t", table_id)
+                                               ).rsplit("/", 1)[0]:
+        return None
     return None if _first_overlap(url, table_claims(state)) is not None else url
+
+
+def may_reregister(who: Subject, state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath) -> bool:
+    """Who may register a dropped table's folder again (its files were nobody's to read since the drop, whoever
+    may create tables there): the owner of its schema or catalog, or a metastore admin, as for an undrop."""
+    schema = state.namespace(catalog.id, namespace[:1])
+    return can.admin(who) or can.owns(who, Securable(catalog.owner, {})) or \
+        can.owns(who, Securable(schema.owner, {}))
 
 
 def check_write_paths(properties: Mapping[str, str], table_location: str) -> None:

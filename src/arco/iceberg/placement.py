@@ -18,7 +18,7 @@ from arco.auth.subjects import subject_of
 from arco.catalog import locations
 from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.state import CatalogState
-from arco.iceberg.errors import BadRequest
+from arco.iceberg.errors import BadRequest, Forbidden
 from arco.storage.base import StorageError
 
 
@@ -41,6 +41,8 @@ class Placements:
 
     warehouse_url: str
     key_of: Callable[[str], str]  # a location's storage key: two spellings name the same objects iff keys match
+    # Who last committed to a table (or view), by its uuid, as its pointer says (None: unknown).
+    last_committer: Callable[[str], str | None] = lambda table_id: None
 
     def for_new(self, state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, name: str,
                 object_uuid: str, requested: str | None, who: Principal | None, kind: str = "table") -> Placement:
@@ -58,6 +60,23 @@ class Placements:
         self.check_plain_spelling(requested, url)
         return Placement(url, False)
 
+    def _again(self, state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, location: str,
+               table_id: str, who: Principal | None) -> str | None:
+        """The folder of a table of ``namespace`` dropped without purge, if the caller may bring it back: the one
+        who last committed to it (it had the table's files in hand), its schema's or catalog's owner, or a
+        metastore admin; anyone else who may create tables there could read, and purge, files that were not
+        theirs (403). None if it is no such folder."""
+        again = locations.check_reregistration(state, location, catalog, table_id, namespace)
+        if not again or who is None:
+            return again
+        committer = self.last_committer(table_id)
+        if committer is not None and committer.casefold() == who.name.casefold():
+            return again
+        if not locations.may_reregister(subject_of(state, who), state, catalog, namespace):
+            raise Forbidden(f"{who.name} may not register a dropped table's files again: the one who last "
+                            "committed to it, its schema's owner, its catalog's owner or a metastore admin may")
+        return again
+
     def check_plain_spelling(self, raw: str, url: str) -> None:
         """Files are written where the client's spelling points, decisions are made on the canonical form: the two
         must name the same objects (``file:/x`` and ``file:///x/`` do; ``%6d`` and ``m`` do not)."""
@@ -69,11 +88,11 @@ class Placements:
             raise BadRequest(f"write the location {raw!r} plainly, as {url}: escapes, '.' segments and doubled "
                              "slashes are not accepted in locations")
 
-    def check_registrable(self, state: CatalogState, catalog: CatalogEntry, location: str,
-                          who: Principal | None) -> None:
+    def check_registrable(self, state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath,
+                          location: str, who: Principal | None) -> None:
         """Before a byte of it is read: a metadata file may be registered from inside an external location the
-        caller may create tables in, or from the folder Arco allocated to a table of this catalog that was
-        dropped without purge (registering it again)."""
+        caller may create tables in, or from the folder Arco allocated to a table of this namespace that was
+        dropped without purge (registering it again, :meth:`_again`)."""
         url = locations.canonical(location, "metadata-location")
         if not url.endswith(".metadata.json"):
             raise BadRequest("metadata-location must name an Iceberg metadata file (*.metadata.json)")
@@ -81,21 +100,21 @@ class Placements:
         folder = url.rsplit("/", 1)[0]
         table_folder = folder.rsplit("/", 1)[0] if folder.endswith("/metadata") else folder
         table_id = _uuid_of_folder(table_folder)
-        if table_id and locations.check_reregistration(state, table_folder, catalog, table_id):
+        if table_id and self._again(state, catalog, namespace, table_folder, table_id, who):
             return
         if who is None:
             raise BadRequest("metadata-location is not registrable here")
         locations.check_external_table_location(state, subject_of(state, who), table_folder, self.warehouse_url,
                                                 catalog.metastore_id, must_be_writable=False, inside_warehouse=True)
 
-    def for_registered(self, state: CatalogState, catalog: CatalogEntry, location: str, object_uuid: str,
-                       who: Principal | None, kind: str = "table",
+    def for_registered(self, state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, location: str,
+                       object_uuid: str, who: Principal | None, kind: str = "table",
                        write_paths: Mapping[str, str] | None = None) -> Placement:
         """Where a registered table (or view) lives: the location its metadata names, which must be the folder Arco
         allocated to it before (registered again after a drop) or lie inside an external location the caller may
         write; ``write_paths``, the metadata's properties, must then keep its files inside it."""
         self.check_plain_spelling(location, locations.canonical(location))
-        again = locations.check_reregistration(state, location, catalog, object_uuid)
+        again = self._again(state, catalog, namespace, location, object_uuid, who)
         if again:
             return Placement(again, True)
         if who is None:

@@ -111,10 +111,22 @@ class TableService:
         self.resolver = PointerResolver(self.pointers, TxnRecords(storage))
         self.files = MetadataFiles(storage)
         self.view_files = ViewFiles(storage)
-        self.placements = Placements(storage.url, self.files.key_of)
+        self.placements = Placements(storage.url, self.files.key_of, self.last_committer)
         # Commits to one table that meet in this process go together (arco.iceberg.group_commit).
         self.committer = Coalescer()
         self.groups = GroupRecords(storage)
+
+    def last_committer(self, table_uuid: str) -> str | None:
+        """Who last committed to a table or view, as its pointer says (a dropped one's is kept, and may not be
+        tombstoned yet right after the drop); None if unknown or unreadable."""
+        try:
+            found = self.pointers.load(table_uuid)
+        except StorageError:
+            return None
+        if found is None:
+            return None
+        principal = found.pointer.updated_by.get("principal")
+        return principal if isinstance(principal, str) else None
 
     # -- reading ---------------------------------------------------------------------------------------------
 
@@ -316,7 +328,7 @@ class TableService:
             raise UnsupportedOperation("Registering tables with overwrite is not supported")
         self.entry_absent(catalog, namespace, name)
         with self.store.read() as state:
-            self.placements.check_registrable(state, catalog, location, who)
+            self.placements.check_registrable(state, catalog, namespace, location, who)
         try:
             metadata = self.files.read(location)
         except Exception:  # noqa: BLE001 - the file's contents are never quoted back: it may be anyone's
@@ -325,8 +337,8 @@ class TableService:
             raise BadRequest("the metadata file must lie inside the location its metadata names")
 
         def place(state: CatalogState) -> Placement:
-            return self.placements.for_registered(state, catalog, metadata.location, str(metadata.table_uuid), who,
-                                                  write_paths=metadata.properties)
+            return self.placements.for_registered(state, catalog, namespace, metadata.location,
+                                                  str(metadata.table_uuid), who, write_paths=metadata.properties)
 
         with self.store.read() as state:
             place(state)  # before the pointer is written

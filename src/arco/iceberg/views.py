@@ -194,7 +194,7 @@ class ViewService:
         with self.store.read() as state:
             state.namespace(catalog.id, namespace)
             refuse_taken(state, catalog.id, namespace, name, "view")
-            self.tables.placements.check_registrable(state, catalog, location, who)
+            self.tables.placements.check_registrable(state, catalog, namespace, location, who)
         try:
             metadata = self.files.read(location)
         except Exception:  # noqa: BLE001 - never quoted back
@@ -204,8 +204,8 @@ class ViewService:
         locations.check_write_paths(metadata.properties, metadata.location)
 
         def place(state: CatalogState) -> Placement:
-            return self.tables.placements.for_registered(state, catalog, metadata.location, metadata.view_uuid, who,
-                                                         kind="view")
+            return self.tables.placements.for_registered(state, catalog, namespace, metadata.location,
+                                                         metadata.view_uuid, who, kind="view")
 
         with self.store.read() as state:
             place(state)  # before the pointer is written

@@ -3,15 +3,16 @@ or refusal out, with the warehouse's real location-to-key mapping."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
-from arco.auth.principals import Principal
+from arco.auth.principals import BOOTSTRAP_ADMIN, Principal
 from arco.catalog import locations
 from arco.catalog.locations import LocationRefused
 from arco.catalog.state import CatalogState
-from arco.iceberg.errors import BadRequest
+from arco.iceberg.errors import BadRequest, Forbidden
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.iceberg.placement import Placement, Placements
 from arco.storage.local import LocalBackend
@@ -91,41 +92,57 @@ def test_a_location_must_be_spelled_plainly(world: tuple[CatalogState, Placement
 def test_only_metadata_files_are_registrable(world: tuple[CatalogState, Placements]) -> None:
     state, placements = world
     with pytest.raises(BadRequest, match=r"\*\.metadata\.json"):
-        placements.check_registrable(state, state.catalogs["c1"], f"{placements.warehouse_url}/landing/t/x.json",
-                                     ANN)
+        placements.check_registrable(state, state.catalogs["c1"], ("db",),
+                                     f"{placements.warehouse_url}/landing/t/x.json", ANN)
 
 
-def test_a_dropped_tables_own_folder_is_registrable_again_by_anyone_who_may_register(
+def test_a_dropped_tables_own_folder_is_registrable_again_where_it_was_by_those_who_had_it(
         world: tuple[CatalogState, Placements]) -> None:
+    """Back in its own namespace, by the one who last committed to it, the schema's or catalog's owner or an admin
+    (or inside the server): not by someone else who merely may create tables there, nor into another namespace."""
     state, placements = world
+    commit(state, {"op": "create_namespace", "id": "n2", "catalog_id": "c1", "path": ["other"], "owner": "bob@x"})
     folder = allocated(state, "gone", DROPPED_ID)
-    placements.check_registrable(state, state.catalogs["c1"], f"{folder}/metadata/00001-a.metadata.json", None)
-    placed = placements.for_registered(state, state.catalogs["c1"], folder, DROPPED_ID, None)
-    assert placed == Placement(folder, True)
+    file = f"{folder}/metadata/00001-a.metadata.json"
+    placements.check_registrable(state, state.catalogs["c1"], ("db",), file, None)
+    assert placements.for_registered(state, state.catalogs["c1"], ("db",), folder, DROPPED_ID, None) == \
+        Placement(folder, True)
+    with pytest.raises(Forbidden, match="may not register a dropped table's files again"):
+        placements.check_registrable(state, state.catalogs["c1"], ("db",), file, BOB)
+    with pytest.raises(Forbidden):
+        placements.for_registered(state, state.catalogs["c1"], ("db",), folder, DROPPED_ID, BOB)
+    with pytest.raises(LocationRefused):  # bob owns "other": the folder is db's, so it is in no external location
+        placements.check_registrable(state, state.catalogs["c1"], ("other",), file, BOB)
+    committed = dataclasses.replace(placements, last_committer=lambda uuid: "BOB@x" if uuid == DROPPED_ID else None)
+    assert committed.for_registered(state, state.catalogs["c1"], ("db",), folder, DROPPED_ID, BOB) == \
+        Placement(folder, True)
+    assert placements.for_registered(state, state.catalogs["c1"], ("db",), folder, DROPPED_ID,
+                                     BOOTSTRAP_ADMIN) == Placement(folder, True)
 
 
 def test_a_live_tables_files_are_not_registrable(world: tuple[CatalogState, Placements]) -> None:
     state, placements = world
     folder = state.tables[LIVE_ID].location
     with pytest.raises(LocationRefused, match="overlaps the managed storage"):
-        placements.check_registrable(state, state.catalogs["c1"], f"{folder}/metadata/00001-a.metadata.json", BOB)
+        placements.check_registrable(state, state.catalogs["c1"], ("db",), f"{folder}/metadata/00001-a.metadata.json",
+                                     BOB)
     with pytest.raises(LocationRefused, match="overlaps the managed storage"):
-        placements.for_registered(state, state.catalogs["c1"], folder, LIVE_ID, ANN)
+        placements.for_registered(state, state.catalogs["c1"], ("db",), folder, LIVE_ID, ANN)
 
 
 @pytest.mark.parametrize("kind", ["table", "view"])
 def test_a_registered_location_elsewhere_needs_a_caller(world: tuple[CatalogState, Placements], kind: str) -> None:
     state, placements = world
     with pytest.raises(BadRequest, match=f"the {kind}'s location is not registrable here"):
-        placements.for_registered(state, state.catalogs["c1"], f"{placements.warehouse_url}/landing/t", DROPPED_ID,
-                                  None, kind=kind)
+        placements.for_registered(state, state.catalogs["c1"], ("db",), f"{placements.warehouse_url}/landing/t",
+                                  DROPPED_ID, None, kind=kind)
 
 
 def test_a_registered_tables_write_paths_must_stay_inside_it(world: tuple[CatalogState, Placements]) -> None:
     state, placements = world
     location = f"{placements.warehouse_url}/landing/t"
-    assert placements.for_registered(state, state.catalogs["c1"], location, DROPPED_ID, ANN,
+    assert placements.for_registered(state, state.catalogs["c1"], ("db",), location, DROPPED_ID, ANN,
                                      write_paths={"write.data.path": f"{location}/data"}) == Placement(location, False)
     with pytest.raises(LocationRefused, match="write.data.path must lie inside"):
-        placements.for_registered(state, state.catalogs["c1"], location, DROPPED_ID, ANN,
+        placements.for_registered(state, state.catalogs["c1"], ("db",), location, DROPPED_ID, ANN,
                                   write_paths={"write.data.path": f"{placements.warehouse_url}/main/db"})
