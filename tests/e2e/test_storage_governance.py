@@ -360,3 +360,15 @@ def test_a_dropped_table_cannot_be_taken_over_by_someone_who_never_had_it(world:
     assert Path(table.metadata_location.removeprefix("file://")).is_file()  # nothing was purged
     back = ann.register_table("annshare.cards", table.metadata_location)
     assert back.scan().to_arrow().num_rows == len(ROWS)
+
+
+def test_a_refused_location_names_nothing_the_caller_may_not_see(world: dict) -> None:
+    """Mallory has no rights on the external location ``landing``: asking for a place over Ann's external table
+    there is refused for that, without naming the table or where it is."""
+    ann = iceberg(world, "ann@x.com")
+    ann.create_table("annex.layoffs_plan", SCHEMA, location=(world["landing"] / "layoffs").as_uri())
+    answer = rest(world, "mallory@x.com", "POST", "/namespaces/mal/tables", json={
+        "name": "probe", "location": (world["landing"] / "layoffs" / "x").as_uri(), "schema": {
+            "type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "a", "required": False, "type": "long"}]}})
+    assert_refused(answer, "may not create external tables in external location landing")
+    assert "layoffs_plan" not in answer.text

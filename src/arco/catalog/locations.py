@@ -228,19 +228,22 @@ def check_external_table_location(state: CatalogState, who: Subject, raw: object
     root = normalize(warehouse_url)
     if within(root, url):
         raise LocationRefused("warehouse-root", f"location {url} contains the whole warehouse")
+    # The caller's right to the place is decided before what lies there is looked at: a refusal that named the
+    # table or volume a location overlaps would tell a caller with no rights there what others keep in it.
+    container = containing_external_location(state, url, metastore_id)
+    volume = kind == "volume"
+    if container is not None and not (can_create_external_volume(who, state, container) if volume else
+                                      can_create_external_table(who, state, container)):
+        # A view's location takes the privilege of a table's.
+        raise LocationRefused("privilege", f"{who.name} may not create external {kind}s in external location "
+                                           f"{container.name} (needs CREATE_EXTERNAL_"
+                                           f"{'VOLUME' if volume else 'TABLE'} on it)")
     clash = _first_overlap(url, [*arco_claims(warehouse_url), *managed_root_claims(state), *table_claims(state)])
     if clash is not None:
         raise LocationRefused("taken", f"location {url} overlaps {clash.what} ({clash.url}); every {kind} needs "
                                        "a prefix of its own: choose a new folder inside an external location")
     container = _external_location_for(state, url, metastore_id, "location",
                                        f"the location to let Arco place the {kind}")
-    volume = kind == "volume"
-    allowed = can_create_external_volume(who, state, container) if volume else \
-        can_create_external_table(who, state, container)
-    if not allowed:  # a view's location takes the privilege of a table's
-        raise LocationRefused("privilege", f"{who.name} may not create external {kind}s in external location "
-                                           f"{container.name} (needs CREATE_EXTERNAL_"
-                                           f"{'VOLUME' if volume else 'TABLE'} on it)")
     if must_be_writable and container.fields.get("read_only"):
         raise LocationRefused("read-only", f"external location {container.name} is read-only, and Arco writes "
                                            f"this {kind}'s metadata files")
