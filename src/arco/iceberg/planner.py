@@ -31,7 +31,7 @@ from pyiceberg.table.delete_file_index import DeleteFileIndex
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot, ancestors_between_ids
 
-from arco.iceberg.errors import BadRequest
+from arco.iceberg.errors import BadRequest, Forbidden
 from arco.iceberg.planning import ScanRequest, bind_filter, field_ids
 from arco.iceberg.scan_tasks import PlannedTask
 
@@ -111,14 +111,32 @@ def file_io(location: str, options: dict[str, str]) -> FileIO:
         return io
 
 
+def own_manifest(table_location: str, manifest_path: str) -> bool:
+    """Whether a manifest lies inside its table's location (pure). A commit checks that a snapshot's manifest list
+    does; the manifests that list names are the writer's choice, and one of another table's would have this plan
+    answer that table's file paths and column bounds (its values): they are refused before any is read."""
+    spelled = [p if not (p.startswith("file:/") and not p.startswith("file://")) else "file://" + p[len("file:"):]
+               for p in (table_location, manifest_path)]
+    root = spelled[0].rstrip("/") + "/"
+    return spelled[1].startswith(root) and all(part not in (".", "..") for part in spelled[1][len(root):].split("/"))
+
+
+def _snapshot_manifests(scan: PreparedScan, snapshot: Snapshot, io: FileIO) -> list[ManifestFile]:
+    found = snapshot.manifests(io)
+    if not all(own_manifest(scan.metadata.location, m.manifest_path) for m in found):
+        raise Forbidden(f"snapshot {snapshot.snapshot_id} names a manifest outside the table's location: it is not "
+                        "planned")
+    return list(found)
+
+
 def manifests(scan: PreparedScan, io: FileIO) -> list[ManifestFile]:
     """The manifests the scan reads (how big the job is: the sync/async decision counts them)."""
     if scan.snapshot is None:
         return []
     if not scan.request.incremental:
-        return list(scan.snapshot.manifests(io))
+        return _snapshot_manifests(scan, scan.snapshot, io)
     appends = _append_snapshot_ids(scan)
-    return list({m for sid in appends for m in _by_id(scan, sid).manifests(io)
+    return list({m for sid in appends for m in _snapshot_manifests(scan, _by_id(scan, sid), io)
                  if m.content == ManifestContent.DATA and m.added_snapshot_id in appends})
 
 
@@ -190,7 +208,7 @@ def plan(scan: PreparedScan, io: FileIO, cancelled: Cancelled | None = None) -> 
     planner = Planner(table_metadata=scan.metadata, io=io, row_filter=scan.request.filter,
                       case_sensitive=scan.request.case_sensitive)
     if not scan.request.incremental:
-        return planner.tasks(scan.snapshot.manifests(io), cancelled=cancelled)
+        return planner.tasks(_snapshot_manifests(scan, scan.snapshot, io), cancelled=cancelled)
     appends = _append_snapshot_ids(scan)
     return planner.tasks(manifests(scan, io), cancelled=cancelled,
                          entry_filter=lambda e: e.snapshot_id in appends and e.status == ManifestEntryStatus.ADDED)

@@ -230,3 +230,17 @@ def test_format_v3_fields_of_delete_files_are_kept() -> None:
     assert written["referenced-data-file"] == "s3://b/1.parquet"
     assert written["content-offset"] == 4 and written["content-size-in-bytes"] == 40
     assert "first-row-id" not in written
+
+
+@pytest.mark.parametrize(("path", "own"), [
+    ("file:///wh/main/db/t-1/metadata/m0.avro", True),
+    ("file:/wh/main/db/t-1/metadata/m0.avro", True),  # Hadoop's spelling of the same file
+    ("file:///wh/main/db/t-10/metadata/m0.avro", False),  # a sibling whose name starts alike
+    ("file:///wh/main/db/victim/metadata/m0.avro", False),
+    ("file:///wh/main/db/t-1/../victim/metadata/m0.avro", False),
+    ("s3://bucket/wh/main/db/t-1/metadata/m0.avro", False),
+])
+def test_only_a_tables_own_manifests_are_planned(path: str, own: bool) -> None:
+    from arco.iceberg.planner import own_manifest
+
+    assert own_manifest("file:///wh/main/db/t-1", path) is own
