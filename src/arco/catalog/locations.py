@@ -99,13 +99,17 @@ def managed_root(state: CatalogState, catalog: CatalogEntry, namespace: Namespac
     return catalog.storage_root, namespace
 
 
+def namespace_location(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath) -> str:
+    """The folder a namespace's managed objects are allocated in: ``<managed root>/<namespace folders>``
+    (:func:`managed_root`)."""
+    root, levels = managed_root(state, catalog, namespace)
+    return "/".join([root.rstrip("/"), *(namespace_folder(level) for level in levels)])
+
+
 def allocate_table_location(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, name: str,
                             table_id: str) -> str:
-    """The unique prefix of a new managed table (or volume, or model): ``<managed root>/<namespace folders>/
-    <name>-<uuid>`` (:func:`managed_root`)."""
-    root, levels = managed_root(state, catalog, namespace)
-    parts = [namespace_folder(level) for level in levels] + [table_folder(name, table_id)]
-    return "/".join([root.rstrip("/"), *parts])
+    """The unique prefix of a new managed table (or volume, or model): ``<namespace location>/<name>-<uuid>``."""
+    return f"{namespace_location(state, catalog, namespace)}/{table_folder(name, table_id)}"
 
 
 def managed_roots_of(state: CatalogState, catalog: CatalogEntry) -> list[str]:
@@ -242,8 +246,8 @@ def check_external_table_location(state: CatalogState, who: Subject, raw: object
     if clash is not None:
         raise LocationRefused("taken", f"location {url} overlaps {clash.what} ({clash.url}); every {kind} needs "
                                        "a prefix of its own: choose a new folder inside an external location")
-    container = _external_location_for(state, url, metastore_id, "location",
-                                       f"the location to let Arco place the {kind}")
+    if container is None:
+        raise _no_external_location("location", url, f"the location to let Arco place the {kind}")
     if must_be_writable and container.fields.get("read_only"):
         raise LocationRefused("read-only", f"external location {container.name} is read-only, and Arco writes "
                                            f"this {kind}'s metadata files")
@@ -259,9 +263,13 @@ def _external_location_for(state: CatalogState, url: str, metastore_id: str | No
     """The external location containing ``url`` (the value of ``field``), or a refusal saying what to do."""
     container = containing_external_location(state, url, metastore_id)
     if container is None:
-        raise LocationRefused("no-external-location", f"{field} {url} is in no external location; ask a metastore "
-                                                      f"admin to create one that contains it, or omit {omitted}")
+        raise _no_external_location(field, url, omitted)
     return container
+
+
+def _no_external_location(field: str, url: str, omitted: str) -> LocationRefused:
+    return LocationRefused("no-external-location", f"{field} {url} is in no external location; ask a metastore "
+                                                   f"admin to create one that contains it, or omit {omitted}")
 
 
 def containing_external_location(state: CatalogState, url: str, metastore_id: str | None) -> SecurableEntry | None:
@@ -342,9 +350,7 @@ def check_reregistration(state: CatalogState, location: str, catalog: CatalogEnt
         return None
     if not is_allocated(state, url, catalog, table_id) or table_id in state.tables:
         return None
-    if namespace is not None and \
-            url.rsplit("/", 1)[0] != normalize(allocate_table_location(state, catalog, namespace, "t", table_id)
-                                               ).rsplit("/", 1)[0]:
+    if namespace is not None and url.rsplit("/", 1)[0] != normalize(namespace_location(state, catalog, namespace)):
         return None
     return None if _first_overlap(url, table_claims(state)) is not None else url
 

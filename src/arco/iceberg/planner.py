@@ -34,6 +34,7 @@ from pyiceberg.table.snapshots import Snapshot, ancestors_between_ids
 from arco.iceberg.errors import BadRequest, Forbidden
 from arco.iceberg.planning import ScanRequest, bind_filter, field_ids
 from arco.iceberg.scan_tasks import PlannedTask
+from arco.storage.urls import file_under
 
 Cancelled = Callable[[], bool]
 
@@ -111,19 +112,12 @@ def file_io(location: str, options: dict[str, str]) -> FileIO:
         return io
 
 
-def own_manifest(table_location: str, manifest_path: str) -> bool:
-    """Whether a manifest lies inside its table's location (pure). A commit checks that a snapshot's manifest list
-    does; the manifests that list names are the writer's choice, and one of another table's would have this plan
-    answer that table's file paths and column bounds (its values): they are refused before any is read."""
-    spelled = [p if not (p.startswith("file:/") and not p.startswith("file://")) else "file://" + p[len("file:"):]
-               for p in (table_location, manifest_path)]
-    root = spelled[0].rstrip("/") + "/"
-    return spelled[1].startswith(root) and all(part not in (".", "..") for part in spelled[1][len(root):].split("/"))
-
-
 def _snapshot_manifests(scan: PreparedScan, snapshot: Snapshot, io: FileIO) -> list[ManifestFile]:
+    """The snapshot's manifests, if each lies inside the table's location. A commit checks that a snapshot's
+    manifest list does; the manifests that list names are the writer's choice, and one of another table's would
+    have this plan answer that table's file paths and column bounds (its values): refused before any is read."""
     found = snapshot.manifests(io)
-    if not all(own_manifest(scan.metadata.location, m.manifest_path) for m in found):
+    if not all(file_under(m.manifest_path, scan.metadata.location) for m in found):
         raise Forbidden(f"snapshot {snapshot.snapshot_id} names a manifest outside the table's location: it is not "
                         "planned")
     return list(found)

@@ -34,6 +34,7 @@ from arco.sharing.actions import SharedFile, SharedVersion, TableChange, iceberg
 from arco.sharing.errors import SharingError, bad_request, not_found
 from arco.sharing.recipients import Recipient
 from arco.storage.base import DoesNotExist, StorageBackend, StorageError
+from arco.storage.urls import file_under
 
 CDF_PREFIX = "_catalog/sharing/cdf"
 CHANGE_QUERY_FIELDS = ("startingVersion", "endingVersion", "startingTimestamp", "endingTimestamp",
@@ -390,12 +391,9 @@ class TableReads:
     def _commit_file(self, t: SharedTable, version: int) -> bytes | None:
         """The bytes of a Delta version's commit file, where the table lies in the warehouse (None elsewhere, or
         if it cannot be read: the change data is then derived from the version)."""
-        url = f"{t.table.location.rstrip('/')}/_delta_log/{version:020d}.json"
-        root = self.storage.url.rstrip("/") + "/"
-        if not url.startswith(root):
-            return None
-        try:
-            return self.storage.get(url[len(root):]).data
+        try:  # a location outside the warehouse has no key: MetadataLocationError, a StorageError
+            key = self.tables.files.key_of(f"{t.table.location.rstrip('/')}/_delta_log/{version:020d}.json")
+            return self.storage.get(key).data
         except (StorageError, OSError):
             return None
 
@@ -437,32 +435,20 @@ class TableReads:
         return sign
 
 
-def _file_path(url: str) -> str:
-    """A file URL with Hadoop's ``file:/x`` spelled ``file:///x``, for comparing with a table's location."""
-    if url.startswith("file:/") and not url.startswith("file://"):
-        return "file://" + url[len("file:"):]
-    return url
-
-
 def own_file(location: str, url: str, derived_prefix: str) -> bool:
     """Whether ``url`` (decoded, as a file is served) is a file of the table at ``location``, or change data Arco
     derived for it (under ``derived_prefix``): the only files a recipient of the table may be handed (pure).
 
     A Delta log names its files, and an Iceberg manifest its data files, as their writer chose: absolute paths may
     point anywhere (another table, the catalog's own keys, any file the server can read). They are refused, as are
-    ``.`` and ``..`` segments."""
-    url = _file_path(url)
-    for root in (location.rstrip("/") + "/", derived_prefix.rstrip("/") + "/"):
-        if url.startswith(root):
-            return all(segment not in (".", "..") for segment in url[len(root):].split("/"))
-    return False
+    ``.`` and ``..`` segments (:func:`arco.storage.urls.file_under`)."""
+    return file_under(url, location) or file_under(url, derived_prefix)
 
 
 def _only_own_files(t: SharedTable, files: list[SharedFile], derived_prefix: str) -> list[SharedFile]:
     """``files``, if each is the table's own (:func:`own_file`); else the table is not served at all: a reader must
     not get part of a version, nor a file the table's writer pointed elsewhere."""
-    location = _file_path(t.table.location)
-    if all(own_file(location, f.url, derived_prefix) for f in files):
+    if all(own_file(t.table.location, f.url, derived_prefix) for f in files):
         return files
     raise SharingError(403, "PERMISSION_DENIED", f"{t.share.name}.{t.schema}.{t.name} names a file outside the "
                                                  "table's location; Arco serves only a table's own files")

@@ -114,6 +114,18 @@ def within(child: str, parent: str) -> bool:
     return child == parent or child.startswith(parent.rstrip("/") + "/")
 
 
+def file_under(path: str, root: str) -> bool:
+    """Whether the path of a file as a writer named it (a Delta log's, a manifest list's, not made canonical:
+    ``#`` or ``%`` may be part of a file's name) lies under ``root``, spelled plainly: Hadoop's ``file:/x`` is
+    taken as ``file:///x``, and a ``.`` or ``..`` segment is not under anything."""
+    path, root = _hadoop_file_spelling(path), _hadoop_file_spelling(root).rstrip("/") + "/"
+    return path.startswith(root) and all(segment not in (".", "..") for segment in path[len(root):].split("/"))
+
+
+def _hadoop_file_spelling(url: str) -> str:
+    return "file://" + url[len("file:"):] if url.startswith("file:/") and not url.startswith("file://") else url
+
+
 def overlaps(a: str, b: str) -> bool:
     """Whether one canonical URL lies under the other (or they are the same place)."""
     return within(a, b) or within(b, a)

@@ -17,6 +17,7 @@ from deltalake import DeltaTable, write_deltalake
 from arco.sharing.delta_source import delta_storage_options
 from support import emulators
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
+from support.sharing import activate, ds, share_with
 from support.storage_targets import StorageTarget
 
 pytestmark = [pytest.mark.emulator, pytest.mark.timeout(300)]
@@ -92,18 +93,10 @@ def test_files_under_escaped_partition_directories_are_presigned_by_their_real_k
         "data_source_format": "DELTA", "storage_location": location, "columns": [
             {"name": "id", "type_name": "LONG", "type_text": "bigint", "position": 0, "type_json": "{}"},
             {"name": "s", "type_name": "STRING", "type_text": "string", "position": 1, "type_json": "{}"}]})
-    uc(server, "POST", "/shares", json={"name": "oddshare"})
-    uc(server, "PATCH", "/shares/oddshare", json={"updates": [
-        {"action": "ADD", "data_object": {"name": "main.odd.strings", "data_object_type": "TABLE"}}]})
-    recipient = uc(server, "POST", "/recipients", json={"name": "oddreader", "authentication_type": "TOKEN"}).json()
-    uc(server, "PATCH", "/shares/oddshare/permissions", json={"changes": [{"principal": "oddreader",
-                                                                            "add": ["SELECT"]}]})
-    profile = httpx.get(recipient["tokens"][0]["activation_url"], timeout=30).json()
-    path = tmp_path / "oddreader.share"
-    path.write_text(json.dumps(profile))
+    path, profile = activate(share_with(server, "oddshare", "oddreader", ["main.odd.strings"], history=False),
+                             tmp_path)
 
-    answer = httpx.post(f"{server.base_url}/delta-sharing/shares/oddshare/schemas/odd/tables/strings/query", json={},
-                        headers={"Authorization": f"Bearer {profile['bearerToken']}"}, timeout=30)
+    answer = ds(server, profile, "POST", "/shares/oddshare/schemas/odd/tables/strings/query", json={})
     urls = [json.loads(line)["file"]["url"] for line in answer.text.splitlines()[2:]]
     assert len(urls) == len(values) and all(httpx.get(u, timeout=30).status_code == 200 for u in urls)
     frame = delta_sharing.load_as_pandas(f"{path}#oddshare.odd.strings")
