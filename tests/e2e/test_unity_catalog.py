@@ -10,6 +10,7 @@ import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pyarrow as pa
@@ -255,6 +256,46 @@ def test_the_unitycatalog_client_and_the_20_paths(server: RunningServer) -> None
     assert summary["metastore_id"] == uc(server, "GET", "/catalogs/main").json()["metastore_id"]
     unauthenticated = httpx.get(f"{server.base_url}/api/2.1/unity-catalog/catalogs")
     assert unauthenticated.status_code == 401 and unauthenticated.json()["error_code"] == "UNAUTHENTICATED"
+
+
+def test_a_view_keeps_the_dependencies_its_client_gives(server: RunningServer) -> None:
+    from unitycatalog.client import ApiClient, Configuration, TablesApi
+    from unitycatalog.client.models import (
+        ColumnInfo,
+        ColumnTypeName,
+        CreateTable,
+        DataSourceFormat,
+        Dependency,
+        DependencyList,
+        FunctionDependency,
+        TableDependency,
+        TableType,
+    )
+
+    uc(server, "POST", "/schemas", json={"name": "views", "catalog_name": "main"}).raise_for_status()
+    depends = DependencyList(dependencies=[
+        Dependency(table=TableDependency(table_full_name="main.views.orders")),
+        Dependency(function=FunctionDependency(function_full_name="main.views.to_eur"))])
+
+    async def run() -> tuple[Any, Any]:
+        config = Configuration(host=f"{server.base_url}/api/2.1/unity-catalog")
+        async with ApiClient(config, header_name="Authorization", header_value=f"Bearer {ARCO_TOKEN}") as client:
+            tables = TablesApi(client)
+            made = await tables.create_table(CreateTable(
+                name="eur_orders", catalog_name="main", schema_name="views", table_type=TableType.VIEW,
+                data_source_format=DataSourceFormat.DELTA, view_definition="SELECT to_eur(x) FROM orders",
+                view_dependencies=depends,
+                columns=[ColumnInfo(name="x", type_name=ColumnTypeName.DOUBLE, type_text="double", position=0)]))
+            return made, await tables.get_table("main.views.eur_orders")
+
+    made, read = asyncio.run(run())
+    assert made.view_dependencies == depends and read.view_dependencies == depends
+    malformed = uc(server, "POST", "/tables", json={
+        "name": "bad", "catalog_name": "main", "schema_name": "views", "table_type": "VIEW",
+        "view_definition": "SELECT 1", "columns": [], "view_dependencies": {"dependencies": [
+            {"table": {"table_full_name": "orders"}}]}})
+    assert malformed.status_code == 400 and malformed.json()["error_code"] == "INVALID_PARAMETER_VALUE"
+    assert uc(server, "GET", "/tables/main.views.bad").status_code == 404
 
 
 @pytest.mark.duckdb

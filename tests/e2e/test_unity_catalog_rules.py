@@ -231,3 +231,30 @@ def test_a_body_that_repeats_a_member_name_is_refused_and_changes_nothing(server
     assert answer.status_code == 400 and answer.json()["error_code"] == "INVALID_PARAMETER_VALUE", answer.text
     assert "repeats the member name" in answer.json()["message"]
     assert {c["name"] for c in uc(server, "GET", "/catalogs").json()["catalogs"]}.isdisjoint({"dupkey", "dupkey2"})
+
+
+def test_an_update_that_cannot_be_made_whole_changes_nothing(server: RunningServer, landing: Path) -> None:
+    ok(uc(server, "POST", "/schemas", json={"name": "upd", "catalog_name": "main"}))
+    for name in ("a", "b"):
+        ok(uc(server, "POST", "/tables", json={"name": name, "catalog_name": "main", "schema_name": "upd",
+                                               "table_type": "MANAGED", "data_source_format": "DELTA",
+                                               "columns": COLUMNS}))
+    before = ok(uc(server, "GET", "/tables/main.upd.a"))
+    taken = uc(server, "PATCH", "/tables/main.upd.a", json={"new_name": "B", "comment": "renamed"})
+    assert taken.status_code == 409 and taken.json()["error_code"] == "TABLE_ALREADY_EXISTS", taken.text
+    elsewhere = (landing / "moved").as_uri()
+    for change in ({"storage_location": elsewhere}, {"data_source_format": "PARQUET"}, {"storage_location": 5}):
+        refused = uc(server, "PATCH", "/tables/main.upd.a", json={**change, "comment": "moved"})
+        assert refused.status_code == 400 and refused.json()["error_code"] == "INVALID_PARAMETER_VALUE", change
+    assert ok(uc(server, "GET", "/tables/main.upd.a")) == before  # neither comment landed
+    # The table as read, sent back whole (2.0's partial TableInfo) with one change, is that change alone.
+    same = ok(uc(server, "PATCH", "/tables/main.upd.a", json={**before, "comment": "kept"}))
+    assert same["comment"] == "kept" and same["storage_location"] == before["storage_location"]
+    view = ok(uc(server, "POST", "/tables", json={"name": "v", "catalog_name": "main", "schema_name": "upd",
+                                                  "table_type": "VIEW", "view_definition": "SELECT 1 id",
+                                                  "columns": COLUMNS}))
+    assert view["view_definition"] == "SELECT 1 id"
+    changed = ok(uc(server, "PATCH", "/tables/main.upd.v", json={"view_definition": "SELECT 2 id"}))
+    assert changed["view_definition"] == "SELECT 2 id" == ok(uc(server, "GET", "/tables/main.upd.v"))[
+        "view_definition"]
+    assert uc(server, "PATCH", "/tables/main.upd.v", json={"view_definition": ""}).status_code == 400

@@ -82,6 +82,7 @@ class TableEntry:
     # columns come from its current metadata instead.
     columns: list[dict[str, Any]] = field(default_factory=list)
     view_definition: str | None = None
+    view_dependencies: dict[str, Any] | None = None  # a UC DependencyList, as given on create
     storage_credential_name: str | None = None
     # A managed Delta table whose commits Unity Catalog coordinates: the commits not yet backfilled, and the latest
     # (arco.unity.delta_commits); None for every other table.

@@ -387,7 +387,8 @@ def new_table(op: Operation, namespace: tuple[str, ...]) -> TableEntry:
         owner=op["owner"], managed=op.get("managed", True), comment=op.get("comment"),
         properties=dict(op.get("properties", {})), created_at_ms=op["at_ms"], updated_at_ms=op["at_ms"],
         created_by=op.get("principal"), updated_by=op.get("principal"), columns=list(op.get("columns", [])),
-        view_definition=op.get("view_definition"), storage_credential_name=op.get("storage_credential_name"),
+        view_definition=op.get("view_definition"), view_dependencies=op.get("view_dependencies"),
+        storage_credential_name=op.get("storage_credential_name"),
     )
 
 

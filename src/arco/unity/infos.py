@@ -84,7 +84,7 @@ def table_info(entry: TableEntry, state: CatalogState, columns: list[dict[str, A
         "comment": entry.comment or None, "properties": dict(entry.properties if properties is None else properties),
         "owner": entry.owner, "full_name": f"{catalog.name}.{schema}.{entry.name}",
         "metastore_id": metastore_id_of(catalog, state), "table_id": entry.id,
-        "storage_credential_name": entry.storage_credential_name,
+        "storage_credential_name": entry.storage_credential_name, "view_dependencies": entry.view_dependencies,
         "created_at": entry.created_at_ms, "created_by": entry.created_by or entry.owner,
         "updated_at": updated_at, "updated_by": updated_by,
     })
@@ -117,6 +117,42 @@ def check_columns(raw: Any) -> list[dict[str, Any]]:
     if len(set(names)) != len(names):
         raise invalid("column names must be unique")
     return columns
+
+
+MAX_DEPENDENCIES = 1000
+_DEPENDENCY_KINDS = {"table": "table_full_name", "function": "function_full_name"}
+
+
+def check_view_dependencies(raw: Any) -> dict[str, Any] | None:
+    """A ``DependencyList`` as given on create: the tables and functions a view-like table reads, each named in
+    full (``catalog.schema.name``). Kept as given, for clients that show lineage; nothing is resolved: a view may
+    name what the caller cannot see, and what is dropped later."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) - {"dependencies"}:
+        raise invalid("view_dependencies must be an object with one field, dependencies")
+    items = raw.get("dependencies", [])
+    if not isinstance(items, list):
+        raise invalid("view_dependencies.dependencies must be a list of Dependency objects")
+    if len(items) > MAX_DEPENDENCIES:
+        raise invalid(f"view_dependencies may name at most {MAX_DEPENDENCIES} dependencies")
+    kept = []
+    for index, item in enumerate(items):
+        where = f"view_dependencies.dependencies[{index}]"
+        if not isinstance(item, dict) or len(item) != 1 or next(iter(item)) not in _DEPENDENCY_KINDS:
+            raise invalid(f"{where} must be an object with exactly one of table or function")
+        kind, named = next(iter(item.items()))
+        field_name = _DEPENDENCY_KINDS[kind]
+        full_name = named.get(field_name) if isinstance(named, dict) and len(named) == 1 else None
+        if not isinstance(full_name, str) or not _full_name(full_name):
+            raise invalid(f"{where}.{kind} must be {{\"{field_name}\": \"catalog.schema.name\"}}")
+        kept.append({kind: {field_name: full_name}})
+    return {"dependencies": kept}
+
+
+def _full_name(name: str) -> bool:
+    parts = name.split(".")
+    return len(parts) == 3 and all(part and part.isprintable() and len(part) <= 255 for part in parts)
 
 
 def like(pattern: str | None) -> Callable[[str], bool]:

@@ -19,6 +19,7 @@ from arco.catalog.state import CatalogState, refuse_taken_name
 from arco.catalog.store import CatalogStore
 from arco.iceberg.metadata_files import MissingMetadataFile
 from arco.iceberg.tables import TableService
+from arco.storage.urls import same_place
 from arco.unity import infos
 from arco.unity.common import (
     catalog_in,
@@ -127,6 +128,7 @@ class UnityTables:
         columns = infos.check_columns(body.get("columns"))
         fmt = str(body.get("data_source_format") or "").upper() or None
         view_definition = text_of(body, "view_definition")
+        view_dependencies = infos.check_view_dependencies(body.get("view_dependencies"))
         location = text_of(body, "storage_location")
         if table_type == "VIEW":
             if not view_definition:
@@ -160,6 +162,7 @@ class UnityTables:
                     "location": where or "", "owner": principal, "managed": table_type == "MANAGED",
                     "comment": comment_of(body), "properties": properties_of(body.get("properties")),
                     "columns": columns, "view_definition": view_definition,
+                    **({"view_dependencies": view_dependencies} if view_dependencies is not None else {}),
                     "storage_credential_name": text_of(body, "storage_credential_name")}
 
         self.store.execute(build, principal=principal)
@@ -213,8 +216,17 @@ class UnityTables:
                         owner_only=changes_owner_only(body), renames=bool(new_name))
             op: dict[str, Any] = {"op": "update_table", "id": entry.id}
             common_updates(state, op, entry, body)
+            _refuse_moves(entry, body)
             if "columns" in body and entry.format != "ICEBERG":
                 op["columns"] = infos.check_columns(body["columns"])
+            if body.get("view_definition") is not None and entry.kind == "VIEW" and entry.format != "ICEBERG":
+                definition = text_of(body, "view_definition")
+                if not definition:
+                    raise invalid("view_definition cannot be empty")
+                op["view_definition"] = definition
+            if new_name:  # checked with the rest, so that a refused rename changes nothing else either
+                refuse_taken_name(state, entry.catalog_id, entry.namespace, uc_name("table", new_name),
+                                  allowed_id=entry.id)
             return op
 
         op = self.store.execute(build, principal=principal)
@@ -275,3 +287,16 @@ def _catalog_to_create_in(state: CatalogState, caller: Principal, catalog_name: 
         raise denied(caller, f"{what} in {catalog.name}.{schema_name} (needs USE_CATALOG, USE_SCHEMA and "
                              "CREATE_TABLE)")
     return catalog
+
+
+def _refuse_moves(entry: TableEntry, body: dict[str, Any]) -> None:
+    """An update that would move a table's data or change how it is read is refused, not ignored: its data stays
+    where it is, and the table's storage ownership (:mod:`arco.catalog.locations`) was decided on create. The
+    same values are no change."""
+    location = body.get("storage_location")
+    if location not in (None, "") and not same_place(location, entry.location or ""):
+        raise invalid("storage_location cannot be changed by updateTable: create a table at the new location "
+                      "(and drop this one) instead")
+    fmt = body.get("data_source_format")
+    if entry.kind != "VIEW" and fmt not in (None, "") and str(fmt).upper() != entry.format:
+        raise invalid(f"data_source_format cannot be changed by updateTable (the table is {entry.format})")

@@ -12,7 +12,7 @@ from arco.catalog.access import PrincipalEntry
 from arco.catalog.model import TableEntry
 from arco.unity.common import comment_of, known_principal, owner_in
 from arco.unity.errors import UnityError
-from arco.unity.infos import last_change
+from arco.unity.infos import check_view_dependencies, last_change
 
 
 @pytest.mark.parametrize(("body", "comment"), [
@@ -71,3 +71,27 @@ def table(updated_at_ms: int, updated_by: str | None = None) -> TableEntry:
 def test_an_iceberg_table_s_last_change_is_the_later_of_uc_s_and_its_metadata_s(
         entry: TableEntry, elsewhere: tuple[int | None, str | None] | None, expected: tuple[int, str]) -> None:
     assert last_change(entry, elsewhere) == expected
+
+
+def test_view_dependencies_are_kept_as_given_when_well_formed() -> None:
+    given = {"dependencies": [{"table": {"table_full_name": "a.b.c"}}, {"function": {"function_full_name": "a.b.f"}}]}
+    assert check_view_dependencies(given) == given
+    assert check_view_dependencies(None) is None
+    assert check_view_dependencies({}) == {"dependencies": []}
+
+
+@pytest.mark.parametrize("raw", [
+    [], "a.b.c", {"dependencies": {}}, {"dependencies": [], "extra": 1},
+    {"dependencies": [{"table": {"table_full_name": "b.c"}}]},  # not a full name
+    {"dependencies": [{"table": {"table_full_name": "a..c"}}]},
+    {"dependencies": [{"table": {"table_full_name": "a.b.c\n"}}]},
+    {"dependencies": [{"table": {"function_full_name": "a.b.c"}}]},  # the other kind's field
+    {"dependencies": [{"table": {"table_full_name": "a.b.c"}, "function": {"function_full_name": "a.b.f"}}]},
+    {"dependencies": [{"view": {"table_full_name": "a.b.c"}}]},
+    {"dependencies": [{"table": {"table_full_name": 5}}]},
+    {"dependencies": [{"table": {"table_full_name": "a.b.c"}}] * 1001},
+])
+def test_malformed_view_dependencies_are_refused(raw: Any) -> None:
+    with pytest.raises(UnityError) as refused:
+        check_view_dependencies(raw)
+    assert refused.value.status == 400
