@@ -258,3 +258,19 @@ def test_an_update_that_cannot_be_made_whole_changes_nothing(server: RunningServ
     assert changed["view_definition"] == "SELECT 2 id" == ok(uc(server, "GET", "/tables/main.upd.v"))[
         "view_definition"]
     assert uc(server, "PATCH", "/tables/main.upd.v", json={"view_definition": ""}).status_code == 400
+
+
+def test_no_update_moves_a_securable_s_storage(server: RunningServer, landing: Path) -> None:
+    ok(uc(server, "POST", "/catalogs", json={"name": "fixed"}))
+    ok(uc(server, "POST", "/schemas", json={"name": "s", "catalog_name": "fixed"}))
+    ok(uc(server, "POST", "/volumes", json={"name": "v", "catalog_name": "fixed", "schema_name": "s",
+                                            "volume_type": "MANAGED"}))
+    elsewhere = (landing / "elsewhere").as_uri()
+    for path, field in (("/catalogs/fixed", "storage_root"), ("/schemas/fixed.s", "storage_root"),
+                        ("/volumes/fixed.s.v", "storage_location")):
+        before = ok(uc(server, "GET", path))
+        refused = uc(server, "PATCH", path, json={field: elsewhere, "comment": "moved"})
+        assert refused.status_code == 400 and refused.json()["error_code"] == "INVALID_PARAMETER_VALUE", path
+        assert ok(uc(server, "GET", path)) == before, path
+        if before.get(field):  # sent back as read: no change, and the rest of the update lands
+            assert ok(uc(server, "PATCH", path, json={field: before[field], "comment": "kept"}))["comment"] == "kept"

@@ -15,6 +15,7 @@ from arco.catalog.names import check_name
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.catalog.tenancy import Tenant
+from arco.storage.urls import same_place
 from arco.unity.errors import UnityError, invalid
 
 MAX_RESULTS = 1000
@@ -133,6 +134,15 @@ def properties_of(raw: Any) -> dict[str, str]:
     if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
         raise invalid("properties must be an object of string keys and string values")
     return dict(raw)
+
+
+def refuse_relocation(body: dict[str, Any], field: str, current: str | None) -> None:
+    """An update naming another storage place for a securable is refused, not ignored: its data stays where it is,
+    and its storage ownership (:mod:`arco.catalog.locations`) was decided on create. The same place (a client
+    sending the object back as read) is no change."""
+    given = body.get(field)
+    if given not in (None, "") and not same_place(given, current or ""):
+        raise invalid(f"{field} cannot be changed by an update: create a new object at the new place instead")
 
 
 def text_of(body: dict[str, Any], key: str) -> str | None:

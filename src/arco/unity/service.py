@@ -29,6 +29,7 @@ from arco.unity.common import (
     new_name_in,
     page_size,
     properties_of,
+    refuse_relocation,
     split_full_name,
     tenant_of,
     uc_name,
@@ -94,6 +95,7 @@ class UnityService(UnityTables):
             if not can.can_update_catalog(subject_of(state, caller), securable(state, "catalog", entry),
                                           owner_only=changes_owner_only(body), renames=bool(new_name)):
                 raise denied(caller, f"update catalog {entry.name} (only its owner may)")
+            refuse_relocation(body, "storage_root", entry.requested_root or entry.storage_root)
             op: dict[str, Any] = {"op": "update_catalog", "id": entry.id}
             if new_name:
                 op["new_name"] = uc_name("catalog", new_name)
@@ -179,6 +181,7 @@ class UnityService(UnityTables):
             entry = self._schema(state, caller, full_name)
             self._check_schema(state, caller, entry, can.can_update_schema, "update schema", "ownership",
                                owner_only=changes_owner_only(body), renames=bool(new_name))
+            refuse_relocation(body, "storage_root", entry.requested_root)
             op: dict[str, Any] = {"op": "update_namespace", "id": entry.id}
             if new_name:
                 op["new_name"] = uc_name("schema", new_name)

@@ -19,7 +19,6 @@ from arco.catalog.state import CatalogState, refuse_taken_name
 from arco.catalog.store import CatalogStore
 from arco.iceberg.metadata_files import MissingMetadataFile
 from arco.iceberg.tables import TableService
-from arco.storage.urls import same_place
 from arco.unity import infos
 from arco.unity.common import (
     catalog_in,
@@ -31,6 +30,7 @@ from arco.unity.common import (
     new_name_in,
     page_size,
     properties_of,
+    refuse_relocation,
     split_full_name,
     text_of,
     uc_name,
@@ -290,13 +290,8 @@ def _catalog_to_create_in(state: CatalogState, caller: Principal, catalog_name: 
 
 
 def _refuse_moves(entry: TableEntry, body: dict[str, Any]) -> None:
-    """An update that would move a table's data or change how it is read is refused, not ignored: its data stays
-    where it is, and the table's storage ownership (:mod:`arco.catalog.locations`) was decided on create. The
-    same values are no change."""
-    location = body.get("storage_location")
-    if location not in (None, "") and not same_place(location, entry.location or ""):
-        raise invalid("storage_location cannot be changed by updateTable: create a table at the new location "
-                      "(and drop this one) instead")
+    """An update that would move a table's data or change how it is read is refused, not ignored."""
+    refuse_relocation(body, "storage_location", entry.location)
     fmt = body.get("data_source_format")
     if entry.kind != "VIEW" and fmt not in (None, "") and str(fmt).upper() != entry.format:
         raise invalid(f"data_source_format cannot be changed by updateTable (the table is {entry.format})")

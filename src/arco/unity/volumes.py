@@ -33,6 +33,7 @@ from arco.unity.common import (
     comment_of,
     denied,
     owner_in,
+    refuse_relocation,
     uc_name,
 )
 from arco.unity.errors import invalid
@@ -111,6 +112,7 @@ class VolumeService:
                                          securable(state, "volume", entry), owner_only=changes_owner_only(body),
                                          renames=bool(target), create_privilege="CREATE_VOLUME"):
                 raise denied(caller, f"update volume {full_name} (only its owner may)")
+            refuse_relocation(body, "storage_location", entry.fields["storage_location"])
             op: dict[str, Any] = {"op": "update_schema_object", "type": "volume", "schema_id": where.schema.id,
                                   "name": entry.fields["name"], "metastore_id": entry.metastore_id}
             if target:
