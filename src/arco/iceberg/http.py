@@ -172,10 +172,10 @@ def _unescape(segment: str) -> str:
     return segment.replace("%2F", "/")
 
 
-def identifier(raw: Any) -> tuple[NamespacePath, str]:
+def identifier(raw: Any, kind: str = "table") -> tuple[NamespacePath, str]:
     if not isinstance(raw, dict) or not isinstance(raw.get("namespace"), list):
-        raise errors.BadRequest("a table identifier must be an object with 'namespace' (a list) and 'name'")
-    return check_namespace(raw["namespace"]), check_name("table", raw.get("name"))
+        raise errors.BadRequest(f"a {kind} identifier must be an object with 'namespace' (a list) and 'name'")
+    return check_namespace(raw["namespace"]), check_name(kind, raw.get("name"))
 
 
 def lookup_catalog(store: CatalogStore, principal: Principal, name: str) -> CatalogEntry:

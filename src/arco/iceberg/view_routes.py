@@ -126,7 +126,7 @@ async def replace_view(request: Request) -> Response:
     catalog = await catalog_of(request)
     namespace, name = view_path(request)
     body = await json_body(request)
-    if body.get("identifier") is not None and identifier(body["identifier"]) != (namespace, name):
+    if body.get("identifier") is not None and identifier(body["identifier"], "view") != (namespace, name):
         raise errors.BadRequest("the identifier in the body does not match the view in the path")
     await allow(request, "table", catalog, namespace, name, "modify")
     vs = view_services(request)
@@ -148,8 +148,8 @@ async def drop_view(request: Request) -> Response:
 async def rename_view(request: Request) -> Response:
     catalog = await catalog_of(request)
     body = await json_body(request)
-    source_ns, source_name = identifier(body.get("source"))
-    target_ns, target_name = identifier(body.get("destination"))
+    source_ns, source_name = identifier(body.get("source"), "view")
+    target_ns, target_name = identifier(body.get("destination"), "view")
     await allow(request, "table", catalog, source_ns, source_name, "rename")
     await allow(request, "create_table", catalog, target_ns)
     vs = view_services(request)

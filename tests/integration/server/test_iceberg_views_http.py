@@ -241,7 +241,10 @@ def test_malformed_json_and_hostile_paths(client: httpx.Client) -> None:
         assert client.post(f"/namespaces/db/views/{unstorable}", json={"requirements": [], "updates": []}
                            ).status_code == 400
     response = client.post("/views/rename", json={"source": {"namespace": ["db"], "name": "x"}})
-    assert response.status_code == 400
+    assert response.status_code == 400 and "a view identifier" in response.json()["error"]["message"]
+    response = client.post("/views/rename", json={"source": {"namespace": ["db"], "name": "x"},
+                                                  "destination": {"namespace": ["db"], "name": "a.b"}})
+    assert response.status_code == 400 and "view name 'a.b'" in response.json()["error"]["message"]
     response = client.post("/namespaces/db/register-view", json={"name": "r", "metadata-location": "/etc/passwd"})
     assert response.status_code == 400 and "passwd" not in response.text.replace("/etc/passwd", "")
 
