@@ -4,6 +4,7 @@ temporary credentials. SeaweedFS enforces the session policies, so every 403 her
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from support.arco_server import ARCO_TOKEN, RunningServer, arco_server, run_cli
 pytestmark = [pytest.mark.timeout(300), pytest.mark.emulator]
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64())})
+COLUMNS = [{"name": "id", "type_name": "LONG", "type_text": "bigint", "position": 0, "type_json": "{}"}]
 KEYLESS_ENV = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": ""}
 
 
@@ -147,6 +149,33 @@ def test_a_credential_for_one_table_cannot_reach_another(world: dict) -> None:
         with pytest.raises(ClientError) as refused:
             call()
         assert refused.value.response["Error"]["Code"] == "AccessDenied"
+
+
+def test_a_table_in_an_external_location_is_vended_that_location_s_role(world: dict) -> None:
+    """An external location reached through a read-only role makes read-only credentials for the tables in it,
+    through Iceberg REST as through Unity Catalog, whatever the caller's grant."""
+    root = f"s3://{world['bucket']}/wh/read-only-lake"
+    for path, body in (("/storage-credentials", {"name": "read-only-role",
+                                                 "aws_iam_role": {"role_arn": world["s3"].read_only_role_arn}}),
+                       ("/external-locations", {"name": "read-only-lake", "url": root,
+                                                "credential_name": "read-only-role"})):
+        assert uc_post(world, path, body).status_code == 200, path
+    cat = catalog(world["server"])
+    cat.create_namespace("rol")
+    created = httpx.post(f"{world['server'].iceberg_uri}/v1/main/namespaces/rol/tables", timeout=30,
+                         json={"name": "t", "location": f"{root}/t", "schema": {"type": "struct", "fields": [
+                             {"id": 1, "name": "id", "type": "long", "required": False}]}},
+                         headers={"Authorization": f"Bearer {ARCO_TOKEN}",
+                                  "X-Iceberg-Access-Delegation": "vended-credentials"})
+    refreshed = httpx.get(f"{world['server'].iceberg_uri}/v1/main/namespaces/rol/tables/t/credentials", timeout=30,
+                          headers={"Authorization": f"Bearer {ARCO_TOKEN}"})
+    assert refreshed.status_code == 200, refreshed.text
+    for answer in (created, load(world, "rol.t"), refreshed):
+        client, prefix = vended_client(world, answer)  # the owner's read-write credential, of a read-only role
+        metadata = cat.load_table("rol.t").metadata_location
+        assert client.get_object(Bucket=world["bucket"], Key=key_of(world, metadata))["Body"].read()
+        assert_denied(functools.partial(client.put_object, Bucket=world["bucket"], Body=b"x",
+                                        Key=f"{key_of(world, prefix)}/data/x"))
 
 
 def test_pyiceberg_reads_and_writes_through_remote_signing(world: dict) -> None:
@@ -358,7 +387,8 @@ def test_model_version_credentials_write_only_while_the_version_is_pending(world
 
 def test_a_staging_table_gets_credentials_as_a_table_does_for_its_creator_alone(world: dict) -> None:
     """The spec: credentials for a staging table "as though the staging table were a regular table", so a CTAS
-    writes its data before the managed table exists; they reach the staging location only."""
+    writes its data before the managed table exists; they reach the staging location only. Once promoted, the
+    table's grants decide."""
     from unitycatalog.client.exceptions import ForbiddenException
     from unitycatalog.client.models import GenerateTemporaryTableCredential, TableOperation
 
@@ -366,16 +396,78 @@ def test_a_staging_table_gets_credentials_as_a_table_does_for_its_creator_alone(
     staged = uc_post(world, "/staging-tables", {"name": "t", "catalog_name": "main", "schema_name": "ctas"}).json()
     key = key_of(world, staged["staging_location"])
 
-    def ask(token: str = ARCO_TOKEN) -> dict:
+    def ask(token: str = ARCO_TOKEN, table_id: str = staged["id"],
+            operation: TableOperation = TableOperation.READ_WRITE) -> dict:
         return uc_temporary_credentials(world, token, "generate_temporary_table_credentials",
-                                        GenerateTemporaryTableCredential(table_id=staged["id"],
-                                                                         operation=TableOperation.READ_WRITE))
+                                        GenerateTemporaryTableCredential(table_id=table_id, operation=operation))
 
     writer = uc_s3_client(world, ask())
     writer.put_object(Bucket=world["bucket"], Key=f"{key}/_delta_log/{0:020d}.json", Body=b"{}")
     assert_denied(lambda: writer.put_object(Bucket=world["bucket"], Key=f"{key}-other/x", Body=b"x"))
     with pytest.raises(ForbiddenException):
         ask(world["ann"])
+
+    # Promotion makes the staging table the table: from then on its grants decide, for its creator too.
+    grant_ann(world, ("schema", "main.ctas", "CREATE_TABLE"))
+    promoted_by_other = uc_post(world, "/tables", {
+        "name": "t", "catalog_name": "main", "schema_name": "ctas", "table_type": "MANAGED",
+        "data_source_format": "DELTA", "storage_location": staged["staging_location"], "columns": COLUMNS},
+        token=world["ann"])
+    assert promoted_by_other.status_code == 403  # admin's staging table is admin's to promote
+    mine = uc_post(world, "/staging-tables", {"name": "mine", "catalog_name": "main", "schema_name": "ctas"},
+                   token=world["ann"]).json()
+    writer = uc_s3_client(world, ask(world["ann"], mine["id"]))
+    writer.put_object(Bucket=world["bucket"], Key=f"{key_of(world, mine['staging_location'])}/_delta_log/"
+                                                  f"{0:020d}.json", Body=b"{}")
+    promoted = uc_post(world, "/tables", {
+        "name": "mine", "catalog_name": "main", "schema_name": "ctas", "table_type": "MANAGED",
+        "data_source_format": "DELTA", "storage_location": mine["staging_location"], "columns": COLUMNS},
+        token=world["ann"])
+    assert promoted.status_code == 200 and promoted.json()["table_id"] == mine["id"], promoted.text
+    given_away = httpx.patch(f"{world['server'].base_url}/api/2.1/unity-catalog/tables/main.ctas.mine",
+                             json={"owner": "admin"}, headers={"Authorization": f"Bearer {world['ann']}"}, timeout=30)
+    assert given_away.status_code == 200, given_away.text
+    with pytest.raises(ForbiddenException):  # no longer the owner, and no grant: no credential at all
+        ask(world["ann"], mine["id"])
+    grant_ann(world, ("table", "main.ctas.mine", "SELECT"))
+    with pytest.raises(ForbiddenException):  # SELECT reads, and no more
+        ask(world["ann"], mine["id"])
+    reader = uc_s3_client(world, ask(world["ann"], mine["id"], TableOperation.READ))
+    assert_denied(lambda: reader.put_object(Bucket=world["bucket"], Key=f"{key_of(world, mine['staging_location'])}"
+                                            "/_delta_log/evil.json", Body=b"x"))
+
+
+def test_path_credentials_never_reach_managed_storage_inside_an_external_location(world: dict) -> None:
+    """READ_FILES and WRITE_FILES on an external location reach its files, not those of a catalog whose managed
+    storage lies inside it: its tables' grants decide who reads and writes those."""
+    root = f"s3://{world['bucket']}/wh/ext-managed"  # managed storage lies inside the warehouse
+    for path, body in (("/storage-credentials", {"name": "managed-lake",
+                                                 "aws_iam_role": {"role_arn": world["s3"].role_arn}}),
+                       ("/external-locations", {"name": "with-managed", "url": root,
+                                                "credential_name": "managed-lake"}),
+                       ("/catalogs", {"name": "hr", "storage_root": f"{root}/hrroot"}),
+                       ("/schemas", {"name": "pay", "catalog_name": "hr"}),
+                       ("/tables", {"name": "salaries", "catalog_name": "hr", "schema_name": "pay",
+                                    "table_type": "MANAGED", "data_source_format": "DELTA", "columns": COLUMNS})):
+        assert uc_post(world, path, body).status_code == 200, path
+    table = httpx.get(f"{world['server'].base_url}/api/2.1/unity-catalog/tables/hr.pay.salaries", timeout=30,
+                      headers={"Authorization": f"Bearer {ARCO_TOKEN}"}).json()
+    granted = httpx.patch(f"{world['server'].base_url}/api/2.1/unity-catalog/permissions/external_location/"
+                          "with-managed", headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, timeout=30,
+                          json={"changes": [{"principal": "ann@x.com", "add": ["READ_FILES", "WRITE_FILES"]}]})
+    assert granted.status_code == 200, granted.text
+    for url in (table["storage_location"], f"{root}/hrroot", root):
+        for operation in ("PATH_READ", "PATH_READ_WRITE"):
+            refused = uc_post(world, "/temporary-path-credentials", {"url": url, "operation": operation},
+                              token=world["ann"])
+            assert refused.status_code == 403 and "managed storage of catalog hr" in refused.json()["message"], url
+    landing = uc_post(world, "/temporary-path-credentials", {"url": f"{root}/landing", "operation": "PATH_READ_WRITE"},
+                      token=world["ann"])
+    assert landing.status_code == 200, landing.text
+    files = uc_s3_client(world, landing.json())
+    files.put_object(Bucket=world["bucket"], Key=f"{key_of(world, root)}/landing/in.csv", Body=b"a")
+    assert_denied(lambda: files.put_object(Bucket=world["bucket"], Body=b"x",
+                                           Key=f"{key_of(world, table['storage_location'])}/_delta_log/evil.json"))
 
 
 def test_a_delta_sharing_recipient_gets_read_only_credentials_for_the_shared_table_only(world: dict) -> None:

@@ -33,7 +33,7 @@ from arco.catalog.model import (
     path_key,
 )
 from arco.catalog.schema_objects import SCHEMA_OBJECT_RULES, objects_in_schema, remove_schema_objects
-from arco.catalog.securables import SECURABLE_RULES, SecurablesState
+from arco.catalog.securables import SECURABLE_RULES, SecurablesState, securable_key
 from arco.catalog.table_index import MAX_LOADED_TABLES, ChunkSource, TableIndex, apply_common_changes, table_from_json
 from arco.catalog.tenancy import TenancyState, apply_drop_metastore, check_drop_metastore
 
@@ -319,11 +319,15 @@ def _check_create_table(state: CatalogState, op: Operation) -> None:
     refuse_taken_name(state, catalog.id, namespace, op["name"])
     if op["id"] in state.tables:
         raise AlreadyExistsError("table uuid", op["id"])
+    if "promotes" in op:
+        state.securable("staging_table", op["promotes"])  # not promoted yet (NotFound otherwise)
 
 
 def _apply_create_table(state: CatalogState, op: Operation) -> None:
     ns_id = state.namespace_by_path[(op["catalog_id"], path_key(tuple(op["namespace"])))]
     state.tables.apply({**op, "ns_id": ns_id}, state.applying)
+    if "promotes" in op:  # a staging table, now this table: its storage is the table's, governed by its grants
+        del state.securables[securable_key("staging_table", op["promotes"])]
 
 
 def _table_of(state: CatalogState, table_id: str) -> TableEntry:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,13 +89,14 @@ class StorageAccess:
         return bool(modes) and not is_local(location)
 
     def for_table(self, location: str, access: Access, principal: str, modes: frozenset[str],
-                  route: TableRoute) -> TableAccess:
-        """What the client asked for and this server can give (possibly nothing)."""
+                  route: TableRoute, role: Callable[[], str | None]) -> TableAccess:
+        """What the client asked for and this server can give (possibly nothing); ``role`` tells the role vended
+        credentials are minted with (:mod:`arco.catalog.storage_roles`), asked only when they are."""
         if not self.has_access_to_give(location, modes):
             return TableAccess()
         if VENDED in modes:
             try:
-                return self.vended(location, access, principal, route)
+                return self.vended(location, access, principal, route, role())
             except NotConfigured:
                 if SIGNED not in modes:
                     return TableAccess()
@@ -102,10 +104,12 @@ class StorageAccess:
             return TableAccess(config=self.signing_config(route))
         return TableAccess()
 
-    def vended(self, location: str, access: Access, principal: str, route: TableRoute) -> TableAccess:
-        """Vended credentials for ``location``; 501 naming the setting when vending is not configured."""
+    def vended(self, location: str, access: Access, principal: str, route: TableRoute,
+               role: str | None) -> TableAccess:
+        """Vended credentials for ``location``, minted with ``role`` (None: the server's); 501 naming the setting
+        when vending is not configured."""
         try:
-            credential = self.vendor.vend(location, access, principal)
+            credential = self.vendor.vend(location, access, principal, role_arn=role)
         except VendingUnavailable as exc:
             raise NotConfigured(f"credential vending is not configured for {location}: {exc}") from None
         except VendingFailed as exc:

@@ -13,6 +13,7 @@ from starlette.responses import Response
 from arco.api.requests import blocking, principal_of
 from arco.api.responses import JsonResponse
 from arco.catalog.model import CatalogEntry, NamespacePath
+from arco.catalog.storage_roles import location_role, table_role
 from arco.iceberg.access import StorageAccess, TableAccess, TableRoute, delegation_modes
 from arco.iceberg.http import NAMESPACE_SEPARATOR, allow, catalog_of, iceberg_errors, json_body, services, table_path
 from arco.vending.model import Access
@@ -23,8 +24,16 @@ def owner_access(request: Request, catalog: CatalogEntry, namespace: NamespacePa
     """Storage access for a table the caller just made (and so owns): read-write."""
     modes = delegation_modes(request.headers.get("x-iceberg-access-delegation"))
     route = table_route(request, catalog, namespace, name)
-    return lambda location: services(request).access.for_table(location, Access.READ_WRITE,
-                                                               principal_of(request).name, modes, route)
+
+    def access(location: str) -> TableAccess:
+        def role() -> str | None:
+            with services(request).store.read() as state:
+                return location_role(state, location, catalog.metastore_id)
+
+        return services(request).access.for_table(location, Access.READ_WRITE, principal_of(request).name, modes,
+                                                   route, role)
+
+    return access
 
 
 def table_route(request: Request, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> TableRoute:
@@ -40,7 +49,18 @@ def granted_access(request: Request, catalog: CatalogEntry, namespace: Namespace
         return TableAccess()  # without working out the caller's privilege and the callback route
     return services(request).access.for_table(location, caller_access(request, catalog, namespace, name),
                                               principal_of(request).name, modes,
-                                              table_route(request, catalog, namespace, name))
+                                              table_route(request, catalog, namespace, name),
+                                              lambda: registered_role(request, catalog, namespace, name, location))
+
+
+def registered_role(request: Request, catalog: CatalogEntry, namespace: NamespacePath, name: str,
+                    location: str) -> str | None:
+    """The role a table's vended credentials are minted with (:mod:`arco.catalog.storage_roles`): the external
+    location's, for a table in one."""
+    with services(request).store.read() as state:
+        entry = state.table_or_none(catalog.id, namespace, name)
+        return table_role(state, entry) if entry is not None else location_role(state, location,
+                                                                                  catalog.metastore_id)
 
 
 def caller_access(request: Request, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> Access:
@@ -66,8 +86,10 @@ async def load_credentials(request: Request) -> Response:
     loaded = await blocking(svc.tables.load, catalog, namespace, name)
 
     def vend() -> TableAccess:
-        return svc.access.vended(loaded.metadata.location, caller_access(request, catalog, namespace, name),
-                                 principal_of(request).name, table_route(request, catalog, namespace, name))
+        location = loaded.metadata.location
+        return svc.access.vended(location, caller_access(request, catalog, namespace, name),
+                                 principal_of(request).name, table_route(request, catalog, namespace, name),
+                                 registered_role(request, catalog, namespace, name, location))
 
     return JsonResponse({"storage-credentials": (await blocking(vend)).credentials})
 

@@ -19,18 +19,19 @@ from __future__ import annotations
 from typing import Any
 
 from arco.catalog import locations
+from arco.catalog.storage_roles import table_role
 from arco.catalog.store import CatalogStore
 from arco.sharing.errors import SharingError, bad_request, forbidden, malformed
 from arco.sharing.history import history_shared
 from arco.sharing.table_reads import SharedTable
 from arco.storage.urls import within
-from arco.unity.credentials import table_role, vend
+from arco.unity.credentials import vend
 from arco.vending.model import Access
 from arco.vending.vendor import CredentialVendor
 
 
 def directory_access(vendor: CredentialVendor, t: SharedTable, role: str | None) -> dict[str, Any]:
-    """The fields a listing gives ``t`` (``role``: :func:`~arco.unity.credentials.table_role`): ``accessModes``,
+    """The fields a listing gives ``t`` (``role``: :func:`~arco.catalog.storage_roles.table_role`): ``accessModes``,
     and the table's root as ``location`` where the recipient may read the directory itself (the protocol asks
     for it then, and only then is the storage location of any use to the recipient)."""
     if t.table.format != "DELTA" or _limits(t) or not vendor.offers(t.table.location, role):

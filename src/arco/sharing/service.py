@@ -10,6 +10,7 @@ from typing import Any
 from arco.api.rate_limit import RateLimiter
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
+from arco.catalog.storage_roles import table_role
 from arco.catalog.store import CatalogStore
 from arco.iceberg.tables import TableService
 from arco.settings import ServerSettings
@@ -18,7 +19,6 @@ from arco.sharing.errors import SharingError, bad_request, forbidden, not_found
 from arco.sharing.recipients import Recipient, check_ip, recipient_for_token, visible_share, visible_shares
 from arco.sharing.table_reads import Answer, SharedTable, TableReads, now_ms, reader_name
 from arco.storage.base import StorageBackend
-from arco.unity.credentials import table_role
 from arco.vending.vendor import CredentialVendor
 
 

@@ -20,9 +20,9 @@ from arco.auth import decisions as can
 from arco.auth.principals import Principal
 from arco.auth.subjects import securable, subject_of
 from arco.catalog import locations
-from arco.catalog.model import TableEntry
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
+from arco.catalog.storage_roles import external_role, role_of, table_role
 from arco.catalog.store import CatalogStore
 from arco.unity import objects
 from arco.unity.common import check_table, table_by_id, tenant_of
@@ -75,6 +75,8 @@ def _staging_table(state: CatalogState, caller: Principal, table_id: Any) -> Sec
     entry = next((e for e in state.securables_of("staging_table") if e.id == str(table_id)), None)
     if entry is None or state.catalogs[entry.fields["catalog_id"]].metastore_id != tenant_of(state, caller).scope:
         return None
+    if entry.name in state.tables:  # promoted before promotions removed their staging table: the table's now
+        return None
     who = subject_of(state, caller)
     if not (can.admin(who) or can.owns(who, securable(state, "staging_table", entry))):
         raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not use staging table {table_id} (only "
@@ -82,25 +84,14 @@ def _staging_table(state: CatalogState, caller: Principal, table_id: Any) -> Sec
     return entry
 
 
-def table_role(state: CatalogState, entry: TableEntry) -> str | None:
-    """The role a table's credentials are minted with: the server's (None) for a managed table, else that of the
-    storage credential behind the external location the table lies in."""
-    return None if entry.managed else _external_role(state, entry.location,
-                                                     state.catalogs[entry.catalog_id].metastore_id)
-
-
-def _external_role(state: CatalogState, location: str, metastore_id: str | None) -> str | None:
-    """The role behind the external location ``location`` lies in (None: the server's)."""
-    return _role_of(state, locations.containing_external_location(state, locations.canonical(location),
-                                                                  metastore_id))
-
-
 def path_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[str, Any],
                      caller: Principal) -> dict[str, Any]:
     """A path inside an external location, for a caller holding the operation's privilege on that location.
     READ_FILES reads every file under the location, external tables' and volumes' included (the location's owner
     granted exactly that); writing to, or creating a table over, a table's path is refused: a table's bytes are
-    changed through the table's own grants."""
+    changed through the table's own grants. Managed storage inside the location (a catalog's or schema's
+    ``storage_root`` there) is neither read nor written this way, as its tables' and volumes' own grants decide
+    who may: a path that reaches into it, or holds it, is refused for every operation."""
     operation = _operation(body, PATH_OPERATIONS)
     privileges, access = PATH_OPERATIONS[operation]
     url = locations.canonical(body.get("url"), "url")
@@ -118,11 +109,16 @@ def path_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[s
                                                        f"{container.name})")
         if access is Access.READ_WRITE and container.fields.get("read_only"):
             raise UnityError(403, "PERMISSION_DENIED", f"external location {container.name} is read-only")
+        managed = next((c for c in locations.managed_root_claims(state) if locations.overlaps(url, c.url)), None)
+        if managed is not None:
+            raise UnityError(403, "PERMISSION_DENIED", f"{url} overlaps {managed.what}: its tables and volumes are "
+                                                       "reached through their own credentials, which follow their "
+                                                       "grants")
         table = next((c for c in locations.table_claims(state) if locations.overlaps(url, c.url)), None)
         if table is not None and operation != "PATH_READ":
             raise UnityError(403, "PERMISSION_DENIED", f"{url} overlaps {table.what}: use temporary table "
                                                        "credentials, which follow the table's grants")
-        role = _role_of(state, container)
+        role = role_of(state, container)
     return _vend(vendor, url, access, caller, role)
 
 
@@ -144,7 +140,7 @@ def volume_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict
                                                        f"{where.prefix()}.{entry.fields['name']} (needs "
                                                        f"USE_CATALOG, USE_SCHEMA and {privilege})")
         location = entry.fields["storage_location"]
-        role = None if entry.fields["volume_type"] == "MANAGED" else _external_role(state, location, scope)
+        role = None if entry.fields["volume_type"] == "MANAGED" else external_role(state, location, scope)
     return _vend(vendor, location, access, caller, role)
 
 
@@ -175,19 +171,6 @@ def model_version_credentials(store: CatalogStore, vendor: CredentialVendor, bod
                           "only while it is PENDING_REGISTRATION")
         location = version["storage_location"]
     return _vend(vendor, location, MODEL_VERSION_OPERATIONS[operation], caller, None)
-
-
-def _role_of(state: CatalogState, location: SecurableEntry | None) -> str | None:
-    """The IAM role of the storage credential behind an external location, if it is an AWS role."""
-    if location is None:
-        return None
-    try:
-        credential = state.securable("storage_credential", location.fields.get("credential_name", ""),
-                                     location.metastore_id)
-    except Exception:  # noqa: BLE001 - a location whose credential is gone vends with the server's role
-        return None
-    return (credential.fields.get("details") or {}).get("role_arn") if credential.fields.get("kind") == \
-        "aws_iam_role" else None
 
 
 def _vend(vendor: CredentialVendor, location: str, access: Access, caller: Principal,

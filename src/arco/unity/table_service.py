@@ -146,9 +146,10 @@ class UnityTables:
         def build(state: CatalogState) -> dict[str, Any]:
             catalog = _catalog_to_create_in(state, caller, catalog_name, schema_name, "create tables")
             where = location
+            promotes = None
             if table_type == "MANAGED" and location:  # promoting a staging table: its id and location
-                staged = self._staged(state, catalog, schema_name, name, location)
-                ids["table"], where = staged.name, location
+                staged = self._staged(state, caller, catalog, schema_name, name, location)
+                ids["table"], where, promotes = staged.name, location, staged.name
             elif table_type == "MANAGED":
                 where = locations.allocate_table_location(state, catalog, (schema_name,), name, ids["table"])
             elif table_type == "EXTERNAL":
@@ -163,18 +164,26 @@ class UnityTables:
                     "comment": comment_of(body), "properties": properties_of(body.get("properties")),
                     "columns": columns, "view_definition": view_definition,
                     **({"view_dependencies": view_dependencies} if view_dependencies is not None else {}),
-                    "storage_credential_name": text_of(body, "storage_credential_name")}
+                    "storage_credential_name": text_of(body, "storage_credential_name"),
+                    **({"promotes": promotes} if promotes else {})}
 
         self.store.execute(build, principal=principal)
         with self.store.read() as state:
             return self.table_info(state.tables[ids["table"]], state)
 
     @staticmethod
-    def _staged(state: CatalogState, catalog: CatalogEntry, schema: str, name: str, location: str) -> Any:
+    def _staged(state: CatalogState, caller: Principal, catalog: CatalogEntry, schema: str, name: str,
+                location: str) -> Any:
+        """The staging table a managed table's create promotes: the one at ``location`` for the same catalog,
+        schema and name, which the caller created (its data is the caller's writing). The promotion removes it
+        (``promotes`` in the operation): from then on the storage is the table's, reached through its grants."""
         for staged in state.securables_of("staging_table"):
             f = staged.fields
             if f["location"] == location and f["catalog_id"] == catalog.id and \
                     f["schema"].casefold() == schema.casefold() and f["name"].casefold() == name.casefold():
+                who = subject_of(state, caller)
+                if not (can.admin(who) or can.owns(who, securable(state, "staging_table", staged))):
+                    raise denied(caller, f"create a table from staging table {staged.name} (only its creator may)")
                 return staged
         raise invalid("a managed table's storage_location must be empty, or the staging_location of a staging "
                       "table created for the same catalog, schema and name")
