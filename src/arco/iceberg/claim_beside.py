@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
@@ -48,8 +49,10 @@ class ClaimNotOwned(Exception):
 class ClaimGate:
     """The claim running beside the work, asked before the work's commit point."""
 
-    def __init__(self, claiming: Future[Claim]) -> None:
+    def __init__(self, claiming: Future[Claim], in_progress_timeout_s: float) -> None:
         self._claiming = claiming
+        self._started = time.monotonic()
+        self._suspect_after_s = in_progress_timeout_s / 2
 
     def wait(self) -> None:
         """Return once the marker is this request's; raise :class:`ClaimNotOwned` if it is not."""
@@ -67,6 +70,15 @@ class ClaimGate:
             return False
         return True
 
+    def shared(self) -> bool:
+        """Whether another request with the key may have held its marker while this work ran, and so may have
+        landed the change (the commit then looks for it in the base it would swap against, which is atomic with
+        the swap: :func:`arco.iceberg.commit._landed_elsewhere`). So it is when the claim took over a marker, and
+        once the work has run for half the in-progress timeout: a paused process (a stop, a VM freeze) may find
+        its marker taken over when it resumes. That assumes the servers' clocks agree within that half, since a
+        takeover reads the time the marker was claimed at. Ask it only once the claim holds."""
+        return self._claiming.result().took_over or time.monotonic() - self._started >= self._suspect_after_s
+
 
 def run_beside_claim(keyed: Keyed, work: Callable[[str, ClaimGate], Outcome], recover: Recover, *,
                      commit_route: bool = False) -> Outcome:
@@ -75,7 +87,7 @@ def run_beside_claim(keyed: Keyed, work: Callable[[str, ClaimGate], Outcome], re
     claiming = _CLAIMS.submit(contextvars.copy_context().run, functools.partial(keyed.markers.claim, wait=False),
                               keyed, recover)
     try:
-        outcome = work(keyed.tag, ClaimGate(claiming))
+        outcome = work(keyed.tag, ClaimGate(claiming, keyed.markers.in_progress_timeout_s))
     except Exception as exc:  # noqa: BLE001 - decided below, once the claim is known
         failure: Exception | None = exc
     except BaseException:
@@ -88,8 +100,8 @@ def run_beside_claim(keyed: Keyed, work: Callable[[str, ClaimGate], Outcome], re
     except KeyInFlight:
         claim = keyed.markers.claim(keyed, recover)  # waits for it; its error (503 still in flight) is the answer
         if claim.replay is None:  # the other request's marker was released (it did not land): this one's now
-            return conclude(keyed, claim, recover, lambda: work(keyed.tag, ClaimGate(_resolved(claim))),
-                            commit_route=commit_route)
+            gate = ClaimGate(_resolved(claim), keyed.markers.in_progress_timeout_s)
+            return conclude(keyed, claim, recover, lambda: work(keyed.tag, gate), commit_route=commit_route)
     if claim.replay is not None:
         return replayed(claim.replay)
     assert not isinstance(failure, ClaimNotOwned)  # the claim is this request's

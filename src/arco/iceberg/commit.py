@@ -37,6 +37,7 @@ import functools
 import time
 from typing import Any
 
+from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import AssertCreate
 
 from arco import optimistic
@@ -80,10 +81,12 @@ def parse_commit(body: Any) -> tuple[list[Any], list[Any]]:
 
 def commit_table(tables: TableService, catalog: CatalogEntry, namespace: NamespacePath, name: str, body: Any,
                  principal: str, source: dict[str, Any], tag: str | None = None,
-                 who: Principal | None = None, gate: ClaimGate | None = None) -> CommitResult:
+                 who: Principal | None = None, gate: ClaimGate | None = None,
+                 replayable: bool = False) -> CommitResult:
     """Commit one table; ``tag`` (an Idempotency-Key hash) goes where recovery finds it (the new metadata file's
     name, or the group record of a grouped commit); ``gate``, the key's claim running beside, must hold before the
-    CAS. Requests that meet in this process go as one group commit."""
+    CAS; ``replayable``: the tag is an Idempotency-Key's (so it is with a gate). Requests that meet in this process
+    go as one group commit."""
     requirements, updates = parse_commit(body)
     if any(isinstance(r, AssertCreate) for r in requirements):
         if gate is not None:
@@ -106,7 +109,7 @@ def commit_table(tables: TableService, catalog: CatalogEntry, namespace: Namespa
     request = CommitRequest(entry, namespace, name, requirements, updates, principal, source, tag,
                             identifier_of(catalog, namespace, name), catalog=catalog,
                             unconfirmed_since=tables.store.scope_start() if unconfirmed else None, view=view,
-                            gate=gate)
+                            gate=gate, replayable=replayable or gate is not None)
     try:
         landed: Landed = tables.committer.submit(entry.id, request, lambda batch: commit_batch(tables, batch))
     except (optimistic.StaleView, NameMoved, NotLanded):
@@ -199,9 +202,13 @@ def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> 
             stale = [p for p in unconfirmed if p not in moved and not _view_holds(tables, p.item)]
             confirmed.update(id(p) for p in unconfirmed)
             unclaimed = [p for p in tried.accepted if p.item.gate is not None and not p.item.gate.holds()]
-            if moved or stale or unclaimed:  # those go the long way (the name names another table, or none; or
-                # their grants may have changed) or are answered by their claim: nothing of theirs lands, and the
-                # rest try again
+            elsewhere = [] if unclaimed else _landed_elsewhere(tables, table_uuid, tried, base_location, base)
+            if moved or stale or unclaimed or elsewhere:  # those go the long way (the name names another table, or
+                # none; or their grants may have changed), are answered by their claim, or landed through another
+                # request with their key: nothing of theirs lands (again), and the rest try again
+                for pending, location in elsewhere:
+                    pending.succeed(Landed(CommitResult(location, tables.files.read(location)), location,
+                                           changed=False))  # that request's receipt is the commit's
                 for pending in moved:
                     pending.fail(NameMoved(f"{'.'.join((*pending.item.namespace, pending.item.name))} moved"))
                 for pending in stale:
@@ -269,6 +276,46 @@ def _still_named(tables: TableService, request: CommitRequest) -> bool:
     return now is not None and now.id == request.entry.id
 
 
+def _landed_elsewhere(tables: TableService, table_uuid: str, tried: Attempt, base_location: str,
+                      base: TableMetadata) -> list[tuple[Pending[CommitRequest], str]]:
+    """Members whose change another request with their Idempotency-Key has landed already (a retry that took the
+    marker over while this one was paused, say), with the file it landed in: found in the base this try would swap
+    against, so no swap can land the change a second time. File names carry a tag, which costs nothing to look
+    for; a group's record is read only where the member's claim may have been shared (ClaimGate.shared)."""
+    found: list[tuple[Pending[CommitRequest], str]] = []
+    history: list[str] | None = None
+    for pending in tried.accepted:
+        request = pending.item
+        if not request.replayable or request.tag is None:
+            continue
+        if history is None:
+            history = history_of(base_location, base)
+        in_groups = request.gate is None or request.gate.shared()
+        location = find_tag(tables, table_uuid, history, request.tag, in_groups=in_groups)
+        if location is not None:
+            found.append((pending, location))
+    return found
+
+
+def history_of(location: str, metadata: TableMetadata) -> list[str]:
+    """A table's metadata files, newest first: the current one, then its metadata log's."""
+    return [location, *(entry.metadata_file for entry in reversed(metadata.metadata_log))]
+
+
+def find_tag(tables: TableService, table_uuid: str, history: list[str], tag: str, *,
+             in_groups: bool = True) -> str | None:
+    """The file of ``history`` the commit tagged ``tag`` wrote: by the tag in its name, or (``in_groups``) in the
+    record of a group's file."""
+    for candidate in history:
+        if carries_tag(candidate, tag):
+            return candidate
+        if in_groups and is_group_file(candidate):
+            record = tables.groups.read(table_uuid, candidate)
+            if record is not None and record.member_of(tag) is not None:
+                return candidate
+    return None
+
+
 def _landed(tables: TableService, attempt: Attempt, current_location: str) -> bool:
     return attempt.landed_in(current_location, tables.files.read(current_location))
 
@@ -300,12 +347,4 @@ def landed_location(tables: TableService, table_uuid: str, tag: str) -> str | No
     if current is None:
         return None
     location = current.pointer.current_metadata_location
-    history = [location, *(entry.metadata_file for entry in reversed(tables.files.read(location).metadata_log))]
-    for candidate in history:
-        if carries_tag(candidate, tag):
-            return candidate
-        if is_group_file(candidate):
-            record = tables.groups.read(table_uuid, candidate)
-            if record is not None and record.member_of(tag) is not None:
-                return candidate
-    return None
+    return find_tag(tables, table_uuid, history_of(location, tables.files.read(location)), tag)

@@ -50,6 +50,9 @@ class CommitRequest:
     # The request's Idempotency-Key claim, when it runs beside the commit: the batch asks it before the CAS, and a
     # member whose claim is not its own fails with ClaimNotOwned (its answer is the claim's).
     gate: ClaimGate | None = None
+    # The tag is an Idempotency-Key's: another request with the key (a retry that took the marker over) may land
+    # the same change, which this one must then not apply again (arco.iceberg.commit._landed_elsewhere).
+    replayable: bool = False
 
     def member(self) -> GroupMember:
         return GroupMember(self.tag, self.principal, self.source, [str(u.action) for u in self.updates])

@@ -178,6 +178,9 @@ class Claim:
     version: str | None = None
     marker: Marker | None = None
     replay: Marker | None = None
+    # The marker was another request's, taken over (it timed out, or its attempt ended): that request may have
+    # landed the change meanwhile (arco.iceberg.claim_beside.ClaimGate.shared).
+    took_over: bool = False
 
 
 Recover = Callable[[Marker], Outcome | None]
@@ -262,7 +265,8 @@ class IdempotencyMarkers:
                                   headers={"Retry-After": str(retry_after)})
             taken = self.storage.put(storage_key, fresh.to_bytes(), MatchesVersion(found.version))
             if taken.ok:
-                return Claim(storage_key, version=taken.version, marker=fresh)  # type: ignore[union-attr]
+                return Claim(storage_key, version=taken.version, marker=fresh,  # type: ignore[union-attr]
+                             took_over=True)
         raise ServiceUnavailable("the Idempotency-Key marker is contended; retry", headers={"Retry-After": "1"})
 
     def _await_change(self, storage_key: str, version: str) -> None:

@@ -256,7 +256,7 @@ class Mutations:
         def work(tag: str | None) -> Outcome:
             with metrics.counted_commit():
                 transaction_commit.commit_transaction(self.tables, catalog, body, caller.principal, caller.source,
-                                                      tag, caller.who)
+                                                      tag, caller.who, replayable=caller.key is not None)
             return Outcome(204)
 
         namespace, name, _ = parse_table_changes(body)[0]

@@ -16,7 +16,7 @@ from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry
 from arco.events import after_answer
 from arco.events.receipts import IcebergReceiptKind, write_iceberg_receipt
 from arco.iceberg import commit_rules, table_requirements
-from arco.iceberg.commit import commit_table, identifier_of, parse_commit
+from arco.iceberg.commit import commit_table, find_tag, history_of, identifier_of, parse_commit
 from arco.iceberg.errors import BadRequest, CommitFailed, NoSuchTable
 from arco.iceberg.file_names import attempt_part, metadata_file_location, metadata_sequence
 from arco.iceberg.tables import TableService, pointer_for
@@ -26,12 +26,15 @@ MAX_COMMIT_ATTEMPTS = 10
 
 
 def commit_transaction(tables: TableService, catalog: CatalogEntry, body: Any, principal: str,
-                       source: dict[str, Any], tag: str | None = None, who: Principal | None = None) -> None:
-    """All table changes or none; see :mod:`arco.iceberg.transactions` for how."""
+                       source: dict[str, Any], tag: str | None = None, who: Principal | None = None,
+                       replayable: bool = False) -> None:
+    """All table changes or none; see :mod:`arco.iceberg.transactions` for how. ``replayable``: the tag is an
+    Idempotency-Key's, so another request with the key may have committed the transaction already (a retry that
+    took the marker over while this one was paused): then nothing is applied a second time."""
     changes = parse_table_changes(body)
     if len(changes) == 1:
         namespace, name, change = changes[0]
-        commit_table(tables, catalog, namespace, name, change, principal, source, tag, who)
+        commit_table(tables, catalog, namespace, name, change, principal, source, tag, who, replayable=replayable)
         return
     parsed = [(namespace, name, *parse_commit(change)) for namespace, name, change in changes]
     if any(isinstance(r, AssertCreate) for _, _, requirements, _ in parsed for r in requirements):
@@ -40,8 +43,12 @@ def commit_transaction(tables: TableService, catalog: CatalogEntry, body: Any, p
     identities = {entry.id: identifier_of(catalog, namespace, name)
                   for entry, (namespace, name, _, _) in zip(entries, parsed, strict=True)}
     for _ in range(MAX_COMMIT_ATTEMPTS):
-        prepared = [prepare_change(tables, entry, namespace, name, requirements, updates, source, tag)
-                    for entry, (namespace, name, requirements, updates) in zip(entries, parsed, strict=True)]
+        try:
+            prepared = [prepare_change(tables, entry, namespace, name, requirements, updates, source, tag,
+                                       replayable)
+                        for entry, (namespace, name, requirements, updates) in zip(entries, parsed, strict=True)]
+        except _AlreadyCommitted:
+            return  # the files an earlier table's preparation wrote meanwhile are garbage collection's
         changed = [change for change in prepared if change.changed]  # receipts record changes, not requests
         for change in changed:
             write_change_receipt(tables, "pending", change, identities[change.entry.id])
@@ -59,19 +66,29 @@ class PreparedCommit(PreparedChange):
     changed: bool = True  # False: the table's updates changed nothing, so no file was written
 
 
+class _AlreadyCommitted(Exception):
+    """A table's base carries the transaction's Idempotency-Key tag: another request with the key committed it."""
+
+
 def prepare_change(tables: TableService, entry: TableEntry, namespace: NamespacePath, name: str,
                    requirements: list[Any], updates: list[Any], source: dict[str, Any],
-                   tag: str | None = None) -> PreparedCommit:
+                   tag: str | None = None, replayable: bool = False) -> PreparedCommit:
     """Steps 2-7: the current pointer, the base metadata, the checks, the new metadata file written.
 
     A table whose updates change nothing gets no file: it stays at its base, and it still takes part in the commit
-    point (its pointer is marked like the others'), so its requirements hold there too."""
+    point (its pointer is marked like the others'), so its requirements hold there too. A base that already
+    carries a ``replayable`` tag raises :class:`_AlreadyCommitted`: the commit point marks the pointer at the
+    version read here, so no mark can land the transaction a second time. (A transaction's files carry the tag
+    in their names: it is never part of a group.)"""
     commit_rules.check_guardrails(updates, allowed_location=entry.location)
     current = tables.resolver.for_write(entry.id)
     if current is None or current.pointer.dropped:
         raise NoSuchTable(f"Table does not exist: {'.'.join((*namespace, name))}")
     base_location = current.pointer.current_metadata_location
     base = tables.files.read_base(base_location)
+    if replayable and tag is not None and find_tag(tables, entry.id, history_of(base_location, base), tag,
+                                                    in_groups=False) is not None:
+        raise _AlreadyCommitted()
     table_requirements.check_requirements(requirements, base)
     running, changed = commit_rules.apply_member_updates(base, updates)
     if not changed:

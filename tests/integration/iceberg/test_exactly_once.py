@@ -488,3 +488,72 @@ def test_retry_after_for_a_marker_from_a_clock_ahead_is_at_most_the_in_progress_
     with pytest.raises(KeyInFlight) as busy:
         markers.claim(keyed, lambda marker: None)
     assert 1 <= int(busy.value.headers["Retry-After"]) <= 30
+
+
+# -- a paused holder resumes after its marker was taken over -------------------------------------------------------
+
+
+def _paused_then_taken_over(harness: Harness, first: Callable[[Harness], object],
+                            retry_then_later: Callable[[Harness], None]) -> object:
+    """``first`` (its key's marker claimed, its files written) is held at its first pointer write, as a process
+    stopped there would be, past the in-progress timeout; meanwhile ``retry_then_later`` runs on another server
+    (the same key, taking the marker over, then another commit); then the first resumes. Its answer."""
+    held = HeldPuts(harness.storage.inner, f"{POINTERS}/*")
+    harness.storage.inner = held  # type: ignore[assignment]
+    answer: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            answer["first"] = first(harness)
+        except BaseException as exc:  # noqa: BLE001 - looked at below
+            answer["first"] = exc
+
+    paused = threading.Thread(target=run)
+    paused.start()
+    assert held.reached.wait(10)
+    time.sleep(TIMEOUT * 1.5)  # the marker is stale: a retry may take it over
+    retry_then_later(harness.reopen())
+    held.release()
+    paused.join(30)
+    return answer["first"]
+
+
+def test_a_commit_resumed_after_its_marker_was_taken_over_does_not_land_again(table: Harness) -> None:
+    """The retry that took the marker over landed the change, and a later commit followed; the first request,
+    resumed, finds its key's change in the base it would swap against and answers with it, instead of applying
+    it a second time over the later commit."""
+    key = str(uuid7())
+    answers: dict[str, Outcome] = {}
+
+    def retry_then_later(other: Harness) -> None:
+        answers["retry"] = commit(other, set_property("from-retry"), key, timeout=TIMEOUT)
+        answers["later"] = commit(other, set_property("later"), str(uuid7()), timeout=TIMEOUT)
+
+    first = _paused_then_taken_over(table, lambda h: commit(h, set_property("from-retry"), key, timeout=TIMEOUT),
+                                    retry_then_later)
+    after = table.reopen()
+    versions = history(after)
+    assert [carries_tag(v, key_tag(key)) for v in versions] == [False, True, False]  # later, the key's, create
+    assert after.tables.load(after.catalog, ("db",), "t").metadata.properties["counter"] == "later"
+    assert isinstance(first, Outcome) and first.metadata_location == answers["retry"].metadata_location
+
+
+def test_a_transaction_resumed_after_its_marker_was_taken_over_does_not_land_again(harness: Harness) -> None:
+    _two_tables(harness)
+    key = str(uuid7())
+    answers: dict[str, Outcome] = {}
+
+    def retry_then_later(other: Harness) -> None:
+        answers["retry"] = _transaction(other, caller(key))
+        for name in ("a", "b"):
+            other.mutations(TIMEOUT).commit_table(other.catalog, ("db",), name, {
+                "requirements": [], "updates": [{"action": "set-properties", "updates": {"txn": "later"}}]},
+                caller())
+
+    first = _paused_then_taken_over(harness, lambda h: _transaction(h, caller(key)), retry_then_later)
+    after = harness.reopen()
+    assert isinstance(first, Outcome) and first.status == answers["retry"].status == 204
+    for name in ("a", "b"):
+        versions = history(after, name)
+        assert sum(carries_tag(v, key_tag(key)) for v in versions) == 1, versions
+        assert after.tables.load(after.catalog, ("db",), name).metadata.properties["txn"] == "later"
