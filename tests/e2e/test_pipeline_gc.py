@@ -70,12 +70,17 @@ def test_gc_removes_exactly_the_eligible_files(spark: SparkSession, server: Runn
     plain_dir = py.load_table("g.plain").metadata.location.removeprefix("file://") + "/metadata/"
     orphan = Path(plain_dir) / "00007-lostrace.metadata.json"
     orphan.write_bytes(Path(py.load_table("g.plain").metadata_location.removeprefix("file://")).read_bytes())
-    [landed_marker] = [m.key for m in storage.list(f"_catalog/iceberg_idempotency/{plain_uuid}/")]  # the keyed commit
+    [landed_marker] = [m.key for m in storage.list("_catalog/iceberg_idempotency/")]  # the keyed commit's
     landed = orjson.loads(storage.get(landed_marker).data)
+    assert landed["subject"] == plain_uuid and landed_marker.startswith("_catalog/iceberg_idempotency/catalog-")
     storage.put(landed_marker, orjson.dumps({**landed, "status": "IN_PROGRESS", "started_at_ms": 1}))
     stale_key = str(uuid7())
-    stale = marker_key(plain_uuid, hashlib.sha256(stale_key.encode()).hexdigest())
-    storage.put(stale, orjson.dumps({"status": "IN_PROGRESS", "idempotency_key": stale_key,
+    stale = marker_key(landed_marker.split("/")[2], hashlib.sha256(stale_key.encode()).hexdigest())
+    storage.put(stale, orjson.dumps({"status": "IN_PROGRESS", "idempotency_key": stale_key, "subject": plain_uuid,
+                                     "operation": "updateTable", "request_hash": "x", "started_at_ms": 1}))
+    legacy_key = str(uuid7())  # scoped by its table, as commits' markers were before they were the catalog's
+    legacy = marker_key(plain_uuid, hashlib.sha256(legacy_key.encode()).hexdigest())
+    storage.put(legacy, orjson.dumps({"status": "IN_PROGRESS", "idempotency_key": legacy_key,
                                      "operation": "updateTable", "request_hash": "x", "started_at_ms": 1}))
 
     # Server-side scan plans: one that has expired by then (record and task file go), one that has not.

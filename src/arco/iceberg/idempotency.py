@@ -134,6 +134,9 @@ class Marker:
     finished_at_ms: int | None = None
     retryable_at_ms: int | None = None  # the attempt ended without landing: a retry may take over at once
     principal: str | None = None  # who claimed it (None: a marker written before callers were recorded)
+    # The table whose history holds the change when it lands (a commit's marker is the catalog's, like every
+    # other, so that a retry after the name moved to another table finds it): where recovery looks.
+    subject: str | None = None
 
     def to_bytes(self) -> bytes:
         # orjson writes the nested Outcome dataclass itself: no deep copy through dataclasses.asdict per write.
@@ -163,6 +166,7 @@ class Keyed:
     request_hash: str
     tier1_seq: int | None = None
     principal: str | None = None  # the caller: a key is one caller's; another's same key is not a replay
+    subject: str | None = None  # the table whose history the work lands in (Marker.subject)
 
     @property
     def tag(self) -> str:
@@ -218,7 +222,7 @@ class IdempotencyMarkers:
         waited for (up to ``in_flight_wait_s``) if ``wait``, else :class:`KeyInFlight` is raised at once."""
         storage_key = marker_key(keyed.scope, keyed.tag)
         fresh = Marker("IN_PROGRESS", keyed.key, keyed.operation, keyed.request_hash, _now_ms(), keyed.tier1_seq,
-                       principal=keyed.principal)
+                       principal=keyed.principal, subject=keyed.subject)
         waited = not wait
         for _ in range(MAX_CLAIM_ATTEMPTS):
             try:

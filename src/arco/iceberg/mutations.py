@@ -54,6 +54,11 @@ class Caller:
     who: Principal | None = None  # the caller's identity, for decisions about locations it names
 
 
+def catalog_scope(catalog: CatalogEntry) -> str:
+    """Where a catalog's Idempotency-Key markers live: one key names one request in the catalog, whatever it is."""
+    return f"catalog-{catalog.id}"
+
+
 class Mutations:
     def __init__(self, store: CatalogStore, namespaces: NamespaceService, tables: TableService,
                  markers: IdempotencyMarkers) -> None:
@@ -65,13 +70,13 @@ class Mutations:
     # -- keys ------------------------------------------------------------------------------------------------
 
     def _catalog_keyed(self, caller: Caller, catalog: CatalogEntry, operation: str, target: str,
-                       body: Any) -> Keyed | None:
+                       body: Any, subject: str | None = None) -> Keyed | None:
         if caller.key is None:
             return None
         key = check_key(caller.key)
         self.store.ensure_fresh()
-        return Keyed(self.markers, f"catalog-{catalog.id}", key, operation, request_hash(operation, target, body),
-                     tier1_seq=self.store.seq, principal=caller.principal)
+        return Keyed(self.markers, catalog_scope(catalog), key, operation, request_hash(operation, target, body),
+                     tier1_seq=self.store.seq, principal=caller.principal, subject=subject)
 
     def _tier1_recovery(self, outcome_of: Callable[[dict[str, Any]], Outcome]) -> Recover:
         def recover(marker: Marker) -> Outcome | None:
@@ -206,8 +211,8 @@ class Mutations:
                 pass  # the name names another table (or none) now: its marker is released; go the long way
         self.store.confirm_view()
         entry = self.tables.entry(catalog, namespace, name)
-        keyed = Keyed(self.markers, entry.id, key, "updateTable", request_hash("updateTable", target, body),
-                      principal=caller.principal)
+        keyed = Keyed(self.markers, catalog_scope(catalog), key, "updateTable",
+                      request_hash("updateTable", target, body), principal=caller.principal, subject=entry.id)
         return run_beside_claim(keyed, work, self._commit_recovery(entry.id), commit_route=True)
 
     def _keyed_commit_of_known_table(self, catalog: CatalogEntry, namespace: NamespacePath, name: str,
@@ -237,13 +242,13 @@ class Mutations:
                     raise _MovedUnderKey() from None
                 raise
 
-        keyed = Keyed(self.markers, known.id, key, "updateTable", request_hash("updateTable", target, body),
-                      principal=principal)
+        keyed = Keyed(self.markers, catalog_scope(catalog), key, "updateTable",
+                      request_hash("updateTable", target, body), principal=principal, subject=known.id)
         return run_beside_claim(keyed, work_on_known, self._commit_recovery(known.id), commit_route=True)
 
     def _commit_recovery(self, table_uuid: str) -> Recover:
-        def recover(marker: Marker) -> Outcome | None:
-            location = commit.landed_location(self.tables, table_uuid, marker.hashed_key)
+        def recover(marker: Marker) -> Outcome | None:  # the marker's table: the name may name another one now
+            location = commit.landed_location(self.tables, marker.subject or table_uuid, marker.hashed_key)
             return Outcome(200, metadata_location=location) if location is not None else None
 
         return recover
@@ -271,7 +276,7 @@ class Mutations:
 
                 return settle_unkeyed(landed, exc, "commitTransaction")
         recover_first = self._commit_recovery(first.id)
-        keyed = self._catalog_keyed(caller, catalog, "commitTransaction", "", body)
+        keyed = self._catalog_keyed(caller, catalog, "commitTransaction", "", body, subject=first.id)
         return run_once(keyed, work, lambda marker: Outcome(204) if recover_first(marker) is not None else None,
                         commit_route=True)
 

@@ -119,6 +119,8 @@ def marker_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> l
 
 def _landed(service: TableService, key: str, marker: Marker) -> bool:
     scope = key[len(MARKERS):].split("/", 1)[0]
+    if marker.subject is not None:  # a commit's: its change lands in that table's history
+        return landed_location(service, marker.subject, marker.hashed_key) is not None
     if scope.startswith("catalog-"):
         return service.store.find_request(marker.tier1_seq or 0, marker.hashed_key) is not None
     return landed_location(service, scope, marker.hashed_key) is not None

@@ -557,3 +557,28 @@ def test_a_transaction_resumed_after_its_marker_was_taken_over_does_not_land_aga
         versions = history(after, name)
         assert sum(carries_tag(v, key_tag(key)) for v in versions) == 1, versions
         assert after.tables.load(after.catalog, ("db",), name).metadata.properties["txn"] == "later"
+
+
+def test_a_commit_s_key_names_one_request_in_the_catalog_whatever_its_table_is_now(table: Harness) -> None:
+    """The retry of a commit whose table was renamed away (and the name given to a new table) is answered as the
+    first request was, and changes neither table; the same key with another table's commit, or on another route,
+    is a conflict."""
+    key = str(uuid7())
+    first = commit(table, set_property("1"), key)
+    mutations = table.mutations()
+    mutations.rename_table(table.catalog, {"source": {"namespace": ["db"], "name": "t"},
+                                           "destination": {"namespace": ["db"], "name": "old"}},
+                           (("db",), "t"), (("db",), "old"), caller())
+    table.create_table("t")
+    fresh = history(table)
+    again = commit(table.reopen(), set_property("1"), key)
+    assert again == first and history(table.reopen()) == fresh
+    assert history(table, "old")[0] == first.metadata_location
+    table.create_table("u")
+    for elsewhere in (lambda: table.mutations().commit_table(table.catalog, ("db",), "u", set_property("2"),
+                                                             caller(key)),
+                      lambda: table.mutations().create_namespace(table.catalog, {"namespace": ["k"]}, caller(key))):
+        with pytest.raises(CommitFailed):
+            elsewhere()
+    assert "counter" not in table.tables.load(table.catalog, ("db",), "u").metadata.properties
+    assert not _has_namespace(table, ("k",))
