@@ -28,6 +28,8 @@ def test_policy_comes_from_table_properties() -> None:
     assert policy_of({})["enabled"] and policy_of({})["min_input_files"] == 5
     custom = policy_of({"maintenance.enabled": "false", "history.expire.min-snapshots-to-keep": "3"})
     assert not custom["enabled"] and custom["min_snapshots_to_keep"] == 3
+    with pytest.raises(ValueError, match="history.expire.min-snapshots-to-keep is 'x'"):
+        policy_of({"history.expire.min-snapshots-to-keep": "x"})
 
 
 def test_maintain_compacts_small_files_and_keeps_the_rows(spark: SparkSession, tmp_path: Path) -> None:
@@ -37,10 +39,18 @@ def test_maintain_compacts_small_files_and_keeps_the_rows(spark: SparkSession, t
         py.create_namespace("m")
         small = py.create_table("m.small", SCHEMA, properties={"maintenance.rewrite.min-input-files": "2"})
         skipped = py.create_table("m.skipped", SCHEMA, properties={"maintenance.enabled": "false"})
+        # A name is the user's, never SQL: this one would have run the procedures on m.skipped.
+        injecting = py.create_table("m.skipped')--", SCHEMA)
+        quoted = py.create_table("m.it's", SCHEMA, properties={"history.expire.max-snapshot-age-ms": str(2**63 - 1)})
+        py.create_table("m.misconfigured", SCHEMA, properties={"maintenance.rewrite.min-input-files": "five"})
         for i in range(6):
             batch = pa.table({"id": pa.array([i], pa.int64()), "s": pa.array([f"v{i}"])})
             small.append(batch)
             skipped.append(batch)
+        injecting.append(pa.table({"id": pa.array([1], pa.int64()), "s": pa.array(["x"])}))
+        for _ in range(2):
+            quoted.append(pa.table({"id": pa.array([1], pa.int64()), "s": pa.array(["x"])}))
+        appended = {snapshot.snapshot_id for snapshot in quoted.refresh().metadata.snapshots}
         before_rows = sorted(py.load_table("m.small").scan().to_arrow().to_pylist(), key=lambda r: r["id"])
         before_files = len(py.load_table("m.small").inspect.files())
 
@@ -50,10 +60,14 @@ def test_maintain_compacts_small_files_and_keeps_the_rows(spark: SparkSession, t
         after = py.load_table("m.small")
         assert sorted(after.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == before_rows
         assert len(after.inspect.files()) < before_files == 6
-        assert not run.errors, run.errors
-        assert run.counts["tables_maintained"] == 1 and run.counts["tables_skipped_by_property"] == 1
-        assert run.counts["data_files_rewritten"] == 6 and not run.errors
+        # One table's bad setting is that table's failure, named; the others are maintained.
+        assert run.errors == ["main.m.misconfigured: table property maintenance.rewrite.min-input-files is 'five', "
+                              "not a whole number"]
+        assert run.counts["tables_maintained"] == 3 and run.counts["tables_skipped_by_property"] == 1
+        assert run.counts["tables_failed"] == 1 and run.counts["data_files_rewritten"] == 6
         assert len(py.load_table("m.skipped").inspect.files()) == 6
+        kept = {snapshot.snapshot_id for snapshot in py.load_table("m.it's").metadata.snapshots}
+        assert appended <= kept  # its age says never expire
         assert len(after.metadata.snapshots) == 1  # expired down to min-snapshots-to-keep
 
         storage = LocalBackend(warehouse)

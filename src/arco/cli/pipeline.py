@@ -141,4 +141,7 @@ def maintain(warehouse: str, storage_options: tuple[str, ...], master: str | Non
     spark = pipeline_session("maintain", master)
     with new_progress() as progress:
         run_maintain(spark, spec, run, table, progress=progress)
-    print_summary(run.finish(spec.open(), "failed" if run.counts.get("tables_failed") else "succeeded"), Console())
+    failed = run.counts.get("tables_failed", 0)
+    print_summary(run.finish(spec.open(), "failed" if failed else "succeeded"), Console())
+    if failed:  # a scheduler must see it: the run record and the summary above say which tables and why
+        raise click.ClickException(f"maintenance failed for {failed} table(s)")

@@ -36,13 +36,21 @@ DAY_MS = 24 * 3600 * 1000
 
 
 def policy_of(properties: dict[str, str]) -> dict[str, Any]:
-    """The maintenance a table asks for, from its properties (pure)."""
+    """The maintenance a table asks for, from its properties (pure); a property that is not a whole number is a
+    ValueError that names it."""
+    def number(key: str, default: int) -> int:
+        raw = properties.get(key, str(default))
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError(f"table property {key} is {raw!r}, not a whole number") from None
+
     return {
         "enabled": properties.get("maintenance.enabled", "true").lower() != "false",
-        "min_input_files": int(properties.get("maintenance.rewrite.min-input-files", "5")),
-        "max_snapshot_age_ms": int(properties.get("history.expire.max-snapshot-age-ms", str(5 * DAY_MS))),
-        "min_snapshots_to_keep": int(properties.get("history.expire.min-snapshots-to-keep", "1")),
-        "orphan_older_than_ms": int(properties.get("maintenance.orphan-files.older-than-ms", str(3 * DAY_MS))),
+        "min_input_files": number("maintenance.rewrite.min-input-files", 5),
+        "max_snapshot_age_ms": number("history.expire.max-snapshot-age-ms", 5 * DAY_MS),
+        "min_snapshots_to_keep": number("history.expire.min-snapshots-to-keep", 1),
+        "orphan_older_than_ms": number("maintenance.orphan-files.older-than-ms", 3 * DAY_MS),
     }
 
 
@@ -50,25 +58,35 @@ def _quoted(parts: list[str]) -> str:
     return ".".join(f"`{p.replace('`', '``')}`" for p in parts)
 
 
+def _literal(text: str) -> str:
+    """``text`` as a Spark SQL string literal: a name is the user's (it may hold a quote), never SQL."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def _timestamp(ms: float) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    """A Spark SQL timestamp; one before 1970 or past 9999 (an age of "forever", say) is clamped to them."""
+    clamped = min(max(ms, 0), _LAST_MS)
+    return datetime.fromtimestamp(clamped / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+_LAST_MS = datetime(9999, 12, 31, tzinfo=UTC).timestamp() * 1000
 
 
 def maintain_table(spark: Any, catalog: str, namespace: list[str], name: str, policy: dict[str, Any],
                    now_ms: float) -> dict[str, int]:
     """Run the procedures on one table through the Spark catalog ``catalog``; returns what they did."""
-    ident = f"{'.'.join(namespace)}.{name}"
+    ident = _literal(_quoted([*namespace, name]))  # the procedures parse it as an identifier, quotes and all
     table = f"{catalog}.{_quoted([*namespace, name])}"
     counts: dict[str, int] = {"data_files_before": spark.sql(f"SELECT count(*) FROM {table}.files").first()[0]}
     rewritten = spark.sql(
-        f"CALL {catalog}.system.rewrite_data_files(table => '{ident}', "
+        f"CALL {catalog}.system.rewrite_data_files(table => {ident}, "
         f"options => map('min-input-files', '{policy['min_input_files']}'))").first()
     counts["data_files_rewritten"] = int(rewritten["rewritten_data_files_count"])
     counts["data_files_added"] = int(rewritten["added_data_files_count"])
-    manifests = spark.sql(f"CALL {catalog}.system.rewrite_manifests(table => '{ident}')").first()
+    manifests = spark.sql(f"CALL {catalog}.system.rewrite_manifests(table => {ident})").first()
     counts["manifests_rewritten"] = int(manifests["rewritten_manifests_count"])
     expired = spark.sql(
-        f"CALL {catalog}.system.expire_snapshots(table => '{ident}', "
+        f"CALL {catalog}.system.expire_snapshots(table => {ident}, "
         f"older_than => TIMESTAMP '{_timestamp(now_ms - policy['max_snapshot_age_ms'])}', "
         f"retain_last => {policy['min_snapshots_to_keep']})").first()
     counts["data_files_deleted"] = int(expired["deleted_data_files_count"])
@@ -76,7 +94,7 @@ def maintain_table(spark: Any, catalog: str, namespace: list[str], name: str, po
     # Iceberg refuses to look at files younger than a day (they may belong to a write in flight): never ask it to.
     orphan_cutoff = min(now_ms - policy["orphan_older_than_ms"], time.time() * 1000 - DAY_MS)
     orphans = spark.sql(
-        f"CALL {catalog}.system.remove_orphan_files(table => '{ident}', "
+        f"CALL {catalog}.system.remove_orphan_files(table => {ident}, "
         f"older_than => TIMESTAMP '{_timestamp(orphan_cutoff)}')").collect()
     counts["orphan_files_removed"] = len(orphans)
     spark.sql(f"REFRESH TABLE {table}")
@@ -100,26 +118,26 @@ def run_maintain(spark: Any, spec: StorageSpec, run: Run, only_table: str | None
             pointer = pointers.load(entry.id)
             if pointer is None or pointer.pointer.dropped:
                 continue
-            policy = policy_of(dict(files.read(pointer.pointer.current_metadata_location).properties))
-            if not policy["enabled"]:
-                run.count("tables_skipped_by_property")
-                continue
-            # One Spark catalog per task: the REST client's headers are fixed when a catalog is first used.
-            catalog = f"arco_maintain_{index}"
-            conf = rest_catalog_conf(server.iceberg_uri, identifier["catalog"], server.token,
-                                     headers={PIPELINE_TASK_HEADER: f"{run.run_id}/{uuid7()}"})
-            spark.conf.set(f"spark.sql.catalog.{catalog}", ICEBERG_SPARK_CATALOG)
-            for key, value in conf.items():
-                spark.conf.set(f"spark.sql.catalog.{catalog}.{key}", value)
             try:
+                policy = policy_of(dict(files.read(pointer.pointer.current_metadata_location).properties))
+                if not policy["enabled"]:
+                    run.count("tables_skipped_by_property")
+                    continue
+                # One Spark catalog per task: the REST client's headers are fixed when a catalog is first used.
+                catalog = f"arco_maintain_{index}"
+                conf = rest_catalog_conf(server.iceberg_uri, identifier["catalog"], server.token,
+                                         headers={PIPELINE_TASK_HEADER: f"{run.run_id}/{uuid7()}"})
+                spark.conf.set(f"spark.sql.catalog.{catalog}", ICEBERG_SPARK_CATALOG)
+                for key, value in conf.items():
+                    spark.conf.set(f"spark.sql.catalog.{catalog}.{key}", value)
                 for name, value in maintain_table(spark, catalog, identifier["namespace"], identifier["name"],
                                                   policy, now_ms).items():
                     run.count(name, value)
                 run.count("tables_maintained")
             except Exception as exc:  # noqa: BLE001 - one table's failure is reported; the others still run
                 run.count("tables_failed")
-                run.errors.append(f"{identifier['catalog']}.{'.'.join(entry.namespace)}.{entry.name}: "
-                                  f"{str(exc).splitlines()[0][:500]}")
+                reason = (str(exc).splitlines() or [""])[0][:500] or type(exc).__name__
+                run.errors.append(f"{identifier['catalog']}.{'.'.join(entry.namespace)}.{entry.name}: {reason}")
             if progress is not None:
                 progress.update(task, advance=1)
     return run.counts
