@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from arco import metrics
-from arco.storage.base import DoesNotExist, MatchesVersion, NotFound, StorageBackend, WriteResult
+from arco.storage.base import DoesNotExist, MatchesVersion, NotFound, StorageBackend, StorageError, WriteResult
 
 POINTER_FORMAT_VERSION = 1
 POINTERS = "_catalog/iceberg_pointers"
@@ -187,10 +187,26 @@ class PointerStore:
             self.forget(pointer.table_uuid)  # it changed under us: the next reader reads it afresh
         return written
 
-    def create_or_revive(self, pointer: TablePointer) -> bool:
-        """Create the pointer, or replace a tombstone of the same uuid by CAS (the files of a dropped table or view
-        registered again); False if a live pointer of that uuid exists, or the tombstone changed under us."""
-        if self.create(pointer).ok:
-            return True
+    def create_or_revive(self, pointer: TablePointer,
+                         orphaned: Callable[[VersionedPointer], bool] = lambda _: False) -> str | None:
+        """Create the pointer, or replace by CAS a tombstone of the same uuid (the files of a dropped table or view
+        registered again) or a live pointer ``orphaned`` says nothing names; the version written, or None if a
+        live pointer of that uuid exists, or the one replaced changed under us."""
+        created = self.create(pointer)
+        if created.ok:
+            return created.version
         existing = self.load(pointer.table_uuid)
-        return existing is not None and existing.pointer.dropped and self.swap(existing.version, pointer).ok
+        if existing is None or not (existing.pointer.dropped or orphaned(existing)):
+            return None
+        swapped = self.swap(existing.version, pointer)
+        return swapped.version if swapped.ok else None
+
+    def withdraw(self, pointer: TablePointer, version: str) -> None:
+        """Mark dropped a pointer this process wrote at ``version`` for a registration the catalog then refused
+        (nothing names it, and a live pointer would refuse every later registration of its files): only if it is
+        still at that version, and best effort (a pointer left live is one :meth:`create_or_revive` may take over
+        once it is old)."""
+        try:
+            self.swap(version, pointer.with_changes(dropped=True))
+        except StorageError:
+            pass

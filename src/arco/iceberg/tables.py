@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -101,6 +102,25 @@ def pointer_for(table_uuid: str, location: str, metadata: TableMetadata, previou
         previous_metadata_location=previous,
         updated_by=updated_by,
     )
+
+
+# A live pointer that no catalog entry names and nothing wrote for this long is an interrupted registration's.
+ORPHANED_POINTER_AGE_S = 3600
+
+
+def execute_or_withdraw(store: CatalogStore, pointers: PointerStore, pointer: TablePointer, written: str,
+                        build: Callable[[CatalogState], dict[str, Any]], **kwargs: Any) -> None:
+    """The Tier 1 operation that names a pointer just written (the commit point of a create or registration); if
+    the catalog refuses it (the name taken meanwhile, say), the pointer is withdrawn again, so that nothing is
+    left that would refuse the next registration of the same files. A storage fault leaves it: the operation may
+    have landed."""
+    try:
+        store.execute(build, **kwargs)
+    except (CatalogError, IcebergError) as exc:
+        refusal = exc if isinstance(exc, IcebergError) else None
+        if refusal is None or 400 <= refusal.status < 500:
+            pointers.withdraw(pointer, written)
+        raise
 
 
 class TableService:
@@ -297,7 +317,9 @@ class TableService:
                         self.files.discard(location)
                     raise
             pointer = pointer_for(table_uuid, location, metadata, None, source)
-            if not self.pointers.create_or_revive(pointer):  # a dropped table's files may be registered again
+            # A dropped table's files may be registered again; so may those of a registration that was interrupted.
+            written = self.pointers.create_or_revive(pointer, orphaned=self.orphaned_pointer)
+            if written is None:
                 raise AlreadyExists(f"a table with uuid {table_uuid} already exists")
         finally:
             side_writes.settle(pending)
@@ -310,9 +332,19 @@ class TableService:
                     "owner": principal, "managed": placement.managed, "properties": {},
                     "metadata_location": location}
 
-        self.store.execute(build, principal=principal, request=tag, source=source)
+        execute_or_withdraw(self.store, self.pointers, pointer, written, build, principal=principal, request=tag,
+                            source=source)
         # Best effort, after the answer (arco.events.after_answer): the reconciler backfills a missing one.
         after_answer.write_later(functools.partial(write_iceberg_receipt, self.storage, "committed", **receipt))
+
+    def orphaned_pointer(self, existing: VersionedPointer) -> bool:
+        """A live pointer no catalog entry names, last written long ago: a registration (or create) interrupted
+        between its pointer and its catalog entry. Never a fresh one, which may be a registration in flight."""
+        old = time.time() * 1000 - existing.pointer.updated_at_ms > ORPHANED_POINTER_AGE_S * 1000
+        if not old:
+            return False
+        with self.store.read() as state:
+            return existing.pointer.table_uuid not in state.tables
 
     def register(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any], principal: str,
                  source: dict[str, Any], tag: str | None = None,

@@ -46,7 +46,7 @@ from arco.iceberg.paging import page
 from arco.iceberg.placement import Placement
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer, in_read_window
 from arco.iceberg.run_once import run_once
-from arco.iceberg.tables import TableService, drop_entry
+from arco.iceberg.tables import TableService, drop_entry, execute_or_withdraw
 from arco.storage.base import StorageBackend
 from arco.storage.urls import within
 
@@ -166,7 +166,8 @@ class ViewService:
                    "previous_metadata_location": None, "source": source, "identifier": identity}
         write_view_receipt(self.storage, "pending", **receipt)
         pointer = TablePointer(table_uuid=view_uuid, current_metadata_location=metadata_location, updated_by=source)
-        if not self.pointers.create_or_revive(pointer):  # a dropped view's files may be registered again
+        written = self.pointers.create_or_revive(pointer)  # a dropped view's files may be registered again
+        if written is None:
             raise AlreadyExists(f"a view with uuid {view_uuid} already exists")
 
         def build(state: CatalogState) -> dict[str, Any]:
@@ -180,7 +181,8 @@ class ViewService:
                     "owner": principal, "managed": placement.managed, "properties": {},
                     "metadata_location": metadata_location}
 
-        self.store.execute(build, principal=principal, request=tag, source=source)
+        execute_or_withdraw(self.store, self.pointers, pointer, written, build, principal=principal, request=tag,
+                            source=source)
         write_view_receipt(self.storage, "committed", **receipt)
 
     def register(self, catalog: CatalogEntry, namespace: NamespacePath, body: dict[str, Any], principal: str,
