@@ -13,7 +13,9 @@ DEFAULT_WAREHOUSE = "warehouse"  # relative to the working directory, like a pro
 # AWS STS AssumeRole accepts 900-43200 seconds, and SeaweedFS's STS enforces the same bounds.
 VENDING_MIN_LIFETIME_S = 900
 VENDING_MAX_LIFETIME_S = 43200
-VENDING_AZURE_SAS_SCOPES = ("directory", "container")
+# "container-unsafe": a container SAS also for the warehouse's own container, which reaches the catalog itself
+# (arco.vending.azure): for a single-user development setup or an emulator, never where grants matter.
+VENDING_AZURE_SAS_SCOPES = ("directory", "container", "container-unsafe")
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """PyIceberg on an Azure warehouse in Azurite, holding no account key: only the SAS token Arco vends.
 
 Azurite accepts container SAS tokens but not directory ones (``sr=d``), so the server runs with
-``--vending-azure-sas-scope container`` here; the permissions (read vs read-write) and expiry are Azurite's to
-enforce, and it does.
+``--vending-azure-sas-scope container-unsafe`` here (the tables are in the warehouse's container, which the safe
+``container`` scope never signs for: tests/integration/vending/test_vending_azure.py); the permissions (read vs
+read-write) and expiry are Azurite's to enforce, and it does.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def server(azurite_server: emulators.AzureServer, tmp_path_factory: pytest.TempP
     # abfs://container/...: the spelling PyIceberg's Arrow FileIO reads; table locations follow the warehouse's.
     with arco_server(f"abfs://{container}/wh", workdir, admin_token=ARCO_TOKEN, extra_args=(
             f"--storage-option=adls.connection-string={azurite_server.connection_string}",
-            "--vending-azure-sas-scope", "container")) as running:
+            "--vending-azure-sas-scope", "container-unsafe")) as running:
         running.warehouse = f"abfs://{container}/wh"  # type: ignore[attr-defined]
         yield running
 

@@ -66,7 +66,9 @@ def cli() -> None:
 @click.option("--vending-azure-sas-scope", envvar="ARCO_VENDING_AZURE_SAS_SCOPE", show_envvar=True,
               default="directory", show_default=True, type=click.Choice(VENDING_AZURE_SAS_SCOPES),
               help="Azure SAS per table directory (ADLS Gen2 accounts) or per container (covers the whole "
-                   "container; for flat-namespace accounts).")
+                   "container; for flat-namespace accounts; never the warehouse's own container). "
+                   "container-unsafe also signs one for the warehouse's container, which lets any grantee read "
+                   "and rewrite the catalog and act as anyone: for a single-user setup or an emulator only.")
 @click.option("--vending-gcs-credentials-file", envvar="ARCO_VENDING_GCS_CREDENTIALS_FILE", show_envvar=True,
               default=None, type=click.Path(dir_okay=False),
               help="Service-account key whose tokens are downscoped per table [default: Application Default "
@@ -159,6 +161,10 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
     except StorageError as exc:
         raise click.ClickException(f"cannot open the warehouse {settings.warehouse_display()}: {exc}") from exc
     click.echo(startup_banner(settings, generated, env_token_set=bool(env_token)), err=True)
+    if settings.vending_azure_sas_scope == "container-unsafe":
+        click.echo("WARNING: --vending-azure-sas-scope container-unsafe: a SAS vended for a table in the warehouse's "
+                   "container reaches the catalog itself; anyone granted a table can act as anyone. For a "
+                   "single-user setup or an emulator only.", err=True)
     sys.stderr.flush()
     # uvicorn's own access log stays off: Arco's (--access-log) carries request ids, route templates and principals.
     # A request's head is bounded (arco.api.http_protocol): httptools sets no limit of its own.

@@ -44,7 +44,7 @@ CREDENTIAL_KINDS = {
     "databricks_gcp_service_account": (),
 }
 SECRETS = {"client_secret", "private_key"}
-URL_SCHEMES = {"s3", "s3a", "gs", "abfss", "az", "wasbs", "file"}
+URL_SCHEMES = {"s3", "s3a", "gs", "abfs", "abfss", "az", "wasbs", "file"}  # as warehouses take them
 
 
 def _credential_fields(body: dict[str, Any], creating: bool, state: CatalogState, old: SecurableEntry | None,

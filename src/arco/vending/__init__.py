@@ -35,7 +35,8 @@ Per cloud (``arco serve`` options, each also an environment variable):
   ``adls.connection-string`` / ``adls.account-key``: ``rl`` to read, ``racwdl`` to write, lifetime
   ``--vending-lifetime``. ``--vending-azure-sas-scope directory`` (default) signs a directory SAS (``sr=d``) on
   the prefix, which needs an ADLS Gen2 (hierarchical namespace) account; ``container`` signs a container SAS,
-  which reaches the whole container (flat-namespace accounts and Azurite have nothing narrower). Config:
+  which reaches the whole container (flat-namespace accounts and Azurite have nothing narrower), never for the
+  warehouse's own container (``container-unsafe`` does, for a single-user setup or an emulator). Config:
   ``adls.sas-token`` (with a leading ``?``: PyIceberg's Arrow FileIO appends it to the URL as is),
   ``adls.sas-token.<host>`` and ``adls.sas-token-expires-at-ms.<host>`` for the location's host and the account's
   dfs and blob hosts (Iceberg Java, PyIceberg's fsspec FileIO), ``adls.account-name``, and for a custom endpoint

@@ -10,6 +10,12 @@ Scope (``vending_azure_sas_scope``):
   and answers a directory SAS with 403).
 
 A location at the container root gets a container SAS either way: the container is then exactly its scope.
+
+No container SAS is signed for the container that holds the warehouse: it would read and write Arco's own files
+(``_catalog``: the catalog, every grant, the keys that sign tokens), which no grant on a table gives, so anyone
+vended one could act as anyone. Tables vended that way live in containers of their own (an external location on
+another container: UC tables and volumes). ``container-unsafe`` signs one anyway, for a single-user development
+setup or an emulator (Azurite has no narrower SAS), and the server says so when it starts.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from urllib.parse import urlsplit
 from azure.storage.blob import generate_blob_sas, generate_container_sas
 
 from arco.settings import VENDING_AZURE_SAS_SCOPES, ServerSettings
-from arco.vending.locations import StorageLocation
+from arco.vending.locations import StorageLocation, parse_location
 from arco.vending.model import Access, VendedCredential, VendingUnavailable
 
 SAS_SCOPES = VENDING_AZURE_SAS_SCOPES
@@ -49,7 +55,7 @@ def sas_scope(location: StorageLocation, scope: str) -> SasScope:
     if scope not in SAS_SCOPES:
         raise ValueError(f"vending_azure_sas_scope must be one of {SAS_SCOPES}, not {scope!r}")
     directory = location.key_prefix.rstrip("/")
-    if scope == "container" or not directory:
+    if scope != "directory" or not directory:
         return SasScope("c", location.bucket, "", 0)
     return SasScope("d", location.bucket, directory, directory.count("/") + 1)
 
@@ -78,6 +84,8 @@ class AzureMinter:
         self._endpoint = parts.get("BlobEndpoint") or storage_options.get("adls.endpoint") or ""
         self._scope = settings.vending_azure_sas_scope
         self._lifetime_s = settings.vending_lifetime_s
+        warehouse = parse_location(settings.warehouse) if "://" in settings.warehouse else None
+        self._warehouse = warehouse if warehouse is not None and warehouse.cloud == "azure" else None
 
     def resolve_role(self, role_arn: str | None) -> str | None:
         return None  # IAM roles are an AWS notion; the account key / source credentials decide here
@@ -93,13 +101,27 @@ class AzureMinter:
         return config
 
     def _missing(self, location: StorageLocation) -> str | None:
-        """Why no SAS can be signed for ``location`` (None: the account key for its account is here)."""
+        """Why no SAS can be signed for ``location`` (None: the account key for its account is here, and its
+        SAS would not reach the warehouse's own files)."""
         if not self._account or not self._key:
             return KEY_HINT
         wanted = location.account_host.split(".")[0]
         if wanted and wanted != self._account:
             return f"no account key for storage account {wanted!r} (the server has {self._account!r})"
+        if (self._scope != "container-unsafe" and sas_scope(location, self._scope).resource == "c"
+                and self._holds_warehouse(location)):
+            return (f"a container SAS for {location.bucket} would reach this warehouse's own files, which no grant "
+                    "gives: keep tables to be vended in another container (an external location there), or use "
+                    "--vending-azure-sas-scope directory on an ADLS Gen2 account (container-unsafe signs one anyway, "
+                    "for a single-user setup or an emulator)")
         return None
+
+    def _holds_warehouse(self, location: StorageLocation) -> bool:
+        warehouse = self._warehouse
+        if warehouse is None or warehouse.bucket != location.bucket:
+            return False
+        account = (warehouse.account_host.split(".")[0] or self._account)
+        return account == (location.account_host.split(".")[0] or self._account)
 
     def configured(self, location: StorageLocation, role_arn: str | None) -> bool:
         return self._missing(location) is None

@@ -25,7 +25,8 @@ SEED = f"{TABLE_A}data/seed.parquet"
 
 def vendor_for(server: emulators.AzureServer, container: str, scope: str = "container",
                clock: Any = time.time) -> CredentialVendor:
-    settings = ServerSettings(warehouse=f"az://{container}/wh", storage_options=server.options(),
+    # The warehouse in a container of its own: a container SAS never reaches the warehouse's container.
+    settings = ServerSettings(warehouse="az://arco-warehouse/wh", storage_options=server.options(),
                               vending_azure_sas_scope=scope, vending_lifetime_s=900)
     return CredentialVendor(settings, settings.storage_options, clock=clock)
 
@@ -145,3 +146,25 @@ def test_vended_config_and_unity_shape(azurite_server: emulators.AzureServer,
     assert azurite_server.account_key not in "".join(credential.config.values())
     assert "sp=rl" in token and credential.unity()["url"] == credential.prefix
     assert 895_000 <= credential.expires_at_ms - time.time() * 1000 <= 901_000
+
+
+@pytest.mark.parametrize("scope", ["container", "directory"])
+def test_no_container_sas_reaches_the_warehouse_s_own_container(azurite_server: emulators.AzureServer,
+                                                                scope: str) -> None:
+    """It would read and write the catalog itself (every grant, the keys that sign tokens): refused, named, for
+    the warehouse's container whatever the spelling of its URL; a table elsewhere is vended as before."""
+    from arco.vending import VendingUnavailable
+
+    settings = ServerSettings(warehouse="abfs://lake/wh", storage_options=azurite_server.options(),
+                              vending_azure_sas_scope=scope, vending_lifetime_s=900)
+    vendor = CredentialVendor(settings, settings.storage_options)
+    refused = ["az://lake/wh/main/db/t"] if scope == "container" else []
+    refused.append("az://lake/")  # a location at the container root gets a container SAS in either scope
+    for location in refused:
+        assert not vendor.offers(location)
+        with pytest.raises(VendingUnavailable, match="would reach this warehouse's own files"):
+            vendor.vend(location, Access.READ, "alice")
+    assert vendor.vend("az://other/t/", Access.READ, "alice") is not None
+    unsafe = ServerSettings(warehouse="abfs://lake/wh", storage_options=azurite_server.options(),
+                            vending_azure_sas_scope="container-unsafe", vending_lifetime_s=900)
+    assert CredentialVendor(unsafe, unsafe.storage_options).vend("az://lake/wh/main/db/t", Access.READ, "alice")
