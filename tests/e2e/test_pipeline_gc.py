@@ -30,6 +30,9 @@ from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 HEADERS = {"Authorization": f"Bearer {ARCO_TOKEN}"}
+METRICS_REPORT = {"report-type": "scan-report", "table-name": "main.g.plain", "snapshot-id": -1, "filter": True,
+                  "schema-id": 0, "projected-field-ids": [1], "projected-field-names": ["id"],
+                  "metrics": {"result-data-files": {"unit": "count", "value": 0}}}
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +93,10 @@ def test_gc_removes_exactly_the_eligible_files(spark: SparkSession, server: Runn
         PlanStore(storage, 0).write_chunk(record.plan_id, 1, b"{}")
         PlanStore(storage, 0).create(record)
 
+    # An engine's metrics report and a pipeline run's record: compacted, then collected as committed receipts are.
+    reported = httpx.post(f"{api}/namespaces/g/tables/plain/metrics", headers=HEADERS, json=METRICS_REPORT)
+    assert reported.status_code == 204, reported.text
+    Run("reconcile").finish(storage)
     compact.run_compact(spark, spec, Run("compact"), publish=False)  # no system tables: receipts as listed here
     late = py.load_table("g.plain")
     late.append(pa.table({"id": pa.array([99], pa.int64())}))  # after compaction: its committed receipt stays
@@ -114,6 +121,7 @@ def test_gc_removes_exactly_the_eligible_files(spark: SparkSession, server: Runn
         *[k for k in listed if k.startswith("_catalog/iceberg_idempotency/") and k != landed_marker],
         *[k for k in listed if k.startswith("_catalog/iceberg_txns/")],
         *[k for k in listed if k.startswith(f"_catalog/iceberg_plans/{expired_plan.plan_id}/")],
+        *[k for k in listed if "/metrics/" in k or k.startswith("_catalog/pipeline/runs/")],
         storage_key(str(orphan), storage),
         *[k for k in listed if k.endswith(".metadata.json") and "/short-" in k and k not in history],
     }

@@ -39,7 +39,7 @@ from arco.pipeline.checkpoint import ALL_KINDS, HISTORY, load_state
 from arco.pipeline.gc_rules import Deletion, GcPolicy
 from arco.pipeline.parquet_io import read_many
 from arco.pipeline.rows import SCHEMAS_BY_KIND
-from arco.pipeline.runs import Run
+from arco.pipeline.runs import RUNS_PREFIX, Run
 from arco.pipeline.storage_spec import StorageSpec
 from arco.sharing.async_queries import QUERIES
 from arco.storage.base import MatchesVersion, StorageBackend
@@ -138,8 +138,18 @@ def receipt_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> 
         kind = parts[4] if len(parts) == 6 else None
         if kind in ("pending", "committed"):
             decision = gc_rules.receipt(meta.key, kind, now - meta.modified_at, meta.key in compacted, policy)
-            if decision is not None:
-                chosen.append(decision)
+        elif len(parts) == 5 and parts[3] == "metrics" and meta.key.endswith(".json"):
+            decision = gc_rules.compacted_record(meta.key, "engine metrics report", now - meta.modified_at,
+                                                 meta.key in compacted, policy)
+        else:
+            decision = None
+        if decision is not None:
+            chosen.append(decision)
+    for meta in storage.list(RUNS_PREFIX):
+        decision = gc_rules.compacted_record(meta.key, "pipeline run record", now - meta.modified_at,
+                                             meta.key in compacted, policy)
+        if decision is not None:
+            chosen.append(decision)
     committed_files = {f for kind in ALL_KINDS for f in state.files(kind)}
     for meta in storage.list(f"{HISTORY}/"):
         if meta.key not in committed_files and now - meta.modified_at > policy.orphan_metadata_age_s:

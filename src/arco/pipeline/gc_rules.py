@@ -63,6 +63,14 @@ def receipt(key: str, kind: str, age_s: float, compacted: bool, policy: GcPolicy
     return None
 
 
+def compacted_record(key: str, what: str, age_s: float, compacted: bool, policy: GcPolicy) -> Deletion | None:
+    """An engine's metrics report or a pipeline run's record: kept as a committed receipt is, until compacted
+    into the history tables and older than the committed receipts' age."""
+    if compacted and age_s > policy.committed_receipt_age_s:
+        return Deletion(key, f"{what} older than 90 days, already compacted")
+    return None
+
+
 def table_metadata(files: dict[str, float], in_history: set[str], known_committed: set[str],
                    delete_after_commit: bool, policy: GcPolicy) -> list[Deletion]:
     """Metadata files of one table (key -> age in seconds) that may go.

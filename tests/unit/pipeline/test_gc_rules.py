@@ -31,6 +31,12 @@ def test_receipts() -> None:
     assert gc_rules.receipt("c", "committed", 91 * DAY, compacted=True, policy=POLICY) is not None
 
 
+def test_metrics_reports_and_run_records_go_once_compacted_and_old() -> None:
+    assert gc_rules.compacted_record("r", "report", 91 * DAY, compacted=True, policy=POLICY) is not None
+    assert gc_rules.compacted_record("r", "report", 91 * DAY, compacted=False, policy=POLICY) is None
+    assert gc_rules.compacted_record("r", "report", 89 * DAY, compacted=True, policy=POLICY) is None
+
+
 def test_table_metadata_never_touches_the_history() -> None:
     files = {"cur": 10 * DAY, "log": 10 * DAY, "expired": 10 * DAY, "orphan-old": 4 * DAY, "orphan-new": HOUR}
     history = {"cur", "log"}
