@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
+import orjson
+
 from arco.catalog import log as catalog_log
 from arco.catalog import snapshots
 from arco.catalog.locations import tables_sharing_storage
@@ -27,7 +29,7 @@ from arco.catalog.store import CatalogStore
 from arco.events.receipts import EVENTS
 from arco.events.reconcile import iceberg_tables
 from arco.iceberg.commit import landed_location
-from arco.iceberg.file_names import metadata_folder
+from arco.iceberg.file_names import metadata_folder, metadata_sequence
 from arco.iceberg.group_commit import GROUPS, GroupRecord
 from arco.iceberg.idempotency import Marker
 from arco.iceberg.plan_store import PLANS, PlanRecord
@@ -75,8 +77,23 @@ def table_deletions(spec: StorageSpec, known_commit_keys: set[str], policy: GcPo
                  for m in storage.list(service.files.key_of(folder) + "/") if m.key.endswith(".metadata.json")}
         known = {key for key in files if _commit_key(storage.location_of(key)) in known_commit_keys}
         delete_after = metadata.properties.get("write.metadata.delete-after-commit.enabled", "false") == "true"
-        for deletion in gc_rules.table_metadata(files, in_history, known, delete_after, policy):
-            yield asdict(deletion)
+        for deletion in gc_rules.table_metadata(files, in_history, known, delete_after, policy,
+                                                metadata_sequence(current)):
+            if _written_for(storage, deletion.key, str(metadata.table_uuid)):
+                yield asdict(deletion)
+
+
+def _written_for(storage: StorageBackend, key: str, table_uuid: str) -> bool:
+    """Whether a metadata file in a table's folder is that table's: a table dropped without purge may have left its
+    files where a new one was made (an external location used again); those are not the new table's to delete.
+    An unreadable file is no table's, and stays: a person looks at it."""
+    found = storage.get_or_none(key)
+    if found is None:
+        return False
+    try:
+        return str(orjson.loads(found.data).get("table-uuid")) == table_uuid
+    except (orjson.JSONDecodeError, AttributeError):
+        return False
 
 
 def _commit_key(location: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from arco.catalog.log import log_key, snapshot_key
+from arco.iceberg.file_names import metadata_sequence
 
 HOUR = 3600.0
 DAY = 24 * HOUR
@@ -72,20 +73,23 @@ def compacted_record(key: str, what: str, age_s: float, compacted: bool, policy:
 
 
 def table_metadata(files: dict[str, float], in_history: set[str], known_committed: set[str],
-                   delete_after_commit: bool, policy: GcPolicy) -> list[Deletion]:
+                   delete_after_commit: bool, policy: GcPolicy, current_sequence: int) -> list[Deletion]:
     """Metadata files of one table (key -> age in seconds) that may go.
 
     ``in_history``: the current file and the metadata log (never deleted). ``known_committed``: files that were a
-    table version once (from receipts and the compacted timeline); one of those outside the history has expired
-    from the log and goes if the table asks for it (``write.metadata.delete-after-commit.enabled``). Any other
+    table version once (from receipts and the compacted timeline); one of those outside the history, and older
+    than the current version (``current_sequence``, its file's number), has expired from the log and goes if the
+    table asks for it (``write.metadata.delete-after-commit.enabled``). One numbered at or after the current
+    version is a later version of another lineage (the table registered again from an older file): kept. Any other
     file outside the history was written by a commit that lost its compare-and-swap or crashed: an orphan.
+    (The caller keeps files that another table wrote: :func:`arco.pipeline.gc.table_deletions`.)
     """
     chosen = []
     for key, age_s in sorted(files.items()):
         if key in in_history:
             continue
         if key in known_committed:
-            if delete_after_commit:
+            if delete_after_commit and metadata_sequence(key) < current_sequence:
                 chosen.append(Deletion(key, "previous metadata beyond write.metadata.previous-versions-max "
                                             "(write.metadata.delete-after-commit.enabled=true)"))
         elif age_s > policy.orphan_metadata_age_s:

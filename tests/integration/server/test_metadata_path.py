@@ -4,6 +4,7 @@ spelled plainly, else refused with nothing written; GC finds orphan metadata fil
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from dataclasses import asdict
@@ -11,6 +12,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import httpx
+import orjson
 import pytest
 from pyiceberg.catalog import MetastoreCatalog
 from uuid6 import uuid7
@@ -147,3 +149,33 @@ def test_gc_finds_orphan_metadata_under_write_metadata_path(client: httpx.Client
     found = list(table_deletions(StorageSpec(warehouse), set(), GcPolicy(orphan_metadata_age_s=0.0),
                                  time.time() + 60, iter([asdict(entry) for entry in entries])))
     assert [d["key"].rsplit("/", 1)[-1] for d in found] == [orphan.name]
+
+
+def test_gc_keeps_another_table_s_files_and_a_later_lineage_s(client: httpx.Client, server: RunningServer) -> None:
+    """A table asking for expired versions to be deleted loses only its own older ones: not the files a table
+    dropped without purge left in the same folder (another table-uuid), nor versions numbered after its current
+    one (the table registered again from an older file)."""
+    path, location = new_table(client)
+    set_properties(client, path, {"write.metadata.delete-after-commit.enabled": "true",
+                                  "write.metadata.previous-versions-max": "1"})
+    for i in range(3):
+        current = set_properties(client, path, {"n": str(i)}).json()["metadata-location"]
+    folder = local(current).parent
+    mine = sorted(p.name for p in folder.glob("*.metadata.json"))
+    foreign = folder / "00001-dropped-table.metadata.json"
+    foreign.write_bytes(orjson.dumps({**orjson.loads(local(current).read_bytes()), "table-uuid": str(uuid.uuid4())}))
+    later = folder / "00099-other-lineage.metadata.json"
+    later.write_bytes(local(current).read_bytes())
+    warehouse = str(server.warehouse_dir)  # type: ignore[attr-defined]
+    entries = [e for e, _ in iceberg_tables(CatalogStore(open_storage(warehouse, {})))
+               if e.location.rstrip("/") == location.rstrip("/")]
+    storage = open_storage(warehouse, {})
+    prefix = folder.relative_to(server.warehouse_dir).as_posix()  # type: ignore[attr-defined]
+    every_file = {hashlib.sha256(storage.location_of(m.key).encode()).hexdigest()
+                  for m in storage.list(prefix + "/")}  # all of them known committed
+    found = list(table_deletions(StorageSpec(warehouse), every_file, GcPolicy(orphan_metadata_age_s=0.0),
+                                 time.time() + 60, iter([asdict(entry) for entry in entries])))
+    deleted = sorted(d["key"].rsplit("/", 1)[-1] for d in found)
+    history = {local(current).name} | {local(e["metadata-file"]).name
+                                       for e in client.get(path).json()["metadata"]["metadata-log"]}
+    assert deleted == sorted(set(mine) - history) and deleted  # its own expired versions, and only those

@@ -37,14 +37,21 @@ def test_metrics_reports_and_run_records_go_once_compacted_and_old() -> None:
     assert gc_rules.compacted_record("r", "report", 89 * DAY, compacted=True, policy=POLICY) is None
 
 
+def test_expired_versions_go_but_a_later_lineage_s_stay() -> None:
+    old, current, later = "m/00001-a.metadata.json", "m/00002-b.metadata.json", "m/00003-c.metadata.json"
+    files = dict.fromkeys((old, current, later), 10 * DAY)
+    chosen = gc_rules.table_metadata(files, {current}, set(files), True, POLICY, current_sequence=2)
+    assert [d.key for d in chosen] == [old]
+
+
 def test_table_metadata_never_touches_the_history() -> None:
     files = {"cur": 10 * DAY, "log": 10 * DAY, "expired": 10 * DAY, "orphan-old": 4 * DAY, "orphan-new": HOUR}
     history = {"cur", "log"}
-    keep_old = gc_rules.table_metadata(files, history, {"cur", "log", "expired"}, False, POLICY)
+    keep_old = gc_rules.table_metadata(files, history, {"cur", "log", "expired"}, False, POLICY, current_sequence=5)
     assert [d.key for d in keep_old] == ["orphan-old"]
-    drop_old = gc_rules.table_metadata(files, history, {"cur", "log", "expired"}, True, POLICY)
+    drop_old = gc_rules.table_metadata(files, history, {"cur", "log", "expired"}, True, POLICY, 5)
     assert [d.key for d in drop_old] == ["expired", "orphan-old"]
-    everything_known = gc_rules.table_metadata(files, set(files), set(), True, POLICY)
+    everything_known = gc_rules.table_metadata(files, set(files), set(), True, POLICY, 5)
     assert everything_known == []
 
 
