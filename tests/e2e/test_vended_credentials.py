@@ -176,6 +176,14 @@ def test_a_table_in_an_external_location_is_vended_that_location_s_role(world: d
         assert client.get_object(Bucket=world["bucket"], Key=key_of(world, metadata))["Body"].read()
         assert_denied(functools.partial(client.put_object, Bucket=world["bucket"], Body=b"x",
                                         Key=f"{key_of(world, prefix)}/data/x"))
+    # Remote signing would use the server's own keys, which the role does not bind: not offered, and refused.
+    signed = load(world, "rol.t", delegation="remote-signing")
+    assert signed.status_code == 200 and "s3.remote-signing-enabled" not in signed.json()["config"]
+    refused = httpx.post(f"{world['server'].iceberg_uri}/v1/main/namespaces/rol/tables/t/sign", timeout=30,
+                         headers={"Authorization": f"Bearer {ARCO_TOKEN}"},
+                         json={"method": "PUT", "region": "us-east-1", "headers": {},
+                               "uri": f"{world['s3'].endpoint_url}/{world['bucket']}/{key_of(world, root)}/t/data/x"})
+    assert refused.status_code == 403 and "vended credentials" in refused.json()["error"]["message"]
 
 
 def test_pyiceberg_reads_and_writes_through_remote_signing(world: dict) -> None:

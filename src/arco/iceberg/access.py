@@ -100,7 +100,8 @@ class StorageAccess:
             except NotConfigured:
                 if SIGNED not in modes:
                     return TableAccess()
-        if SIGNED in modes and _cloud(location) == "s3" and self.signing_credentials() is not None:
+        if SIGNED in modes and _cloud(location) == "s3" and self.signing_credentials() is not None \
+                and role() is None:  # this server signs with its own keys only (see sign)
             return TableAccess(config=self.signing_config(route))
         return TableAccess()
 
@@ -149,8 +150,15 @@ class StorageAccess:
             self._signing_credentials = signing.S3Credentials(frozen.access_key, frozen.secret_key, frozen.token)
         return self._signing_credentials
 
-    def sign(self, location: str, body: Any, write_allowed: bool) -> dict[str, Any]:
-        """A RemoteSignResult for one S3 request inside ``location``; 400 malformed, 403 outside the grant."""
+    def sign(self, location: str, body: Any, write_allowed: bool, role: str | None = None) -> dict[str, Any]:
+        """A RemoteSignResult for one S3 request inside ``location``; 400 malformed, 403 outside the grant. A
+        table reached through an external location's own role (``role``, :mod:`arco.catalog.storage_roles`) is
+        not signed for: this server signs with its own keys, which the role may not allow (a read-only role
+        would be written through); its vended credentials are minted with the role."""
+        if role is not None:
+            raise Forbidden("this table lies in an external location reached through its storage credential's "
+                            "own role, which remote signing (this server's keys) would bypass: ask for vended "
+                            "credentials (X-Iceberg-Access-Delegation: vended-credentials)")
         try:
             request = signing.parse_sign_request(body)
         except signing.InvalidSignRequest as exc:

@@ -106,7 +106,8 @@ async def sign_request(request: Request) -> Response:
 
     def sign() -> dict[str, Any]:
         write = caller_access(request, catalog, namespace, name) is Access.READ_WRITE
-        return svc.access.sign(loaded.metadata.location, body, write)
+        location = loaded.metadata.location
+        return svc.access.sign(location, body, write, registered_role(request, catalog, namespace, name, location))
 
     # Iceberg Java caches a signature only when told it is private; each request is signed afresh.
     return JsonResponse(await blocking(sign), headers={"Cache-Control": "no-cache"})
