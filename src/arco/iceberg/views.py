@@ -40,7 +40,7 @@ from arco.iceberg.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchV
 from arco.iceberg.file_names import attempt_part, carries_tag, metadata_file_location, metadata_sequence
 from arco.iceberg.idempotency import Keyed, Marker, Outcome, Recover, check_key, request_hash
 from arco.iceberg.metadata_files import view_metadata_bytes
-from arco.iceberg.mutations import Caller, Mutations
+from arco.iceberg.mutations import Caller, Mutations, catalog_scope
 from arco.iceberg.name_conflicts import refuse_rename_onto, refuse_taken
 from arco.iceberg.paging import page
 from arco.iceberg.placement import Placement
@@ -100,6 +100,19 @@ def _iceberg_view(state: CatalogState, catalog: CatalogEntry, namespace: Namespa
     if entry is None or not _is_iceberg_view(entry):
         raise NoSuchView(f"View does not exist: {dotted((*namespace, name))}")
     return entry
+
+
+def view_landed_location(pointers: PointerStore, view_uuid: str, tag: str) -> str | None:
+    """The metadata file the replace tagged ``tag`` wrote, if it is the view's current or previous one (a view's
+    metadata keeps no log of files, so recovery reaches back one later commit; past that, the key's marker
+    times out and the retry applies the request again: view updates reuse equal versions and schemas)."""
+    current = pointers.load(view_uuid)
+    if current is None:
+        return None
+    for location in (current.pointer.current_metadata_location, current.pointer.previous_metadata_location):
+        if location and carries_tag(location, tag):
+            return location
+    return None
 
 
 class ViewService:
@@ -247,16 +260,7 @@ class ViewService:
         raise CommitFailed(f"Commit failed: view {name} changed concurrently {MAX_COMMIT_ATTEMPTS} times; retry")
 
     def landed_location(self, view_uuid: str, tag: str) -> str | None:
-        """The metadata file the replace tagged ``tag`` wrote, if it is the view's current or previous one (a view's
-        metadata keeps no log of files, so recovery reaches back one later commit; past that, the key's marker
-        times out and the retry applies the request again: view updates reuse equal versions and schemas)."""
-        current = self.pointers.load(view_uuid)
-        if current is None:
-            return None
-        for location in (current.pointer.current_metadata_location, current.pointer.previous_metadata_location):
-            if location and carries_tag(location, tag):
-                return location
-        return None
+        return view_landed_location(self.pointers, view_uuid, tag)
 
     # -- dropping and renaming -------------------------------------------------------------------------------
 
@@ -347,11 +351,14 @@ class ViewMutations:
             return work(None)
         parse_replace(body)
         entry = self.views.entry(catalog, namespace, name)
-        keyed = Keyed(self.mutations.markers, entry.id, check_key(caller.key), "replaceView",
-                      request_hash("replaceView", _dotted((*namespace, name)), body), principal=caller.principal)
+        # The catalog's marker, as every mutation's: a retry after the name moved to another view is answered as
+        # the first request was; the view it lands in is where recovery looks.
+        keyed = Keyed(self.mutations.markers, catalog_scope(catalog), check_key(caller.key), "replaceView",
+                      request_hash("replaceView", _dotted((*namespace, name)), body), principal=caller.principal,
+                      subject=entry.id)
 
         def recover(marker: Marker) -> Outcome | None:
-            location = self.views.landed_location(entry.id, marker.hashed_key)
+            location = self.views.landed_location(marker.subject or entry.id, marker.hashed_key)
             return Outcome(200, metadata_location=location) if location is not None else None
 
         return run_once(keyed, work, recover)

@@ -36,6 +36,7 @@ from arco.iceberg.plan_store import PLANS, PlanRecord
 from arco.iceberg.pointer import PointerStore
 from arco.iceberg.tables import TableService
 from arco.iceberg.transactions import TxnRecords
+from arco.iceberg.views import view_landed_location
 from arco.pipeline import gc_rules
 from arco.pipeline.checkpoint import ALL_KINDS, HISTORY, load_state
 from arco.pipeline.gc_rules import Deletion, GcPolicy
@@ -136,7 +137,9 @@ def marker_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> l
 
 def _landed(service: TableService, key: str, marker: Marker) -> bool:
     scope = key[len(MARKERS):].split("/", 1)[0]
-    if marker.subject is not None:  # a commit's: its change lands in that table's history
+    if marker.subject is not None:  # a commit's (or a view replace's): its change lands in that object's history
+        if marker.operation == "replaceView":
+            return view_landed_location(service.pointers, marker.subject, marker.hashed_key) is not None
         return landed_location(service, marker.subject, marker.hashed_key) is not None
     if scope.startswith("catalog-"):
         return service.store.find_request(marker.tier1_seq or 0, marker.hashed_key) is not None

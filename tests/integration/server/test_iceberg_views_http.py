@@ -279,6 +279,24 @@ def test_idempotency_key_replays_create_and_replace(client: httpx.Client) -> Non
         assert again.status_code == 204
 
 
+def test_a_replace_s_key_names_one_request_whatever_view_the_name_names_now(client: httpx.Client) -> None:
+    view_uuid = client.post("/namespaces/db/views", json=create_body("keyed")).json()["metadata"]["view-uuid"]
+    headers = {"Idempotency-Key": str(uuid7())}
+    body = replace_body(view_uuid, "SELECT 7 AS x, 'k' y")
+    first = client.post("/namespaces/db/views/keyed", json=body, headers=headers)
+    assert first.status_code == 200, first.text
+    client.post("/views/rename", json={"source": {"namespace": ["db"], "name": "keyed"},
+                                       "destination": {"namespace": ["db"], "name": "keyed_old"}}).raise_for_status()
+    fresh = client.post("/namespaces/db/views", json=create_body("keyed")).json()
+    again = client.post("/namespaces/db/views/keyed", json=body, headers=headers)
+    assert (again.status_code, again.content) == (first.status_code, first.content)  # the first answer
+    assert client.get("/namespaces/db/views/keyed").json()["metadata-location"] == fresh["metadata-location"]
+    other = client.post("/namespaces/db/views", json=create_body("keyed_other")).json()["metadata"]["view-uuid"]
+    reused = client.post("/namespaces/db/views/keyed_other", json=replace_body(other, "SELECT 1 AS x, 'o' y"),
+                         headers=headers)
+    assert reused.status_code == 409, reused.text  # the same key, another view's request
+
+
 def test_register_view_follows_the_register_table_rules(client: httpx.Client) -> None:
     created = client.post("/namespaces/db/views", json=create_body("reg")).json()
     location = created["metadata-location"]
