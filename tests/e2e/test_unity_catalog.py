@@ -363,6 +363,11 @@ def test_storage_credentials_and_external_locations(w: WorkspaceClient, server: 
                                                            "credential_name": "missing"}).status_code == 404
     files = uc(server, "GET", "/files", params={"url": root.as_uri()}).json()["files"]
     assert [(f["name"], f["is_dir"]) for f in files] == [("2026", True), ("a.csv", False)]
+    (root / "out").symlink_to("/etc")
+    for escaping in (f"{root.as_uri()}/../../", f"{root.as_uri()}/2026/%2e%2e/%2e%2e", "file:///etc",
+                     f"{root.as_uri()}/out"):  # the last through a link: refused even for an admin
+        refused = uc(server, "GET", "/files", params={"url": escaping})
+        assert refused.status_code in (400, 403) and "files" not in refused.json(), escaping
     in_use = uc(server, "DELETE", "/storage-credentials/lake-role")
     assert in_use.status_code == 400 and "landing" in in_use.json()["message"]
     renamed = w.external_locations.update("landing", new_name="inbox", comment="renamed")

@@ -23,6 +23,7 @@ from arco.catalog.paging import page
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
+from arco.storage import urls
 from arco.unity import infos
 from arco.unity.common import (
     changes_owner_only,
@@ -80,6 +81,10 @@ def _render_credential(entry: SecurableEntry) -> dict[str, Any]:
     if kind:
         out[kind] = shown
     return out
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def check_url(raw: Any) -> str:
@@ -287,21 +292,29 @@ class NamedSecurables:
         self.store.execute(build, principal=caller.name)
 
     def list_files(self, url: Any, max_results: Any, caller: Principal) -> dict[str, Any]:
-        """The files under ``url``: for admins, or READ_FILES holders on an external location containing it."""
-        url = check_url(url)
+        """The files under ``url``, which must lie inside an external location (canonical form: no ``..``), for
+        admins and READ_FILES holders on that location. On a local directory the listing stays inside the location
+        once links are followed too."""
+        check_url(url)
+        url = locations.canonical(url, "url")
         with self.store.read() as state:
             who = subject_of(state, caller)
-            allowed = can.admin(who) or any(
-                within(url, loc.fields["url"]) and can.holds(who, securable(state, loc.type, loc), "READ_FILES")
-                for loc in state.securables_of("external_location", tenant_of(state, caller).scope))
+            containing = [loc for loc in state.securables_of("external_location", tenant_of(state, caller).scope)
+                          if urls.within(url, urls.normalize(loc.fields["url"]))]
+            allowed = any(can.admin(who) or can.holds(who, securable(state, loc.type, loc), "READ_FILES")
+                          for loc in containing)
         if not allowed:
             raise denied(caller, f"list {url} (needs READ_FILES on an external location containing it)")
         parsed = urlparse(url)
         if parsed.scheme != "file":
             raise UnityError(501, "NOT_IMPLEMENTED", f"listing {parsed.scheme}:// is not configured on this server")
+        real = os.path.realpath(parsed.path)
+        if not any(_inside(real, os.path.realpath(urlparse(urls.normalize(loc.fields["url"])).path))
+                   for loc in containing):
+            raise denied(caller, f"list {url} (a link there leads out of its external location)")
         limit = page_size(max_results)
         try:
-            entries = sorted(os.scandir(parsed.path), key=lambda e: e.name)[:limit]
+            entries = sorted(os.scandir(real), key=lambda e: e.name)[:limit]
         except FileNotFoundError:
             raise UnityError(404, "RESOURCE_DOES_NOT_EXIST", f"{url} does not exist") from None
         except NotADirectoryError:
