@@ -28,6 +28,16 @@ def admins_metastore(state: CatalogState, principal: Principal, tenant: Tenant) 
     return principal.is_account_admin or _administers(principal, state.groups_of(principal.name), tenant)
 
 
+def subject_in(state: CatalogState, name: str, metastore_id: str | None) -> Subject:
+    """A principal as a subject of one metastore (a metastore admin or not of that one): for decisions made
+    without a request of theirs, such as what a share's owner may still share."""
+    groups = state.groups_of(name)
+    scope = metastore_id or state.primary_metastore_id
+    tenant = state.tenant(scope) if scope is not None else None
+    admin = tenant is not None and _administers(Principal(name), groups, tenant)
+    return Subject(name, groups, metastore_admin=admin, account_admin=False)
+
+
 def _administers(principal: Principal, groups: frozenset[str], tenant: Tenant) -> bool:
     """A metastore's admins: its owner, or the members of the group that owns it."""
     owner = tenant.owner.casefold()

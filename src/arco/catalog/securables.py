@@ -82,6 +82,8 @@ def _check_create(state: Any, op: dict[str, Any]) -> None:
 
 
 def _apply_create(state: Any, op: dict[str, Any]) -> None:
+    if op["type"] == "recipient":  # a new recipient starts with no share's grant, whoever had its name before
+        _move_share_grants(state, op.get("metastore_id"), op["name"], None)
     state.store_securable(SecurableEntry(
         id=op["id"], type=op["type"], name=op["name"], owner=op["owner"], comment=op.get("comment"),
         fields=dict(op.get("fields", {})), created_at_ms=op["at_ms"], updated_at_ms=op["at_ms"],
@@ -98,6 +100,8 @@ def _check_update(state: Any, op: dict[str, Any]) -> None:
 def _apply_update(state: Any, op: dict[str, Any]) -> None:
     entry = state.securables.pop(_key(op))
     if op.get("new_name"):
+        if entry.type == "recipient":
+            _move_share_grants(state, entry.metastore_id, entry.name, op["new_name"])
         entry.name = op["new_name"]
     if "owner" in op:
         entry.owner = op["owner"]
@@ -115,7 +119,23 @@ def _check_drop(state: Any, op: dict[str, Any]) -> None:
 
 
 def _apply_drop(state: Any, op: dict[str, Any]) -> None:
-    del state.securables[_key(op)]
+    entry = state.securables.pop(_key(op))
+    if entry.type == "recipient":
+        _move_share_grants(state, entry.metastore_id, entry.name, None)
+
+
+def _move_share_grants(state: Any, metastore_id: str | None, old: str, new: str | None) -> None:
+    """Share grants name their recipient (:mod:`arco.unity.sharing`): they follow it when it is renamed and go
+    with it when it is dropped, so a recipient made later under the old name gets none of them."""
+    shares = {e.id for e in state.securables_of("share", metastore_id)}
+    for (kind, share_id), grantees in list(state.grants.items()):
+        if kind != "share" or share_id not in shares or old.casefold() not in grantees:
+            continue
+        held = grantees.pop(old.casefold())
+        if new is not None:
+            grantees[new.casefold()] = sorted({*grantees.get(new.casefold(), []), *held})
+        if not grantees:
+            del state.grants[(kind, share_id)]
 
 
 SECURABLE_RULES = {

@@ -13,7 +13,10 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
+from arco.auth import decisions as can
+from arco.auth.subjects import securable, subject_in
 from arco.auth.tokens import hash_token
+from arco.catalog.model import TableEntry
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.sharing.errors import forbidden, not_found, unauthenticated
@@ -66,6 +69,16 @@ def ip_allowed(ip_access_list: dict[str, Any] | None, client_ip: str | None) -> 
 def check_ip(recipient: Recipient, client_ip: str | None) -> None:
     if not ip_allowed(recipient.entry.fields.get("ip_access_list"), client_ip):
         raise forbidden(f"requests from {client_ip} are outside recipient {recipient.name}'s IP access list")
+
+
+def owner_may_read(state: CatalogState, share: SecurableEntry, table: TableEntry) -> bool:
+    """Whether the share's owner may read the table now (USE on its catalog and schema and SELECT, or as an
+    admin): a share gives recipients what its owner may read, and stops giving a table once the owner may not."""
+    owner = subject_in(state, share.owner, share.metastore_id)
+    catalog = state.catalogs[table.catalog_id]
+    schema = state.namespace(table.catalog_id, table.namespace[:1])
+    return can.can_read_table(owner, securable(state, "catalog", catalog), securable(state, "schema", schema),
+                              securable(state, "table", table))
 
 
 def holds_select(state: CatalogState, share: SecurableEntry, recipient: Recipient) -> bool:

@@ -16,7 +16,14 @@ from arco.iceberg.tables import TableService
 from arco.settings import ServerSettings
 from arco.sharing import async_queries, audit, cloud_tokens, file_urls, paging, protocol
 from arco.sharing.errors import SharingError, bad_request, forbidden, not_found
-from arco.sharing.recipients import Recipient, check_ip, recipient_for_token, visible_share, visible_shares
+from arco.sharing.recipients import (
+    Recipient,
+    check_ip,
+    owner_may_read,
+    recipient_for_token,
+    visible_share,
+    visible_shares,
+)
 from arco.sharing.table_reads import Answer, SharedTable, TableReads, now_ms, reader_name
 from arco.storage.base import StorageBackend
 from arco.vending.vendor import CredentialVendor
@@ -49,7 +56,8 @@ class SharingServer:
         for obj in share.fields.get("objects", []):
             table = state.tables.get(obj.get("table_id", ""))
             schema, _, name = str(obj.get("shared_as", "")).partition(".")
-            if table is not None and schema and name:  # a dropped table leaves the share's listings
+            # A dropped table leaves the share's listings, and so does one its owner may no longer read.
+            if table is not None and schema and name and owner_may_read(state, share, table):
                 out.append(SharedTable(share, schema, name, obj, table))
         return out
 

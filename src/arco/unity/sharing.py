@@ -25,6 +25,7 @@ from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.sharing import partition_filter
+from arco.sharing.recipients import owner_may_read
 from arco.unity.common import catalog_in, denied, split_full_name
 from arco.unity.errors import UnityError, invalid
 from arco.unity.named import KINDS_BY_TYPE, Kind, NamedSecurables
@@ -34,7 +35,8 @@ RECIPIENT_TOKEN_PREFIX = "arco_share_"
 
 # -- shares ----------------------------------------------------------------------------------------------------
 
-def _share_object(raw: Any, state: CatalogState, owner: str, caller: Principal, now_ms: int) -> dict[str, Any]:
+def _share_object(raw: Any, state: CatalogState, share: SecurableEntry, caller: Principal,
+                  now_ms: int) -> dict[str, Any]:
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
         raise invalid("every shared object needs a 'name' (<catalog>.<schema>.<table>)")
     kind = str(raw.get("data_object_type") or "TABLE").upper()
@@ -42,10 +44,9 @@ def _share_object(raw: Any, state: CatalogState, owner: str, caller: Principal, 
         raise invalid(f"data_object_type {kind!r} is not supported; only TABLE")
     catalog_name, schema_name, name = split_full_name(raw["name"], 3)
     table = state.table(catalog_in(state, caller, catalog_name).id, (schema_name,), name)
-    owner_subject = subject_of(state, Principal(owner, workspace_id=caller.workspace_id))
-    if not can.holds(owner_subject, securable(state, "table", table), "SELECT"):
-        raise UnityError(403, "PERMISSION_DENIED", f"the share's owner {owner} needs SELECT on {raw['name']} "
-                                                   "to share it")
+    if not owner_may_read(state, share, table):
+        raise UnityError(403, "PERMISSION_DENIED", f"the share's owner {share.owner} needs USE_CATALOG, USE_SCHEMA "
+                                                   f"and SELECT on {raw['name']} to share it")
     shared_as = raw.get("shared_as") or f"{schema_name}.{name}"
     if not isinstance(shared_as, str) or len(shared_as.split(".")) != 2:
         raise invalid("shared_as must have the form <schema>.<table>")
@@ -98,7 +99,7 @@ def _share_fields(body: dict[str, Any], creating: bool, state: CatalogState, old
         if not isinstance(body["objects"], list) or not all(isinstance(o, dict) for o in body["objects"]):
             raise invalid("objects must be a list of objects")
         kept = {o["name"]: o for o in objects}
-        objects = [kept.get(str(o.get("name", "")).lower()) or _share_object(o, state, old.owner, caller, now_ms)
+        objects = [kept.get(str(o.get("name", "")).lower()) or _share_object(o, state, old, caller, now_ms)
                    for o in body["objects"]]
     updates = body.get("updates")
     if updates is None:
@@ -114,11 +115,11 @@ def _share_fields(body: dict[str, Any], creating: bool, state: CatalogState, old
         if action == "ADD":
             if any(o["name"] == name for o in objects):
                 raise UnityError(409, "RESOURCE_ALREADY_EXISTS", f"{name} is already in the share")
-            objects.append(_share_object(target, state, old.owner, caller, now_ms))
+            objects.append(_share_object(target, state, old, caller, now_ms))
         elif action == "REMOVE":
             objects = [o for o in objects if o["name"] != name]
         elif action == "UPDATE":
-            objects = [(_share_object(_updated_object(o, target), state, old.owner, caller, now_ms)
+            objects = [(_share_object(_updated_object(o, target), state, old, caller, now_ms)
                         if o["name"] == name else o) for o in objects]
         else:
             raise invalid(f"unknown share update action {action!r}; ADD, REMOVE or UPDATE")
