@@ -198,6 +198,12 @@ def test_a_service_principal_uses_oauth_client_credentials(world: dict, owned: d
     wrong = httpx.post(f"{world['server'].iceberg_uri}/v1/oauth/tokens", data={
         "grant_type": "client_credentials", "client_id": "etl-bot", "client_secret": "nope"})
     assert wrong.status_code == 401 and wrong.json()["error"] == "invalid_client"
+    # Its access token cannot be turned into a personal access token that would outlive it, and its revocation.
+    access = httpx.post(f"{world['server'].iceberg_uri}/v1/oauth/tokens", data={
+        "grant_type": "client_credentials", "client_id": "etl-bot", "client_secret": secret}).json()["access_token"]
+    minted = httpx.post(f"{world['server'].base_url}/api/2.0/token/create", json={"comment": "forever"},
+                        headers={"Authorization": f"Bearer {access}"})
+    assert minted.status_code == 403 and "OAuth" in minted.json()["message"]
 
 
 def test_who_am_i_and_table_credentials(world: dict, owned: dict) -> None:
@@ -266,6 +272,10 @@ def test_users_manage_their_own_tokens_over_http(world: dict, owned: dict) -> No
     gone = httpx.get(f"{world['server'].base_url}/api/2.1/unity-catalog/catalogs",
                      headers={"Authorization": f"Bearer {created.token_value}"})
     assert gone.status_code == 401
+    # A token made with an expiring token expires no later than it.
+    short = w.tokens.create(comment="short", lifetime_seconds=120)
+    child = WorkspaceClient(host=world["server"].base_url, token=short.token_value).tokens.create(comment="child")
+    assert child.token_info.expiry_time is not None and child.token_info.expiry_time <= short.token_info.expiry_time
     bad = httpx.post(f"{world['server'].base_url}/api/2.0/token/create", json={"lifetime_seconds": -5},
                      headers={"Authorization": f"Bearer {world['tokens']['ann@x.com']}"})
     assert bad.status_code == 400 and bad.json()["error_code"] == "INVALID_PARAMETER_VALUE"

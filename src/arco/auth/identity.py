@@ -99,7 +99,8 @@ def principal_for_token(state: CatalogState, raw_token: str, now_ms: int | None 
         return None
     kind = "service_principal" if entry.kind == "service_principal" else "user"
     return Principal(name=entry.name, kind=kind, is_account_admin=entry.account_admin,  # type: ignore[arg-type]
-                     token_workspace=token.workspace_id, workspace_id=token.workspace_id or 0)
+                     token_workspace=token.workspace_id, workspace_id=token.workspace_id or 0,
+                     credential_expires_at_ms=token.expires_at_ms)
 
 
 def exchange_client_credentials(store: CatalogStore, keys: SigningKeys, client_id: str,

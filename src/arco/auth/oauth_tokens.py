@@ -104,7 +104,8 @@ def principal_for(state: CatalogState, claims: Claims) -> Principal | None:
     entry = state.principals.get(claims.subject.casefold())
     if entry is None or not entry.active or entry.kind != "service_principal":
         return None
-    return Principal(name=entry.name, kind="service_principal", is_account_admin=entry.account_admin)
+    return Principal(name=entry.name, kind="service_principal", is_account_admin=entry.account_admin,
+                     credential_expires_at_ms=claims.expires_at_ms, oauth=True)
 
 
 class SigningKeys:

@@ -17,6 +17,10 @@ class Principal:
     workspace_id: int = 0
     # A token made for one workspace (a PAT created in it) works in that workspace only; None: any.
     token_workspace: int | None = None
+    # When the credential this request came with stops working (None: it does not expire), and whether it is an
+    # OAuth access token: a token made through the tokens API never outlives it (arco.unity.tokens_api).
+    credential_expires_at_ms: int | None = None
+    oauth: bool = False
 
 
 BOOTSTRAP_ADMIN = Principal(name="admin", kind="user", is_account_admin=True)

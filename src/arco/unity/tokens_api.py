@@ -5,6 +5,7 @@ A caller manages its own tokens; account admins may also delete anyone's. The to
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from arco.auth.identity import create_token, revoke_token
@@ -36,6 +37,13 @@ def create(store: CatalogStore, body: dict[str, Any], caller: Principal) -> dict
     if comment is not None and not isinstance(comment, str):
         raise invalid("comment must be a string")
     _known(store, caller)
+    if caller.oauth:
+        raise UnityError(403, "PERMISSION_DENIED", "a personal access token cannot be made with an OAuth access "
+                                                   "token: it would outlive the token and its revocation; a metastore "
+                                                   "admin makes one (arco token create)")
+    if caller.credential_expires_at_ms is not None:  # never outlives the token that asked for it
+        left_s = max(1, (caller.credential_expires_at_ms - int(time.time() * 1000)) // 1000)
+        lifetime = left_s if lifetime is None else min(lifetime, left_s)
     # As in Databricks, a token made in a workspace is that workspace's.
     issued = create_token(store, caller.name, by=caller.name, lifetime_s=lifetime, comment=comment,
                           workspace_id=caller.workspace_id)
