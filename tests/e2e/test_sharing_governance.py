@@ -110,3 +110,16 @@ def test_a_share_s_grant_does_not_pass_to_a_new_recipient_of_the_same_name(world
     assert shared_tables(world, activate(again.json(), Path(world["root"]))[1]) == []
     holders = call(server, tokens, "admin", "GET", "/shares/admins/permissions").json()
     assert holders.get("privilege_assignments", []) == []
+
+
+@pytest.mark.parametrize("changes", [[1], [{"principal": 5}], [{"principal": "x", "add": "SELECT"}],
+                                     [{"principal": "x", "remove": True}], [{"principal": "x", "add": [1]}]])
+def test_malformed_share_permission_changes_are_refused(world: dict[str, Any], changes: list[Any]) -> None:
+    server, tokens = world["server"], world["tokens"]
+    call(server, tokens, "admin", "POST", "/shares", json={"name": "malformed"})
+    refused = call(server, tokens, "admin", "PATCH", "/shares/malformed/permissions", json={"changes": changes})
+    assert refused.status_code == 400 and refused.json()["error_code"] == "INVALID_PARAMETER_VALUE", refused.text
+    for bad in ({"add": 1}, {"remove": True}):
+        wrong = call(server, tokens, "admin", "PATCH", "/permissions/table/main.gov.orders",
+                     json={"changes": [{"principal": "eve@x.com", **bad}]})
+        assert wrong.status_code == 400 and wrong.json()["error_code"] == "INVALID_PARAMETER_VALUE", wrong.text

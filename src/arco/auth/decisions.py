@@ -47,9 +47,11 @@ def check_privileges(securable_type: str, privileges: Sequence[str]) -> list[str
     allowed = PRIVILEGES.get(securable_type)
     if allowed is None:
         raise InvalidPrivilege(f"unknown securable type {securable_type!r}; one of {sorted(PRIVILEGES)}")
+    if not isinstance(privileges, (list, tuple)) or not all(isinstance(p, str) for p in privileges):
+        raise InvalidPrivilege("privileges must be a list of privilege names")
     checked = []
     for privilege in privileges:
-        name = str(privilege).strip().upper()
+        name = privilege.strip().upper()
         if canonical(name) not in allowed:
             raise InvalidPrivilege(f"privilege {privilege!r} does not apply to a {securable_type.replace('_', ' ')}; "
                                    f"valid: {sorted(allowed)}")

@@ -295,7 +295,12 @@ class SharingService:
                 raise denied(caller, f"change the permissions of share {share.name}")
             checked = []
             for change in changes:
-                recipient = self.named.entry(state, caller, "recipient", str(change.get("principal", "")))
+                if not isinstance(change, dict) or not isinstance(change.get("principal"), str) or not all(
+                        isinstance(change.get(k) or [], list) and all(isinstance(p, str) for p in change.get(k) or [])
+                        for k in ("add", "remove")):
+                    raise invalid("every change needs a 'principal' (a recipient's name), and 'add' and 'remove' "
+                                  "must be lists of privilege names")
+                recipient = self.named.entry(state, caller, "recipient", change["principal"])
                 adding = [str(p).upper() for p in change.get("add") or []]
                 if any(p != "SELECT" for p in adding + [str(p).upper() for p in change.get("remove") or []]):
                     raise invalid("the only privilege on a share is SELECT")

@@ -120,3 +120,9 @@ def test_new_securable_types_take_their_privileges() -> None:
     for kind, privilege in [("volume", "SELECT"), ("function", "READ_VOLUME"), ("registered_model", "MODIFY")]:
         with pytest.raises(d.InvalidPrivilege):
             d.check_privileges(kind, [privilege])
+
+
+@pytest.mark.parametrize("privileges", [1, True, "SELECT", [5], [None], {"SELECT": 1}])
+def test_privileges_that_are_not_a_list_of_names_are_refused(privileges: object) -> None:
+    with pytest.raises(d.InvalidPrivilege, match="list of privilege names"):
+        d.check_privileges("table", privileges)  # type: ignore[arg-type]
