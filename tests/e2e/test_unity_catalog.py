@@ -7,6 +7,7 @@ test_permission_matrix, more metastores in test_metastores.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -500,7 +501,19 @@ def test_shares_recipients_and_providers(w: WorkspaceClient, server: RunningServ
     assert provider.json()["recipient_profile"]["endpoint"] == "http://127.0.0.1:9/ds/"
     assert "t0ken" not in provider.text
     assert uc(server, "POST", "/providers", json={"name": "broken", "recipient_profile_str": "{}"}).status_code == 400
-    assert uc(server, "GET", "/providers/upstream/shares").status_code == 502  # nobody listens on port 9
+    unreached = uc(server, "GET", "/providers/upstream/shares")  # nobody listens on port 9
+    # A server that answers, but not as a sharing server does: the same answer, so the call is no port scanner.
+    answering = uc(server, "PATCH", "/providers/upstream", json={"recipient_profile_str": json.dumps({
+        "shareCredentialsVersion": 1, "endpoint": f"{server.base_url}/health", "bearerToken": "t0ken"})})
+    assert answering.status_code == 200, answering.text
+    not_sharing = uc(server, "GET", "/providers/upstream/shares")
+    assert unreached.status_code == not_sharing.status_code == 502
+    assert unreached.json()["message"] == not_sharing.json()["message"]
+    for endpoint in (f"{server.base_url}/api/2.1/unity-catalog/metastore_summary#", "file:///etc/passwd",
+                     f"{server.base_url}/x?y=1", "http://user:pw@127.0.0.1:9/"):
+        pointed = uc(server, "PATCH", "/providers/upstream", json={"recipient_profile_str": json.dumps({
+            "shareCredentialsVersion": 1, "endpoint": endpoint, "bearerToken": "t0ken"})})
+        assert pointed.status_code == 400 and "endpoint" in pointed.json()["message"], endpoint
     w.shares.delete("quarterly")
     w.recipients.delete("acme")
     w.providers.delete("upstream")

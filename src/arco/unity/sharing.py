@@ -13,6 +13,7 @@ import secrets
 import time
 import uuid
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import orjson
@@ -34,6 +35,9 @@ RECIPIENT_TOKEN_PREFIX = "arco_share_"
 
 
 # -- shares ----------------------------------------------------------------------------------------------------
+
+MAX_PROVIDER_ANSWER_BYTES = 1 << 20  # a page of share names
+
 
 def _share_object(raw: Any, state: CatalogState, share: SecurableEntry, caller: Principal,
                   now_ms: int) -> dict[str, Any]:
@@ -219,9 +223,23 @@ def _provider_fields(body: dict[str, Any], creating: bool, state: CatalogState, 
         if not isinstance(profile, dict) or not profile.get("endpoint") or not profile.get("bearerToken"):
             raise invalid("recipient_profile_str must be a Delta Sharing profile (JSON with endpoint and "
                           "bearerToken)")
+        _check_endpoint(profile["endpoint"])
         fields["profile"] = {"endpoint": str(profile["endpoint"]), "bearer_token": str(profile["bearerToken"]),
                              "share_credentials_version": int(profile.get("shareCredentialsVersion", 1))}
     return fields
+
+
+def _check_endpoint(raw: Any) -> None:
+    """A provider's sharing server, which this server calls (listProviderShares): an http(s) URL naming a server
+    and a path, nothing else (a query, a fragment or credentials in it would have the call go elsewhere)."""
+    try:
+        parts = urlsplit(raw) if isinstance(raw, str) else None
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.query \
+            or parts.fragment or "#" in raw or "?" in raw or parts.username or parts.password:
+        raise invalid("the profile's endpoint must be an http(s) URL of a Delta Sharing server, with no query, "
+                      "fragment or credentials")
 
 
 def _render_provider(entry: SecurableEntry) -> dict[str, Any]:
@@ -388,10 +406,18 @@ class SharingService:
             profile = provider.fields.get("profile")
         if not profile:
             return {"shares": []}
+        # One answer for every way this fails (unreachable, refused, an error status, not a sharing server), so
+        # the call cannot be used to tell which hosts and ports answer.
+        unanswered = UnityError(502, "BAD_GATEWAY", f"provider {name}'s sharing server did not answer as a Delta "
+                                                    "Sharing server does")
         try:
-            response = httpx.get(profile["endpoint"].rstrip("/") + "/shares", timeout=30,
+            _check_endpoint(profile["endpoint"])  # also for providers stored before endpoints were checked
+            response = httpx.get(profile["endpoint"].rstrip("/") + "/shares", timeout=10, follow_redirects=False,
                                  headers={"Authorization": f"Bearer {profile['bearer_token']}"})
-            response.raise_for_status()
-        except httpx.HTTPError as exc:
-            raise UnityError(502, "BAD_GATEWAY", f"the provider's sharing server did not answer: {exc}") from None
-        return {"shares": [{"name": item.get("name")} for item in response.json().get("items", [])]}
+            items = response.json().get("items", []) if response.status_code == 200 and \
+                len(response.content) <= MAX_PROVIDER_ANSWER_BYTES else None
+        except (httpx.HTTPError, ValueError, AttributeError, UnityError):
+            raise unanswered from None
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            raise unanswered
+        return {"shares": [{"name": item.get("name")} for item in items]}
