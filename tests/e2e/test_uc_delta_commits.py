@@ -188,3 +188,27 @@ def test_many_writers_through_two_servers_racing_for_one_version_get_one_success
             winner = next(c for c in read(env, table).commits if c.version == version)
             assert winner.file_name == attempts[statuses.index(200)]["file_name"]
     assert read(env, table).latest_table_version == 5
+
+
+def test_a_shared_coordinated_table_is_served_as_far_as_the_catalog_published_it(env: dict) -> None:
+    """Delta Sharing serves a coordinated table's log up to the catalog's published version: not a commit the
+    catalog accepted but nobody published yet, and never a file a writer put in the log around the catalog."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from support.sharing import activate, ds, share_with
+
+    server, table = env["server"], managed_table(env["server"], "shared_cc")
+    location = table["storage_location"]
+    write_deltalake(location, pa.table({"id": pa.array([1, 2], pa.int64())}))  # version 0
+    assert commit(env, table, commit_info=info(1)).status_code == 200  # accepted, not yet published
+    write_deltalake(location, pa.table({"id": pa.array([666], pa.int64())}), mode="append")  # around the catalog
+    recipient = share_with(server, "cc_share", "cc_reader", ["main.cc.shared_cc"])
+    profile = activate(recipient, Path(env["workdir"]))[1]
+    path = "/shares/cc_share/schemas/cc/tables/shared_cc"
+    assert ds(server, profile, "GET", f"{path}/version").headers["delta-table-version"] == "0"
+    queried = ds(server, profile, "POST", f"{path}/query", json={})
+    assert queried.status_code == 200 and queried.headers["delta-table-version"] == "0"
+    assert ds(server, profile, "POST", f"{path}/query", json={"version": 1}).status_code == 400
+    assert commit(env, table, latest_backfilled_version=1).status_code == 200  # published: served from now on
+    assert ds(server, profile, "GET", f"{path}/version").headers["delta-table-version"] == "1"

@@ -361,15 +361,17 @@ def clear_cache() -> None:
 
 
 def snapshot(location: str, storage_options: dict[str, str], *, version: int | None = None,
-             timestamp_ms: int | None = None) -> DeltaSnapshot:
-    """One version of the table (the latest, a version, or the one current at a timestamp) with its files."""
+             timestamp_ms: int | None = None, newest: int | None = None) -> DeltaSnapshot:
+    """One version of the table (the latest, a version, or the one current at a timestamp) with its files;
+    ``newest``: the last version that may be read (a catalog-coordinated table's published one), whatever else
+    the log holds."""
     entry = _cache_for(location, storage_options)
     with entry.lock:
         table = entry.latest(location, storage_options)
-        latest = table.version()
+        latest = _capped(table.version(), newest)
         timestamps = commit_timestamps(table) if timestamp_ms is not None else None
         if timestamps is not None and timestamp_ms is not None:
-            version = version_as_of(timestamps, timestamp_ms)
+            version = version_as_of({v: t for v, t in timestamps.items() if v <= latest}, timestamp_ms)
         if version is None:
             version = latest
         if version > latest:
@@ -378,7 +380,7 @@ def snapshot(location: str, storage_options: dict[str, str], *, version: int | N
         if cached is not None:
             entry.snapshots.move_to_end(version)
             return cached
-        if version == latest:
+        if version == table.version():
             latest_commit = {int(h["version"]): int(h["timestamp"]) for h in table.history(1)}
             return entry.remember(_build_snapshot(table, latest_commit))
         # Read from the latest table: an old version's own history is numbered wrongly (commit_timestamps).
@@ -391,14 +393,20 @@ def snapshot(location: str, storage_options: dict[str, str], *, version: int | N
         return entry.remember(snap)
 
 
-def latest_version(location: str, storage_options: dict[str, str]) -> int:
+def latest_version(location: str, storage_options: dict[str, str], newest: int | None = None) -> int:
     entry = _cache_for(location, storage_options)
     with entry.lock:
-        return int(entry.latest(location, storage_options).version())
+        return _capped(int(entry.latest(location, storage_options).version()), newest)
 
 
-def starting_version_at(location: str, storage_options: dict[str, str], timestamp_ms: int) -> int:
-    return version_at_or_after(commit_timestamps(open_table(location, storage_options)), timestamp_ms)
+def starting_version_at(location: str, storage_options: dict[str, str], timestamp_ms: int,
+                        newest: int | None = None) -> int:
+    timestamps = commit_timestamps(open_table(location, storage_options))
+    return version_at_or_after({v: t for v, t in timestamps.items() if newest is None or v <= newest}, timestamp_ms)
+
+
+def _capped(version: int, newest: int | None) -> int:
+    return version if newest is None else min(version, newest)
 
 
 def change_rows(location: str, storage_options: dict[str, str], version: int) -> pa.Table:
@@ -425,7 +433,7 @@ def cdc_files(location: str, commit: bytes, version: int, timestamp_ms: int) -> 
 
 
 def changes(location: str, storage_options: dict[str, str], starting_version: int,
-            ending_version: int | None, change_data: ChangeData | None = None
+            ending_version: int | None, change_data: ChangeData | None = None, newest: int | None = None
             ) -> tuple[list[SharedFile], list[TableChange]]:
     """The files each version in ``[starting, ending]`` added ("insert") or removed ("delete"); and the versions
     after the first that changed the table's metadata or protocol.
@@ -434,9 +442,10 @@ def changes(location: str, storage_options: dict[str, str], starting_version: in
     with ``change_data`` such a version is answered by its row-level change data instead ("cdf" files),
     which is what Delta's change data feed means by the version's changes."""
     latest = open_table(location, storage_options)
-    end = latest.version() if ending_version is None else min(ending_version, latest.version())
-    if starting_version > latest.version():
-        raise DeltaReadError(f"startingVersion {starting_version} is after the latest version {latest.version()}")
+    last = _capped(latest.version(), newest)
+    end = last if ending_version is None else min(ending_version, last)
+    if starting_version > last:
+        raise DeltaReadError(f"startingVersion {starting_version} is after the latest version {last}")
     timestamps = commit_timestamps(latest)
     operations = commit_operations(latest)
     if starting_version == 0:

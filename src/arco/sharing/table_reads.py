@@ -35,6 +35,7 @@ from arco.sharing.errors import SharingError, bad_request, not_found
 from arco.sharing.recipients import Recipient
 from arco.storage.base import DoesNotExist, StorageBackend, StorageError
 from arco.storage.urls import file_under
+from arco.unity.delta_commits import published_version
 
 CDF_PREFIX = "_catalog/sharing/cdf"
 CHANGE_QUERY_FIELDS = ("startingVersion", "endingVersion", "startingTimestamp", "endingTimestamp",
@@ -86,7 +87,7 @@ class TableReads:
         try:
             if fmt == "DELTA":
                 snap = delta_source.snapshot(t.table.location, self.settings.storage_options, version=version,
-                                             timestamp_ms=timestamp_ms)
+                                             timestamp_ms=timestamp_ms, newest=published_version(t.table.delta_commits))
                 return TableRead(snap.version, snap.protocol, snap.needs_delta_format)
             if fmt == "ICEBERG":
                 iceberg_source = _iceberg_source()
@@ -115,7 +116,8 @@ class TableReads:
         if starting_timestamp is None:
             if t.table.format == "DELTA":
                 try:
-                    return delta_source.latest_version(t.table.location, self.settings.storage_options)
+                    return delta_source.latest_version(t.table.location, self.settings.storage_options,
+                                                       published_version(t.table.delta_commits))
                 except delta_source.DeltaReadError as exc:
                     raise bad_request(str(exc)) from None
             return self._read(t).version.version
@@ -124,7 +126,8 @@ class TableReads:
             history.check_history(t.obj, "looking up a version by startingTimestamp")
         try:
             if t.table.format == "DELTA":
-                return delta_source.starting_version_at(t.table.location, self.settings.storage_options, ts)
+                return delta_source.starting_version_at(t.table.location, self.settings.storage_options, ts,
+                                                        published_version(t.table.delta_commits))
             if t.table.format == "ICEBERG":
                 metadata, _ = self._iceberg(t)
                 return int(_iceberg_source().iceberg_version_at_or_after(metadata, ts))
@@ -329,7 +332,7 @@ class TableReads:
                 # A change data feed query (include_cdf) has checked that the table records its change data.
                 change_data = self._change_data_file(t) if include_cdf else None
                 files, changed = delta_source.changes(t.table.location, self.settings.storage_options, starting,
-                                                      ending, change_data)
+                                                      ending, change_data, published_version(t.table.delta_commits))
             elif t.table.format == "ICEBERG":
                 metadata, io = self._iceberg(t)
                 source = _iceberg_source()

@@ -130,6 +130,16 @@ def latest_version(tracked: list[Commit]) -> int:
     return tracked[-1]["version"] if tracked else 0
 
 
+def published_version(tracked: list[Commit] | None) -> int | None:
+    """The newest version a reader of the table's ``_delta_log`` may be given: every version up to it accepted by
+    the catalog and published (backfilled), so a file the writer put in the log without the catalog (or before
+    it accepted it) is never read as the table. None: the catalog does not coordinate this table's commits."""
+    if not tracked:
+        return None
+    pending = [c["version"] for c in tracked if not c.get("backfilled")]
+    return min(pending) - 1 if pending else tracked[-1]["version"]
+
+
 def unbackfilled(tracked: list[Commit], start: int, end: int | None) -> list[Commit]:
     """The commits not yet backfilled in ``[start, end]``, at most :data:`MAX_TRACKED` from the first in range,
     newest first (as Unity Catalog answers)."""

@@ -122,3 +122,12 @@ def test_malformed_reads_are_400() -> None:
         rules.parse_get({"table_id": "t", "table_uri": "u", "start_version": 3, "end_version": 2})
     with pytest.raises(UnityError, match="start_version"):
         rules.parse_get({"table_id": "t", "table_uri": "u"})
+
+
+def test_the_published_version_is_the_last_before_the_first_commit_not_backfilled() -> None:
+    from arco.unity.delta_commits import published_version
+
+    assert published_version(None) is None and published_version([]) is None  # not coordinated
+    assert published_version([{"version": 5, "backfilled": True}]) == 5
+    assert published_version([{"version": 3}, {"version": 4}]) == 2
+    assert published_version([{"version": 3}]) == 2
