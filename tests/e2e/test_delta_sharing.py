@@ -837,3 +837,35 @@ def test_cloud_credentials_are_offered_only_for_whole_delta_tables_and_need_clou
     stranger = httpx.post(f"{server.base_url}/delta-sharing{table}/orders/temporary-table-credentials",
                           headers={"Authorization": "Bearer not-a-token"}, timeout=30)
     assert stranger.status_code == 401
+
+
+def test_deletes_spanning_partitions_and_escaped_folders_reach_every_recipient_s_change_feed(
+        server: RunningServer, tmp_path: Path) -> None:
+    """A DELETE that dropped whole files in two partitions, one folder escaped (``p=x%2Fy``), with no change data of
+    its writer's: deltalake cannot derive row changes under the escaped folder, and one derived file could not
+    name a partition a filtered recipient may read. The version is answered file by file, each with its
+    partition: every recipient sees its deletes, no 500."""
+    assert uc(server, "POST", "/schemas", json={"name": "spans", "catalog_name": "main"}).status_code == 200
+    staged = uc(server, "POST", "/staging-tables", json={"name": "t", "catalog_name": "main",
+                                                         "schema_name": "spans"}).json()
+    location = staged["staging_location"]
+    write_deltalake(location, pa.table({"id": pa.array([1, 2, 3], pa.int64()), "p": ["x/y", "ok", "keep"]}),
+                    partition_by=["p"], configuration={"delta.enableChangeDataFeed": "true"})
+    DeltaTable(location).delete("p = 'x/y' OR p = 'ok'")  # version 1
+    made = uc(server, "POST", "/tables", json={
+        "name": "t", "catalog_name": "main", "schema_name": "spans", "table_type": "MANAGED",
+        "data_source_format": "DELTA", "storage_location": location, "columns": [
+            {"name": "id", "type_name": "LONG", "type_text": "bigint", "position": 0, "type_json": "{}"},
+            {"name": "p", "type_name": "STRING", "type_text": "string", "position": 1, "type_json": "{}"}]})
+    assert made.status_code == 200, made.text
+    whole = share_with(server, "spans_all", "spans_reader", ["main.spans.t"])
+    filtered = share_with(server, "spans_ok", "spans_ok_reader", [])
+    only_ok = [{"values": [{"name": "p", "op": "EQUAL", "value": "ok"}]}]
+    assert uc(server, "PATCH", "/shares/spans_ok", json={"updates": [{"action": "ADD", "data_object": {
+        "name": "main.spans.t", "history_data_sharing_status": "ENABLED", "partitions": only_ok}}]}).status_code == 200
+    for recipient, share, expected in ((whole, "spans_all", {("delete", 1), ("delete", 2)}),
+                                       (filtered, "spans_ok", {("delete", 2)})):
+        path, _ = activate(recipient, tmp_path)
+        changes = delta_sharing.load_table_changes_as_pandas(f"{path}#{share}.spans.t", starting_version=1,
+                                                             ending_version=1)
+        assert set(zip(changes["_change_type"], changes["id"], strict=True)) == expected, share

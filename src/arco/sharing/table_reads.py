@@ -361,7 +361,10 @@ class TableReads:
     def _change_data_file(self, t: SharedTable) -> delta_source.ChangeData:
         """Row-level change data of a rewriting version: the cdc files its writer recorded, where it did; else
         derived from the version, kept once per version under ``_catalog/sharing/cdf`` (create-only: derived
-        data, the same for every server) so it has a URL like any data file."""
+        data, the same for every server) so it has a URL like any data file. Where it cannot be derived as one
+        file of one partition (its rows span partitions, which a partition-filtered recipient could not be
+        given, or deltalake cannot read the version, as under an escaped partition folder), the version is
+        answered file by file instead (None): whole files deleted and added, each with its partition."""
 
         def materialize(version: int, timestamp_ms: int, partition_columns: list[str]) -> list[SharedFile] | None:
             commit = self._commit_file(t, version)
@@ -372,16 +375,23 @@ class TableReads:
             existing = self.storage.head(key)
             data = None
             if existing is None:
-                data = delta_source.change_rows(t.table.location, self.settings.storage_options, version)
-                if data.num_rows == 0:
+                try:
+                    data = delta_source.change_rows(t.table.location, self.settings.storage_options, version)
+                except Exception:  # noqa: BLE001 - deltalake's reader fails through Arrow's C interface as a bare
+                    return None    # Exception (a file under an escaped partition folder "not found", say)
+                if data.num_rows == 0 or (partition_columns and
+                                          delta_source.single_partition(data, partition_columns) is None):
                     return None
                 sink = pa.BufferOutputStream()
                 pq.write_table(data, sink)
                 self.storage.put(key, sink.getvalue().to_pybytes(), DoesNotExist())
                 existing = self.storage.head(key)
             assert existing is not None
+            partition = self._cdf_partition(key, partition_columns, data)
+            if partition_columns and not partition:
+                return None  # saved before such versions were answered file by file
             return [SharedFile(url=self.storage.location_of(key), id=f"cdf-{t.table.id}-{version}",
-                               partition_values=self._cdf_partition(key, partition_columns, data),
+                               partition_values=partition,
                                size=existing.size, stats=None, version=version, timestamp_ms=timestamp_ms,
                                change_type="cdf")]
 
@@ -401,10 +411,10 @@ class TableReads:
             return None
 
     def _cdf_partition(self, key: str, columns: list[str], data: pa.Table | None) -> dict[str, str | None]:
-        """The partition values of a saved change-data file (one per version), where its rows all lie in one
-        partition: a Delta reader takes partition columns from the action, not the file. A version whose changes
-        span partitions keeps ``{}`` (its rows carry the columns, which the parquet format's reader uses). Read
-        back from the file once per process when another server (or an earlier one) wrote it."""
+        """The partition values of a saved change-data file (one per version), whose rows all lie in one
+        partition: a Delta reader takes partition columns from the action, not the file. ``{}`` for one saved
+        before versions whose changes span partitions were answered file by file. Read back from the file once
+        per process when another server (or an earlier one) wrote it."""
         if not columns:
             return {}
         with self._lines_lock:
