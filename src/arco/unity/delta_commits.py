@@ -29,6 +29,8 @@ from arco.unity import objects
 from arco.unity.errors import UnityError, invalid
 
 MAX_TRACKED = 10
+MAX_LONG = 2**63 - 1  # versions and times are Delta's longs (one past it cannot be committed after)
+MAX_FILE_NAME = 255  # a file name on every object store and file system
 COMMIT_FIELDS = ("version", "timestamp", "file_name", "file_size", "file_modification_timestamp")
 Commit = dict[str, Any]
 
@@ -67,8 +69,8 @@ def _integer(body: dict[str, Any], key: str, *, minimum: int, required: bool = T
     value = body.get(key)
     if value is None and not required:
         return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise invalid(f"{key} must be an integer >= {minimum}, got {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= MAX_LONG:
+        raise invalid(f"{key} must be an integer from {minimum} to {MAX_LONG} (a long), got {value!r}")
     return value
 
 
@@ -78,8 +80,9 @@ def parse_commit_info(raw: Any) -> Commit:
     commit = {key: _integer(raw, key, minimum=1) for key in COMMIT_FIELDS if key != "file_name"}
     name = _required_text(raw, "file_name")
     # The name is the staged file's, read back from _delta_log/_staged_commits/: one path segment only.
-    if "/" in name or "\\" in name or name in (".", "..") or any(ord(c) < 32 for c in name):
-        raise invalid("commit_info.file_name must be a single file name, without path separators")
+    if "/" in name or "\\" in name or name in (".", "..") or not name.isprintable() or len(name) > MAX_FILE_NAME:
+        raise invalid(f"commit_info.file_name must be a single file name (at most {MAX_FILE_NAME} printable "
+                      "characters, without path separators)")
     return {**commit, "file_name": name}
 
 

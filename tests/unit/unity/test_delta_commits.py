@@ -131,3 +131,18 @@ def test_the_published_version_is_the_last_before_the_first_commit_not_backfille
     assert published_version([{"version": 5, "backfilled": True}]) == 5
     assert published_version([{"version": 3}, {"version": 4}]) == 2
     assert published_version([{"version": 3}]) == 2
+
+
+@pytest.mark.parametrize("change", [{"version": 2**63}, {"version": 2**64 - 1}, {"timestamp": 2**63},
+                                    {"file_name": "x" * 256}, {"file_name": "a\u2028b.json"},
+                                    {"file_name": "a\x7fb.json"}])
+def test_commit_fields_past_a_long_or_a_file_name_are_refused(change: dict) -> None:
+    from arco.unity.delta_commits import parse_commit_info
+    from arco.unity.errors import UnityError
+
+    good = {"version": 1, "timestamp": 1, "file_name": "00000000000000000001.uuid.json", "file_size": 1,
+            "file_modification_timestamp": 1}
+    assert parse_commit_info(good)["version"] == 1
+    with pytest.raises(UnityError) as refused:
+        parse_commit_info({**good, **change})
+    assert refused.value.status == 400
