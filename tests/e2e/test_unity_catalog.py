@@ -492,6 +492,11 @@ def test_shares_recipients_and_providers(w: WorkspaceClient, server: RunningServ
     assert len(rotated.tokens) == 2 and rotated.tokens[0].expiration_time and rotated.tokens[1].activation_url
     assert uc(server, "POST", "/recipients/acme/rotate-token",
               json={"existing_token_expire_in_seconds": -1}).status_code == 400
+    unused = uc(server, "POST", "/recipients", json={"name": "later", "authentication_type": "TOKEN"}).json()
+    first_link = unused["tokens"][0]["activation_url"]
+    again = uc(server, "POST", "/recipients/later/rotate-token", json={"existing_token_expire_in_seconds": 0}).json()
+    assert httpx.get(first_link).status_code == 404  # its token expired with the rotation: no profile from it
+    assert httpx.get(again["tokens"][-1]["activation_url"]).status_code == 200
 
     provider = uc(server, "POST", "/providers", json={
         "name": "upstream", "authentication_type": "TOKEN",

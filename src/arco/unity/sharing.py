@@ -383,6 +383,10 @@ class SharingService:
                     if token.get("activation_hash") == wanted:
                         if token.get("token_hash"):
                             raise UnityError(404, "RESOURCE_DOES_NOT_EXIST", "this activation link was used already")
+                        expires = token.get("expiration_time")
+                        if expires is not None and expires <= int(time.time() * 1000):
+                            raise UnityError(404, "RESOURCE_DOES_NOT_EXIST", "this activation link's token has "
+                                                                             "expired (a rotation replaced it)")
                         found["expiration_time"] = token.get("expiration_time")
                         tokens = [{**t, "token_hash": hash_token(raw_token), "updated_at": int(time.time() * 1000)}
                                   if t is token else t for t in recipient.fields["tokens"]]
