@@ -137,6 +137,10 @@ def test_a_resend_of_a_backfilled_commit_is_settled_by_its_files(env: dict) -> N
     assert commit(env, table, commit_info=other).status_code == 409
     unreadable = commit(env, table, commit_info=info(1))  # no staged file of that name: the outcome is not known
     assert unreadable.status_code == 503 and unreadable.json()["error_code"] == "TEMPORARILY_UNAVAILABLE"
+    onboarded_late = managed_table(env["server"], "onboarded_late")
+    assert commit(env, onboarded_late, commit_info=info(5)).status_code == 200  # onboarding at version 5
+    never = commit(env, onboarded_late, commit_info=info(2))  # before its first commit: no such version, ever
+    assert never.status_code == 409 and "never committed" in never.json()["message"]
 
 
 def test_metadata_rides_a_commit_and_is_seen_by_uc(env: dict) -> None:

@@ -18,7 +18,7 @@ from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.iceberg.metadata_files import MetadataLocationError
 from arco.iceberg.tables import TableService
-from arco.storage.base import StorageError
+from arco.storage.base import NotFound, StorageError
 from arco.storage.urls import same_place
 from arco.unity import delta_commits as rules
 from arco.unity import infos
@@ -86,13 +86,22 @@ class DeltaCommitCoordinator:
         log = f"{location.rstrip('/')}/_delta_log"
         try:
             published = self.tables.storage.get(self.tables.files.key_of(f"{log}/{commit['version']:020d}.json"))
+        except NotFound:  # no such version in the log (one before the table's first commit): never a resend
+            raise UnityError(409, "RESOURCE_CONFLICT", f"commit version {commit['version']} was never committed "
+                                                       "here: it is before the table's commits") from None
+        except (MetadataLocationError, StorageError) as exc:
+            raise _outcome_unknown(commit, exc) from None
+        try:  # a staged file cleaned up after its backfill leaves the outcome unknown, not a conflict
             staged = self.tables.storage.get(self.tables.files.key_of(f"{log}/_staged_commits/{commit['file_name']}"))
-        except (MetadataLocationError, StorageError) as exc:  # a missing file is NotFound, a StorageError
-            raise UnityError(503, "TEMPORARILY_UNAVAILABLE", f"could not tell whether commit version "
-                                                             f"{commit['version']} is a resend ({exc}); retry") \
-                from None
+        except (MetadataLocationError, StorageError) as exc:
+            raise _outcome_unknown(commit, exc) from None
         if published.data != staged.data:
             raise UnityError(409, "RESOURCE_CONFLICT", f"commit version {commit['version']} is already published")
+
+
+def _outcome_unknown(commit: rules.Commit, exc: Exception) -> UnityError:
+    return UnityError(503, "TEMPORARILY_UNAVAILABLE", f"could not tell whether commit version {commit['version']} "
+                                                      f"is a resend ({exc}); retry")
 
 
 def _metadata_changes(entry: TableEntry, metadata: dict[str, Any]) -> dict[str, Any]:
