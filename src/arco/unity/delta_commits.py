@@ -161,7 +161,7 @@ def next_tracked(tracked: list[Commit], request: CommitRequest) -> Outcome:
         if commit is None:
             raise invalid("a backfill-only request needs a prior commit: this table's commit log is empty")
         return Outcome([dict(commit)])  # onboarding: any version
-    first, last = tracked[0]["version"], tracked[-1]["version"]
+    last = tracked[-1]["version"]
     if commit is None:
         assert backfilled is not None
         if backfilled > last:
@@ -174,12 +174,9 @@ def next_tracked(tracked: list[Commit], request: CommitRequest) -> Outcome:
         raise invalid(f"commit version must be {last + 1}, the next after the latest commit {last}; got {version}")
     if backfilled is not None and backfilled > last:
         raise invalid(f"latest_backfilled_version {backfilled} cannot pass the last commit version {last}")
-    if tracked[-1].get("backfilled"):
-        effective = last
-    elif backfilled is not None and backfilled >= first:
-        effective = backfilled
-    else:
-        effective = first - 1
+    published = published_version(tracked)  # the last version backfilled, so not counted against the limit
+    assert published is not None  # tracked is not empty
+    effective = published if backfilled is None else max(published, backfilled)
     if version - effective > MAX_TRACKED:
         raise UnityError(429, "RESOURCE_EXHAUSTED", f"{MAX_TRACKED} commits of this table are not backfilled yet: "
                                                     "backfill them (publish to _delta_log/) before committing more")

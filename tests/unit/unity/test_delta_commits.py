@@ -89,6 +89,16 @@ def test_a_writer_that_never_backfills_is_refused_past_the_limit() -> None:
     assert [c["version"] for c in room] == list(range(2, rules.MAX_TRACKED + 2))
 
 
+
+def test_after_a_backfill_of_everything_the_limit_counts_only_the_new_commits() -> None:
+    tracked = rules.next_tracked(run(request(1), request(2)), request(backfilled=2)).tracked  # 2 kept, backfilled
+    for version in range(3, 3 + rules.MAX_TRACKED):  # the limit's worth of new commits
+        tracked = rules.next_tracked(tracked, request(version)).tracked
+    with pytest.raises(UnityError) as full:
+        rules.next_tracked(tracked, request(3 + rules.MAX_TRACKED))
+    assert full.value.status == 429
+
+
 def test_readers_get_the_range_they_ask_for_newest_first_at_most_the_limit() -> None:
     tracked = run(*(request(v) for v in range(1, 6)))
     assert [c["version"] for c in rules.unbackfilled(tracked, 2, 4)] == [4, 3, 2]
