@@ -187,7 +187,7 @@ def storage_object_claims(state: CatalogState, exclude_id: str | None = None) ->
                     continue
 
 
-def _first_overlap(url: str, claims: Iterable[Claim]) -> Claim | None:
+def first_overlap(url: str, claims: Iterable[Claim]) -> Claim | None:
     return next((c for c in claims if overlaps(url, c.url)), None)
 
 
@@ -205,7 +205,7 @@ def check_external_location_url(state: CatalogState, raw: object, warehouse_url:
                                                 "outside the catalogs' managed storage")
     managed = list(managed_root_claims(state))
     # Managed storage placed in an external location (a storage_root) may lie inside one: never around one.
-    clash = _first_overlap(url, [*arco_claims(warehouse_url), *(c for c in managed if not c.chosen)]) or next(
+    clash = first_overlap(url, [*arco_claims(warehouse_url), *(c for c in managed if not c.chosen)]) or next(
         (c for c in managed if c.chosen and within(url, c.url)), None)
     if clash is not None:
         raise LocationRefused("managed", f"url {url} overlaps {clash.what} ({clash.url}); external locations "
@@ -242,7 +242,7 @@ def check_external_table_location(state: CatalogState, who: Subject, raw: object
         raise LocationRefused("privilege", f"{who.name} may not create external {kind}s in external location "
                                            f"{container.name} (needs CREATE_EXTERNAL_"
                                            f"{'VOLUME' if volume else 'TABLE'} on it)")
-    clash = _first_overlap(url, [*arco_claims(warehouse_url), *managed_root_claims(state), *table_claims(state)])
+    clash = first_overlap(url, [*arco_claims(warehouse_url), *managed_root_claims(state), *table_claims(state)])
     if clash is not None:
         raise LocationRefused("taken", f"location {url} overlaps {clash.what} ({clash.url}); every {kind} needs "
                                        "a prefix of its own: choose a new folder inside an external location")
@@ -318,7 +318,7 @@ def check_managed_storage_root(state: CatalogState, who: Subject, raw: object, w
         raise LocationRefused("read-only", f"external location {container.name} is read-only, and Arco writes the "
                                            "managed tables' metadata files")
     location = managed_storage_location(url, kind, object_id)
-    clash = _first_overlap(location, [*arco_claims(warehouse_url), *managed_root_claims(state), *table_claims(state)])
+    clash = first_overlap(location, [*arco_claims(warehouse_url), *managed_root_claims(state), *table_claims(state)])
     if clash is not None:
         raise LocationRefused("taken", f"storage_root {url} lies inside {clash.what} ({clash.url}); choose a folder "
                                        "no table, volume or catalog owns")
@@ -352,7 +352,7 @@ def check_reregistration(state: CatalogState, location: str, catalog: CatalogEnt
         return None
     if namespace is not None and url.rsplit("/", 1)[0] != normalize(namespace_location(state, catalog, namespace)):
         return None
-    return None if _first_overlap(url, table_claims(state)) is not None else url
+    return None if first_overlap(url, table_claims(state)) is not None else url
 
 
 def may_reregister(who: Subject, state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath) -> bool:
@@ -403,7 +403,7 @@ def owned_prefix(state: CatalogState, owner_id: str, location: str, managed: boo
     if owner_id in state.tables:  # registered again since: the prefix is a live table's
         return None
     others = [*arco_claims(warehouse_url), *table_claims(state, exclude_id=owner_id)]
-    if _first_overlap(url, others) is not None:
+    if first_overlap(url, others) is not None:
         return None
     if any(within(claim.url, url) for claim in managed_root_claims(state)):
         return None
@@ -449,6 +449,6 @@ def model_version_purge_prefix(state: CatalogState, model: SecurableEntry, versi
     if not location or catalog is None or not is_allocated(state, location, catalog, model.id):
         return None
     url = normalize(model_version_location(location, version))
-    if _first_overlap(url, table_claims(state, exclude_id=model.id)) is not None:
+    if first_overlap(url, table_claims(state, exclude_id=model.id)) is not None:
         return None
     return url

@@ -59,6 +59,15 @@ def catalog_scope(catalog: CatalogEntry) -> str:
     return f"catalog-{catalog.id}"
 
 
+def keyed_on(markers: IdempotencyMarkers, catalog: CatalogEntry, key: str, operation: str, target: str,
+             body: Any, principal: str, subject: str) -> Keyed:
+    """The key of a change that lands in one table's (or view's) history, ``subject``: its marker is the catalog's,
+    so that a retry after the name moved to another object is answered as the first request was, and recovery
+    looks in ``subject``'s history."""
+    return Keyed(markers, catalog_scope(catalog), key, operation, request_hash(operation, target, body),
+                 principal=principal, subject=subject)
+
+
 class Mutations:
     def __init__(self, store: CatalogStore, namespaces: NamespaceService, tables: TableService,
                  markers: IdempotencyMarkers) -> None:
@@ -211,18 +220,17 @@ class Mutations:
                 pass  # the name names another table (or none) now: its marker is released; go the long way
         self.store.confirm_view()
         entry = self.tables.entry(catalog, namespace, name)
-        keyed = Keyed(self.markers, catalog_scope(catalog), key, "updateTable",
-                      request_hash("updateTable", target, body), principal=caller.principal, subject=entry.id)
+        keyed = keyed_on(self.markers, catalog, key, "updateTable", target, body, caller.principal, entry.id)
         return run_beside_claim(keyed, work, self._commit_recovery(entry.id), commit_route=True)
 
     def _keyed_commit_of_known_table(self, catalog: CatalogEntry, namespace: NamespacePath, name: str,
                                      known: TableEntry, key: str, target: str, body: dict[str, Any],
                                      work: Callable[[str, ClaimGate], Outcome], principal: str) -> Outcome:
-        """The marker is scoped by the table's uuid, which this process knows: the commit goes ahead on that
-        knowledge, its claim beside it, and the catalog check beside the metadata file's write (as for a commit
-        without a key). If the check finds the name names another table now, nothing landed: the claim is
-        released (as for any attempt that did not land) and :class:`_MovedUnderKey` sends the caller the long
-        way, which resolves the name first."""
+        """The table's uuid, which this process knows, is where the change lands (the marker's subject): the
+        commit goes ahead on that knowledge, its claim beside it, and the catalog check beside the metadata file's
+        write (as for a commit without a key). If the check finds the name names another table now, nothing
+        landed: the claim is released (as for any attempt that did not land) and :class:`_MovedUnderKey` sends the
+        caller the long way, which resolves the name first."""
         optimistic.table_found()  # before the check starts: it decides whether the view holds
 
         def work_on_known(tag: str, gate: ClaimGate) -> Outcome:
@@ -242,8 +250,7 @@ class Mutations:
                     raise _MovedUnderKey() from None
                 raise
 
-        keyed = Keyed(self.markers, catalog_scope(catalog), key, "updateTable",
-                      request_hash("updateTable", target, body), principal=principal, subject=known.id)
+        keyed = keyed_on(self.markers, catalog, key, "updateTable", target, body, principal, known.id)
         return run_beside_claim(keyed, work_on_known, self._commit_recovery(known.id), commit_route=True)
 
     def _commit_recovery(self, table_uuid: str) -> Recover:

@@ -117,8 +117,7 @@ def execute_or_withdraw(store: CatalogStore, pointers: PointerStore, pointer: Ta
     try:
         store.execute(build, **kwargs)
     except (CatalogError, IcebergError) as exc:
-        refusal = exc if isinstance(exc, IcebergError) else None
-        if refusal is None or 400 <= refusal.status < 500:
+        if not isinstance(exc, IcebergError) or 400 <= exc.status < 500:
             pointers.withdraw(pointer, written)
         raise
 

@@ -38,9 +38,9 @@ from arco.events.receipts import EVENTS, SCHEMA_VERSION, commit_key, day_of, wri
 from arco.iceberg import view_builder, view_rules
 from arco.iceberg.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchView
 from arco.iceberg.file_names import attempt_part, carries_tag, metadata_file_location, metadata_sequence
-from arco.iceberg.idempotency import Keyed, Marker, Outcome, Recover, check_key, request_hash
+from arco.iceberg.idempotency import Keyed, Marker, Outcome, Recover, check_key
 from arco.iceberg.metadata_files import view_metadata_bytes
-from arco.iceberg.mutations import Caller, Mutations, catalog_scope
+from arco.iceberg.mutations import Caller, Mutations, keyed_on
 from arco.iceberg.name_conflicts import refuse_rename_onto, refuse_taken
 from arco.iceberg.paging import page
 from arco.iceberg.placement import Placement
@@ -351,11 +351,8 @@ class ViewMutations:
             return work(None)
         parse_replace(body)
         entry = self.views.entry(catalog, namespace, name)
-        # The catalog's marker, as every mutation's: a retry after the name moved to another view is answered as
-        # the first request was; the view it lands in is where recovery looks.
-        keyed = Keyed(self.mutations.markers, catalog_scope(catalog), check_key(caller.key), "replaceView",
-                      request_hash("replaceView", _dotted((*namespace, name)), body), principal=caller.principal,
-                      subject=entry.id)
+        keyed = keyed_on(self.mutations.markers, catalog, check_key(caller.key), "replaceView",
+                         _dotted((*namespace, name)), body, caller.principal, entry.id)
 
         def recover(marker: Marker) -> Outcome | None:
             location = self.views.landed_location(marker.subject or entry.id, marker.hashed_key)

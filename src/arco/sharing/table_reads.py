@@ -87,7 +87,7 @@ class TableReads:
         try:
             if fmt == "DELTA":
                 snap = delta_source.snapshot(t.table.location, self.settings.storage_options, version=version,
-                                             timestamp_ms=timestamp_ms, newest=published_version(t.table.delta_commits))
+                                             timestamp_ms=timestamp_ms, newest=_published(t))
                 return TableRead(snap.version, snap.protocol, snap.needs_delta_format)
             if fmt == "ICEBERG":
                 iceberg_source = _iceberg_source()
@@ -117,7 +117,7 @@ class TableReads:
             if t.table.format == "DELTA":
                 try:
                     return delta_source.latest_version(t.table.location, self.settings.storage_options,
-                                                       published_version(t.table.delta_commits))
+                                                       _published(t))
                 except delta_source.DeltaReadError as exc:
                     raise bad_request(str(exc)) from None
             return self._read(t).version.version
@@ -127,7 +127,7 @@ class TableReads:
         try:
             if t.table.format == "DELTA":
                 return delta_source.starting_version_at(t.table.location, self.settings.storage_options, ts,
-                                                        published_version(t.table.delta_commits))
+                                                        _published(t))
             if t.table.format == "ICEBERG":
                 metadata, _ = self._iceberg(t)
                 return int(_iceberg_source().iceberg_version_at_or_after(metadata, ts))
@@ -332,7 +332,7 @@ class TableReads:
                 # A change data feed query (include_cdf) has checked that the table records its change data.
                 change_data = self._change_data_file(t) if include_cdf else None
                 files, changed = delta_source.changes(t.table.location, self.settings.storage_options, starting,
-                                                      ending, change_data, published_version(t.table.delta_commits))
+                                                      ending, change_data, _published(t))
             elif t.table.format == "ICEBERG":
                 metadata, io = self._iceberg(t)
                 source = _iceberg_source()
@@ -467,11 +467,17 @@ def _only_own_files(t: SharedTable, files: list[SharedFile], derived_prefix: str
                                                  "table's location; Arco serves only a table's own files")
 
 
+def _published(t: SharedTable) -> int | None:
+    """The last version of a Delta table that may be served: a catalog-coordinated table's published one
+    (:func:`arco.unity.delta_commits.published_version`), None for any other."""
+    return published_version(t.table.delta_commits)
+
+
 def _shared_part(t: SharedTable, files: list[SharedFile]) -> list[SharedFile]:
     """The files of ``t`` its share lets the recipient read: those its partition filter admits, or all without one
-    (:mod:`arco.sharing.partition_filter`). Change data Arco derived for a whole version carries no partition
-    values unless its rows lie in one partition, so otherwise under a filter it is not served: a filter fails
-    closed."""
+    (:mod:`arco.sharing.partition_filter`). Change data Arco derives carries its version's one partition (a
+    version whose changes span partitions is answered file by file: :meth:`TableReads._change_data_file`), so a
+    filter applies to it as to any file."""
     try:
         admitted = partition_filter.of_object(t.obj)
     except partition_filter.InvalidPartitionFilter as exc:  # stored before filters were checked: serve nothing

@@ -7,11 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from arco.auth import decisions as can
 from arco.auth.principals import BOOTSTRAP_ADMIN, Principal
 from arco.auth.subjects import securable, subject_of
 from arco.catalog.access import ACCOUNT_USERS, principal_key
 from arco.catalog.model import CatalogEntry, TableEntry
 from arco.catalog.names import check_name
+from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.catalog.tenancy import Tenant
@@ -72,6 +74,13 @@ def check_table(state: CatalogState, caller: Principal, entry: TableEntry, rule:
 def catalog_in(state: CatalogState, caller: Principal, name: str) -> CatalogEntry:
     """A catalog of the caller's metastore: names are unique per metastore."""
     return state.catalog(name, tenant_of(state, caller).scope)
+
+
+def staging_table_is_callers(state: CatalogState, caller: Principal, staged: SecurableEntry) -> bool:
+    """Whether the caller may use a staging table (write its data, promote it): its creator, who owns it, or an
+    admin."""
+    who = subject_of(state, caller)
+    return can.admin(who) or can.owns(who, securable(state, "staging_table", staged))
 
 
 def denied(caller: Principal, what: str) -> UnityError:

@@ -25,7 +25,7 @@ from arco.catalog.state import CatalogState
 from arco.catalog.storage_roles import external_role, role_of, table_role
 from arco.catalog.store import CatalogStore
 from arco.unity import objects
-from arco.unity.common import check_table, table_by_id, tenant_of
+from arco.unity.common import check_table, staging_table_is_callers, table_by_id, tenant_of
 from arco.unity.errors import UnityError, invalid
 from arco.unity.models import PENDING, version_number
 from arco.vending.locations import InvalidLocation
@@ -77,8 +77,7 @@ def _staging_table(state: CatalogState, caller: Principal, table_id: Any) -> Sec
         return None
     if entry.name in state.tables:  # promoted before promotions removed their staging table: the table's now
         return None
-    who = subject_of(state, caller)
-    if not (can.admin(who) or can.owns(who, securable(state, "staging_table", entry))):
+    if not staging_table_is_callers(state, caller, entry):
         raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not use staging table {table_id} (only "
                                                    "its creator may)")
     return entry
@@ -109,12 +108,12 @@ def path_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[s
                                                        f"{container.name})")
         if access is Access.READ_WRITE and container.fields.get("read_only"):
             raise UnityError(403, "PERMISSION_DENIED", f"external location {container.name} is read-only")
-        managed = next((c for c in locations.managed_root_claims(state) if locations.overlaps(url, c.url)), None)
+        managed = locations.first_overlap(url, locations.managed_root_claims(state))
         if managed is not None:
             raise UnityError(403, "PERMISSION_DENIED", f"{url} overlaps {managed.what}: its tables and volumes are "
                                                        "reached through their own credentials, which follow their "
                                                        "grants")
-        table = next((c for c in locations.table_claims(state) if locations.overlaps(url, c.url)), None)
+        table = locations.first_overlap(url, locations.table_claims(state))
         if table is not None and operation != "PATH_READ":
             raise UnityError(403, "PERMISSION_DENIED", f"{url} overlaps {table.what}: use temporary table "
                                                        "credentials, which follow the table's grants")

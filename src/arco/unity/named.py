@@ -83,10 +83,6 @@ def _render_credential(entry: SecurableEntry) -> dict[str, Any]:
     return out
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
 def check_url(raw: Any) -> str:
     if not isinstance(raw, str) or not raw:
         raise invalid("url is required")
@@ -299,18 +295,18 @@ class NamedSecurables:
         url = locations.canonical(url, "url")
         with self.store.read() as state:
             who = subject_of(state, caller)
-            containing = [loc for loc in state.securables_of("external_location", tenant_of(state, caller).scope)
-                          if urls.within(url, urls.normalize(loc.fields["url"]))]
+            by_root = {urls.normalize(loc.fields["url"]): loc
+                       for loc in state.securables_of("external_location", tenant_of(state, caller).scope)}
+            containing = {root: loc for root, loc in by_root.items() if urls.within(url, root)}
             allowed = any(can.admin(who) or can.holds(who, securable(state, loc.type, loc), "READ_FILES")
-                          for loc in containing)
+                          for loc in containing.values())
         if not allowed:
             raise denied(caller, f"list {url} (needs READ_FILES on an external location containing it)")
         parsed = urlparse(url)
         if parsed.scheme != "file":
             raise UnityError(501, "NOT_IMPLEMENTED", f"listing {parsed.scheme}:// is not configured on this server")
         real = os.path.realpath(parsed.path)
-        if not any(_inside(real, os.path.realpath(urlparse(urls.normalize(loc.fields["url"])).path))
-                   for loc in containing):
+        if not any(urls.within(real, os.path.realpath(urlparse(root).path)) for root in containing):
             raise denied(caller, f"list {url} (a link there leads out of its external location)")
         limit = page_size(max_results)
         try:

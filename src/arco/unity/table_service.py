@@ -32,6 +32,7 @@ from arco.unity.common import (
     properties_of,
     refuse_relocation,
     split_full_name,
+    staging_table_is_callers,
     text_of,
     uc_name,
 )
@@ -181,8 +182,7 @@ class UnityTables:
             f = staged.fields
             if f["location"] == location and f["catalog_id"] == catalog.id and \
                     f["schema"].casefold() == schema.casefold() and f["name"].casefold() == name.casefold():
-                who = subject_of(state, caller)
-                if not (can.admin(who) or can.owns(who, securable(state, "staging_table", staged))):
+                if not staging_table_is_callers(state, caller, staged):
                     raise denied(caller, f"create a table from staging table {staged.name} (only its creator may)")
                 return staged
         raise invalid("a managed table's storage_location must be empty, or the staging_location of a staging "

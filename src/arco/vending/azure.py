@@ -105,8 +105,8 @@ class AzureMinter:
         SAS would not reach the warehouse's own files)."""
         if not self._account or not self._key:
             return KEY_HINT
-        wanted = location.account_host.split(".")[0]
-        if wanted and wanted != self._account:
+        wanted = self._account_of(location)
+        if wanted != self._account:
             return f"no account key for storage account {wanted!r} (the server has {self._account!r})"
         if (self._scope != "container-unsafe" and sas_scope(location, self._scope).resource == "c"
                 and self._holds_warehouse(location)):
@@ -118,10 +118,12 @@ class AzureMinter:
 
     def _holds_warehouse(self, location: StorageLocation) -> bool:
         warehouse = self._warehouse
-        if warehouse is None or warehouse.bucket != location.bucket:
-            return False
-        account = (warehouse.account_host.split(".")[0] or self._account)
-        return account == (location.account_host.split(".")[0] or self._account)
+        return warehouse is not None and warehouse.bucket == location.bucket and \
+            self._account_of(warehouse) == self._account_of(location)
+
+    def _account_of(self, location: StorageLocation) -> str:
+        """The storage account a location names (``abfss://c@account.dfs...``), else this server's."""
+        return location.account_host.split(".")[0] or self._account
 
     def configured(self, location: StorageLocation, role_arn: str | None) -> bool:
         return self._missing(location) is None
