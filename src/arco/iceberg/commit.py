@@ -57,7 +57,7 @@ from arco.iceberg.commit_attempt import (
     write_attempt,
 )
 from arco.iceberg.errors import BadRequest, CommitFailed, NoSuchTable
-from arco.iceberg.file_names import carries_tag, is_group_file
+from arco.iceberg.file_names import is_group_file, tag_finder
 from arco.iceberg.group_commit import Pending
 from arco.iceberg.run_once import CommitPointUnanswered, NotLanded
 from arco.iceberg.tables import TableService, pointer_for
@@ -306,8 +306,9 @@ def find_tag(tables: TableService, table_uuid: str, history: list[str], tag: str
              in_groups: bool = True) -> str | None:
     """The file of ``history`` the commit tagged ``tag`` wrote: by the tag in its name, or (``in_groups``) in the
     record of a group's file."""
+    carries = tag_finder(tag)
     for candidate in history:
-        if carries_tag(candidate, tag):
+        if carries(candidate):
             return candidate
         if in_groups and is_group_file(candidate):
             record = tables.groups.read(table_uuid, candidate)

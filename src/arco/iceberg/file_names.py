@@ -19,7 +19,7 @@ import hashlib
 import re
 import secrets
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 TAG_DIGITS = 24  # 96 bits: no two requests' files in one table's history share them
 GROUP_PREFIX = "00000000"
@@ -49,6 +49,16 @@ def carries_tag(location: str, tag: str) -> bool:
     """Whether the metadata file at ``location`` was written by the request tagged ``tag``."""
     name = location.rsplit("/", 1)[-1]
     return _digits(name).startswith(_tag_digits(tag)) or f"-{tag}-" in name
+
+
+def tag_finder(tag: str) -> Callable[[str], bool]:
+    """:func:`carries_tag` for one tag over many locations (a table's history): a substring test first, since the
+    tag's digits appear in a file's name as :func:`attempt_part` spells them, so a name without them is passed over
+    without being parsed."""
+    digits = _tag_digits(tag)
+    spelled = f"-{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+    legacy = f"-{tag}-"
+    return lambda location: (spelled in location or legacy in location) and carries_tag(location, tag)
 
 
 def is_group_file(location: str) -> bool:

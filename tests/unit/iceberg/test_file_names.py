@@ -50,3 +50,16 @@ def test_names_written_before_this_shape_are_still_recognised() -> None:
     assert file_names.is_group_file("s3://b/t/metadata/00002-group-0123456789abcdef0123456789abcdef.metadata.json")
     assert not file_names.is_group_file(f"s3://b/t/metadata/00002-{TAG}-1a2b3c4d.metadata.json")
     assert not file_names.carries_tag("s3://b/t/metadata/00002-0123.metadata.json", TAG)
+
+
+def test_the_finder_of_a_tag_answers_as_carries_tag_does_for_every_kind_of_name() -> None:
+    other = hashlib.sha256(b"another key").hexdigest()
+    for tag in (TAG, "short", "not hex at all, but long enough to be cut", TAG.upper()):
+        names = [metadata_file_location("s3://b/t", 2, part, {}) for part in (
+            file_names.attempt_part(tag), file_names.attempt_part(other), file_names.attempt_part(None),
+            file_names.group_part())]
+        names += [f"s3://b/t/metadata/00002-{tag}-1a2b3c4d.metadata.json",
+                  f"s3://b/t/metadata/00002-{other}-1a2b3c4d.metadata.json", "s3://b/t/metadata/00002-0123.metadata.json"]
+        finds = file_names.tag_finder(tag)
+        assert [finds(n) for n in names] == [file_names.carries_tag(n, tag) for n in names]
+        assert finds(names[0]) and finds(names[4]) and not any(finds(n) for n in names[1:4] + names[5:])
