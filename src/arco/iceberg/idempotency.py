@@ -85,10 +85,30 @@ def key_hash(key: str) -> str:
 def request_hash(operation: str, target: str, body: Any) -> str:
     """SHA-256 of the operation, its target (the path) and the RFC 8785 canonical form of the body."""
     try:
-        canonical = rfc8785.dumps(body)
+        try:
+            canonical = rfc8785.dumps(body)
+        except rfc8785.IntegerDomainError:
+            canonical = rfc8785.dumps(_long_integers_spelled(body))
     except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
         raise BadRequest(f"the request body cannot be canonicalized (RFC 8785): {exc}") from None
     return hashlib.sha256(f"{operation}\n{target}\n".encode() + canonical).hexdigest()
+
+
+_EXACT_INTEGERS = 2**53 - 1  # RFC 8785 numbers are IEEE doubles: integers beyond this have no exact form
+_LONG_INTEGER_MARK = "\x00long:"  # no client sends a string with a NUL in it where a name or a value is expected
+
+
+def _long_integers_spelled(value: Any) -> Any:
+    """``value`` with each integer RFC 8785 cannot hold exactly (Iceberg's snapshot ids are random 63-bit longs) as
+    a marked string of its digits, so two bodies that differ in such an id hash apart, as the rest of the body
+    does. Only a body holding such an integer is rewritten: every other body hashes as RFC 8785 has it."""
+    if isinstance(value, dict):
+        return {k: _long_integers_spelled(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_long_integers_spelled(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _EXACT_INTEGERS:
+        return f"{_LONG_INTEGER_MARK}{value}"
+    return value
 
 
 def marker_key(scope: str, hashed_key: str) -> str:
