@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 import orjson
@@ -32,6 +31,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 from uuid6 import uuid7
 
+from arco.events.timestamps import utc_datetime
 from arco.fault_log import FaultLog
 from arco.storage.base import DoesNotExist, StorageBackend, StorageError
 
@@ -48,7 +48,7 @@ def commit_key(metadata_location: str) -> str:
 
 
 def day_of(timestamp_ms: int) -> str:
-    return datetime.fromtimestamp(timestamp_ms / 1000, UTC).strftime("%Y-%m-%d")
+    return utc_datetime(timestamp_ms).date().isoformat()
 
 
 def iceberg_receipt_key(kind: IcebergReceiptKind, metadata_location: str, last_updated_ms: int,

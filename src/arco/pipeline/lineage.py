@@ -27,10 +27,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
+
+from arco.events.timestamps import utc_datetime
 
 WINDOW_MS = 60 * 60 * 1000  # one hour: longer than the planning-to-commit time of a batch job
 VERIFIED = "Verified"
@@ -103,7 +105,7 @@ def _edge(commit: Commit, source: TableRef, source_snapshot: int | None, confide
         "target_catalog": commit.table.catalog, "target_namespace": list(commit.table.namespace),
         "target_table": commit.table.name, "target_uuid": commit.table.uuid, "target_snapshot_id": commit.snapshot_id,
         "confidence": confidence, "app_id": commit.app_id, "engine": commit.engine, "run_id": commit.run_id,
-        "observed_at": datetime.fromtimestamp(commit.at_ms / 1000, UTC),
+        "observed_at": utc_datetime(commit.at_ms),
     }
 
 
@@ -171,7 +173,7 @@ def report_row(receipt_key: str, event: dict[str, Any]) -> dict[str, Any]:
         "sequence_number": report.get("sequence-number"), "operation": report.get("operation"),
         "app_id": metadata.get("app-id"), "engine_name": metadata.get("engine-name"),
         "engine_version": metadata.get("engine-version"), "principal": source.get("principal"),
-        "received_at": datetime.fromtimestamp(int(event["received_at_ms"]) / 1000, UTC),
+        "received_at": utc_datetime(int(event["received_at_ms"])),
     }
 
 

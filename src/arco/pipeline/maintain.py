@@ -17,13 +17,13 @@ A table whose maintenance fails is counted and reported; the run goes on with th
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 from uuid6 import uuid7
 
 from arco.catalog.store import CatalogStore
 from arco.events.reconcile import iceberg_tables
+from arco.events.timestamps import utc_datetime
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.iceberg.pointer import PointerStore
 from arco.pipeline.embedded_server import embedded_server
@@ -65,11 +65,7 @@ def _literal(text: str) -> str:
 
 def _timestamp(ms: float) -> str:
     """A Spark SQL timestamp; one before 1970 or past 9999 (an age of "forever", say) is clamped to them."""
-    clamped = min(max(ms, 0), _LAST_MS)
-    return datetime.fromtimestamp(clamped / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-
-
-_LAST_MS = datetime(9999, 12, 31, tzinfo=UTC).timestamp() * 1000
+    return utc_datetime(max(ms, 0)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
 def maintain_table(spark: Any, catalog: str, namespace: list[str], name: str, policy: dict[str, Any],

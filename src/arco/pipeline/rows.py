@@ -13,12 +13,13 @@ compactor knows what it has consumed (section 4.4: only committed receipts count
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import orjson
 import pyarrow as pa
 
+from arco.events.timestamps import utc_datetime
 from arco.pipeline.lineage import LINEAGE, REPORTS
 
 # Seed section 8.1: how far a change's lineage and quality can be trusted, by who made it.
@@ -75,7 +76,7 @@ class BadReceipt(ValueError):
 
 
 def _ms(value: Any) -> datetime | None:
-    return datetime.fromtimestamp(int(value) / 1000, UTC) if value is not None else None
+    return utc_datetime(int(value)) if value is not None else None
 
 
 def parse_json(data: bytes) -> dict[str, Any]:

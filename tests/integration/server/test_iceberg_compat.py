@@ -443,3 +443,36 @@ def test_a_namespace_location_is_where_its_tables_go_when_governance_allows(serv
         client.post("/namespaces/sales/properties", json={"removals": ["location"]}), 400)
     same = client.post("/namespaces/sales/properties", json={"updates": {"location": root, "k": "w"}})
     assert same.status_code == 200, same.text
+
+
+# -- a snapshot's timestamp is the writer's: any long, as Java's TableMetadata takes it ------------------------------
+
+
+@pytest.mark.parametrize("timestamp_ms", [253_402_300_800_000, 2**63 - 1, -5])  # year 10000, Long.MAX_VALUE, 1969
+def test_a_snapshot_stamped_outside_the_calendar_commits_and_loads(server: RunningServer, client: httpx.Client,
+                                                                   timestamp_ms: int) -> None:
+    import pyarrow as pa
+
+    name, _ = new_table(client, ONE_COLUMN_SCHEMA)
+    catalog = RestCatalog("arco", uri=server.iceberg_uri, token=ARCO_TOKEN, warehouse="main")
+    table = catalog.load_table(("db", name))
+    table.append(pa.table({"x": pa.array([1], pa.int64())}))
+    current = catalog.load_table(("db", name)).current_snapshot()
+    assert current is not None
+    # With an Idempotency-Key: the body holds the parent's id, a 63-bit long RFC 8785 has no exact number for.
+    key = str(uuid7())
+    body = {"requirements": [], "updates": [
+        {"action": "add-snapshot", "snapshot": {
+            "snapshot-id": 777, "parent-snapshot-id": current.snapshot_id,
+            "sequence-number": current.sequence_number + 1, "timestamp-ms": timestamp_ms,
+            "manifest-list": current.manifest_list, "summary": {"operation": "append"}, "schema-id": 0}},
+        {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": 777}]}
+    r = client.post(f"/namespaces/db/tables/{name}", headers={"Idempotency-Key": key}, json=body)
+    assert r.status_code == 200, r.text
+    retried = client.post(f"/namespaces/db/tables/{name}", headers={"Idempotency-Key": key}, json=body)
+    assert retried.json()["metadata-location"] == r.json()["metadata-location"]
+    body["updates"][0]["snapshot"]["parent-snapshot-id"] += 1  # the same key on another request
+    assert error_of(client.post(f"/namespaces/db/tables/{name}", headers={"Idempotency-Key": key}, json=body), 409)
+    loaded = catalog.load_table(("db", name))
+    assert (loaded.current_snapshot().snapshot_id, loaded.current_snapshot().timestamp_ms) == (777, timestamp_ms)
+    assert loaded.scan().to_arrow().num_rows == 1
