@@ -29,7 +29,7 @@ from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.iceberg import errors
 from arco.iceberg.functions import Unrepresentable, function_metadata, representable
-from arco.iceberg.http import catalog_of, existing_namespace, iceberg_errors, services
+from arco.iceberg.http import ENCODED_SLASH, catalog_of, existing_namespace, iceberg_errors, services
 from arco.iceberg.paging import page, parse_page_size
 from arco.unity.functions import function_info
 
@@ -112,7 +112,7 @@ async def list_functions_route(request: Request) -> Response:
 async def load_function_route(request: Request) -> Response:
     catalog = await catalog_of(request)
     namespace = existing_namespace(request.path_params["namespace"])
-    name = request.path_params["function"].replace("%2F", "/")
+    name = request.path_params["function"].replace(ENCODED_SLASH, "/")
     return JsonResponse(await blocking(load_function, services(request).store, principal_of(request), catalog,
                                        namespace, name))
 

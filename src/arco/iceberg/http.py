@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import wraps
@@ -167,9 +168,10 @@ def _shown(levels: list[str]) -> str:
 
 
 def _unescape(segment: str) -> str:
-    """Path segments keep an encoded slash as ``%2F`` (see :func:`keep_encoded_slashes`); restore it here, so
-    a name with a slash is refused by the name rules instead of being routed somewhere else."""
-    return segment.replace("%2F", "/")
+    """Path segments under ``/iceberg`` keep an encoded slash as :data:`ENCODED_SLASH` (see
+    :func:`keep_encoded_slashes`); restore it here, so a name with a slash is refused by the name rules instead of
+    being routed somewhere else."""
+    return segment.replace(ENCODED_SLASH, "/")
 
 
 def identifier(raw: Any, kind: str = "table") -> tuple[NamespacePath, str]:
@@ -208,14 +210,24 @@ async def json_body(request: Request) -> Any:
     return body
 
 
+ENCODED_SLASH = "\x00"  # an encoded slash inside an Iceberg path segment; no name may hold a control character
+_ENCODED_SLASH_ESCAPE = re.compile("%2f", re.IGNORECASE)
+
+
 def keep_encoded_slashes(app: Any) -> Any:
-    """ASGI wrapper: route on the raw path, decoding every escape except ``%2F`` inside a segment."""
+    """ASGI wrapper: route on the raw path, decoding every escape except ``%2F`` inside a segment.
+
+    Under ``/iceberg`` an encoded slash becomes :data:`ENCODED_SLASH`, which no escape a client sends can be
+    confused with: a name holding the text ``%2F`` arrives as ``%252F`` and is that text once decoded. Elsewhere
+    (Unity Catalog's dotted full names) it stays the text ``%2F``, the name a client that does not encode ``%``
+    sends for such a name."""
 
     async def wrapped(scope: Any, receive: Any, send: Any) -> None:
         raw = scope.get("raw_path")
         if scope["type"] == "http" and raw and b"%2f" in raw.lower():
             path = raw.decode("latin-1").split("?", 1)[0]
-            segments = [unquote(s.replace("%2f", "%252F").replace("%2F", "%252F")) for s in path.split("/")]
+            kept = "%00" if path.startswith("/iceberg/") else "%252F"
+            segments = [unquote(_ENCODED_SLASH_ESCAPE.sub(kept, s)) for s in path.split("/")]
             scope = {**scope, "path": "/".join(segments)}
         await app(scope, receive, send)
 

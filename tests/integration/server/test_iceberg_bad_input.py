@@ -301,3 +301,23 @@ def test_a_body_that_never_arrives_is_no_server_fault(client: httpx.Client, serv
         assert "ClientDisconnect" not in server.log()  # was logged as an unexpected error, with its traceback
         time.sleep(0.05)
     assert state(client) == before
+
+
+def test_a_name_holding_the_text_of_an_encoded_slash_is_that_name_once_decoded(server: RunningServer,
+                                                                                client: httpx.Client) -> None:
+    # A client encodes the "%" of such a name ("%252F"); the path must not be decoded a second time into a slash.
+    from pyiceberg.catalog.rest import RestCatalog
+
+    assert client.post("/namespaces", json={"namespace": ["odd%2Fns"]}).status_code == 200
+    assert client.post("/namespaces/odd%252Fns/tables", json={"name": "odd%2Ft", "schema": SCHEMA}).status_code == 200
+    loaded = client.get("/namespaces/odd%252Fns/tables/odd%252Ft")
+    assert loaded.status_code == 200, loaded.text
+    catalog = RestCatalog("arco", uri=server.iceberg_uri, token=ARCO_TOKEN, warehouse="main")
+    table = catalog.load_table(("odd%2Fns", "odd%2Ft"))
+    table.transaction().set_properties(seen="yes").commit_transaction()
+    assert catalog.load_table(("odd%2Fns", "odd%2Ft")).properties["seen"] == "yes"
+    assert ("odd%2Fns", "odd%2Ft") in catalog.list_tables("odd%2Fns")
+    # An encoded slash is still a slash: no table of that name, and none can be made.
+    assert_error(client.get("/namespaces/odd%252Fns/tables/odd%2Ft"), 404, "NoSuchTableException")
+    catalog.drop_table(("odd%2Fns", "odd%2Ft"))
+    catalog.drop_namespace("odd%2Fns")
