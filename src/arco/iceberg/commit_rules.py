@@ -28,7 +28,7 @@ from pyiceberg.exceptions import ValidationError as IcebergValidationError
 from pyiceberg.partitioning import INITIAL_PARTITION_SPEC_ID as INITIAL_SPEC_ID
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, TableMetadataV1
+from pyiceberg.table.metadata import SnapshotLogEntry, TableMetadata, TableMetadataUtil, TableMetadataV1
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.table.sorting import INITIAL_SORT_ORDER_ID, UNSORTED_SORT_ORDER_ID, SortOrder
 from pyiceberg.table.update import (
@@ -315,7 +315,9 @@ def _remove_snapshots(update: RemoveSnapshotsUpdate, metadata: TableMetadata,
                       context: _TableMetadataUpdateContext) -> TableMetadata:
     """As the reference's ``TableMetadata.Builder`` removes snapshots: ids the table no longer has are skipped (two
     expiries racing, or a retry), and each removed snapshot's statistics and partition statistics go with it.
-    PyIceberg's applier refuses an unknown id and keeps partition statistics."""
+    PyIceberg's applier refuses an unknown id and keeps partition statistics; it also blanks the parent of a
+    removed snapshot's children and drops just the removed entries from the snapshot log, where the reference
+    keeps snapshots as written and cuts the log (:func:`snapshot_log_without`)."""
     present = {snapshot.snapshot_id for snapshot in metadata.snapshots}
     removed = [snapshot_id for snapshot_id in update.snapshot_ids if snapshot_id in present]
     if not removed:
@@ -323,7 +325,24 @@ def _remove_snapshots(update: RemoveSnapshotsUpdate, metadata: TableMetadata,
     new = _apply_table_update(RemoveSnapshotsUpdate(snapshot_ids=removed), metadata, context)
     for snapshot_id in {p.snapshot_id for p in new.partition_statistics} & set(removed):
         new = _apply_table_update(RemovePartitionStatisticsUpdate(snapshot_id=snapshot_id), new, context)
-    return new
+    kept = [snapshot for snapshot in metadata.snapshots if snapshot.snapshot_id not in set(removed)]
+    return new.model_copy(update={
+        "snapshots": kept,
+        "snapshot_log": snapshot_log_without(metadata.snapshot_log, {s.snapshot_id for s in kept})})
+
+
+def snapshot_log_without(log: list[SnapshotLogEntry], kept: set[int]) -> list[SnapshotLogEntry]:
+    """The snapshot log once the snapshots not in ``kept`` are gone, as Java's ``updateSnapshotLog`` makes it: an
+    entry naming a removed snapshot clears every entry before it. Dropping that entry alone would leave a gap, and
+    the entry before it would then look current until the one after it: time travel to a moment the removed
+    snapshot was current would read the older one, where it must fail."""
+    cut: list[SnapshotLogEntry] = []
+    for entry in log:
+        if entry.snapshot_id in kept:
+            cut.append(entry)
+        else:
+            cut.clear()
+    return cut
 
 
 def _apply_one(update: TableUpdate, metadata: TableMetadata, context: _TableMetadataUpdateContext) -> TableMetadata:

@@ -345,3 +345,21 @@ def test_removing_what_the_table_does_not_have_changes_nothing(removal: dict) ->
     assert apply(table, [removal]).snapshots == table.snapshots
     kept = apply(table, [{"action": "remove-snapshots", "snapshot-ids": [404, 1]}])
     assert kept.snapshots == [] and kept.statistics == [] and kept.partition_statistics == []
+
+
+def test_expiring_a_snapshot_keeps_its_children_as_written_and_cuts_the_log_before_it() -> None:
+    """As Java's TableMetadata.Builder: snapshots are immutable (a child keeps its removed parent's id), and the
+    history before an entry of a removed snapshot goes, so time travel to a moment it was current fails instead of
+    reading an older snapshot (A stayed by a tag here)."""
+    table = base()
+    for snapshot_id, parent in ((1, None), (2, 1), (3, 2)):
+        table = apply(table, [*add_snapshot(snapshot_id, parent, snapshot_id), {
+            "action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snapshot_id}])
+    table = apply(table, [{"action": "set-snapshot-ref", "ref-name": "first", "type": "tag", "snapshot-id": 1}])
+    assert [e.snapshot_id for e in table.snapshot_log] == [1, 2, 3]
+    expired = apply(table, [{"action": "remove-snapshots", "snapshot-ids": [2]}])
+    assert [(s.snapshot_id, s.parent_snapshot_id) for s in expired.snapshots] == [(1, None), (3, 2)]
+    assert [e.snapshot_id for e in expired.snapshot_log] == [3]
+    assert expired.refs["first"].snapshot_id == 1 and expired.current_snapshot_id == 3
+    # Removing the newest of the logged snapshots too leaves no history at all, as in Java.
+    assert apply(table, [{"action": "remove-snapshots", "snapshot-ids": [3, 2]}]).snapshot_log == []
