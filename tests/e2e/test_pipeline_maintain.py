@@ -14,7 +14,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import SparkSession
 
 from arco.events.receipts import EVENTS
-from arco.pipeline.maintain import policy_of, run_maintain
+from arco.pipeline.maintain import failure_reason, policy_of, run_maintain
 from arco.pipeline.runs import Run
 from arco.pipeline.storage_spec import StorageSpec
 from arco.storage.local import LocalBackend
@@ -30,6 +30,18 @@ def test_policy_comes_from_table_properties() -> None:
     assert not custom["enabled"] and custom["min_snapshots_to_keep"] == 3
     with pytest.raises(ValueError, match="history.expire.min-snapshots-to-keep is 'x'"):
         policy_of({"history.expire.min-snapshots-to-keep": "x"})
+    # Iceberg's gc.enabled, read as Java reads a boolean: anything but "true" turns it off.
+    assert policy_of({})["gc"] and policy_of({"gc.enabled": "TRUE"})["gc"]
+    assert not policy_of({"gc.enabled": "false"})["gc"] and not policy_of({"gc.enabled": "yes"})["gc"]
+
+
+def test_a_failure_is_told_by_the_java_exception_not_py4j_s_wrapper() -> None:
+    wrapped = RuntimeError("An error occurred while calling o49.sql.\n: org.apache.iceberg.exceptions."
+                           "ValidationException: Cannot expire snapshots: GC is disabled\n\tat org.apache...")
+    assert failure_reason(wrapped) == ("org.apache.iceberg.exceptions.ValidationException: Cannot expire snapshots: "
+                                       "GC is disabled")
+    assert failure_reason(ValueError("table property x is 'y'\nmore")) == "table property x is 'y'"
+    assert failure_reason(KeyError()) == "KeyError"
 
 
 def test_maintain_compacts_small_files_and_keeps_the_rows(spark: SparkSession, tmp_path: Path) -> None:
@@ -43,11 +55,16 @@ def test_maintain_compacts_small_files_and_keeps_the_rows(spark: SparkSession, t
         injecting = py.create_table("m.skipped')--", SCHEMA)
         quoted = py.create_table("m.it's", SCHEMA, properties={"history.expire.max-snapshot-age-ms": str(2**63 - 1)})
         py.create_table("m.misconfigured", SCHEMA, properties={"maintenance.rewrite.min-input-files": "five"})
+        # Iceberg's snapshot procedure makes such tables: they do not own their files, which expiry would delete.
+        borrowed = py.create_table("m.borrowed", SCHEMA, properties={"gc.enabled": "false"})
         for i in range(6):
             batch = pa.table({"id": pa.array([i], pa.int64()), "s": pa.array([f"v{i}"])})
             small.append(batch)
             skipped.append(batch)
         injecting.append(pa.table({"id": pa.array([1], pa.int64()), "s": pa.array(["x"])}))
+        for i in range(3):
+            borrowed.append(pa.table({"id": pa.array([i], pa.int64()), "s": pa.array(["x"])}))
+        borrowed_appends = {snapshot.snapshot_id for snapshot in borrowed.refresh().metadata.snapshots}
         for _ in range(2):
             quoted.append(pa.table({"id": pa.array([1], pa.int64()), "s": pa.array(["x"])}))
         appended = {snapshot.snapshot_id for snapshot in quoted.refresh().metadata.snapshots}
@@ -63,7 +80,10 @@ def test_maintain_compacts_small_files_and_keeps_the_rows(spark: SparkSession, t
         # One table's bad setting is that table's failure, named; the others are maintained.
         assert run.errors == ["main.m.misconfigured: table property maintenance.rewrite.min-input-files is 'five', "
                               "not a whole number"]
-        assert run.counts["tables_maintained"] == 3 and run.counts["tables_skipped_by_property"] == 1
+        assert run.counts["tables_maintained"] == 4 and run.counts["tables_skipped_by_property"] == 1
+        assert run.counts["tables_kept_whole_gc_disabled"] == 1
+        borrowed_kept = {snapshot.snapshot_id for snapshot in py.load_table("m.borrowed").metadata.snapshots}
+        assert borrowed_appends <= borrowed_kept  # none expired, though all are old
         assert run.counts["tables_failed"] == 1 and run.counts["data_files_rewritten"] == 6
         assert len(py.load_table("m.skipped").inspect.files()) == 6
         kept = {snapshot.snapshot_id for snapshot in py.load_table("m.it's").metadata.snapshots}

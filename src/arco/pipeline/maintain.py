@@ -47,6 +47,9 @@ def policy_of(properties: dict[str, str]) -> dict[str, Any]:
 
     return {
         "enabled": properties.get("maintenance.enabled", "true").lower() != "false",
+        # Iceberg's own switch (Boolean.parseBoolean: only "true" is true): a table that does not own its files,
+        # as Iceberg's snapshot procedure makes one, must have none deleted; expiry and orphan removal refuse it.
+        "gc": properties.get("gc.enabled", "true").lower() == "true",
         "min_input_files": number("maintenance.rewrite.min-input-files", 5),
         "max_snapshot_age_ms": number("history.expire.max-snapshot-age-ms", 5 * DAY_MS),
         "min_snapshots_to_keep": number("history.expire.min-snapshots-to-keep", 1),
@@ -81,6 +84,19 @@ def maintain_table(spark: Any, catalog: str, namespace: list[str], name: str, po
     counts["data_files_added"] = int(rewritten["added_data_files_count"])
     manifests = spark.sql(f"CALL {catalog}.system.rewrite_manifests(table => {ident})").first()
     counts["manifests_rewritten"] = int(manifests["rewritten_manifests_count"])
+    if policy["gc"]:
+        counts.update(_expire_and_remove_orphans(spark, catalog, ident, policy, now_ms))
+    else:
+        counts["tables_kept_whole_gc_disabled"] = 1
+    spark.sql(f"REFRESH TABLE {table}")
+    counts["data_files_after"] = spark.sql(f"SELECT count(*) FROM {table}.files").first()[0]
+    return counts
+
+
+def _expire_and_remove_orphans(spark: Any, catalog: str, ident: str, policy: dict[str, Any],
+                               now_ms: float) -> dict[str, int]:
+    """The procedures that delete files: old snapshots' and files no snapshot names."""
+    counts: dict[str, int] = {}
     expired = spark.sql(
         f"CALL {catalog}.system.expire_snapshots(table => {ident}, "
         f"older_than => TIMESTAMP '{_timestamp(now_ms - policy['max_snapshot_age_ms'])}', "
@@ -93,9 +109,16 @@ def maintain_table(spark: Any, catalog: str, namespace: list[str], name: str, po
         f"CALL {catalog}.system.remove_orphan_files(table => {ident}, "
         f"older_than => TIMESTAMP '{_timestamp(orphan_cutoff)}')").collect()
     counts["orphan_files_removed"] = len(orphans)
-    spark.sql(f"REFRESH TABLE {table}")
-    counts["data_files_after"] = spark.sql(f"SELECT count(*) FROM {table}.files").first()[0]
     return counts
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line saying why a table's maintenance failed: the Java exception under Py4J's "An error occurred while
+    calling o49.sql." where Spark raised one, else the error's first line."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if lines and lines[0].startswith("An error occurred while calling") and len(lines) > 1:
+        lines = [lines[1].removeprefix(":").strip()]
+    return (lines[0] if lines else "")[:500] or type(exc).__name__
 
 
 def run_maintain(spark: Any, spec: StorageSpec, run: Run, only_table: str | None = None,
@@ -132,8 +155,8 @@ def run_maintain(spark: Any, spec: StorageSpec, run: Run, only_table: str | None
                 run.count("tables_maintained")
             except Exception as exc:  # noqa: BLE001 - one table's failure is reported; the others still run
                 run.count("tables_failed")
-                reason = (str(exc).splitlines() or [""])[0][:500] or type(exc).__name__
-                run.errors.append(f"{identifier['catalog']}.{'.'.join(entry.namespace)}.{entry.name}: {reason}")
+                run.errors.append(f"{identifier['catalog']}.{'.'.join(entry.namespace)}.{entry.name}: "
+                                  f"{failure_reason(exc)}")
             if progress is not None:
                 progress.update(task, advance=1)
     return run.counts
