@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arco.api.errors import error_body, error_headers, surface_of
 from arco.fault_log import FaultLog
-from arco.iceberg.metadata_files import MissingMetadataFile
+from arco.iceberg.metadata_files import MissingMetadataFile, UnreadableMetadataFile
 from arco.storage.base import InvalidKey, StorageError
 
 log = logging.getLogger("arco.api")
@@ -37,6 +37,7 @@ class Answer:
     message: str
     headers: dict[str, str]
     storage_fault: bool
+    traceback: bool = False  # a bug: the log shows where it happened
 
 
 def answer_for(exc: BaseException) -> Answer:
@@ -45,12 +46,14 @@ def answer_for(exc: BaseException) -> Answer:
         return Answer(400, "BadRequestException", f"invalid name: {exc}", {}, False)
     if isinstance(exc, MissingMetadataFile):  # storage answered: the file is gone, and no retry brings it back
         return Answer(404, exc.error_type, exc.message, {}, False)
+    if isinstance(exc, UnreadableMetadataFile):  # a file written outside the catalog: said, not a bug of Arco's
+        return Answer(500, "InternalServerError", exc.message, {}, False)
     if isinstance(exc, (StorageError, OSError)):
         # A raw OSError can only come from storage or the local file system underneath it.
         return Answer(503, "ServiceUnavailableException",
                       f"storage is unavailable ({type(exc).__name__}); the request may be retried",
                       {"Retry-After": str(STORAGE_RETRY_AFTER_S)}, True)
-    return Answer(500, "InternalServerError", f"internal error: {type(exc).__name__}", {}, False)
+    return Answer(500, "InternalServerError", f"internal error: {type(exc).__name__}", {}, False, traceback=True)
 
 
 FAULTS = FaultLog(log)
@@ -94,7 +97,7 @@ class ContainErrors:
                 report_storage_fault(where, exc)
             else:
                 # A bug: its traceback is what a person needs, once per kind and interval.
-                FAULTS.report(f"unexpected {type(exc).__name__}", where, exc, traceback=answer.status == 500)
+                FAULTS.report(f"unexpected {type(exc).__name__}", where, exc, traceback=answer.traceback)
             body = error_body(surface_of(scope["path"]), answer.status, answer.error_type, answer.message)
             headers = error_headers(answer.headers)
             headers.append((b"content-length", str(len(body)).encode()))

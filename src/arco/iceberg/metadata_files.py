@@ -12,12 +12,14 @@ import threading
 from collections import OrderedDict
 from typing import Generic, TypeVar
 
+from pydantic import ValidationError
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.typedef import IcebergBaseModel
 from pyiceberg.view.metadata import ViewMetadata
 
 from arco.iceberg.errors import NoSuchTable, NoSuchView
+from arco.iceberg.malformed import MALFORMED, describe
 from arco.metrics import CacheMeter
 from arco.storage.base import DoesNotExist, NotFound, StorageBackend, StorageError, Written
 
@@ -94,6 +96,19 @@ class MissingMetadataFile(NotFound):
                         f"missing from storage (deleted outside the catalog?); restore it, or drop the {kind}")
 
 
+class UnreadableMetadataFile(Exception):
+    """The metadata file a table's (or view's) pointer names is in storage but is no metadata document: written
+    there outside the catalog (the catalog writes whole, validated files). No retry helps, and the file's content is
+    never quoted (it may hold anything), only where the parser stopped."""
+
+    def __init__(self, location: str, kind: str, why: str) -> None:
+        super().__init__(location)
+        self.location = location
+        self.kind = kind
+        self.message = (f"the {kind}'s current metadata file {location} is not an Iceberg {kind} metadata document "
+                        f"({why}); restore it from a copy, or drop the {kind}")
+
+
 class ImmutableFiles(Generic[M]):
     """Create-only metadata files of one kind, parsed once per location and process (they never change).
 
@@ -141,7 +156,14 @@ class ImmutableFiles(Generic[M]):
                 self.meter.hit()
                 return cached
         self.meter.miss()
-        metadata = self.parse(self._stored(location))
+        data = self._stored(location)
+        try:
+            metadata = self.parse(data)
+        except MALFORMED as exc:
+            cause = exc.__cause__ if isinstance(exc.__cause__, ValidationError) else exc
+            why = describe(cause, 2).splitlines()[0][:300] if isinstance(cause, ValidationError) else \
+                type(exc).__name__
+            raise UnreadableMetadataFile(location, self.kind, why) from None
         self._remember(location, metadata)
         return metadata
 

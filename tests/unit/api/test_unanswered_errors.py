@@ -10,7 +10,7 @@ from starlette.requests import ClientDisconnect
 
 from arco.api.faults import ContainErrors, answer_for
 from arco.fault_log import FaultLog
-from arco.iceberg.metadata_files import MissingMetadataFile
+from arco.iceberg.metadata_files import MissingMetadataFile, UnreadableMetadataFile
 from arco.storage.base import InvalidKey, NotFound, StorageError, StorageUnavailable
 
 
@@ -34,6 +34,13 @@ def test_answers(exc: Exception, status: int) -> None:
         assert answer.error_type == "NoSuchTableException" and "file:///wh/t/metadata/1" in answer.message
     if status != 400:
         assert str(exc) not in answer.message  # storage paths and bug details go to the log, not to clients
+    assert answer.traceback == (status == 500)
+
+
+def test_a_metadata_file_that_is_no_metadata_is_said_so_without_a_traceback() -> None:
+    answer = answer_for(UnreadableMetadataFile("file:///wh/t/metadata/1.metadata.json", "table", "schemas: missing"))
+    assert (answer.status, answer.storage_fault, answer.traceback) == (500, False, False)
+    assert "file:///wh/t/metadata/1.metadata.json is not an Iceberg table metadata document" in answer.message
 
 
 def test_a_fault_is_logged_once_then_summarized(caplog: pytest.LogCaptureFixture) -> None:
