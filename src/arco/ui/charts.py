@@ -6,12 +6,14 @@ fetched from elsewhere. Each chart is a list of points already scaled to the SVG
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 WIDTH, HEIGHT, PAD = 600, 120, 4
+ACTIVITY_DAYS = 365  # the commits-per-day chart covers at most this many days, up to today
 SERIES = (("total-records", "rows"), ("total-data-files", "data files"), ("total-files-size", "bytes"))
 
 
@@ -39,6 +41,9 @@ class BarChart:
     bars: list[Bar]
     first: str
     last: str
+    counted: int = 0  # commits in the bars
+    earlier: int = 0  # commits before the chart's first day (older than ACTIVITY_DAYS)
+    out_of_range: int = 0  # timestamps in the future or before the table was created: not plotted
 
 
 def human(value: float, unit: str) -> str:
@@ -47,14 +52,17 @@ def human(value: float, unit: str) -> str:
             if abs(value) < 1024 or suffix == "TiB":
                 return f"{value:,.0f} {suffix}" if suffix == "B" else f"{value:,.1f} {suffix}"
             value /= 1024
-    return f"{value:,.0f}"
+    return f"{value:,.0f}" if abs(value) < 1e15 else f"{value:.3g}"
 
 
-def _number(summary: dict[str, Any], key: str) -> float | None:
+def number(summary: dict[str, Any], key: str) -> float | None:
+    """A summary's count as a number: a writer may put anything there, and only a finite count of zero or more
+    can be plotted (NaN or infinity would make the SVG's points invalid, a negative one fall below the axis)."""
     try:
-        return float(summary[key]) if summary.get(key) is not None else None
-    except (TypeError, ValueError):
+        value = float(summary[key]) if summary.get(key) is not None else None
+    except (TypeError, ValueError, OverflowError):
         return None
+    return value if value is not None and math.isfinite(value) and value >= 0 else None
 
 
 def line_charts(snapshots: list[tuple[int, dict[str, Any]]]) -> list[LineChart]:
@@ -62,7 +70,7 @@ def line_charts(snapshots: list[tuple[int, dict[str, Any]]]) -> list[LineChart]:
     charts = []
     ordered = sorted(snapshots, key=lambda s: s[0])
     for key, unit in SERIES:
-        values = [v for _, summary in ordered if (v := _number(summary, key)) is not None]
+        values = [v for _, summary in ordered if (v := number(summary, key)) is not None]
         if not values:
             continue
         peak = max(values) or 1.0
@@ -73,20 +81,47 @@ def line_charts(snapshots: list[tuple[int, dict[str, Any]]]) -> list[LineChart]:
     return charts
 
 
-def activity_chart(timestamps_ms: list[int]) -> BarChart | None:
-    """Commits per UTC day, one bar per day from the first to the last."""
-    if not timestamps_ms:
+def _day(ms: int) -> date | None:
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC).date()
+    except (OverflowError, OSError, ValueError):  # outside the years a date can hold
         return None
-    days = Counter(datetime.fromtimestamp(t / 1000, UTC).date() for t in timestamps_ms)
-    first, last = min(days), max(days)
-    span = (last - first).days + 1
-    peak = max(days.values())
+
+
+def activity_chart(timestamps_ms: list[int], now_ms: int, created_ms: int = 0,
+                   days: int = ACTIVITY_DAYS) -> BarChart | None:
+    """Commits per UTC day, one bar per day from the first commit in the last ``days`` days up to today.
+
+    The timestamps are the writers' (a snapshot's ``timestamp-ms`` becomes its version's): one in the future or
+    before the table was created is left out, so no writer can stretch the chart (it has at most ``days`` bars)."""
+    today = _day(now_ms)
+    if today is None:
+        return None
+    created = _day(created_ms) if created_ms > 0 else None
+    start = today - timedelta(days=days - 1)
+    counted: Counter[date] = Counter()
+    earlier = out_of_range = 0
+    for t in timestamps_ms:
+        day = _day(t)
+        if day is None or day > today or (created is not None and day < created):
+            out_of_range += 1
+        elif day < start:
+            earlier += 1
+        else:
+            counted[day] += 1
+    if not counted:
+        return None if not earlier and not out_of_range else \
+            BarChart("commits per day", [], start.isoformat(), today.isoformat(), 0, earlier, out_of_range)
+    first = min(counted)
+    span = (today - first).days + 1
+    peak = max(counted.values())
     width = (WIDTH - 2 * PAD) / span
     bars = []
     for offset in range(span):
-        day = first.fromordinal(first.toordinal() + offset)
-        n = days.get(day, 0)
+        day = first + timedelta(days=offset)
+        n = counted.get(day, 0)
         height = (n / peak) * (HEIGHT - 2 * PAD)
         bars.append(Bar(PAD + offset * width, HEIGHT - PAD - height, max(width - 1, 0.5), height,
                         f"{day.isoformat()}: {n} commit{'s' if n != 1 else ''}"))
-    return BarChart("commits per day", bars, first.isoformat(), last.isoformat())
+    return BarChart("commits per day", bars, first.isoformat(), today.isoformat(), sum(counted.values()), earlier,
+                    out_of_range)

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 import pyarrow as pa
@@ -37,8 +37,9 @@ from arco.storage.base import StorageBackend, StorageError
 SOURCE_WORDS = {"iceberg_rest": "External (Iceberg REST)", "pipeline": "Pipeline", "admin_api": "Admin API"}
 CONFIDENCE_WORDS = {"Verified": "verified", "DeclaredUnverified": "declared, unverified", "None": "none"}
 QUALITY_WORDS = {"NotChecked": "not checked", "Passed": "passed", "Failed": "failed", "Checked": "checked"}
-TIMELINE_COLUMNS = ["table_uuid", "metadata_location", "snapshot_id", "operation", "source_kind", "source_details",
-                    "principal", "client_info", "lineage_confidence", "quality_status", "committed_at"]
+TIMELINE_COLUMNS = ["table_uuid", "metadata_location", "snapshot_id", "operation", "summary", "source_kind",
+                    "source_details", "principal", "client_info", "lineage_confidence", "quality_status",
+                    "committed_at"]
 
 
 class Lru:
@@ -116,16 +117,21 @@ class Version:
     source: Source = field(default=UNKNOWN)
 
 
+def engine_of(summary: dict[str, Any]) -> str | None:
+    """The engine a snapshot's summary names, as its writer wrote it (``PyIceberg 0.12``, ``spark 3.5.1``)."""
+    return " ".join(str(summary[k]) for k in ("engine-name", "engine-version") if summary.get(k)) or None
+
+
 def classify(source: dict[str, Any], summary: dict[str, Any] | None, from_history: bool = False,
              confidence: str | None = None, quality: str | None = None) -> Source:
     """A receipt's ``source`` (and its snapshot's summary, for the engine) as shown; trust as in section 8.1."""
     kind = str(source.get("kind") or "iceberg_rest")
     default_confidence, default_quality = rows.TRUST_BY_SOURCE.get(kind, ("None", "NotChecked"))
     summary = summary or {}
-    engine = " ".join(str(summary[k]) for k in ("engine-name", "engine-version") if summary.get(k)) or None
+    app_id = summary.get("app-id")
     return Source(kind=kind, principal=source.get("principal") or source.get("user_id"),
-                  client=source.get("client_info"), engine=engine.capitalize() if engine else None,
-                  app_id=summary.get("app-id"), run_id=source.get("run_id"),
+                  client=source.get("client_info"), engine=engine_of(summary),
+                  app_id=str(app_id) if app_id else None, run_id=source.get("run_id"),
                   lineage_confidence=confidence or default_confidence, quality_status=quality or default_quality,
                   from_history=from_history)
 
@@ -149,14 +155,23 @@ def versions_of(metadata: TableMetadata, current_location: str) -> list[Version]
     return found
 
 
+class Compacted(NamedTuple):
+    """What the compacted timeline says of one version (docs/pipeline.md: the timeline's columns)."""
+
+    source: Source
+    at_ms: int
+    snapshot_id: int | None
+    operation: str | None = None  # the commit's: create, append, ..., update-metadata (not the snapshot's)
+
+
 def _timeline_file(storage: StorageBackend, key: str) -> pa.Table:
     return _parquet.get(("timeline", key), lambda: read_parquet(storage, key, TIMELINE_COLUMNS))
 
 
-def compacted_sources(storage: StorageBackend, table_uuid: str) -> dict[str, tuple[Source, int, int | None]]:
-    """metadata location -> (source, committed at ms, snapshot id) from the compacted timeline; empty before the
-    pipeline first runs."""
-    found: dict[str, tuple[Source, int, int | None]] = {}
+def compacted_sources(storage: StorageBackend, table_uuid: str) -> dict[str, Compacted]:
+    """metadata location -> what the compacted timeline says of it (its source classified from the row's source
+    and snapshot summary, as a live receipt's is); empty before the pipeline first runs."""
+    found: dict[str, Compacted] = {}
     for key in load_state(storage).files("timeline"):
         try:
             table = _timeline_file(storage, key)
@@ -165,9 +180,11 @@ def compacted_sources(storage: StorageBackend, table_uuid: str) -> dict[str, tup
         mine = table.filter(pc.equal(table["table_uuid"], table_uuid))
         for row in mine.to_pylist():
             details = orjson.loads(row["source_details"]) if row["source_details"] else {}
-            source = classify(details, None, True, row["lineage_confidence"], row["quality_status"])
+            summary = dict(row["summary"] or [])  # Arrow gives a map as (key, value) pairs
+            source = classify(details, summary, True, row["lineage_confidence"], row["quality_status"])
             at = row["committed_at"]
-            found[row["metadata_location"]] = (source, int(at.timestamp() * 1000) if at else 0, row["snapshot_id"])
+            found[row["metadata_location"]] = Compacted(source, int(at.timestamp() * 1000) if at else 0,
+                                                        row["snapshot_id"], row["operation"])
     return found
 
 
@@ -179,13 +196,16 @@ def _receipt(storage: StorageBackend, key: str) -> dict[str, Any] | None:
     return _receipts.get(key, load)
 
 
-def attach_sources(storage: StorageBackend, versions: list[Version], compacted: dict[str, tuple[Source, int,
-                   int | None]]) -> None:
-    """Give each version its source: the compacted row if there is one, else its live receipt (read in parallel)."""
+def attach_sources(storage: StorageBackend, versions: list[Version], compacted: dict[str, Compacted]) -> None:
+    """Give each version its source and operation: the compacted row's if there is one, else its live receipt's
+    (read in parallel)."""
     missing = [v for v in versions if v.metadata_location not in compacted]
     for version in versions:
-        if version.metadata_location in compacted:
-            version.source = compacted[version.metadata_location][0]
+        row = compacted.get(version.metadata_location)
+        if row is not None:
+            version.source = row.source
+            version.operation = row.operation or version.operation
+            version.snapshot_id = row.snapshot_id if row.snapshot_id is not None else version.snapshot_id
     keys = [iceberg_receipt_key("committed", v.metadata_location, v.at_ms) for v in missing]
     receipts = [_receipts.peek(key) for key in keys]
     unread = [i for i, found in enumerate(receipts) if found is None]
@@ -206,9 +226,10 @@ def _safe_receipt(storage: StorageBackend, key: str) -> dict[str, Any] | None:
         return None
 
 
-def with_older(versions: list[Version], compacted: dict[str, tuple[Source, int, int | None]]) -> list[Version]:
+def with_older(versions: list[Version], compacted: dict[str, Compacted]) -> list[Version]:
     """Add the versions only the compacted timeline remembers (the metadata log keeps the latest ones only)."""
     known = {v.metadata_location for v in versions}
-    older = [Version(metadata_sequence(location), location, at_ms, False, snapshot_id, None, source)
-             for location, (source, at_ms, snapshot_id) in compacted.items() if location not in known]
+    older = [Version(metadata_sequence(location), location, row.at_ms, False, row.snapshot_id, row.operation,
+                     row.source)
+             for location, row in compacted.items() if location not in known]
     return sorted([*versions, *older], key=lambda v: (v.at_ms, v.number), reverse=True)

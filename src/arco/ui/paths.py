@@ -5,6 +5,6 @@ middleware guards it like every other API."""
 
 from __future__ import annotations
 
-PAGE_PATHS = frozenset({"/", "/runs", "/shares", "/ui/signin", "/ui/signout"})
+PAGE_PATHS = frozenset({"/", "/runs", "/shares", "/ui/signin", "/ui/signout", "/favicon.ico"})
 PAGE_PREFIXES = ("/catalogs/", "/tables/", "/ui/static/")
 API_PREFIX = "/ui/api"

@@ -67,10 +67,16 @@ def render(template: str, http_status: int = 200, **context: Any) -> HTMLRespons
     return HTMLResponse(html, status_code=http_status, headers=SECURITY_HEADERS)
 
 
+def _here(request: Request) -> str:
+    """The path asked for with its query (a table's version page, a list's page token), to come back to it."""
+    query = request.url.query
+    return request.url.path + (f"?{query}" if query else "")
+
+
 def signin_page(request: Request, status: int = 200, message: str | None = None,
                 next_path: str | None = None) -> HTMLResponse:
     return render("signin.html", status, caller=None, message=message,
-                  next_path=session.safe_next(next_path or request.url.path))
+                  next_path=session.safe_next(next_path or _here(request)))
 
 
 Build = Callable[[Request, Principal], tuple[str, dict[str, Any]]]
@@ -88,6 +94,7 @@ def page(build: Build) -> Callable[[Request], Awaitable[Response]]:
             if signed_out:
                 session.forget(response, request)
             return response
+        request.scope["arco.principal"] = caller  # for the access log, as the bearer-token middleware does for APIs
         try:
             template, context = await blocking(build, request, caller)
         except pages.PageError as exc:
@@ -99,21 +106,33 @@ def page(build: Build) -> Callable[[Request], Awaitable[Response]]:
 
 def _version_page(request: Request) -> int:
     raw = request.query_params.get("versions", "1")
-    return int(raw) if raw.isdigit() else 1
+    # isdecimal, not isdigit: "²" is a digit int() refuses. Nine digits are more pages than any table has.
+    return int(raw) if raw.isdecimal() and len(raw) <= 9 else 1
+
+
+def _paging(request: Request) -> pages.Paging:
+    """A list's page, as the UC APIs page it: ``page_token`` (from the previous page's next link) and
+    ``max_results`` (at most the services' own limit, which they enforce)."""
+    raw = request.query_params.get("max_results") or None
+    if raw is not None and not (raw.isdecimal() and len(raw) <= 9):
+        raise pages.PageError(400, f"max_results must be a non-negative integer, got {raw!r}")
+    return pages.Paging(request.query_params.get("page_token") or None, None, int(raw) if raw else None)
 
 
 # -- pages ---------------------------------------------------------------------------------------------------------
 
 def _overview(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
-    return "overview.html", {"view": pages.overview(request.app.state, caller)}
+    return "overview.html", {"view": pages.overview(request.app.state, caller, _paging(request))}
 
 
 def _catalog(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
-    return "catalog.html", {"view": pages.catalog_page(request.app.state, caller, request.path_params["catalog"])}
+    view = pages.catalog_page(request.app.state, caller, request.path_params["catalog"], _paging(request))
+    return "catalog.html", {"view": view}
 
 
 def _schema(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
-    view = pages.schema_page(request.app.state, caller, request.path_params["catalog"], request.path_params["schema"])
+    view = pages.schema_page(request.app.state, caller, request.path_params["catalog"], request.path_params["schema"],
+                             _paging(request))
     return "schema.html", {"view": view}
 
 
@@ -127,22 +146,42 @@ def _runs(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
 
 
 def _shares(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
-    return "shares.html", {"view": pages.shares_page(request.app.state, caller)}
+    return "shares.html", {"view": pages.shares_page(request.app.state, caller), "page_size": pages.PAGE_SIZE}
 
 
-async def _form(request: Request) -> dict[str, str]:
-    """The sign-in form's fields (URL-encoded, as browsers post it; parsed here rather than with another package)."""
+def _no_page(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
+    raise pages.PageError(404, f"There is no page at {request.url.path}.")
+
+
+async def favicon(request: Request) -> Response:
+    """Browsers ask every server for /favicon.ico: answered without a token, and with nothing (the pages name
+    their icon themselves), so no page has a failed request in its console."""
+    return Response(status_code=204, headers={"Cache-Control": "public, max-age=86400"})
+
+
+MAX_FORM_FIELDS = 8
+
+
+async def _form(request: Request) -> dict[str, str] | None:
+    """The sign-in form's fields (URL-encoded, as browsers post it; parsed here rather than with another package);
+    None for a form with more fields than a sign-in has room for."""
     try:
         raw = await read_body(request, MAX_FORM_BYTES)
     except BodyError:
         return {}
-    return {k: v[0] for k, v in parse_qs(raw.decode("utf-8", "replace"), max_num_fields=8).items()}
+    try:
+        fields = parse_qs(raw.decode("utf-8", "replace"), max_num_fields=MAX_FORM_FIELDS)
+    except ValueError:  # more than MAX_FORM_FIELDS fields
+        return None
+    return {k: v[0] for k, v in fields.items()}
 
 
 async def sign_in(request: Request) -> Response:
     if not session.same_origin(request):
         return render("error.html", 403, caller=None, status=403, message="Sign in from this server's own page.")
     form = await _form(request)
+    if form is None:
+        return signin_page(request, 400, f"The sign-in form has at most {MAX_FORM_FIELDS} fields.", "/")
     token = form.get("token", "").strip()
     next_path = session.safe_next(form.get("next"))
     principal = await blocking(session.authenticate, request, token) if token else None
@@ -170,13 +209,15 @@ def _json(body: Any, status: int = 200) -> Response:
                     media_type="application/json", headers={"Cache-Control": "no-store"})
 
 
+ERROR_CODES = {403: "PERMISSION_DENIED", 404: "NOT_FOUND", pages.UNREADABLE_METADATA: "METADATA_UNREADABLE"}
+
+
 def api(build: Callable[[Request, Principal], Any]) -> Callable[[Request], Awaitable[Response]]:
     async def handler(request: Request) -> Response:
         try:
             return _json(await blocking(build, request, principal_of(request)))
         except pages.PageError as exc:
-            return _json({"error_code": {403: "PERMISSION_DENIED", 404: "NOT_FOUND"}.get(exc.status, "INVALID"),
-                          "message": exc.message}, exc.status)
+            return _json({"error_code": ERROR_CODES.get(exc.status, "INVALID"), "message": exc.message}, exc.status)
 
     return handler
 
@@ -197,14 +238,19 @@ routes = [
     Route("/tables/{full_name}", page(_table), methods=["GET"]),
     Route("/runs", page(_runs), methods=["GET"]),
     Route("/shares", page(_shares), methods=["GET"]),
+    Route("/favicon.ico", favicon, methods=["GET"]),
     Route("/ui/signin", sign_in, methods=["POST"]),
     Route("/ui/signout", sign_out, methods=["POST"]),
     Mount("/ui/static", app=StaticFiles(packages=[("arco.ui", "static")]), name="ui-static"),
-    Route(f"{API_PREFIX}/catalogs", api(lambda r, c: pages.overview(r.app.state, c)), methods=["GET"]),
+    Route(f"{API_PREFIX}/catalogs", api(lambda r, c: pages.overview(r.app.state, c, _paging(r))), methods=["GET"]),
     Route(f"{API_PREFIX}/catalogs/{{catalog}}",
-          api(lambda r, c: pages.catalog_page(r.app.state, c, r.path_params["catalog"])), methods=["GET"]),
+          api(lambda r, c: pages.catalog_page(r.app.state, c, r.path_params["catalog"], _paging(r))), methods=["GET"]),
     Route(f"{API_PREFIX}/catalogs/{{catalog}}/{{schema}}",
-          api(lambda r, c: pages.schema_page(r.app.state, c, r.path_params["catalog"], r.path_params["schema"])),
+          api(lambda r, c: pages.schema_page(r.app.state, c, r.path_params["catalog"], r.path_params["schema"],
+                                             _paging(r))),
           methods=["GET"]),
     Route(f"{API_PREFIX}/tables/{{full_name}}", api(_api_table), methods=["GET"]),
+    # Anything else under the pages' prefixes: the HTML 404 page (or the sign-in page), not the APIs' JSON.
+    Route("/catalogs/{rest:path}", page(_no_page), methods=["GET"]),
+    Route("/tables/{rest:path}", page(_no_page), methods=["GET"]),
 ]

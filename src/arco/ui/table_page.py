@@ -8,6 +8,7 @@ API's service: all of them for the owner or an admin, else the caller's own.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -19,8 +20,7 @@ from starlette.datastructures import State
 from arco.auth.principals import Principal
 from arco.ui import charts, history
 from arco.ui.lineage import Lineage, lineage_of
-from arco.ui.pages import SERVICE_ERRORS, PageError, full_name_parts, page_error
-from arco.unity.common import catalog_in
+from arco.ui.pages import SERVICE_ERRORS, PageError, page_error, table_metadata, use_catalog
 from arco.unity.lineage import may_read_table
 
 VERSIONS_PER_PAGE = 50
@@ -46,6 +46,7 @@ class TablePage:
     info: dict[str, Any]  # UC's TableInfo-like facts: type, format, owner, comment, location
     columns: list[Column] = field(default_factory=list)
     partition_fields: list[dict[str, Any]] = field(default_factory=list)
+    earlier_specs: list[dict[str, Any]] = field(default_factory=list)  # partition specs before the current one
     sort_fields: list[dict[str, Any]] = field(default_factory=list)
     properties: list[tuple[str, str]] = field(default_factory=list)
     snapshots: list[dict[str, Any]] = field(default_factory=list)
@@ -66,7 +67,12 @@ class TablePage:
 
 
 def when(ms: int | None) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if ms else ""
+    if not ms:
+        return ""
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):  # a writer's timestamp outside the years a date holds
+        return f"{ms} ms since 1970"
 
 
 def type_text(field_type: t.IcebergType) -> str:
@@ -113,11 +119,11 @@ class IcebergFacts:
 
     columns: list[Column]
     partition_fields: list[dict[str, Any]]
+    earlier_specs: list[dict[str, Any]]
     sort_fields: list[dict[str, Any]]
     properties: list[tuple[str, str]]
     format_version: int
     line_charts: list[charts.LineChart]
-    activity: charts.BarChart | None
     snapshots: list[dict[str, Any]]
     snapshot_count: int
     refs: list[dict[str, Any]]
@@ -140,26 +146,32 @@ def _compute_facts(location: str, metadata: TableMetadata) -> IcebergFacts:
     snapshots = []
     for s in newest[:SNAPSHOTS_SHOWN]:
         summary = summaries[s.snapshot_id]
-        size = str(summary.get("total-files-size", ""))
+        size = charts.number(summary, "total-files-size")
         snapshots.append({
             "id": s.snapshot_id, "parent": s.parent_snapshot_id, "at": when(s.timestamp_ms),
             "operation": summary.get("operation"), "sequence": s.sequence_number,
             "added_records": summary.get("added-records"), "total_records": summary.get("total-records"),
             "total_files": summary.get("total-data-files"),
-            "total_bytes": charts.human(float(size), "bytes") if size.isdigit() else None,
-            "engine": " ".join(str(summary[k]) for k in ("engine-name", "engine-version") if summary.get(k)) or None,
+            "total_bytes": charts.human(size, "bytes") if size is not None else None,
+            "engine": history.engine_of(summary),
             "current": s.snapshot_id == metadata.current_snapshot_id})
+    def spec_fields(spec: Any) -> list[dict[str, Any]]:
+        return [{"name": f.name, "transform": str(f.transform), "field_id": f.field_id,
+                 "source": names.get(f.source_id, f"field {f.source_id}")} for f in spec.fields]
+
+    current_spec = metadata.spec()
     return IcebergFacts(
         columns=schema_rows(schema.fields),
-        partition_fields=[{"name": f.name, "transform": str(f.transform), "field_id": f.field_id,
-                           "source": names.get(f.source_id, f"field {f.source_id}")} for f in metadata.spec().fields],
+        partition_fields=spec_fields(current_spec),
+        earlier_specs=[{"spec_id": spec.spec_id, "fields": spec_fields(spec)}
+                       for spec in sorted(metadata.partition_specs, key=lambda p: p.spec_id, reverse=True)
+                       if spec.spec_id != current_spec.spec_id],
         sort_fields=[{"source": names.get(f.source_id, f"field {f.source_id}"), "transform": str(f.transform),
                       "direction": f.direction.value, "nulls": f.null_order.value}
                      for f in (order.fields if order else [])],
         properties=sorted(metadata.properties.items()),
         format_version=metadata.format_version,
         line_charts=charts.line_charts([(s.timestamp_ms, summaries[s.snapshot_id]) for s in metadata.snapshots]),
-        activity=charts.activity_chart([e.timestamp_ms for e in metadata.metadata_log] + [metadata.last_updated_ms]),
         snapshots=snapshots,
         snapshot_count=len(newest),
         refs=sorted(({"name": name, "type": ref.snapshot_ref_type.value, "snapshot_id": ref.snapshot_id,
@@ -172,17 +184,21 @@ def _compute_facts(location: str, metadata: TableMetadata) -> IcebergFacts:
 
 def _iceberg_facts(page: TablePage, facts: IcebergFacts) -> None:
     page.columns, page.partition_fields, page.sort_fields = facts.columns, facts.partition_fields, facts.sort_fields
+    page.earlier_specs = facts.earlier_specs
     page.properties, page.format_version = facts.properties, facts.format_version
-    page.line_charts, page.activity = facts.line_charts, facts.activity
+    page.line_charts = facts.line_charts
     page.snapshots, page.snapshot_count, page.refs = facts.snapshots, facts.snapshot_count, facts.refs
 
 
-def _versions(app: State, page: TablePage, table_uuid: str, facts: IcebergFacts, version_page: int) -> None:
+def _versions(app: State, page: TablePage, table_uuid: str, facts: IcebergFacts, version_page: int,
+              created_ms: int) -> None:
     storage = app.services.storage
     compacted = history.compacted_sources(storage, table_uuid)
     page.history_compacted = bool(compacted)
     every = history.with_older(facts.versions, compacted)
     page.version_count = len(every)
+    # Counted from the versions the list shows (the compacted history's too, not only the metadata log's latest).
+    page.activity = charts.activity_chart([v.at_ms for v in every], int(time.time() * 1000), created_ms)
     page.version_pages = max(1, -(-len(every) // VERSIONS_PER_PAGE))
     page.version_page = min(max(1, version_page), page.version_pages)
     start = (page.version_page - 1) * VERSIONS_PER_PAGE
@@ -200,29 +216,42 @@ def _grants(app: State, page: TablePage, caller: Principal) -> None:
         page.grants_note = "Your own privileges on this table (its owner and admins see everyone's)."
 
 
+def table_name_parts(full_name: str) -> tuple[str, tuple[str, ...], str]:
+    """``catalog.schema.table``; an Iceberg table in a nested namespace is ``catalog.a.b.table`` (names hold no
+    period, so the dotted form is unambiguous)."""
+    names = full_name.split(".")
+    if len(names) < 3 or not all(names):
+        raise PageError(404, f"'{full_name}' is not a full name of the form <catalog>.<schema>.<table>")
+    return names[0], tuple(names[1:-1]), names[-1]
+
+
 def table_page(app: State, caller: Principal, full_name: str, version_page: int = 1) -> TablePage:
-    catalog_name, schema_name, name = full_name_parts(full_name)
+    catalog_name, namespace, name = table_name_parts(full_name)
     try:
+        # As loadTable checks: a caller who may not use the catalog is refused alike for every name in it; one who
+        # may is told a missing table is missing, and an existing one they may not read is refused.
+        catalog = use_catalog(app, caller, catalog_name)
         with app.iceberg.store.read() as state:
-            catalog = catalog_in(state, caller, catalog_name)
-            entry = state.table(catalog.id, (schema_name,), name)
-        real_name = f"{catalog.name}.{entry.namespace[-1]}.{entry.name}"
-        page = TablePage(real_name, catalog.name, entry.namespace[-1], entry.name, {})
+            entry = state.table(catalog.id, namespace, name)
+        real_name = ".".join((catalog.name, *entry.namespace, entry.name))
+        page = TablePage(real_name, catalog.name, ".".join(entry.namespace), entry.name, {})
         if entry.format == "ICEBERG" and entry.kind == "TABLE":
             app.iceberg.guard.table(caller, catalog, entry.namespace, entry.name, "read")  # as loadTable checks
-            loaded = app.iceberg.tables.load(catalog, entry.namespace, entry.name)
+            location, metadata = table_metadata(app, catalog, entry.namespace, entry.name)
             page.iceberg = True
             page.info = {"table_type": "MANAGED" if entry.managed else "EXTERNAL", "data_source_format": "ICEBERG",
                          "owner": entry.owner, "storage_location": entry.location,
                          # Spark's COMMENT is the metadata property "comment"; one set through UC is Tier 1's.
-                         "comment": entry.comment or loaded.metadata.properties.get("comment"),
+                         "comment": entry.comment or metadata.properties.get("comment"),
                          "table_id": entry.id}
-            location = loaded.pointer.pointer.current_metadata_location
-            facts = iceberg_facts(location, loaded.metadata)
+            facts = iceberg_facts(location, metadata)
             _iceberg_facts(page, facts)
             page.properties = sorted({**dict(page.properties), **entry.properties}.items())
-            _versions(app, page, entry.id, facts, version_page)
+            _versions(app, page, entry.id, facts, version_page, entry.created_at_ms)
         else:
+            if len(entry.namespace) != 1:  # only Iceberg tables and views live in nested namespaces
+                raise PageError(404, f"{real_name} is an Iceberg view in a nested namespace, which this page "
+                                     "cannot show: read it through Iceberg REST")
             info = app.unity.get_table(real_name, caller)
             page.info = info
             page.columns = [Column(0, c.get("name", ""), str(c.get("type_text", "")), not c.get("nullable", True),
@@ -233,7 +262,10 @@ def table_page(app: State, caller: Principal, full_name: str, version_page: int 
                 return may_read_table(state, caller, uuid)
 
         page.lineage = lineage_of(app.services.storage, entry.id, real_name, may_see)
-        _grants(app, page, caller)
+        if len(entry.namespace) == 1:
+            _grants(app, page, caller)
+        else:
+            page.grants_note = "Grants on tables in nested namespaces are not shown here."
     except SERVICE_ERRORS as exc:
         raise page_error(exc) from None
     return page

@@ -3,6 +3,9 @@ pages and JSON API show nothing without a valid token and nothing the caller's g
 
 from __future__ import annotations
 
+import html
+import json
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,7 +37,7 @@ SCHEMA = Schema(
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     workdir: Path = tmp_path_factory.mktemp("ui-http")
     warehouse = workdir / "warehouse"
-    with arco_server(warehouse, workdir, admin_token=ARCO_TOKEN) as server:
+    with arco_server(warehouse, workdir, admin_token=ARCO_TOKEN, extra_args=("--access-log",)) as server:
         for user in ("eve@x.com", "ann@x.com"):
             run_cli(warehouse, "user", "create", user)
         tokens = {user: run_cli(warehouse, "token", "create", user).strip() for user in ("eve@x.com", "ann@x.com")}
@@ -49,7 +52,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
             change = {"principal": "ann@x.com", "add": privileges}
             assert uc(server, ARCO_TOKEN, "PATCH", f"/permissions/{kind}/{name}",
                       json={"changes": [change]}).status_code == 200
-        yield {"server": server, "tokens": tokens, "warehouse": warehouse}
+        yield {"server": server, "tokens": tokens, "warehouse": warehouse, "workdir": workdir}
 
 
 def uc(server: RunningServer, token: str, method: str, path: str, **kwargs: object) -> httpx.Response:
@@ -176,7 +179,7 @@ def test_a_user_without_grants_sees_nothing(world: dict) -> None:
         assert client.get("/catalogs/main").status_code == 403
         assert client.get("/catalogs/main/db").status_code == 403
         denied = client.get("/tables/main.db.people")
-        assert denied.status_code == 403 and "people" in denied.text and HOSTILE not in denied.text
+        assert denied.status_code == 403 and "may not use catalog main" in denied.text and HOSTILE not in denied.text
         assert "address" not in denied.text and "Versions" not in denied.text
         assert client.get("/runs").status_code == 403
     api = httpx.get(f"{world['server'].base_url}/ui/api/tables/main.db.people",
@@ -248,3 +251,164 @@ def test_a_unity_catalog_view_shows_its_columns_and_definition(world: dict) -> N
         assert "VIEW" in page.text and "View definition" in page.text and HOSTILE not in page.text
         assert "SELECT id FROM people WHERE note = &#39;&lt;script&gt;" in page.text
         assert 'data-testid="versions"' not in page.text  # no Iceberg history for a UC view
+
+
+def admin_api(world: dict, path: str) -> httpx.Response:
+    return httpx.get(f"{world['server'].base_url}/ui/api{path}", headers={"Authorization": f"Bearer {ARCO_TOKEN}"},
+                     timeout=30)
+
+
+def test_lists_page_through_with_the_services_page_token(world: dict) -> None:
+    catalog = RestCatalog("admin", uri=world["server"].iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    catalog.create_namespace("paged")
+    names = [f"t{i}" for i in range(5)]
+    for name in names:
+        catalog.create_table(f"paged.{name}", Schema(NestedField(1, "id", LongType())))
+    seen, token, pages_read = [], None, 0
+    while True:  # the JSON passes the page token through
+        body = admin_api(world, f"/catalogs/main/paged?max_results=2{f'&page_token={token}' if token else ''}").json()
+        seen += [t["name"] for t in body["tables"]]
+        pages_read += 1
+        token = body["paging"]["next_page_token"]
+        if token is None:
+            break
+    assert seen == names and pages_read == 3
+    with browser(world, ARCO_TOKEN) as client:  # the page links its next page
+        shown, url = [], "/catalogs/main/paged?max_results=2"
+        while url:
+            page = client.get(url)
+            assert page.status_code == 200
+            shown += [n for n in names if f'href="/tables/main.paged.{n}"' in page.text]
+            found = re.search(r'href="(\?page_token=[^"]+)" rel="next"', page.text)
+            url = "/catalogs/main/paged" + html.unescape(found.group(1)) if found else None
+        assert shown == names
+        first = client.get("/catalogs/main/paged?max_results=9")
+        assert 'data-testid="pager"' not in first.text  # one page: no pager
+        assert client.get("/catalogs/main/paged?max_results=x").status_code == 400
+
+
+def test_missing_or_unreadable_metadata_gets_the_error_page_loadtable_agrees_with(world: dict) -> None:
+    catalog = RestCatalog("admin", uri=world["server"].iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    catalog.create_namespace("broken")
+    files = {}
+    for name in ("missing", "corrupt"):
+        table = catalog.create_table(f"broken.{name}", SCHEMA)
+        files[name] = Path(table.metadata_location.removeprefix("file://"))
+    with browser(world, ARCO_TOKEN) as client:
+        assert client.get("/tables/main.broken.missing").status_code == 200  # this server has read it: warm
+        files["missing"].unlink()
+        files["corrupt"].write_text('{"format-version": 2, garbage')
+        loaded = httpx.get(f"{world['server'].iceberg_uri}/v1/main/namespaces/broken/tables/missing",
+                           headers={"Authorization": f"Bearer {ARCO_TOKEN}"})
+        assert loaded.status_code == 404
+        page = client.get("/tables/main.broken.missing")
+        assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
+        assert "missing from storage" in page.text and 'data-testid="error"' in page.text
+    assert admin_api(world, "/tables/main.broken.missing").status_code == 404
+    # A server that has not read the corrupt file yet (this one still holds it, parsed when it was written).
+    with arco_server(world["warehouse"], world["workdir"], admin_token=ARCO_TOKEN) as cold:
+        with httpx.Client(base_url=cold.base_url, timeout=30) as client:
+            assert client.post("/ui/signin", data={"token": ARCO_TOKEN}).status_code == 303
+            page = client.get("/tables/main.broken.corrupt")
+            assert page.status_code == 500 and page.headers["content-type"].startswith("text/html")
+            assert "is not an Iceberg table metadata document" in page.text and "garbage" not in page.text
+            # ... as loadTable on that server says it (the same status and words, in the API's error shape).
+            loaded = httpx.get(f"{cold.iceberg_uri}/v1/main/namespaces/broken/tables/corrupt",
+                               headers={"Authorization": f"Bearer {ARCO_TOKEN}"})
+            assert loaded.status_code == 500 and "garbage" not in loaded.text
+            assert "is not an Iceberg table metadata document" in loaded.json()["error"]["message"]
+            missing = client.get("/tables/main.broken.missing")
+            assert missing.status_code == 404 and "missing from storage" in missing.text
+        api = httpx.get(f"{cold.base_url}/ui/api/tables/main.broken.corrupt",
+                        headers={"Authorization": f"Bearer {ARCO_TOKEN}"})
+        assert api.status_code == 500 and api.json()["error_code"] == "METADATA_UNREADABLE"
+
+
+def test_odd_parameters_and_forms_are_refused_plainly(world: dict) -> None:
+    with browser(world, ARCO_TOKEN) as client:
+        assert client.get("/tables/main.db.people", params={"versions": "\u00b2"}).status_code == 200
+    assert admin_api(world, "/tables/main.db.people?versions=%C2%B2").status_code == 200
+    crowded = httpx.post(f"{world['server'].base_url}/ui/signin",
+                         content=f"a=1&b=2&c=3&d=4&e=5&f=6&g=7&h=8&token={ARCO_TOKEN}",
+                         headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert crowded.status_code == 400 and "set-cookie" not in crowded.headers
+
+
+def test_a_user_who_may_not_use_the_catalog_learns_nothing_of_its_names(world: dict) -> None:
+    eve = world["tokens"]["eve@x.com"]
+    with browser(world, eve) as client:
+        for path in ("/tables/main.db.people", "/tables/main.db.nope", "/tables/main.nope.nope",
+                     "/catalogs/main/db", "/catalogs/main/nope"):
+            page = client.get(path)
+            assert page.status_code == 403 and "may not use catalog main" in page.text, path
+        assert client.get("/tables/nosuch.db.t").status_code == 404  # as Iceberg REST: a catalog's name is no secret
+        assert 'href="/runs"' not in client.get("/").text  # pipeline runs are for account admins
+    for path in ("/tables/main.db.people", "/tables/main.db.nope", "/catalogs/main/nope"):
+        got = httpx.get(f"{world['server'].base_url}/ui/api{path}", headers={"Authorization": f"Bearer {eve}"})
+        assert got.status_code == 403, path
+    with browser(world, ARCO_TOKEN) as client:
+        assert 'href="/runs"' in client.get("/").text
+
+
+def test_page_requests_name_their_principal_in_the_access_log(world: dict) -> None:
+    with browser(world, world["tokens"]["ann@x.com"]) as client:
+        assert client.get("/catalogs/main/db", headers={"X-Request-Id": "ui-page-principal"}).status_code == 200
+    deadline = time.monotonic() + 10
+    while '"ui-page-principal"' not in world["server"].log() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    lines = [json.loads(line) for line in world["server"].log().splitlines() if '"ui-page-principal"' in line]
+    assert [(e["route"], e["principal"]) for e in lines if e.get("logger") == "arco.access"] == \
+        [("/catalogs/{catalog}/{schema}", "ann@x.com")]
+
+
+def test_sign_in_keeps_the_query_of_the_page_asked_for(world: dict) -> None:
+    with httpx.Client(base_url=world["server"].base_url, timeout=30) as client:
+        page = client.get("/tables/main.db.people?versions=2")
+        assert page.status_code == 401
+        assert 'name="next" value="/tables/main.db.people?versions=2"' in page.text
+        landed = client.post("/ui/signin", data={"token": ARCO_TOKEN, "next": "/tables/main.db.people?versions=2"})
+        assert landed.headers["location"] == "/tables/main.db.people?versions=2"
+
+
+def test_favicon_strays_bidi_names_and_unreadable_runs(world: dict) -> None:
+    base = world["server"].base_url
+    icon = httpx.get(f"{base}/favicon.ico")
+    assert icon.status_code == 204
+    with browser(world, ARCO_TOKEN) as client:
+        for path in ("/catalogs/", "/tables/", "/catalogs/main/db/x", "/tables/main.db.people/x"):
+            stray = client.get(path)
+            assert stray.status_code == 404 and stray.headers["content-type"].startswith("text/html"), path
+            assert "There is no page at" in stray.text
+        page = client.get("/tables/main.db.people")
+        assert "<bdi>people</bdi></nav>" in page.text and 'href="/ui/static/favicon.svg"' in page.text
+        assert client.get("/ui/static/favicon.svg").status_code == 200
+        runs = Path(world["warehouse"]) / "_catalog" / "pipeline" / "runs"
+        runs.mkdir(parents=True, exist_ok=True)
+        (runs / "zzzz-torn.json").write_text('{"run_id":"zz","job":"comp')
+        (runs / "zzzz-older.json").write_text('{"run_id":"zz"}')
+        listed = client.get("/runs")
+        assert listed.status_code == 200 and "zzzz-torn.json" in listed.text
+        (runs / "zzzz-torn.json").unlink()
+    assert httpx.get(f"{base}/catalogs/x").status_code == 401  # signed out: the sign-in page, as on every page
+
+
+def test_history_charts_partition_specs_and_nested_namespaces(world: dict) -> None:
+    from pyiceberg.transforms import IdentityTransform
+
+    catalog = RestCatalog("admin", uri=world["server"].iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    catalog.create_namespace("deep")
+    catalog.create_namespace("deep.inner")
+    table = catalog.create_table("deep.inner.evolved", Schema(NestedField(1, "id", LongType()),
+                                                             NestedField(2, "kind", StringType())))
+    with table.update_spec() as spec:
+        spec.add_field("kind", IdentityTransform(), "kind")
+    body = admin_api(world, "/tables/main.deep.inner.evolved").json()
+    assert body["full_name"] == "main.deep.inner.evolved"
+    assert [f["name"] for f in body["partition_fields"]] == ["kind"]
+    assert [s["fields"] for s in body["earlier_specs"]] == [[]]
+    # The commits-per-day chart counts the versions the list shows.
+    assert body["activity"]["counted"] == body["version_count"] == 2
+    with browser(world, ARCO_TOKEN) as client:
+        assert 'data-testid="nested-note"' in client.get("/catalogs/main").text
+        page = client.get("/tables/main.deep.inner.evolved")
+        assert page.status_code == 200 and 'data-testid="earlier-specs"' in page.text
