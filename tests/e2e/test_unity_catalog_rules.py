@@ -258,6 +258,10 @@ def test_an_update_that_cannot_be_made_whole_changes_nothing(server: RunningServ
     assert changed["view_definition"] == "SELECT 2 id" == ok(uc(server, "GET", "/tables/main.upd.v"))[
         "view_definition"]
     assert uc(server, "PATCH", "/tables/main.upd.v", json={"view_definition": ""}).status_code == 400
+    # A rename with other changes lands as one catalog operation: all of it, under the new name.
+    renamed = ok(uc(server, "PATCH", "/tables/main.upd.a", json={"new_name": "a2", "comment": "both"}))
+    assert (renamed["name"], renamed["comment"], renamed["table_id"]) == ("a2", "both", before["table_id"])
+    assert uc(server, "GET", "/tables/main.upd.a").status_code == 404
 
 
 def test_no_update_moves_a_securable_s_storage(server: RunningServer, landing: Path) -> None:

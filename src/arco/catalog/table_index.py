@@ -367,17 +367,35 @@ def _effect(chunk: Chunk, op: Operation, namespace: NamespaceEntry | None) -> No
         moved = table_from_json(op["entry"])
         moved.namespace = namespace.path if namespace else tuple(op["namespace"])
         moved.name, moved.updated_at_ms = op["name"], op["at_ms"]
+        _with_changes(moved, op)
         _put(chunk, moved)
     elif kind in ("move_out", "drop_table"):
         _take(chunk, op["id"])
     elif kind == "rename_table":
         entry = _take(chunk, op["id"])
         entry.name, entry.updated_at_ms = op["name"], op["at_ms"]
+        _with_changes(entry, op)
         _put(chunk, entry)
     elif kind == "update_table":
         update_table(chunk.by_id[op["id"]], op)
     else:
         raise ValueError(f"not a table operation: {kind}")
+
+
+def rename_with_changes(update: Operation, namespace: list[str], name: str) -> Operation:
+    """A ``rename_table`` operation that also makes an ``update_table``'s changes (Unity Catalog's update with a
+    ``new_name``): one operation, so the two land together or not at all."""
+    rename: Operation = {"op": "rename_table", "id": update["id"], "namespace": namespace, "name": name}
+    changes = {k: v for k, v in update.items() if k not in ("op", "id")}
+    if changes:
+        rename["changes"] = changes
+    return rename
+
+
+def _with_changes(entry: TableEntry, rename: Operation) -> None:
+    changes = rename.get("changes")
+    if changes:
+        update_table(entry, {**changes, "at_ms": rename["at_ms"], "principal": rename.get("principal")})
 
 
 def new_table(op: Operation, namespace: tuple[str, ...]) -> TableEntry:

@@ -16,6 +16,7 @@ from arco.auth.principals import Principal
 from arco.auth.subjects import metastore, securable, subject_of
 from arco.catalog import locations
 from arco.catalog.catalogs import create_catalog
+from arco.catalog.errors import CatalogNotFound, NamespaceNotFound
 from arco.catalog.model import NamespaceEntry
 from arco.catalog.paging import page
 from arco.catalog.state import CatalogState
@@ -104,7 +105,10 @@ class UnityService(UnityTables):
 
         updated = update_by_id(self.store, build, principal)
         with self.store.read() as state:
-            return infos.catalog_info(state.catalogs[updated], state)
+            entry = state.catalogs.get(updated)
+            if entry is None:  # dropped since the change landed
+                raise CatalogNotFound(name)
+            return infos.catalog_info(entry, state)
 
     def delete_catalog(self, name: str, force: bool, caller: Principal) -> None:
         def build(state: CatalogState) -> dict[str, Any]:
@@ -190,7 +194,10 @@ class UnityService(UnityTables):
 
         updated = update_by_id(self.store, build, principal)
         with self.store.read() as state:
-            return infos.schema_info(state.namespaces[updated], state)
+            entry = state.namespaces.get(updated)
+            if entry is None:  # dropped since the change landed
+                raise NamespaceNotFound(full_name)
+            return infos.schema_info(entry, state)
 
     def delete_schema(self, full_name: str, force: bool, caller: Principal) -> None:
         def build(state: CatalogState) -> dict[str, Any]:

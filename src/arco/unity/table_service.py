@@ -13,10 +13,12 @@ from arco.auth import decisions as can
 from arco.auth.principals import Principal
 from arco.auth.subjects import securable, subject_of
 from arco.catalog import locations
+from arco.catalog.errors import TableNotFound
 from arco.catalog.model import CatalogEntry, TableEntry
 from arco.catalog.paging import page
 from arco.catalog.state import CatalogState, refuse_taken_name
 from arco.catalog.store import CatalogStore
+from arco.catalog.table_index import rename_with_changes
 from arco.iceberg.metadata_files import MissingMetadataFile
 from arco.iceberg.tables import TableService
 from arco.unity import infos
@@ -233,20 +235,18 @@ class UnityTables:
                 if not definition:
                     raise invalid("view_definition cannot be empty")
                 op["view_definition"] = definition
-            if new_name:  # checked with the rest, so that a refused rename changes nothing else either
-                refuse_taken_name(state, entry.catalog_id, entry.namespace, uc_name("table", new_name),
-                                  allowed_id=entry.id)
+            if new_name:
+                # One operation, built on the state it lands on: the rename carries the other changes, so a refused
+                # rename changes nothing else, and no other rename of the table can land between the two.
+                return rename_with_changes(op, list(entry.namespace), uc_name("table", new_name))
             return op
 
         op = self.store.execute(build, principal=principal)
-        if new_name:
-            with self.store.read() as state:
-                entry = state.tables[op["id"]]
-            target = uc_name("table", new_name)
-            self.store.execute(lambda state: {"op": "rename_table", "id": entry.id, "namespace": list(entry.namespace),
-                                              "name": target}, principal=principal)
         with self.store.read() as state:
-            return self.table_info(state.tables[op["id"]], state)
+            entry = state.tables.get(op["id"])
+            if entry is None:  # dropped since the change landed
+                raise TableNotFound(full_name)
+            return self.table_info(entry, state)
 
     def delete_table(self, full_name: str, caller: Principal) -> None:
         principal = caller.name

@@ -78,6 +78,29 @@ def test_rename_table_across_namespaces_keeps_its_id(state: CatalogState) -> Non
     assert [t.name for t in state.tables_of("c1", ("other",))] == ["renamed", "taken"]
 
 
+def test_a_rename_carrying_other_changes_makes_them_all_or_none(state: CatalogState) -> None:
+    """Unity Catalog's update with a new_name is one operation (rename_with_changes): were it two, a rename the
+    state refuses could leave the comment made, and another rename could land between the two."""
+    from arco.catalog.table_index import rename_with_changes
+
+    create_table(state, "t")
+    create_table(state, "taken")
+    update = {"op": "update_table", "id": "t-t", "comment": "renamed", "updates": {"k": "v"}}
+    with pytest.raises(AlreadyExistsError):
+        commit(state, rename_with_changes(update, ["db"], "TAKEN"))
+    entry = state.table("c1", ("db",), "t")
+    assert (entry.comment, entry.properties) == (None, {})
+    commit(state, rename_with_changes(update, ["db"], "done"))
+    entry = state.table("c1", ("db",), "done")
+    assert (entry.id, entry.comment, entry.properties) == ("t-t", "renamed", {"k": "v"})
+    with pytest.raises(TableNotFound):
+        state.table("c1", ("db",), "t")
+    # Across namespaces too (the entry travels whole, changes made on arrival).
+    commit(state, {"op": "create_namespace", "id": "n2", "catalog_id": "c1", "path": ["other"], "owner": "a"})
+    commit(state, rename_with_changes({"op": "update_table", "id": "t-t", "comment": "moved"}, ["other"], "far"))
+    assert state.table("c1", ("other",), "far").comment == "moved"
+
+
 def test_drop_table_then_recreate_gets_a_new_id(state: CatalogState) -> None:
     create_table(state, "t", table_id="first")
     commit(state, {"op": "drop_table", "id": "first"})
