@@ -40,12 +40,17 @@ class Pending:
     principal: str
     request: str | None = None
     source: dict[str, Any] | None = None
+    # The decisions the request's grant checks made, to be made again on the state the change lands on
+    # (arco.catalog.landing): the request's, noted when it queued the change.
+    conditions: tuple[Callable[[CatalogState], None], ...] = ()
     done: bool = False
     result: tuple[Operation, int] | None = None
     error: BaseException | None = None
 
     def operation(self, state: CatalogState) -> Operation:
         """The change's operation, built and checked against ``state`` (the state it would land on, held still)."""
+        for condition in self.conditions:
+            condition(state)
         op = dict(self.build(state))
         op.setdefault("at_ms", int(time.time() * 1000))
         # Who made the change is the caller, always: an operation about another principal (a token made for it)

@@ -44,6 +44,7 @@ from arco.catalog import snapshots
 from arco.catalog import state as rules
 from arco.catalog.batching import Batch, Pending
 from arco.catalog.errors import ConflictError, NotFoundError
+from arco.catalog.landing import landing_conditions
 from arco.catalog.log import CatalogLog
 from arco.catalog.snapshots import SnapshotFiles
 from arco.catalog.state import CatalogState, Operation
@@ -349,7 +350,7 @@ class CatalogStore:
         """
         refuse_to_wait()  # a change always waits for storage
         self.confirm_view()  # never built on grants or names that were not checked
-        mine = Pending(build, principal, request, source)
+        mine = Pending(build, principal, request, source, landing_conditions())
         prepared = None
         with self._decided:
             self._queue.append(mine)

@@ -36,56 +36,86 @@ class IcebergGuard:
         if principal.is_account_admin:
             return
         with self.store.read() as state:
-            entry = state.catalogs.get(catalog.id, catalog)
-            if not can.can_use_catalog(subject_of(state, principal), securable(state, "catalog", entry)):
-                raise self._deny(principal, f"use catalog {catalog.name} (needs USE_CATALOG)")
+            self.decide(state, principal, "catalog", catalog)
 
     def namespace(self, principal: Principal, catalog: CatalogEntry, path: NamespacePath, action: str) -> None:
         """``action``: see, create (a namespace at ``path``), update, drop."""
         if principal.is_account_admin:
             return
         with self.store.read() as state:
-            who = subject_of(state, principal)
-            parent = securable(state, "catalog", state.catalogs[catalog.id])
-            if action == "create":
-                allowed = (can.can_create_schema(who, parent) if len(path) == 1 else
-                           can.holds(who, securable(state, "schema", state.namespace(catalog.id, path[:-1])),
-                                     "CREATE") and can.can_use_catalog(who, parent))
-            elif not state.has_namespace(catalog.id, path):
-                return  # the service answers (404, or a replayed answer for an Idempotency-Key)
-            else:
-                schema = securable(state, "schema", state.namespace(catalog.id, path))
-                allowed = {"see": lambda: can.can_see_schema(who, parent, schema),
-                           "update": lambda: can.can_update_schema(who, parent, schema, owner_only=False,
-                                                                   renames=False),
-                           "drop": lambda: can.can_delete_schema(who, parent, schema)}[action]()
-            if not allowed:
-                raise self._deny(principal, f"{action} namespace {'.'.join(path)}")
+            self.decide(state, principal, "namespace", catalog, path, action)
 
     def create_table(self, principal: Principal, catalog: CatalogEntry, namespace: NamespacePath) -> None:
         if principal.is_account_admin:
             return
         with self.store.read() as state:
-            schema = state.namespace(catalog.id, namespace)
-            if not can.can_create_table(subject_of(state, principal), securable(state, "catalog",
-                                                                               state.catalogs[catalog.id]),
-                                        securable(state, "schema", schema)):
-                raise self._deny(principal, f"create tables in {'.'.join(namespace)} "
-                                            "(needs USE_CATALOG, USE_SCHEMA and CREATE_TABLE)")
+            self.decide(state, principal, "create_table", catalog, namespace)
 
     def table(self, principal: Principal, catalog: CatalogEntry, namespace: NamespacePath, name: str,
               action: str) -> None:
         """``action``: read (SELECT), modify (MODIFY), drop or rename (ownership)."""
         if principal.is_account_admin:
             return
+        with self.store.read() as state:
+            self.decide(state, principal, "table", catalog, namespace, name, action)
+
+    def decide(self, state: CatalogState, principal: Principal, check: str, *args: Any) -> None:
+        """The check named ``check`` (a method above) on ``state`` (pure): raises 403 where it refuses. The one
+        place the decisions are made, on arrival and again on the state a change lands on (arco.catalog.landing)."""
+        if principal.is_account_admin:
+            return
+        decision = {"catalog": self._catalog, "namespace": self._namespace, "create_table": self._create_table,
+                    "table": self._table}[check]
+        decision(state, principal, *args)
+
+    def _catalog(self, state: CatalogState, principal: Principal, catalog: CatalogEntry) -> None:
+        entry = state.catalogs.get(catalog.id, catalog)
+        if not can.can_use_catalog(subject_of(state, principal), securable(state, "catalog", entry)):
+            raise self._deny(principal, f"use catalog {catalog.name} (needs USE_CATALOG)")
+
+    def _namespace(self, state: CatalogState, principal: Principal, catalog: CatalogEntry, path: NamespacePath,
+                   action: str) -> None:
+        who = subject_of(state, principal)
+        if catalog.id not in state.catalogs:
+            return  # the service answers (404)
+        parent = securable(state, "catalog", state.catalogs[catalog.id])
+        if action == "create":
+            if len(path) > 1 and not state.has_namespace(catalog.id, path[:-1]):
+                return  # the service answers (404)
+            allowed = (can.can_create_schema(who, parent) if len(path) == 1 else
+                       can.holds(who, securable(state, "schema", state.namespace(catalog.id, path[:-1])),
+                                 "CREATE") and can.can_use_catalog(who, parent))
+        elif not state.has_namespace(catalog.id, path):
+            return  # the service answers (404, or a replayed answer for an Idempotency-Key)
+        else:
+            schema = securable(state, "schema", state.namespace(catalog.id, path))
+            allowed = {"see": lambda: can.can_see_schema(who, parent, schema),
+                       "update": lambda: can.can_update_schema(who, parent, schema, owner_only=False,
+                                                               renames=False),
+                       "drop": lambda: can.can_delete_schema(who, parent, schema)}[action]()
+        if not allowed:
+            raise self._deny(principal, f"{action} namespace {'.'.join(path)}")
+
+    def _create_table(self, state: CatalogState, principal: Principal, catalog: CatalogEntry,
+                      namespace: NamespacePath) -> None:
+        if catalog.id not in state.catalogs:
+            return  # the service answers (404)
+        schema = state.namespace(catalog.id, namespace)
+        if not can.can_create_table(subject_of(state, principal), securable(state, "catalog",
+                                                                           state.catalogs[catalog.id]),
+                                    securable(state, "schema", schema)):
+            raise self._deny(principal, f"create tables in {'.'.join(namespace)} "
+                                        "(needs USE_CATALOG, USE_SCHEMA and CREATE_TABLE)")
+
+    def _table(self, state: CatalogState, principal: Principal, catalog: CatalogEntry, namespace: NamespacePath,
+               name: str, action: str) -> None:
         rules: dict[str, TableRule] = {
             "read": can.can_read_table, "modify": can.can_modify_table, "drop": can.can_delete_table,
             "rename": lambda s, c, n, t: can.can_update_table(s, c, n, t, owner_only=False, renames=True),
         }
-        with self.store.read() as state:
-            args = self._table_securables(state, catalog, namespace, name)
-            if args is not None and not rules[action](subject_of(state, principal), *args):
-                raise self._deny(principal, f"{action} table {'.'.join((*namespace, name))}")
+        args = self._table_securables(state, catalog, namespace, name)
+        if args is not None and not rules[action](subject_of(state, principal), *args):
+            raise self._deny(principal, f"{action} table {'.'.join((*namespace, name))}")
 
     def may_write(self, principal: Principal, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> bool:
         """Whether storage access for this table may be read-write (MODIFY), not only read (SELECT)."""
@@ -100,6 +130,8 @@ class IcebergGuard:
     @staticmethod
     def _table_securables(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath,
                           name: str) -> tuple[Securable, Securable, Securable] | None:
+        if catalog.id not in state.catalogs:
+            return None  # dropped meanwhile: the service answers
         try:
             schema, table = state.namespace(catalog.id, namespace), state.table(catalog.id, namespace, name)
         except NotFoundError:

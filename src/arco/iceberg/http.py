@@ -18,6 +18,7 @@ from arco.api.requests import BodyError, client_source, inline_or_blocking, prin
 from arco.api.responses import JsonResponse
 from arco.auth.principals import Principal, is_pipeline
 from arco.catalog.errors import CatalogError, InvalidRequestError, shown
+from arco.catalog.landing import require_on_landing
 from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.names import check_name, check_namespace
 from arco.catalog.store import CatalogStore
@@ -68,7 +69,10 @@ async def allow(request: Request, check: str, *args: Any) -> None:
     if _writes(check, args) and is_system(args[0]) and not is_pipeline(principal):
         raise errors.Forbidden(f"Forbidden: {refusal(args[0].name)}")  # account admins too: only the pipeline
     if not principal.is_account_admin:
-        await inline_or_blocking(getattr(services(request).guard, check), principal, *args)
+        guard = services(request).guard
+        await inline_or_blocking(getattr(guard, check), principal, *args)
+        # ... and made again on the state each change of this request lands on (arco.catalog.landing).
+        require_on_landing(lambda state: guard.decide(state, principal, check, *args))
 
 
 def _writes(check: str, args: tuple[Any, ...]) -> bool:

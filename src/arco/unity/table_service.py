@@ -14,6 +14,7 @@ from arco.auth.principals import Principal
 from arco.auth.subjects import securable, subject_of
 from arco.catalog import locations
 from arco.catalog.errors import TableNotFound
+from arco.catalog.landing import on_landing
 from arco.catalog.model import CatalogEntry, TableEntry
 from arco.catalog.paging import page
 from arco.catalog.state import CatalogState, refuse_taken_name
@@ -250,15 +251,28 @@ class UnityTables:
 
     def delete_table(self, full_name: str, caller: Principal) -> None:
         principal = caller.name
-        with self.store.read() as state:
+
+        def allowed(state: CatalogState) -> TableEntry:
             entry = self._table(state, caller, full_name)
             check_table(state, caller, entry, can.can_delete_table, "delete table", "ownership")
+            return entry
+
+        with self.store.read() as state:
+            entry = allowed(state)
             catalog = state.catalogs[entry.catalog_id]
-        if entry.format == "ICEBERG" and entry.kind == "TABLE":
-            self.tables.drop(catalog, entry.namespace, entry.name, principal)  # also tombstones its pointer
-            return
-        self.store.execute(lambda state: {"op": "drop_table", "id": entry.id, "location": entry.location},
-                           principal=principal)
+
+        def still_allowed(state: CatalogState) -> None:
+            # The drop lands on a later state: the name must still name this table, and the caller may still drop
+            # it (another table given the name meanwhile is not this one; a revoke meanwhile is seen).
+            if allowed(state).id != entry.id:
+                raise TableNotFound(full_name)
+
+        with on_landing(still_allowed):
+            if entry.format == "ICEBERG" and entry.kind == "TABLE":
+                self.tables.drop(catalog, entry.namespace, entry.name, principal)  # also tombstones its pointer
+                return
+            self.store.execute(lambda state: {"op": "drop_table", "id": entry.id, "location": entry.location},
+                               principal=principal)
         if entry.format == "ICEBERG":  # an Iceberg view: its pointer is marked dropped, as dropView does
             self.tables.tombstone(entry.id)
 
