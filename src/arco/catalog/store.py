@@ -213,19 +213,19 @@ class CatalogStore:
         self._recent_ops.append((seq, op.get("op")))
 
     def _apply_entry(self, seq: int, ops: list[Operation]) -> None:
-        """Apply the operations of the entry at ``seq``, all of them or, as far as positions go, none: a state
-        left inside a batch entry would take the position after it for the end of the log (it has no file), so
-        an operation that fails to apply there (a bug) makes this process start again from a snapshot."""
+        """Apply the operations of the entry at ``seq``, all of them or none: an operation that fails to apply (a
+        read it needed failed, or a bug) may have changed part of the state before it failed, and a state left
+        inside a batch entry would take the position after it for the end of the log (it has no file), so this
+        process starts again from a snapshot, and replays the entry then."""
         try:
             for position, op in enumerate(ops, start=seq):
                 self._applied(op, position)
         except BaseException:
-            if self._state.seq != seq - 1:
-                self._half_applied = True  # no append from this state; the next catch-up starts again
-                try:
-                    self._restart_state()
-                except Exception:  # noqa: BLE001 - the original error is the one to raise; retried later
-                    _log.exception("Tier 1 state not restarted after a failed application (retried)")
+            self._half_applied = True  # no append from this state; the next catch-up starts again
+            try:
+                self._restart_state()
+            except Exception:  # noqa: BLE001 - the original error is the one to raise; retried later
+                _log.exception("Tier 1 state not restarted after a failed application (retried)")
             raise
 
     def _restart_state(self) -> None:

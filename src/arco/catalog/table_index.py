@@ -311,12 +311,19 @@ class TableIndex:
             return chunk.by_name
         namespace = self._namespace_of(chunk.ns_id)
         chunk.by_name, chunk.by_id = {}, {}
-        if chunk.base_key is not None and self.source is not None:
-            self.loads += 1
-            for raw in self.source.read_chunk(chunk.base_key):
-                _put(chunk, table_from_json(raw))
-        for _, op in chunk.pending:
-            _effect(chunk, op, namespace)
+        try:
+            if chunk.base_key is not None and self.source is not None:
+                self.loads += 1
+                for raw in self.source.read_chunk(chunk.base_key):
+                    _put(chunk, table_from_json(raw))
+            for _, op in chunk.pending:
+                _effect(chunk, op, namespace)
+        except BaseException:
+            # Not read whole (a read that failed, or an inline attempt that would wait for the file, which raises
+            # arco.inline.WouldWait): the chunk stays out of memory, to be read again when next asked for. Left
+            # in memory part-built, it would hide its tables for good while its count still holds them.
+            chunk.by_name, chunk.by_id = None, {}
+            raise
         if namespace is not None:
             for entry in chunk.by_name.values():
                 entry.namespace = namespace.path
