@@ -44,7 +44,10 @@ def _decode(token: str, plain: Callable[[str], str] | None) -> str:
             raise InvalidRequestError("the page token is not a token this server issued")
         return plain(token)
     body = token[len(MARK):]
-    try:
-        return base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode()
+    try:  # validated: a token with characters outside base64url (or none at all) is not one of ours
+        key = base64.b64decode(body + "=" * (-len(body) % 4), altchars=b"-_", validate=True).decode()
     except (ValueError, UnicodeDecodeError):
-        raise InvalidRequestError("the page token is not a token this server issued") from None
+        key = ""
+    if not key or _encode(key) != token:
+        raise InvalidRequestError("the page token is not a token this server issued")
+    return key
