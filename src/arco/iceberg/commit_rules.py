@@ -56,6 +56,7 @@ from pyiceberg.utils.datetime import datetime_to_millis
 
 from arco.catalog import locations
 from arco.iceberg.errors import BadRequest, CommitFailed, InvalidArgument
+from arco.iceberg.log_cut import after_last_gap
 from arco.iceberg.malformed import MALFORMED, check_schema_limits, describe
 from arco.storage.urls import same_place, within
 
@@ -332,17 +333,9 @@ def _remove_snapshots(update: RemoveSnapshotsUpdate, metadata: TableMetadata,
 
 
 def snapshot_log_without(log: list[SnapshotLogEntry], kept: set[int]) -> list[SnapshotLogEntry]:
-    """The snapshot log once the snapshots not in ``kept`` are gone, as Java's ``updateSnapshotLog`` makes it: an
-    entry naming a removed snapshot clears every entry before it. Dropping that entry alone would leave a gap, and
-    the entry before it would then look current until the one after it: time travel to a moment the removed
-    snapshot was current would read the older one, where it must fail."""
-    cut: list[SnapshotLogEntry] = []
-    for entry in log:
-        if entry.snapshot_id in kept:
-            cut.append(entry)
-        else:
-            cut.clear()
-    return cut
+    """The snapshot log once the snapshots not in ``kept`` are gone, as Java's ``updateSnapshotLog`` makes it
+    (:mod:`arco.iceberg.log_cut`)."""
+    return after_last_gap(log, kept, lambda entry: entry.snapshot_id)
 
 
 def _apply_one(update: TableUpdate, metadata: TableMetadata, context: _TableMetadataUpdateContext) -> TableMetadata:

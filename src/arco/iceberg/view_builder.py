@@ -15,6 +15,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.view.metadata import ViewHistoryEntry, ViewMetadata, ViewVersion
 
 from arco.iceberg.errors import BadRequest, InvalidArgument
+from arco.iceberg.log_cut import after_last_gap
 from arco.iceberg.malformed import describe
 
 LAST_ADDED = -1
@@ -240,11 +241,5 @@ def expire_versions(versions: Sequence[ViewVersion], keep: int, current: ViewVer
 
 
 def retained_history(history: Sequence[ViewHistoryEntry], ids: set[int]) -> list[ViewHistoryEntry]:
-    """The log after its last entry of an expired version."""
-    kept: list[ViewHistoryEntry] = []
-    for entry in history:
-        if entry.version_id in ids:
-            kept.append(entry)
-        else:
-            kept.clear()
-    return kept
+    """The log after its last entry of an expired version (:mod:`arco.iceberg.log_cut`)."""
+    return after_last_gap(history, ids, lambda entry: entry.version_id)
