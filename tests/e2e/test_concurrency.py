@@ -141,7 +141,8 @@ STORM_WRITERS, STORM_COMMITS = 16, 10
 
 
 def _storm_worker(uri: str, writer: int, barrier: object, results: object) -> None:
-    """Keyed set-properties commits; a 5xx is retried with the same key, as a client's retry loop would."""
+    """Keyed set-properties commits; a 5xx, or a connection lost before the answer, is retried with the same key,
+    as a client's retry loop would (the key is what makes that safe: the checks below find each change once)."""
     headers = {"Authorization": f"Bearer {ARCO_TOKEN}"}
     prefix = httpx.get(f"{uri}/v1/config?warehouse=main", headers=headers).json()["overrides"]["prefix"]
     url = f"{uri}/v1/{prefix}/namespaces/storm/tables/hot"
@@ -155,10 +156,15 @@ def _storm_worker(uri: str, writer: int, barrier: object, results: object) -> No
             body = {"requirements": requirements,
                     "updates": [{"action": "set-properties", "updates": {name: str(writer)}}]}
             key = str(uuid7())
+            r = None
             for _ in range(20):
-                r = http.post(url, json=body, headers={"Idempotency-Key": key})
+                try:
+                    r = http.post(url, json=body, headers={"Idempotency-Key": key})
+                except httpx.TransportError:
+                    continue
                 if r.status_code < 500:
                     break
+            assert r is not None, f"{name}: no answer in 20 tries"
             location = r.json().get("metadata-location") if r.status_code == 200 else None
             answers.append((name, r.status_code, location))
     results.put(answers)  # type: ignore[attr-defined]

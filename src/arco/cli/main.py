@@ -23,6 +23,9 @@ _storage_options_option = storage_options_option
 _parse_options = parse_options
 
 
+KEEP_ALIVE_S = 75  # as nginx's default: see serve
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="arco")
 def cli() -> None:
@@ -168,8 +171,11 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
     sys.stderr.flush()
     # uvicorn's own access log stays off: Arco's (--access-log) carries request ids, route templates and principals.
     # A request's head is bounded (arco.api.http_protocol): httptools sets no limit of its own.
+    # An idle keep-alive connection is closed after KEEP_ALIVE_S, longer than clients keep theirs idle (httpx 5 s,
+    # aiohttp 15 s): closed as a client sends its next request on it, it is a request lost in flight (uvicorn's
+    # 5 s equals httpx's, so a client held up for a moment hit that race).
     common = dict(host=host, port=port, log_level="warning", access_log=False, server_header=False,
-                  http=BoundedHeadProtocol)
+                  http=BoundedHeadProtocol, timeout_keep_alive=KEEP_ALIVE_S)
     if workers == 1:
         from arco.api.app import served_app
         from arco.api.observability import configure_logging
