@@ -71,6 +71,12 @@ def test_a_stranger_sees_nothing_and_may_do_nothing(world: dict, owned: dict) ->
     for path in ("/catalogs/sec", "/schemas/sec.s", "/tables/sec.s.t"):
         denied = uc(world, "eve@x.com", "GET", path)
         assert denied.status_code == 403 and denied.json()["error_code"] == "PERMISSION_DENIED", path
+    # What lies in a catalog she may not use is refused alike whether it exists or not: no name is told.
+    for path in ("/schemas/sec.nope", "/tables/sec.s.nope", "/tables/sec.nope.t"):
+        denied = uc(world, "eve@x.com", "GET", path)
+        assert denied.status_code == 403 and "use catalog sec" in denied.json()["message"], path
+    assert uc(world, "eve@x.com", "DELETE", "/tables/sec.s.nope").status_code == 403
+    assert uc(world, "eve@x.com", "GET", "/catalogs/nope").status_code == 404  # catalogs: as the reference
     assert uc(world, "eve@x.com", "POST", "/catalogs", json={"name": "mine"}).status_code == 403
     with pytest.raises(ForbiddenError):
         iceberg(world, "eve@x.com").load_table("s.t")

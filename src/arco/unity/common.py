@@ -76,6 +76,16 @@ def catalog_in(state: CatalogState, caller: Principal, name: str) -> CatalogEntr
     return state.catalog(name, tenant_of(state, caller).scope)
 
 
+def usable_catalog(state: CatalogState, caller: Principal, name: str) -> CatalogEntry:
+    """:func:`catalog_in`, once the caller may use the catalog (403 otherwise): what lies inside a catalog the
+    caller may not use is refused alike whether it exists or not, as the reference server and Iceberg REST answer,
+    so a lookup does not tell which names exist."""
+    catalog = catalog_in(state, caller, name)
+    if not can.can_use_catalog(subject_of(state, caller), securable(state, "catalog", catalog)):
+        raise denied(caller, f"use catalog {catalog.name} (needs USE_CATALOG)")
+    return catalog
+
+
 def staging_table_is_callers(state: CatalogState, caller: Principal, staged: SecurableEntry) -> bool:
     """Whether the caller may use a staging table (write its data, promote it): its creator, who owns it, or an
     admin."""

@@ -35,6 +35,7 @@ from arco.unity.common import (
     tenant_of,
     uc_name,
     update_by_id,
+    usable_catalog,
 )
 from arco.unity.errors import invalid
 from arco.unity.table_service import UnityTables
@@ -162,7 +163,7 @@ class UnityService(UnityTables):
 
     def _schema(self, state: CatalogState, caller: Principal, full_name: str) -> NamespaceEntry:
         catalog_name, schema_name = split_full_name(full_name, 2)
-        return state.namespace(catalog_in(state, caller, catalog_name).id, (schema_name,))
+        return state.namespace(usable_catalog(state, caller, catalog_name).id, (schema_name,))
 
     def get_schema(self, full_name: str, caller: Principal) -> dict[str, Any]:
         with self.store.read() as state:

@@ -38,6 +38,7 @@ from arco.unity.common import (
     staging_table_is_callers,
     text_of,
     uc_name,
+    usable_catalog,
 )
 from arco.unity.errors import invalid
 
@@ -54,7 +55,7 @@ class UnityTables:
 
     def _table(self, state: CatalogState, caller: Principal, full_name: str) -> TableEntry:
         catalog_name, schema_name, name = split_full_name(full_name, 3)
-        return state.table(catalog_in(state, caller, catalog_name).id, (schema_name,), name)
+        return state.table(usable_catalog(state, caller, catalog_name).id, (schema_name,), name)
 
     def table_info(self, entry: TableEntry, state: CatalogState) -> dict[str, Any]:
         if entry.format != "ICEBERG":
