@@ -72,7 +72,8 @@ def test_a_stranger_sees_nothing_and_may_do_nothing(world: dict, owned: dict) ->
         denied = uc(world, "eve@x.com", "GET", path)
         assert denied.status_code == 403 and denied.json()["error_code"] == "PERMISSION_DENIED", path
     # What lies in a catalog she may not use is refused alike whether it exists or not: no name is told.
-    for path in ("/schemas/sec.nope", "/tables/sec.s.nope", "/tables/sec.nope.t"):
+    for path in ("/schemas/sec.nope", "/tables/sec.s.nope", "/tables/sec.nope.t", "/volumes/sec.s.nope",
+                 "/functions/sec.s.nope", "/models/sec.s.nope"):
         denied = uc(world, "eve@x.com", "GET", path)
         assert denied.status_code == 403 and "use catalog sec" in denied.json()["message"], path
     assert uc(world, "eve@x.com", "DELETE", "/tables/sec.s.nope").status_code == 403

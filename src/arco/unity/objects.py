@@ -19,7 +19,7 @@ from arco.catalog.model import CatalogEntry, NamespaceEntry
 from arco.catalog.schema_objects import object_key_name, schema_object
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
-from arco.unity.common import catalog_in, denied, split_full_name, uc_name
+from arco.unity.common import denied, split_full_name, uc_name, usable_catalog
 from arco.unity.errors import UnityError, invalid
 from arco.unity.infos import drop_none
 
@@ -46,7 +46,7 @@ class Place:
 
 
 def place(state: CatalogState, caller: Principal, catalog_name: Any, schema_name: Any) -> Place:
-    catalog = catalog_in(state, caller, uc_name("catalog", catalog_name))
+    catalog = usable_catalog(state, caller, uc_name("catalog", catalog_name))
     return Place(catalog, state.namespace(catalog.id, (uc_name("schema", schema_name),)))
 
 
