@@ -40,7 +40,6 @@ from arco.iceberg.metrics_route import report_metrics
 from arco.iceberg.oauth import issue_token
 from arco.iceberg.paging import parse_page_size
 from arco.iceberg.plan_routes import plan_routes
-from arco.iceberg.pointer import in_read_window
 from arco.iceberg.purge import DroppedTable, purge_later
 from arco.iceberg.responses import LoadResult, metadata_json, table_etag
 from arco.iceberg.storage_routes import granted_access, load_credentials, owner_access, sign_request, with_access
@@ -207,10 +206,8 @@ async def load_table(request: Request) -> Response:
         if not principal.is_account_admin:
             svc.guard.catalog(principal, catalog)
             svc.guard.table(principal, catalog, namespace, name, "read")
-        located = svc.tables.locate(catalog, namespace, name, ahead)
+        located = svc.tables.locate_for_load(catalog, namespace, name, ahead)
         files = svc.tables.files
-        if not in_read_window():  # the answer may come from memory; inside a read window storage is not asked
-            files.confirm_present(located.metadata_location)
         result = svc.load_results.get(located.metadata_location, snapshots, files.read_bytes, files.read)
         granted = TableAccess()
         if modes:

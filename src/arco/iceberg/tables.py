@@ -57,7 +57,7 @@ from arco.iceberg.metadata_files import MetadataFiles, ViewFiles
 from arco.iceberg.name_conflicts import refuse_rename_onto, refuse_taken
 from arco.iceberg.paging import page
 from arco.iceberg.placement import Placement, Placements, Placer
-from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
+from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer, in_read_window
 from arco.iceberg.transactions import PointerResolver, TxnRecords
 from arco.inline import refuse_to_wait
 from arco.storage.base import StorageBackend, StorageError
@@ -227,6 +227,16 @@ class TableService:
         if pointer is None or pointer.pointer.dropped:
             raise NoSuchTable(f"Table does not exist: {dotted((*namespace, name))}")
         return LocatedTable(entry, pointer)
+
+    def locate_for_load(self, catalog: CatalogEntry, namespace: NamespacePath, name: str,
+                        ahead: PointerAhead | None = None) -> LocatedTable:
+        """:meth:`locate`, for an answer that may come from memory (loadTable, the web UI's table page): outside a
+        read window, the current metadata file is confirmed present first, so a file deleted outside the catalog is
+        reported alike by every server, warm or cold (MetadataFiles.confirm_present)."""
+        located = self.locate(catalog, namespace, name, ahead)
+        if not in_read_window():
+            self.files.confirm_present(located.metadata_location)
+        return located
 
     # -- creating --------------------------------------------------------------------------------------------
 

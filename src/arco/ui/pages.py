@@ -16,7 +16,6 @@ from arco.auth.principals import Principal
 from arco.catalog.errors import CatalogError, NotFoundError
 from arco.iceberg.errors import IcebergError
 from arco.iceberg.metadata_files import MissingMetadataFile, UnreadableMetadataFile
-from arco.iceberg.pointer import in_read_window
 from arco.pipeline.runs import RUNS_PREFIX
 from arco.unity.common import catalog_in
 from arco.unity.errors import from_catalog_error
@@ -57,13 +56,11 @@ SERVICE_ERRORS = (PageError, CatalogError, ApiError, IcebergError, MissingMetada
 
 
 def table_metadata(app: State, catalog: Any, namespace: tuple[str, ...], name: str) -> tuple[str, TableMetadata]:
-    """A table's current metadata location and metadata, read as loadTable reads them: the file is confirmed
-    present first (a server that parsed it before would otherwise go on showing a file deleted since), so a missing
-    file is 404 here as there, warm or cold. A file that is there but is no metadata document is said so."""
+    """A table's current metadata location and metadata, read as loadTable reads them (TableService.
+    locate_for_load), so a missing file is 404 here as there, warm or cold. A file that is there but is no metadata
+    document is said so."""
     tables = app.iceberg.tables
-    location = tables.locate(catalog, namespace, name).metadata_location
-    if not in_read_window():
-        tables.files.confirm_present(location)
+    location = tables.locate_for_load(catalog, namespace, name).metadata_location
     try:
         return location, tables.files.read(location)
     except UnreadableMetadataFile as exc:
@@ -133,22 +130,12 @@ class SchemaPage:
 
 def schema_page(app: State, caller: Principal, catalog: str, schema: str, paging: Paging = Paging()) -> SchemaPage:
     try:
-        use_catalog(app, caller, catalog)
         info = app.unity.get_schema(f"{catalog}.{schema}", caller)
         tables, paging = _paged(lambda n, token: app.unity.list_tables(catalog, schema, n, token, caller,
                                                                        omit_columns=True), paging)
     except SERVICE_ERRORS as exc:
         raise page_error(exc) from None
     return SchemaPage(info, tables, paging)
-
-
-def use_catalog(app: State, caller: Principal, name: str) -> Any:
-    """The catalog, once the caller may use it: as Iceberg REST answers, a caller who may not gets the same 403 for
-    every name in it, whether that name exists or not (a missing catalog is 404)."""
-    with app.iceberg.store.read() as state:
-        catalog = catalog_in(state, caller, name)
-    app.iceberg.guard.catalog(caller, catalog)
-    return catalog
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from starlette.datastructures import State
 from arco.auth.principals import Principal
 from arco.ui import charts, history
 from arco.ui.lineage import Lineage, lineage_of
-from arco.ui.pages import SERVICE_ERRORS, PageError, page_error, table_metadata, use_catalog
+from arco.ui.pages import SERVICE_ERRORS, PageError, page_error, table_metadata
+from arco.unity.common import usable_catalog
 from arco.unity.lineage import may_read_table
 
 VERSIONS_PER_PAGE = 50
@@ -230,8 +231,8 @@ def table_page(app: State, caller: Principal, full_name: str, version_page: int 
     try:
         # As loadTable checks: a caller who may not use the catalog is refused alike for every name in it; one who
         # may is told a missing table is missing, and an existing one they may not read is refused.
-        catalog = use_catalog(app, caller, catalog_name)
         with app.iceberg.store.read() as state:
+            catalog = usable_catalog(state, caller, catalog_name)
             entry = state.table(catalog.id, namespace, name)
         real_name = ".".join((catalog.name, *entry.namespace, entry.name))
         page = TablePage(real_name, catalog.name, ".".join(entry.namespace), entry.name, {})
