@@ -33,31 +33,26 @@ class IcebergGuard:
         return Forbidden(f"Forbidden: {principal.name} may not {what}")
 
     def catalog(self, principal: Principal, catalog: CatalogEntry) -> None:
-        if principal.is_account_admin:
-            return
-        with self.store.read() as state:
-            self.decide(state, principal, "catalog", catalog)
+        self._decide_now(principal, "catalog", catalog)
 
     def namespace(self, principal: Principal, catalog: CatalogEntry, path: NamespacePath, action: str) -> None:
         """``action``: see, create (a namespace at ``path``), update, drop."""
-        if principal.is_account_admin:
-            return
-        with self.store.read() as state:
-            self.decide(state, principal, "namespace", catalog, path, action)
+        self._decide_now(principal, "namespace", catalog, path, action)
 
     def create_table(self, principal: Principal, catalog: CatalogEntry, namespace: NamespacePath) -> None:
-        if principal.is_account_admin:
-            return
-        with self.store.read() as state:
-            self.decide(state, principal, "create_table", catalog, namespace)
+        self._decide_now(principal, "create_table", catalog, namespace)
 
     def table(self, principal: Principal, catalog: CatalogEntry, namespace: NamespacePath, name: str,
               action: str) -> None:
         """``action``: read (SELECT), modify (MODIFY), drop or rename (ownership)."""
+        self._decide_now(principal, "table", catalog, namespace, name, action)
+
+    def _decide_now(self, principal: Principal, check: str, *args: Any) -> None:
+        """:meth:`decide` on the current state; account admins pass without reading it."""
         if principal.is_account_admin:
             return
         with self.store.read() as state:
-            self.decide(state, principal, "table", catalog, namespace, name, action)
+            self.decide(state, principal, check, *args)
 
     def decide(self, state: CatalogState, principal: Principal, check: str, *args: Any) -> None:
         """The check named ``check`` (a method above) on ``state`` (pure): raises 403 where it refuses. The one
@@ -75,9 +70,9 @@ class IcebergGuard:
 
     def _namespace(self, state: CatalogState, principal: Principal, catalog: CatalogEntry, path: NamespacePath,
                    action: str) -> None:
-        who = subject_of(state, principal)
         if catalog.id not in state.catalogs:
             return  # the service answers (404)
+        who = subject_of(state, principal)
         parent = securable(state, "catalog", state.catalogs[catalog.id])
         if action == "create":
             if len(path) > 1 and not state.has_namespace(catalog.id, path[:-1]):
