@@ -85,8 +85,9 @@ class TablePointer:
     @classmethod
     def from_bytes(cls, data: bytes) -> TablePointer:
         raw = orjson.loads(data)
-        known = {k: raw[k] for k in cls.__dataclass_fields__ if k in raw}
-        return cls(**known)
+        if not raw.keys() <= _POINTER_FIELDS:  # written by a newer format: its extra fields are not ours to keep
+            raw = {k: v for k, v in raw.items() if k in _POINTER_FIELDS}
+        return cls(**raw)
 
 
     def with_changes(self, **changes: Any) -> TablePointer:
@@ -99,6 +100,9 @@ class TablePointer:
 
     def rolled_back(self) -> TablePointer:
         return self.with_changes(pending_txn=None, proposed=None)
+
+
+_POINTER_FIELDS = frozenset(TablePointer.__dataclass_fields__)
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,11 @@ class LoadResultCache:
         self._entries = entries
         self._lock = threading.Lock()
 
+    def holds(self, location: str, snapshots: str) -> bool:
+        """Whether the answer for this file and mode is in memory (:meth:`get` would not read the file)."""
+        with self._lock:
+            return (location, snapshots) in self._cache
+
     def get(self, location: str, snapshots: str, read_file: Callable[[str], bytes],
             parse_file: Callable[[str], TableMetadata]) -> LoadResult:
         """The answer for the metadata file at ``location``: from the cache, or built from the file's bytes

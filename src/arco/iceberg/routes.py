@@ -206,8 +206,10 @@ async def load_table(request: Request) -> Response:
         if not principal.is_account_admin:
             svc.guard.catalog(principal, catalog)
             svc.guard.table(principal, catalog, namespace, name, "read")
-        located = svc.tables.locate_for_load(catalog, namespace, name, ahead)
         files = svc.tables.files
+        located = svc.tables.locate_for_load(
+            catalog, namespace, name, ahead,
+            lambda location: svc.load_results.holds(location, snapshots) or files.written_bytes(location) is not None)
         result = svc.load_results.get(located.metadata_location, snapshots, files.read_bytes, files.read)
         granted = TableAccess()
         if modes:

@@ -229,12 +229,15 @@ class TableService:
         return LocatedTable(entry, pointer)
 
     def locate_for_load(self, catalog: CatalogEntry, namespace: NamespacePath, name: str,
-                        ahead: PointerAhead | None = None) -> LocatedTable:
+                        ahead: PointerAhead | None = None,
+                        answered_from_memory: Callable[[str], bool] = lambda _: True) -> LocatedTable:
         """:meth:`locate`, for an answer that may come from memory (loadTable, the web UI's table page): outside a
         read window, the current metadata file is confirmed present first, so a file deleted outside the catalog is
-        reported alike by every server, warm or cold (MetadataFiles.confirm_present)."""
+        reported alike by every server, warm or cold (MetadataFiles.confirm_present). A caller that can tell it
+        will read the file anyway (``answered_from_memory`` false for its location) is spared the look: the read
+        reports a missing file the same way."""
         located = self.locate(catalog, namespace, name, ahead)
-        if not in_read_window():
+        if not in_read_window() and answered_from_memory(located.metadata_location):
             self.files.confirm_present(located.metadata_location)
         return located
 
