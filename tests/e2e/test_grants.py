@@ -286,3 +286,44 @@ def test_users_manage_their_own_tokens_over_http(world: dict, owned: dict) -> No
     bad = httpx.post(f"{world['server'].base_url}/api/2.0/token/create", json={"lifetime_seconds": -5},
                      headers={"Authorization": f"Bearer {world['tokens']['ann@x.com']}"})
     assert bad.status_code == 400 and bad.json()["error_code"] == "INVALID_PARAMETER_VALUE"
+
+
+def test_a_read_write_credential_needs_the_read_privilege_too(world: dict, owned: dict) -> None:
+    """MODIFY "requires SELECT privilege also" (the 2.1 spec): a credential that reads and writes goes to a holder
+    of both, never of the write privilege alone. So for paths (READ_FILES and WRITE_FILES) and volumes (READ_VOLUME
+    and WRITE_VOLUME)."""
+    landing = world["warehouse"].parent / "rw-landing"
+    for path, body in (("/storage-credentials", {"name": "rw-cred",
+                                                 "aws_iam_role": {"role_arn": "arn:aws:iam::1:role/r"}}),
+                       ("/external-locations", {"name": "rw-loc", "url": landing.as_uri(),
+                                                "credential_name": "rw-cred"}),
+                       ("/volumes", {"name": "rw_vol", "catalog_name": "sec", "schema_name": "s",
+                                     "volume_type": "MANAGED"})):
+        assert uc(world, "admin", "POST", path, json=body).status_code == 200, path
+    table_id = uc(world, "olga@x.com", "GET", "/tables/sec.s.t").json()["table_id"]
+    volume_id = uc(world, "admin", "GET", "/volumes/sec.s.rw_vol").json()["volume_id"]
+    asks = [  # (the request, the securable, the write privilege, the read privilege)
+        ("/temporary-table-credentials", {"table_id": table_id, "operation": "READ_WRITE"},
+         ("table", "sec.s.t"), "MODIFY", "SELECT"),
+        ("/temporary-path-credentials", {"url": f"{landing.as_uri()}/in", "operation": "PATH_READ_WRITE"},
+         ("external_location", "rw-loc"), "WRITE_FILES", "READ_FILES"),
+        ("/temporary-volume-credentials", {"volume_id": volume_id, "operation": "WRITE_VOLUME"},
+         ("volume", "sec.s.rw_vol"), "WRITE_VOLUME", "READ_VOLUME"),
+    ]
+    granted = [("catalog", "sec", "USE_CATALOG"), ("schema", "sec.s", "USE_SCHEMA")]
+    try:
+        for kind, name, privilege in granted:
+            assert grant(world, "admin", kind, name, "eve@x.com", privilege).status_code == 200
+        for path, body, (kind, name), write, read in asks:
+            granted.append((kind, name, write))
+            assert grant(world, "admin", kind, name, "eve@x.com", write).status_code == 200
+            refused = uc(world, "eve@x.com", "POST", path, json=body)
+            assert refused.status_code == 403, (path, refused.text)
+            assert f"{read} and {write}" in refused.json()["message"], (path, refused.text)
+            granted.append((kind, name, read))
+            assert grant(world, "admin", kind, name, "eve@x.com", read).status_code == 200
+            allowed = uc(world, "eve@x.com", "POST", path, json=body)
+            assert allowed.status_code == 200, (path, allowed.text)
+    finally:  # eve is the other tests' stranger
+        for kind, name, privilege in granted:
+            grant(world, "admin", kind, name, "eve@x.com", privilege, remove=True)

@@ -633,12 +633,33 @@ def test_the_unitycatalog_client_drives_grants_credentials_and_locations(server:
                 principal="account users", add=["USE CATALOG"], remove=[])]))
             await grants.update(SecurableType.CREDENTIAL, "oss-cred", UpdatePermissions(changes=[PermissionsChange(
                 principal="account users", add=["READ FILES"], remove=[])]))
+            # Privileges the 2.1 enum cannot name, granted through Databricks' names: the client still reads the
+            # grants (ALL_PRIVILEGES as what it amounts to on a catalog; a Delta Sharing privilege not at all).
+            metastore = uc(server, "GET", "/metastore_summary").json()["metastore_id"]
+            for kind, name, privilege in (("catalog", "main", "ALL_PRIVILEGES"),
+                                          ("metastore", metastore, "CREATE_SHARE")):
+                granted = uc(server, "PATCH", f"/permissions/{kind}/{name}", json={"changes": [
+                    {"principal": "account users", "add": [privilege]}]})
+                assert granted.status_code == 200, granted.text
             on_catalog = await grants.get(SecurableType.CATALOG, "main")
+            on_metastore = await grants.get(SecurableType.METASTORE, metastore)
             return ([c.name for c in listed.credentials or []],
-                    [a.principal for a in on_catalog.privilege_assignments or []],
-                    [(await locations.get_external_location("oss-loc")).credential_name])
+                    {a.principal: a.privileges for a in on_catalog.privilege_assignments or []},
+                    [(await locations.get_external_location("oss-loc")).credential_name],
+                    {a.principal: a.privileges for a in on_metastore.privilege_assignments or []})
 
-    credentials, grantees, location_credential = asyncio.run(run())
+    credentials, grantees, location_credential, on_metastore = asyncio.run(run())
     assert "oss-cred" in credentials and "account users" in grantees and location_credential == ["oss-cred"]
+    assert [p.value for p in grantees["account users"]] == ["CREATE SCHEMA", "USE CATALOG"]
+    assert "CREATE SHARE" not in [p.value for p in on_metastore.get("account users", [])]
+    as_databricks_reads = httpx.get(f"{server.base_url}/api/2.1/unity-catalog/permissions/catalog/main",
+                                    params={"principal": "account users"}, timeout=30,
+                                    headers={"Authorization": f"Bearer {ARCO_TOKEN}",
+                                             "User-Agent": "databricks-sdk-py/0.40.0"}).json()["privilege_assignments"]
+    assert as_databricks_reads == [{"principal": "account users", "privileges": ["ALL_PRIVILEGES", "USE_CATALOG"]}]
+    metastore = uc(server, "GET", "/metastore_summary").json()["metastore_id"]
+    for kind, name, privilege in (("catalog", "main", "ALL_PRIVILEGES"), ("metastore", metastore, "CREATE_SHARE")):
+        assert uc(server, "PATCH", f"/permissions/{kind}/{name}", json={"changes": [
+            {"principal": "account users", "remove": [privilege]}]}).status_code == 200
     on_credential = uc(server, "GET", "/permissions/storage_credential/oss-cred").json()
     assert on_credential == {"privilege_assignments": [{"principal": "account users", "privileges": ["READ FILES"]}]}

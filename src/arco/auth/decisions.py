@@ -166,6 +166,12 @@ def can_modify_table(s: Subject, catalog: Securable, schema: Securable, table: S
     return s.account_admin or (_parents(s, catalog, schema) and holds(s, table, "MODIFY"))
 
 
+def can_read_and_modify_table(s: Subject, catalog: Securable, schema: Securable, table: Securable) -> bool:
+    """Read-write access to a table's files (UC's READ_WRITE table credential): MODIFY "requires SELECT
+    privilege also" (the 2.1 spec's Privilege enum), so a credential that reads needs both."""
+    return can_read_table(s, catalog, schema, table) and can_modify_table(s, catalog, schema, table)
+
+
 def can_update_table(s: Subject, catalog: Securable, schema: Securable, table: Securable, *, owner_only: bool,
                      renames: bool) -> bool:
     if s.account_admin:

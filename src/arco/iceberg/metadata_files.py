@@ -85,13 +85,16 @@ class MetadataLocationError(StorageError):
 class MissingMetadataFile(NotFound):
     """The metadata file a table's (or view's) pointer names is not in storage: deleted outside the catalog. No
     retry brings it back, so it is answered 404 (as the reference implementation's "Failed to open input stream"),
-    never as storage being unavailable."""
+    never as storage being unavailable. For a table, of type ``NotFoundException``, as the reference server names
+    its FileIO's error: Java clients raise that type as such (Iceberg's CatalogTests expect it of a load), and
+    any other client reads a 404 of a load as no such table. A view's keeps ``NoSuchViewException``, the only
+    404 Java's view handler tells apart from a missing namespace."""
 
     def __init__(self, key: str, location: str, kind: str) -> None:
         super().__init__(key)
         self.location = location
         self.kind = kind
-        self.error_type = "NoSuchViewException" if kind == "view" else "NoSuchTableException"
+        self.error_type = "NoSuchViewException" if kind == "view" else "NotFoundException"
         self.message = (f"Failed to open input stream for file: {location}: the {kind}'s current metadata file is "
                         f"missing from storage (deleted outside the catalog?); restore it, or drop the {kind}")
 

@@ -2,9 +2,12 @@
 
 The same scoped, short-lived credentials Iceberg REST vends (:mod:`arco.vending`): read-only for READ /
 PATH_READ / READ_VOLUME / READ_MODEL_VERSION, read-write for the others. Each is scoped to one object's location
-and follows that object's grants: SELECT or MODIFY on a table, READ_FILES or WRITE_FILES on an external location,
-READ_VOLUME or WRITE_VOLUME on a volume, EXECUTE on a registered model to read a version's files and ownership of
-the model to write those of a version still PENDING_REGISTRATION (a finalized version's files are not rewritten).
+and follows that object's grants: SELECT on a table to read, SELECT and MODIFY to read and write (MODIFY "requires
+SELECT privilege also"); READ_FILES on an external location to read, READ_FILES and WRITE_FILES to read and write;
+READ_VOLUME on a volume to read, READ_VOLUME and WRITE_VOLUME to read and write (a read-write credential reads, so
+it never goes to a holder of the write privilege alone); EXECUTE on a registered model to read a version's files
+and ownership of the model to write those of a version still PENDING_REGISTRATION (a finalized version's files are
+not rewritten).
 An external object's credential is minted with the role of the storage credential behind its external location; a
 managed one's with the server's. A local directory needs no credential: the answer names the location and carries
 none. Storage that cannot mint says 501 and names the setting, never an empty success.
@@ -33,15 +36,16 @@ from arco.vending.model import Access, VendedCredential, VendingFailed, VendingU
 from arco.vending.vendor import CredentialVendor
 
 LOCAL_LIFETIME_MS = 3600 * 1000
-# operation -> (table rule, the privilege it needs, access vended)
+# operation -> (table rule, the privileges it needs, access vended)
 TABLE_OPERATIONS = {"READ": (can.can_read_table, "SELECT", Access.READ),
-                    "READ_WRITE": (can.can_modify_table, "MODIFY", Access.READ_WRITE)}
-# operation -> (privileges on the external location, any of which allows it; access vended)
-PATH_OPERATIONS = {"PATH_READ": (("READ_FILES",), Access.READ),
-                   "PATH_READ_WRITE": (("WRITE_FILES",), Access.READ_WRITE),
-                   "PATH_CREATE_TABLE": (("CREATE_EXTERNAL_TABLE", "CREATE_TABLE"), Access.READ_WRITE)}
-# operation -> (privilege on the volume, access vended)
-VOLUME_OPERATIONS = {"READ_VOLUME": ("READ_VOLUME", Access.READ), "WRITE_VOLUME": ("WRITE_VOLUME", Access.READ_WRITE)}
+                    "READ_WRITE": (can.can_read_and_modify_table, "SELECT and MODIFY", Access.READ_WRITE)}
+# operation -> (sets of privileges on the external location, each set allowing it whole; access vended)
+PATH_OPERATIONS = {"PATH_READ": ((("READ_FILES",),), Access.READ),
+                   "PATH_READ_WRITE": ((("READ_FILES", "WRITE_FILES"),), Access.READ_WRITE),
+                   "PATH_CREATE_TABLE": ((("CREATE_EXTERNAL_TABLE",), ("CREATE_TABLE",)), Access.READ_WRITE)}
+# operation -> (privileges on the volume, all needed; access vended)
+VOLUME_OPERATIONS = {"READ_VOLUME": (("READ_VOLUME",), Access.READ),
+                     "WRITE_VOLUME": (("READ_VOLUME", "WRITE_VOLUME"), Access.READ_WRITE)}
 MODEL_VERSION_OPERATIONS = {"READ_MODEL_VERSION": Access.READ, "READ_WRITE_MODEL_VERSION": Access.READ_WRITE}
 
 
@@ -92,7 +96,7 @@ def path_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[s
     ``storage_root`` there) is neither read nor written this way, as its tables' and volumes' own grants decide
     who may: a path that reaches into it, or holds it, is refused for every operation."""
     operation = _operation(body, PATH_OPERATIONS)
-    privileges, access = PATH_OPERATIONS[operation]
+    allowing, access = PATH_OPERATIONS[operation]
     url = locations.canonical(body.get("url"), "url")
     with store.read() as state:
         tenant = tenant_of(state, caller)
@@ -102,10 +106,10 @@ def path_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[s
                                                        "for paths inside one")
         who = subject_of(state, caller)
         target = securable(state, "external_location", container)
-        if not (can.admin(who) or any(can.holds(who, target, p) for p in privileges)):
-            raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not {operation} {url} (needs "
-                                                       f"{' or '.join(privileges)} on external location "
-                                                       f"{container.name})")
+        if not (can.admin(who) or any(all(can.holds(who, target, p) for p in held) for held in allowing)):
+            needs = " or ".join(" and ".join(held) for held in allowing)
+            raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not {operation} {url} (needs {needs} "
+                                                       f"on external location {container.name})")
         if access is Access.READ_WRITE and container.fields.get("read_only"):
             raise UnityError(403, "PERMISSION_DENIED", f"external location {container.name} is read-only")
         managed = locations.first_overlap(url, locations.managed_root_claims(state))
@@ -125,7 +129,7 @@ def volume_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict
                        caller: Principal) -> dict[str, Any]:
     """A volume's files, by ``volume_id`` (as getVolume answers it), for READ_VOLUME or WRITE_VOLUME holders."""
     operation = _operation(body, VOLUME_OPERATIONS)
-    privilege, access = VOLUME_OPERATIONS[operation]
+    privileges, access = VOLUME_OPERATIONS[operation]
     volume_id = body.get("volume_id")
     with store.read() as state:
         scope = tenant_of(state, caller).scope
@@ -134,10 +138,10 @@ def volume_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict
             raise UnityError(404, "VOLUME_DOES_NOT_EXIST", f"Volume with id '{volume_id}' does not exist.")
         schema = state.namespaces[entry.fields["schema_id"]]
         where = objects.Place(state.catalogs[schema.catalog_id], schema)
-        if not objects.usable(state, caller, where, "volume", entry, privilege):
+        if not all(objects.usable(state, caller, where, "volume", entry, privilege) for privilege in privileges):
             raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not {operation} volume "
                                                        f"{where.prefix()}.{entry.fields['name']} (needs "
-                                                       f"USE_CATALOG, USE_SCHEMA and {privilege})")
+                                                       f"USE_CATALOG, USE_SCHEMA and {' and '.join(privileges)})")
         location = entry.fields["storage_location"]
         role = None if entry.fields["volume_type"] == "MANAGED" else external_role(state, location, scope)
     return _vend(vendor, location, access, caller, role)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from arco.auth import decisions as can
-from arco.auth.decisions import InvalidPrivilege, Securable, canonical, check_privileges
+from arco.auth.decisions import PRIVILEGES, InvalidPrivilege, Securable, canonical, check_privileges
 from arco.auth.principals import Principal
 from arco.auth.subjects import metastore, securable, subject_of
 from arco.catalog.access import ACCOUNT_USERS
@@ -100,15 +100,23 @@ def spelling_for(path: str, user_agent: str | None) -> Spelling:
 
 
 def spelled(kind: str, privileges: list[str], spelling: Spelling) -> list[str]:
-    """``privileges`` of a ``kind`` securable as a reader with ``spelling`` reads them, sorted, each once."""
+    """``privileges`` of a ``kind`` securable as a reader with ``spelling`` reads them, sorted, each once.
+
+    The OSS clients validate each name against the 2.1 enum, and one name outside it fails the whole answer, so
+    an OSS reader gets ALL_PRIVILEGES as what it amounts to on that securable (each privilege of the type the enum
+    names), and no privilege the enum cannot name (WRITE_VOLUME, APPLY_TAG, the Delta Sharing ones): the
+    Databricks SDK and the 2.0 paths read them as granted."""
     if spelling == "as_granted":
         return sorted(privileges)
     out = set()
     for privilege in privileges:
         name = canonical(privilege)
-        name = CURRENT_NAMES.get((kind, name), name)
-        spaced = name.replace("_", " ")
-        out.add(spaced if spelling == "oss" and spaced in OSS_PRIVILEGES else name)
+        if spelling == "oss":
+            names = sorted(PRIVILEGES.get(kind, ())) if name == "ALL_PRIVILEGES" else [name]
+            spaced = (CURRENT_NAMES.get((kind, n), n).replace("_", " ") for n in names)
+            out.update(n for n in spaced if n in OSS_PRIVILEGES)
+        else:
+            out.add(CURRENT_NAMES.get((kind, name), name))
     return sorted(out)
 
 

@@ -40,7 +40,7 @@ def test_where_a_look_is_cheap_a_load_from_memory_is_refused_as_one_from_storage
     files = written(storage)
     with pytest.raises(MissingMetadataFile) as raised:
         files.confirm_present(LOCATION)
-    assert raised.value.location == LOCATION and raised.value.error_type == "NoSuchTableException"
+    assert raised.value.location == LOCATION and raised.value.error_type == "NotFoundException"
     assert files.read(LOCATION).location == "memory://wh/t"  # a commit's base, from memory: its new file is whole
     fresh = MetadataFiles(storage)
     for read in (fresh.read, fresh.read_bytes):
