@@ -327,3 +327,27 @@ def test_a_read_write_credential_needs_the_read_privilege_too(world: dict, owned
     finally:  # eve is the other tests' stranger
         for kind, name, privilege in granted:
             grant(world, "admin", kind, name, "eve@x.com", privilege, remove=True)
+
+
+def test_the_databricks_sdk_lists_privilege_assignments_a_page_at_a_time(world: dict, owned: dict) -> None:
+    """The SDK's grants.list and grants.list_effective (Databricks' paginated getPermissions and
+    getEffectivePermissions) read what grants.get and get_effective read."""
+    from databricks.sdk.errors import InvalidParameterValue
+
+    assert grant(world, "olga@x.com", "table", "sec.s.t", "analysts", "SELECT").status_code == 200
+    try:
+        olga = WorkspaceClient(host=world["server"].base_url, token=world["tokens"]["olga@x.com"])
+        listed = {a.principal: [p.value for p in a.privileges or []] for a in olga.grants.list("table", "sec.s.t")}
+        assert listed["analysts"] == ["SELECT"]
+        got = olga.grants.get("table", "sec.s.t").privilege_assignments or []
+        assert listed == {a.principal: [p.value for p in a.privileges or []] for a in got}
+        only = list(olga.grants.list("table", "sec.s.t", principal="analysts", page_size=150))
+        assert [a.principal for a in only] == ["analysts"]
+        effective = list(olga.grants.list_effective("table", "sec.s.t", principal="ann@x.com"))
+        assert "SELECT" in [p.privilege.value for a in effective for p in a.privileges or [] if p.privilege]
+        with pytest.raises(InvalidParameterValue, match="at least 150"):
+            list(olga.grants.list("table", "sec.s.t", page_size=10))
+        stranger = uc(world, "eve@x.com", "GET", "/privilege-assignments/table/sec.s.t")
+        assert stranger.status_code == 403
+    finally:
+        grant(world, "olga@x.com", "table", "sec.s.t", "analysts", "SELECT", remove=True)

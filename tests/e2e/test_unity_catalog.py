@@ -218,6 +218,12 @@ def test_iceberg_tables_appear_in_uc_and_changes_show_both_ways(server: RunningS
     with table.update_schema() as update:  # Iceberg schema evolution shows in UC at once
         update.add_column("note", StringType())
     assert [c["name"] for c in uc(server, "GET", "/tables/main.shop.orders").json()["columns"]][-1] == "note"
+    # Its columns are its Iceberg schema: updateTable refuses to change them (and changes nothing), not ignores it.
+    recolumned = uc(server, "PATCH", "/tables/main.shop.orders", json={"comment": "c", "columns": [
+        {"name": "other", "type_name": "INT", "type_text": "int", "type_json": "{}", "position": 0}]})
+    assert recolumned.status_code == 400 and "Iceberg REST API" in recolumned.json()["message"], recolumned.text
+    unchanged = uc(server, "GET", "/tables/main.shop.orders").json()
+    assert unchanged["columns"][0]["name"] == "id" and "comment" not in unchanged
     assert "shop" in [s.name for s in w.schemas.list(catalog_name="main")]
 
     py.rename_table("shop.orders", "shop.purchases")

@@ -34,13 +34,12 @@ from arco.catalog.paging import page
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.unity import permissions as base
-from arco.unity.errors import UnityError, invalid
+from arco.unity.errors import UnityError
 
 # securable type as clients send it -> the type grants are stored under. Databricks names a registered model's
 # securable type FUNCTION; the OSS spec says registered_model.
 OBJECT_TYPES = {"volume": "volume", "function": "function", "registered_model": "registered_model",
                 "model": "registered_model"}
-PAGE = 1000
 
 
 def object_type(raw: str) -> str | None:
@@ -73,25 +72,13 @@ def _holders(state: CatalogState, principal: str) -> set[str]:
     return {key} | groups
 
 
-def _page_size(raw: Any) -> int | None:
-    if raw in (None, ""):
-        return None
-    try:
-        size = int(raw)
-    except (TypeError, ValueError):
-        raise invalid(f"max_results must be an integer, got {raw!r}") from None
-    if size < 0 or 0 < size < 150:
-        raise invalid("max_results must be 0 (the server's page length) or at least 150")
-    return PAGE if size == 0 else min(size, PAGE)
-
-
 class EffectivePermissions:
     def __init__(self, store: CatalogStore) -> None:
         self.store = store
 
     def get(self, raw_type: str, full_name: str, principal: str | None, max_results: Any, token: str | None,
-            caller: Principal) -> dict[str, Any]:
-        size = _page_size(max_results)
+            caller: Principal, size_field: str = "max_results") -> dict[str, Any]:
+        size = base.assignment_page_size(max_results, size_field)
         with self.store.read() as state:
             _, _, target = resolve(state, raw_type, full_name, caller)
             if not can.can_read_effective_grants(subject_of(state, caller), target, principal):

@@ -20,6 +20,7 @@ from arco.auth.decisions import PRIVILEGES, InvalidPrivilege, Securable, canonic
 from arco.auth.principals import Principal
 from arco.auth.subjects import metastore, securable, subject_of
 from arco.catalog.access import ACCOUNT_USERS
+from arco.catalog.paging import page
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.unity.common import catalog_in, split_full_name, tenant_of
@@ -131,9 +132,35 @@ def assignments(state: CatalogState, kind: str, grants: dict[str, list[str]], on
     return {"privilege_assignments": rows}
 
 
+ASSIGNMENTS_PAGE = 1000
+
+
+def assignment_page_size(raw: Any, field: str) -> int | None:
+    """A page length of privilege assignments as Databricks defines it: none (all), 0 (the server's), or at least
+    150 (so a page holds at least one principal's whole assignment), capped at the server's."""
+    if raw in (None, ""):
+        return None
+    try:
+        size = int(raw)
+    except (TypeError, ValueError):
+        raise invalid(f"{field} must be an integer, got {raw!r}") from None
+    if size < 0 or 0 < size < 150:
+        raise invalid(f"{field} must be 0 (the server's page length) or at least 150")
+    return ASSIGNMENTS_PAGE if size == 0 else min(size, ASSIGNMENTS_PAGE)
+
+
 class PermissionsService:
     def __init__(self, store: CatalogStore) -> None:
         self.store = store
+
+    def get_page(self, raw_type: str, full_name: str, only: str | None, page_size: Any, token: str | None,
+                 caller: Principal, spelling: Spelling) -> dict[str, Any]:
+        """:meth:`get` a page at a time, each principal's assignment whole on one page: Databricks' paginated
+        form (``/privilege-assignments``, which its SDK's ``grants.list`` calls)."""
+        size = assignment_page_size(page_size, "page_size")
+        rows = self.get(raw_type, full_name, only, caller, spelling)["privilege_assignments"]
+        chunk, next_token = page(rows, lambda r: r["principal"].casefold(), token, size)
+        return {"privilege_assignments": chunk, **({"next_page_token": next_token} if next_token else {})}
 
     def get(self, raw_type: str, full_name: str, only: str | None, caller: Principal,
             spelling: Spelling = "as_granted") -> dict[str, Any]:

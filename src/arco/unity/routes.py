@@ -203,6 +203,25 @@ async def effective_permissions(request: Request) -> Response:
 
 
 @unity_errors
+async def privilege_assignments(request: Request) -> Response:
+    """Databricks' paginated getPermissions (the SDK's ``grants.list``)."""
+    p, q = request.path_params, request.query_params
+    return JsonResponse(await blocking(request.app.state.permissions.get_page, p["securable_type"], p["full_name"],
+                                       q.get("principal") or None, q.get("page_size"), q.get("page_token") or None,
+                                       me(request), spelling_for(request.url.path, request.headers.get("user-agent"))))
+
+
+@unity_errors
+async def effective_privilege_assignments(request: Request) -> Response:
+    """Databricks' paginated getEffectivePermissions (the SDK's ``grants.list_effective``): the same rows under
+    their own key."""
+    p, q = request.path_params, request.query_params
+    body = await blocking(effective(request).get, p["securable_type"], p["full_name"], q.get("principal") or None,
+                          q.get("page_size"), q.get("page_token") or None, me(request), "page_size")
+    return JsonResponse({"effective_privilege_assignments": body.pop("privilege_assignments"), **body})
+
+
+@unity_errors
 async def table_exists(request: Request) -> Response:
     return JsonResponse(await blocking(objects.table_exists, service(request).store, request.path_params["full_name"],
                                        me(request)))
@@ -239,6 +258,9 @@ routes = [
     Route("/delta/preview/commits", delta_commits, methods=["GET", "POST"]),
     Route("/lineage/tables/{full_name}", table_lineage, methods=["GET"]),
     Route("/effective-permissions/{securable_type}/{full_name}", effective_permissions, methods=["GET"]),
+    Route("/privilege-assignments/{securable_type}/{full_name}", privilege_assignments, methods=["GET"]),
+    Route("/effective-privilege-assignments/{securable_type}/{full_name}", effective_privilege_assignments,
+          methods=["GET"]),
     Route("/tables/{full_name}/exists", table_exists, methods=["GET"]),
     *object_routes("/volumes", "volumes", volumes, methods=("GET", "PATCH", "DELETE")),
     *object_routes("/functions", "functions", functions, methods=("GET", "PATCH", "DELETE")),

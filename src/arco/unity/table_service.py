@@ -232,6 +232,9 @@ class UnityTables:
             _refuse_moves(entry, body)
             if "columns" in body and entry.format != "ICEBERG":
                 op["columns"] = infos.check_columns(body["columns"])
+            elif "columns" in body and body["columns"] is not None:
+                raise invalid("an Iceberg table's columns are the schema in its metadata: change them through the "
+                              "Iceberg REST API (an engine's ALTER TABLE), not updateTable")
             if body.get("view_definition") is not None and entry.kind == "VIEW" and entry.format != "ICEBERG":
                 definition = text_of(body, "view_definition")
                 if not definition:
