@@ -68,10 +68,5 @@ class ConflictError(CatalogError):
     """A concurrent change made the operation impossible; retrying may succeed."""
 
 
-class PermissionDeniedError(CatalogError):
-    """The caller lacks a privilege the operation needs, found where the operation is checked rather than by the
-    API's own authorization (a location in an external location the caller may not create in): 403."""
-
-
-class ReadOnlyCatalogError(PermissionDeniedError):
+class ReadOnlyCatalogError(CatalogError):
     """A change to the read-only ``system`` catalog, which only Arco's pipeline writes (403)."""

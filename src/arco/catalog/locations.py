@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 from arco.auth import decisions as can
 from arco.auth.decisions import Securable, Subject
-from arco.catalog.errors import InvalidRequestError, PermissionDeniedError
+from arco.catalog.errors import InvalidRequestError
 from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry, path_key
 from arco.catalog.names import slug
 from arco.catalog.securables import SecurableEntry
@@ -54,14 +54,6 @@ class LocationRefused(InvalidRequestError):
     def __init__(self, rule: str, message: str) -> None:
         super().__init__(message)
         self.rule = rule
-
-
-class LocationForbidden(LocationRefused, PermissionDeniedError):
-    """A location the caller may not use for want of a privilege on the external location it lies in (403, where
-    the other refusals are the request's own fault, 400)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("privilege", message)
 
 
 @dataclass(frozen=True)
@@ -247,8 +239,9 @@ def check_external_table_location(state: CatalogState, who: Subject, raw: object
     if container is not None and not (can_create_external_volume(who, state, container) if volume else
                                       can_create_external_table(who, state, container)):
         # A view's location takes the privilege of a table's.
-        raise LocationForbidden(f"{who.name} may not create external {kind}s in external location "
-                                f"{container.name} (needs CREATE_EXTERNAL_{'VOLUME' if volume else 'TABLE'} on it)")
+        raise LocationRefused("privilege", f"{who.name} may not create external {kind}s in external location "
+                                           f"{container.name} (needs CREATE_EXTERNAL_"
+                                           f"{'VOLUME' if volume else 'TABLE'} on it)")
     clash = first_overlap(url, [*arco_claims(warehouse_url), *managed_root_claims(state), *table_claims(state)])
     if clash is not None:
         raise LocationRefused("taken", f"location {url} overlaps {clash.what} ({clash.url}); every {kind} needs "
@@ -319,8 +312,8 @@ def check_managed_storage_root(state: CatalogState, who: Subject, raw: object, w
                                        "storage_root to let Arco place the managed storage")
     target = can.Securable(container.owner, state.grants_on("external_location", container.id))
     if not (can.admin(who) or can.holds(who, target, "CREATE_MANAGED_STORAGE")):
-        raise LocationForbidden(f"{who.name} may not create managed storage in external location "
-                                f"{container.name} (needs CREATE_MANAGED_STORAGE on it)")
+        raise LocationRefused("privilege", f"{who.name} may not create managed storage in external location "
+                                           f"{container.name} (needs CREATE_MANAGED_STORAGE on it)")
     if container.fields.get("read_only"):
         raise LocationRefused("read-only", f"external location {container.name} is read-only, and Arco writes the "
                                            "managed tables' metadata files")

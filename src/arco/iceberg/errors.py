@@ -102,10 +102,10 @@ def from_catalog_error(exc: Exception) -> IcebergError:
         return AlreadyExists(f"{exc.kind.capitalize()} already exists: {ce.shown(exc.name)}")
     if isinstance(exc, ce.NotEmptyError):
         return NamespaceNotEmpty(str(exc))
-    if isinstance(exc, ce.PermissionDeniedError):  # before InvalidRequestError: a refused location may be both
-        return Forbidden(f"Forbidden: {exc}")
     if isinstance(exc, ce.InvalidRequestError):
         return BadRequest(str(exc))
+    if isinstance(exc, ce.ReadOnlyCatalogError):
+        return Forbidden(f"Forbidden: {exc}")
     if isinstance(exc, ce.ConflictError):
         return ServiceUnavailable(str(exc), headers={"Retry-After": "1"})
     return IcebergError(str(exc))

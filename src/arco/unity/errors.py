@@ -52,7 +52,7 @@ def from_catalog_error(exc: ce.CatalogError) -> UnityError:
     if isinstance(exc, ce.NotEmptyError):
         code = "SCHEMA_NOT_EMPTY" if exc.kind == "namespace" else "CATALOG_NOT_EMPTY"
         return UnityError(400, code, f"{str(exc)[0].upper()}{str(exc)[1:]}; pass force=true to delete it anyway.")
-    if isinstance(exc, ce.PermissionDeniedError):
+    if isinstance(exc, ce.ReadOnlyCatalogError):
         return UnityError(403, "PERMISSION_DENIED", str(exc))
     if isinstance(exc, ce.ConflictError):
         return UnityError(503, "TEMPORARILY_UNAVAILABLE", str(exc))
