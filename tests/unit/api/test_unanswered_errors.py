@@ -31,7 +31,7 @@ def test_answers(exc: Exception, status: int) -> None:
     assert ("Retry-After" in answer.headers) == (status == 503)
     assert answer.storage_fault == (status == 503)
     if status == 404:  # the file a pointer names is gone: which one is what the client needs to know
-        assert answer.error_type == "NoSuchTableException" and "file:///wh/t/metadata/1" in answer.message
+        assert answer.error_type == "NotFoundException" and "file:///wh/t/metadata/1" in answer.message
     if status != 400:
         assert str(exc) not in answer.message  # storage paths and bug details go to the log, not to clients
     assert answer.traceback == (status == 500)
