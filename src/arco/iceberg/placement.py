@@ -79,9 +79,15 @@ class Placements:
 
     def check_plain_spelling(self, raw: str, url: str) -> None:
         """Files are written where the client's spelling points, decisions are made on the canonical form: the two
-        must name the same objects (``file:/x`` and ``file:///x/`` do; ``%6d`` and ``m`` do not)."""
+        must name the same objects (``file:/x`` and ``file:///x/`` do; ``%6d`` and ``m`` do not). A location
+        outside the warehouse is refused for that, however it is spelled."""
         try:
-            same = self.key_of(raw.rstrip("/")) == self.key_of(url)
+            key = self.key_of(url)
+        except StorageError:
+            raise BadRequest(f"location {url} is outside this server's warehouse {self.warehouse_url}; Arco reads "
+                             "and writes Iceberg metadata only inside it") from None
+        try:
+            same = self.key_of(raw.rstrip("/")) == key
         except StorageError:  # a spelling no key can be made of
             same = False
         if not same:

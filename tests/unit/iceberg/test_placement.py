@@ -96,6 +96,17 @@ def test_only_metadata_files_are_registrable(world: tuple[CatalogState, Placemen
                                      f"{placements.warehouse_url}/landing/t/x.json", ANN)
 
 
+@pytest.mark.parametrize("outside", ["file:///elsewhere/t/metadata/v1.metadata.json",
+                                     "file:/elsewhere/t/metadata/v1.metadata.json"])
+def test_a_metadata_file_outside_the_warehouse_is_refused_for_that(world: tuple[CatalogState, Placements],
+                                                                  outside: str) -> None:
+    """Not as a spelling to correct: the message says where the file is not."""
+    state, placements = world
+    with pytest.raises(BadRequest, match="is outside this server's warehouse") as refused:
+        placements.check_registrable(state, state.catalogs["c1"], ("db",), outside, ANN)
+    assert "plainly" not in str(refused.value)
+
+
 def test_a_dropped_tables_own_folder_is_registrable_again_where_it_was_by_those_who_had_it(
         world: tuple[CatalogState, Placements]) -> None:
     """Back in its own namespace, by the one who last committed to it, the schema's or catalog's owner or an admin
