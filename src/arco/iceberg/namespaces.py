@@ -60,9 +60,13 @@ class NamespaceService:
         return {"namespace": list(path), "properties": props}
 
     def load(self, catalog: CatalogEntry, path: NamespacePath) -> dict[str, Any]:
+        """Its properties, with the ``location`` its new tables are placed under when none was given (as Hive's
+        and Hadoop's catalogs report it: Spark's DESCRIBE NAMESPACE shows it)."""
         with self.store.read() as state:
             entry = state.namespace(catalog.id, path)
-            return {"namespace": list(entry.path), "properties": dict(entry.properties)}
+            properties = dict(entry.properties)
+            properties.setdefault(LOCATION, locations.namespace_location(state, catalog, entry.path))
+            return {"namespace": list(entry.path), "properties": properties}
 
     def exists(self, catalog: CatalogEntry, path: NamespacePath) -> None:
         with self.store.read() as state:

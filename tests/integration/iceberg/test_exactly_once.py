@@ -349,7 +349,8 @@ TXN_STEPS = {"after-marker-claim": MARKER_CLAIM,
 
 
 def _props(h: Harness, path: tuple[str, ...]) -> dict[str, str]:
-    return h.namespaces.load(h.catalog, path)["properties"]
+    """The properties stored (a load also reports the namespace's location, which is no property of its own)."""
+    return {k: v for k, v in h.namespaces.load(h.catalog, path)["properties"].items() if k != "location"}
 
 
 def _has_namespace(h: Harness, path: tuple[str, ...]) -> bool:

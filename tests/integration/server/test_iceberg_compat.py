@@ -445,6 +445,19 @@ def test_a_namespace_location_is_where_its_tables_go_when_governance_allows(serv
     assert same.status_code == 200, same.text
 
 
+def test_a_namespace_without_a_chosen_location_reports_where_its_tables_go(client: httpx.Client) -> None:
+    """As Hive's and Hadoop's catalogs do (Spark's DESCRIBE NAMESPACE shows it): the folder Arco places its tables
+    in, which is no stored property (the namespace's properties stay what was set)."""
+    assert client.post("/namespaces", json={"namespace": ["placed"], "properties": {"k": "v"}}).status_code == 200
+    assert client.post("/namespaces", json={"namespace": ["placed", "inner"]}).status_code == 200
+    for path in ("placed", "placed%1Finner"):
+        properties = client.get(f"/namespaces/{path}").json()["properties"]
+        made = client.post(f"/namespaces/{path}/tables", json={"name": "t", "schema": TWO_COLUMNS})
+        assert made.json()["metadata"]["location"].startswith(properties["location"] + "/t-"), made.text
+    assert client.get("/namespaces/placed").json()["properties"]["k"] == "v"
+    assert client.post("/namespaces/placed/properties", json={"updates": {"k": "w"}}).json()["updated"] == ["k"]
+
+
 # -- a snapshot's timestamp is the writer's: any long, as Java's TableMetadata takes it ------------------------------
 
 
