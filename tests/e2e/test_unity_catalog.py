@@ -59,7 +59,7 @@ def uc(server: RunningServer, method: str, path: str, **kwargs: object) -> httpx
                          headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, timeout=30, **kwargs)  # type: ignore[arg-type]
 
 
-def test_catalogs_and_schemas_with_the_databricks_sdk(w: WorkspaceClient) -> None:
+def test_catalogs_and_schemas_with_the_databricks_sdk(w: WorkspaceClient, server: RunningServer) -> None:
     created = w.catalogs.create(name="Finance", comment="money", properties={"team": "fin"})
     assert (created.name, created.owner, created.comment, created.properties) == ("finance", "admin", "money",
                                                                                  {"team": "fin"})
@@ -76,8 +76,12 @@ def test_catalogs_and_schemas_with_the_databricks_sdk(w: WorkspaceClient) -> Non
     assert renamed.name == "treasury" and w.schemas.get("treasury.ledger").catalog_name == "treasury"
     with pytest.raises(NotFound):
         w.catalogs.get("finance")
-    with pytest.raises(BadRequest):
-        w.catalogs.delete("treasury")  # not empty
+    with pytest.raises(BadRequest, match="Catalog 'treasury' is not empty: it still contains schemas"):
+        w.catalogs.delete("treasury")
+    uc(server, "POST", "/volumes", json={"name": "v", "catalog_name": "treasury", "schema_name": "ledger",
+                                         "volume_type": "MANAGED"}).raise_for_status()
+    with pytest.raises(BadRequest, match="Schema 'ledger' is not empty: it still contains"):
+        w.schemas.delete("treasury.ledger")
     w.catalogs.delete("treasury", force=True)
     with pytest.raises(NotFound):
         w.schemas.get("treasury.ledger")

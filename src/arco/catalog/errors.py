@@ -58,6 +58,7 @@ class NotEmptyError(CatalogError):
         super().__init__(f"{kind} {shown(name)} is not empty: it still contains {what}")
         self.kind = kind
         self.name = name
+        self.what = what
 
 
 class InvalidRequestError(CatalogError):

@@ -51,7 +51,9 @@ def from_catalog_error(exc: ce.CatalogError) -> UnityError:
                           f"{word} '{ce.shown(exc.name)}' already exists.")
     if isinstance(exc, ce.NotEmptyError):
         code = "SCHEMA_NOT_EMPTY" if exc.kind == "namespace" else "CATALOG_NOT_EMPTY"
-        return UnityError(400, code, f"{str(exc)[0].upper()}{str(exc)[1:]}; pass force=true to delete it anyway.")
+        word = _KIND_WORDS.get(exc.kind, exc.kind.capitalize())  # a namespace is a schema here
+        return UnityError(400, code, f"{word} '{ce.shown(exc.name)}' is not empty: it still contains {exc.what}; "
+                                     "pass force=true to delete it anyway.")
     if isinstance(exc, ce.ReadOnlyCatalogError):
         return UnityError(403, "PERMISSION_DENIED", str(exc))
     if isinstance(exc, ce.ConflictError):
