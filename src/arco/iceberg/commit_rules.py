@@ -27,7 +27,7 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.exceptions import ValidationError as IcebergValidationError
 from pyiceberg.partitioning import INITIAL_PARTITION_SPEC_ID as INITIAL_SPEC_ID
 from pyiceberg.partitioning import PartitionSpec
-from pyiceberg.schema import Schema
+from pyiceberg.schema import INITIAL_SCHEMA_ID, Schema
 from pyiceberg.table.metadata import SnapshotLogEntry, TableMetadata, TableMetadataUtil, TableMetadataV1
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.table.sorting import INITIAL_SORT_ORDER_ID, UNSORTED_SORT_ORDER_ID, SortOrder
@@ -39,8 +39,10 @@ from pyiceberg.table.update import (
     RemovePartitionSpecsUpdate,
     RemovePartitionStatisticsUpdate,
     RemovePropertiesUpdate,
+    RemoveSchemasUpdate,
     RemoveSnapshotsUpdate,
     RemoveStatisticsUpdate,
+    SetCurrentSchemaUpdate,
     SetDefaultSortOrderUpdate,
     SetDefaultSpecUpdate,
     SetLocationUpdate,
@@ -172,6 +174,12 @@ def _same_order(a: SortOrder, b: SortOrder) -> bool:
     return shape(a) == shape(b)
 
 
+def _same_schema(a: Schema, b: Schema) -> bool:
+    """Java's ``Schema.sameSchema``: the same struct (field ids, names, types, docs, defaults) and identifier
+    fields, whatever the ids of the schemas."""
+    return a.fields == b.fields and set(a.identifier_field_ids) == set(b.identifier_field_ids)
+
+
 def only_present_removals(base: TableMetadata, updates: Sequence[TableUpdate]) -> list[TableUpdate]:
     """The updates with each ``remove-properties`` naming only the keys present when it applies: removing an absent
     property changes nothing, as in the reference implementation (PyIceberg's applier raises ``KeyError`` instead,
@@ -189,18 +197,38 @@ def only_present_removals(base: TableMetadata, updates: Sequence[TableUpdate]) -
 
 
 def assign_spec_and_order_ids(base: TableMetadata, updates: Sequence[TableUpdate]) -> list[TableUpdate]:
-    """The updates with the ids of added partition specs and sort orders chosen as the reference implementation
-    chooses them (``TableMetadata.Builder``): an identical existing one's id is reused (and the add dropped),
-    otherwise the highest id + 1, whatever id the client sent; a ``-1`` in a later ``set-default-spec`` /
+    """The updates with the ids of added schemas, partition specs and sort orders chosen as the reference
+    implementation chooses them (``TableMetadata.Builder``): an identical existing one's id is reused (and the add
+    dropped), otherwise the highest id + 1, whatever id the client sent (or left out: a schema without an id was
+    stored as a second schema 0); a ``-1`` in a later ``set-current-schema`` / ``set-default-spec`` /
     ``set-default-sort-order`` names the one the last add resolved to. Two writers that each added "spec 1" or
-    "order 1" to the same base (concurrent replace transactions) thus both land, with distinct ids."""
+    "order 1" to the same base (concurrent replace transactions) thus both land, with distinct ids. Removals of
+    no schemas or specs are no changes, and are dropped."""
+    schemas = {schema.schema_id: schema for schema in base.schemas}
     specs = {spec.spec_id: spec for spec in base.partition_specs}
     orders = {order.order_id: order for order in base.sort_orders}
+    last_schema: int | None = None
     last_spec: int | None = None
     last_order: int | None = None
     out: list[TableUpdate] = []
     for update in updates:
-        if isinstance(update, AddPartitionSpecUpdate):
+        if isinstance(update, AddSchemaUpdate):
+            same = next((i for i, schema in schemas.items() if _same_schema(schema, update.schema_)), None)
+            if same is not None:
+                last_schema = same
+                continue
+            last_schema = max((i + 1 for i in schemas), default=INITIAL_SCHEMA_ID)
+            schema = update.schema_.model_copy(update={"schema_id": last_schema})
+            schemas[last_schema] = schema
+            out.append(update.model_copy(update={"schema_": schema}))
+        elif isinstance(update, SetCurrentSchemaUpdate) and update.schema_id == -1:
+            if last_schema is None:
+                raise BadRequest("set-current-schema -1: no schema has been added")
+            out.append(SetCurrentSchemaUpdate(schema_id=last_schema))
+        elif isinstance(update, (RemoveSchemasUpdate, RemovePartitionSpecsUpdate)) and not (
+                update.schema_ids if isinstance(update, RemoveSchemasUpdate) else update.spec_ids):
+            continue
+        elif isinstance(update, AddPartitionSpecUpdate):
             same = next((i for i, spec in specs.items() if _same_spec(spec, update.spec)), None)
             if same is not None:
                 last_spec = same
@@ -231,6 +259,8 @@ def assign_spec_and_order_ids(base: TableMetadata, updates: Sequence[TableUpdate
         else:
             if isinstance(update, RemovePartitionSpecsUpdate):
                 specs = {i: spec for i, spec in specs.items() if i not in update.spec_ids}
+            if isinstance(update, RemoveSchemasUpdate):
+                schemas = {i: schema for i, schema in schemas.items() if i not in update.schema_ids}
             out.append(update)
     return out
 

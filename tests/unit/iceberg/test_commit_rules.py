@@ -123,6 +123,40 @@ def test_a_partition_spec_whose_id_is_taken_gets_the_next_id() -> None:
     assert [s.spec_id for s in same.partition_specs] == [0, 1, 2] and same.default_spec_id == 1
 
 
+def add_schema(schema: dict) -> list[dict]:
+    return [{"action": "add-schema", "schema": schema}, {"action": "set-current-schema", "schema-id": -1}]
+
+
+def test_a_schema_added_without_an_id_or_with_a_taken_one_gets_the_next_id() -> None:
+    wider = {"type": "struct", "fields": [*SCHEMA["fields"], {"id": 3, "name": "n", "required": False,
+                                                               "type": "int"}]}
+    first = apply(base(), add_schema(wider))  # no schema-id at all: it was stored as a second schema 0
+    assert [sc.schema_id for sc in first.schemas] == [0, 1] and first.current_schema_id == 1
+    assert first.last_column_id == 3
+    other = {**SCHEMA, "schema-id": 1, "fields": [*SCHEMA["fields"], {"id": 3, "name": "m", "required": False,
+                                                                        "type": "long"}]}
+    second = apply(first, add_schema(other))  # a concurrent writer's "schema 1"
+    assert [sc.schema_id for sc in second.schemas] == [0, 1, 2] and second.current_schema_id == 2
+    assert second.schema().find_field("m").field_id == 3
+
+
+def test_an_identical_schema_is_reused_not_duplicated() -> None:
+    wider = {"type": "struct", "schema-id": 7, "fields": [*SCHEMA["fields"], {"id": 3, "name": "n",
+                                                                               "required": False, "type": "int"}]}
+    first = apply(base(), add_schema(wider))
+    back = apply(first, add_schema({**SCHEMA, "schema-id": 9}))  # the first schema again: made current, not added
+    assert [sc.schema_id for sc in back.schemas] == [0, 1] and back.current_schema_id == 0
+    with pytest.raises(BadRequest, match="no schema has been added"):
+        apply(base(), [{"action": "set-current-schema", "schema-id": -1}])
+
+
+def test_removing_no_schemas_or_specs_changes_nothing() -> None:
+    metadata = base()
+    updates = rules.parse_updates([{"action": "remove-schemas", "schema-ids": []},
+                                   {"action": "remove-partition-specs", "spec-ids": []}])
+    assert rules.assign_spec_and_order_ids(metadata, updates) == []
+
+
 def test_minus_one_without_an_add_is_refused() -> None:
     with pytest.raises(BadRequest):
         apply(base(), [{"action": "set-default-sort-order", "sort-order-id": -1}])
