@@ -351,3 +351,31 @@ def test_the_databricks_sdk_lists_privilege_assignments_a_page_at_a_time(world: 
         assert stranger.status_code == 403
     finally:
         grant(world, "olga@x.com", "table", "sec.s.t", "analysts", "SELECT", remove=True)
+
+
+def test_a_caller_who_may_not_use_a_schema_learns_no_table_names_in_it(world: dict, owned: dict) -> None:
+    """USE_CATALOG without USE_SCHEMA: a table there is refused alike whether it exists or not, on both APIs (a 404
+    for the missing one told which names exist); with USE_SCHEMA a missing table is a plain 404 again."""
+    assert grant(world, "olga@x.com", "catalog", "sec", "eve@x.com", "USE_CATALOG").status_code == 200
+    token = {"Authorization": f"Bearer {world['tokens']['eve@x.com']}"}
+    base = f"{world['server'].iceberg_uri}/v1/sec/namespaces/s/tables"
+    try:
+        for name in ("t", "nope"):
+            for method in ("GET", "HEAD"):
+                answer = httpx.request(method, f"{base}/{name}", headers=token, timeout=30)
+                assert answer.status_code == 403, (method, name, answer.text)
+            for path in (f"/{name}/credentials", f"/{name}/metrics"):
+                body = {"report-type": "scan-report"} if path.endswith("metrics") else None
+                answer = httpx.request("POST" if body else "GET", f"{base}{path}", headers=token, json=body,
+                                       timeout=30)
+                assert answer.status_code == 403, (path, answer.text)
+            assert uc(world, "eve@x.com", "GET", f"/tables/sec.s.{name}").status_code == 403, name
+            page = httpx.get(f"{world['server'].base_url}/ui/api/tables/sec.s.{name}", headers=token, timeout=30)
+            assert page.status_code == 403, (name, page.text)
+        assert grant(world, "olga@x.com", "schema", "sec.s", "eve@x.com", "USE_SCHEMA").status_code == 200
+        assert httpx.get(f"{base}/nope", headers=token, timeout=30).status_code == 404
+        assert httpx.get(f"{base}/t", headers=token, timeout=30).status_code == 403  # no SELECT
+        assert uc(world, "eve@x.com", "GET", "/tables/sec.s.nope").status_code == 404
+    finally:
+        grant(world, "olga@x.com", "schema", "sec.s", "eve@x.com", "USE_SCHEMA", remove=True)
+        grant(world, "olga@x.com", "catalog", "sec", "eve@x.com", "USE_CATALOG", remove=True)

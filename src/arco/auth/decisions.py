@@ -153,6 +153,12 @@ def _parents(s: Subject, catalog: Securable, schema: Securable) -> bool:
     return holds(s, catalog, "USAGE") and holds(s, schema, "USAGE")
 
 
+def can_reach_tables(s: Subject, catalog: Securable, schema: Securable) -> bool:
+    """Whether a lookup of a table in this schema may be answered at all: one who may neither use the schema nor
+    administer the metastore is refused (403) whether the table exists or not, so a lookup tells no names."""
+    return admin(s) or _parents(s, catalog, schema)
+
+
 def can_create_table(s: Subject, catalog: Securable, schema: Securable) -> bool:
     return s.account_admin or (_parents(s, catalog, schema) and holds(s, schema, "CREATE"))
 

@@ -109,7 +109,20 @@ class IcebergGuard:
             "rename": lambda s, c, n, t: can.can_update_table(s, c, n, t, owner_only=False, renames=True),
         }
         args = self._table_securables(state, catalog, namespace, name)
-        if args is not None and not rules[action](subject_of(state, principal), *args):
+        if args is None:
+            self._reach_tables(state, principal, catalog, namespace, name, action)
+        elif not rules[action](subject_of(state, principal), *args):
+            raise self._deny(principal, f"{action} table {'.'.join((*namespace, name))}")
+
+    def _reach_tables(self, state: CatalogState, principal: Principal, catalog: CatalogEntry,
+                      namespace: NamespacePath, name: str, action: str) -> None:
+        """For a table that is not there: 403 all the same where the caller may not use its namespace (as for one
+        that is: the answer must not tell which names exist); else the service answers (404)."""
+        if catalog.id not in state.catalogs or not state.has_namespace(catalog.id, namespace):
+            return
+        parent = securable(state, "catalog", state.catalogs[catalog.id])
+        schema = securable(state, "schema", state.namespace(catalog.id, namespace))
+        if not can.can_reach_tables(subject_of(state, principal), parent, schema):
             raise self._deny(principal, f"{action} table {'.'.join((*namespace, name))}")
 
     def may_write(self, principal: Principal, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> bool:

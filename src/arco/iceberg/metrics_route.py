@@ -33,6 +33,7 @@ async def report_metrics(request: Request) -> Response:
         missing = errors.from_catalog_error(exc)
         if not isinstance(missing, errors.NoSuchTable):
             raise missing from None
+        await allow(request, "table", catalog, namespace, name, "read")  # 403 where a 404 would tell a name
         await _for_a_table_to_come(request, catalog, namespace, body, missing)
         return Response(status_code=204)
     await allow(request, "table", catalog, namespace, name, "read")

@@ -230,8 +230,8 @@ async def load_table(request: Request) -> Response:
 async def table_exists(request: Request) -> Response:
     catalog = await catalog_of(request)
     namespace, name = existing_table_path(request)
+    await allow(request, "table", catalog, namespace, name, "read")  # first: a 404 would tell a name exists
     await inline_or_blocking(services(request).tables.entry, catalog, namespace, name)
-    await allow(request, "table", catalog, namespace, name, "read")
     return Response(status_code=204)
 
 

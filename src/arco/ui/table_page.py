@@ -18,6 +18,7 @@ from pyiceberg.table.metadata import TableMetadata
 from starlette.datastructures import State
 
 from arco.auth.principals import Principal
+from arco.catalog.errors import NotFoundError
 from arco.ui import charts, history
 from arco.ui.lineage import Lineage, lineage_of
 from arco.ui.pages import SERVICE_ERRORS, PageError, page_error, table_metadata
@@ -233,7 +234,11 @@ def table_page(app: State, caller: Principal, full_name: str, version_page: int 
         # may is told a missing table is missing, and an existing one they may not read is refused.
         with app.iceberg.store.read() as state:
             catalog = usable_catalog(state, caller, catalog_name)
-            entry = state.table(catalog.id, namespace, name)
+            try:
+                entry = state.table(catalog.id, namespace, name)
+            except NotFoundError:  # refused instead where the caller may not use the schema: a 404 tells a name
+                app.iceberg.guard.decide(state, caller, "table", catalog, namespace, name, "read")
+                raise
         real_name = ".".join((catalog.name, *entry.namespace, entry.name))
         page = TablePage(real_name, catalog.name, ".".join(entry.namespace), entry.name, {})
         if entry.format == "ICEBERG" and entry.kind == "TABLE":

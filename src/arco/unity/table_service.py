@@ -54,8 +54,15 @@ class UnityTables:
         self.tables = tables
 
     def _table(self, state: CatalogState, caller: Principal, full_name: str) -> TableEntry:
+        """The table by full name, once the caller may reach the tables of its schema (403 otherwise, whether
+        the table exists or not: see :func:`arco.auth.decisions.can_reach_tables`)."""
         catalog_name, schema_name, name = split_full_name(full_name, 3)
-        return state.table(usable_catalog(state, caller, catalog_name).id, (schema_name,), name)
+        catalog = usable_catalog(state, caller, catalog_name)
+        if state.has_namespace(catalog.id, (schema_name,)) and not can.can_reach_tables(
+                subject_of(state, caller), securable(state, "catalog", catalog),
+                securable(state, "schema", state.namespace(catalog.id, (schema_name,)))):
+            raise denied(caller, f"use schema {catalog.name}.{schema_name} (needs USE_SCHEMA)")
+        return state.table(catalog.id, (schema_name,), name)
 
     def table_info(self, entry: TableEntry, state: CatalogState) -> dict[str, Any]:
         if entry.format != "ICEBERG":
