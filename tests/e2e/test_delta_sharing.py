@@ -259,9 +259,12 @@ def test_streaming_and_change_feed_readers_see_each_schema_and_protocol_change(s
         f"{profile_path}#evolving_share.evolving.readings", starting_version=4)
     assert sorted(rows["_commit_version"].tolist()) == [4, 5] and "unit" in rows.columns
 
-    for bad in ({"includeHistoricalMetadata": "maybe"}, {"includeHistoricalProtocol": "1"}):
+    for bad in ({"includeHistoricalMetadata": "maybe"}, {"includeHistoricalProtocol": "1"},
+                {"endingVersion": "9" * 5000}, {"startingVersion": "9" * 5000}):  # past int()'s digit limit
         refused = ds(server, profile, "GET", f"{table}/changes", params={"startingVersion": "3", **bad})
         assert refused.status_code == 400 and refused.json()["errorCode"] == "INVALID_PARAMETER_VALUE"
+    many = ds(server, profile, "GET", f"{table}/changes", params={"startingVersion": "3", "maxFiles": "9" * 5000})
+    assert many.status_code == 200, many.text  # any number of files past the page cap is the cap
     refused = ds(server, profile, "POST", f"{table}/query", json={"startingVersion": 1,
                                                                    "includeHistoricalProtocol": "yes"})
     assert refused.status_code == 400 and "includeHistoricalProtocol" in refused.json()["message"]

@@ -63,7 +63,7 @@ def max_files(raw: Any) -> int | None:
     if raw is None:
         return None
     if isinstance(raw, str) and raw.strip().isdigit():
-        raw = int(raw)
+        raw = int(raw) if len(raw.strip()) <= 20 else MAX_PAGE_FILES  # any more digits: past the cap anyway
     if not isinstance(raw, int) or isinstance(raw, bool) or raw <= 0:
         raise bad_request("maxFiles must be a positive integer")
     return min(raw, MAX_PAGE_FILES)

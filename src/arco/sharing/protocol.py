@@ -101,7 +101,8 @@ def parse_version(raw: Any, field: str) -> int | None:
     if raw is None:
         return None
     if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
-        raw = int(raw)
+        # Past 20 digits no version (and past 4,300, Python's int() itself refuses): refused below, not a 500.
+        raw = int(raw) if len(raw.strip()) <= 20 else -1
     if not isinstance(raw, int) or isinstance(raw, bool) or raw < 0 or raw > 2**63 - 1:
         raise bad_request(f"{field} must be a non-negative integer version")
     return raw
