@@ -1,8 +1,10 @@
 """Which names a catalog, namespace (schema) or table may have, and how names become safe path segments.
 
 The rules are Unity Catalog's, so one name works on every surface: 1 to 255 characters, none of them a period,
-space, slash, backslash or control character. Names never become storage paths as they are: locations use
-:func:`slug` plus an id, so a hostile name cannot reach outside its directory.
+space, slash, backslash or control character (C0 and C1, such as U+009B, a terminal's escape), nor a character
+that reorders or hides text (bidirectional embeddings, overrides and isolates, line and paragraph separators, the
+byte order mark), which would let a name show as another. Names never become storage paths as they are: locations
+use :func:`slug` plus an id, so a hostile name cannot reach outside its directory.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from arco.catalog.errors import InvalidRequestError
 
 MAX_NAME_LENGTH = 255
 MAX_NAMESPACE_DEPTH = 16
-_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f. /\\]")
+_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f-\x9f. /\\\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
 def check_name(kind: str, name: object) -> str:
@@ -25,7 +27,7 @@ def check_name(kind: str, name: object) -> str:
     if bad:
         raise InvalidRequestError(
             f"{kind} name {name!r} contains {bad.group()!r}; names may not contain periods, spaces, slashes, "
-            "backslashes or control characters"
+            "backslashes, control characters or characters that reorder text"
         )
     if any(0xD800 <= ord(ch) <= 0xDFFF for ch in name):
         raise InvalidRequestError(f"{kind} name {name!r} is not valid Unicode")
