@@ -56,6 +56,7 @@ import rfc8785
 
 from arco.api.faults import report_storage_fault
 from arco.iceberg.errors import BadRequest, CommitFailed, IcebergError, ServiceUnavailable
+from arco.iceberg.late_claims import LateChecks
 from arco.optimistic import unconfirmed_writes_allowed
 from arco.storage.base import DoesNotExist, MatchesVersion, StorageBackend, StorageError
 
@@ -68,6 +69,10 @@ RETRY_AFTER_FAULT_S = 2
 IN_FLIGHT_WAIT_S = 2.0
 _IN_FLIGHT_POLL_S = (0.01, 0.25)  # first and longest pause between reads of the marker while waiting
 ENDED_ATTEMPTS_REMEMBERED = 10_000
+# Claims that got no answer, watched in the background for a late apply: how many at most, and for how long (a
+# store applies what it queued when it resumes; after minutes a marker appearing is another request's matter).
+LATE_CLAIMS_WATCHED = 1_000
+LATE_CLAIM_WATCH_S = 300.0
 
 
 def check_key(raw: str) -> str:
@@ -225,6 +230,10 @@ class IdempotencyMarkers:
         # could not be released: a retry reaching this process need not wait for the timeout.
         self._ended: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._ended_lock = threading.Lock()
+        # Claims of this process whose put got no answer, by marker key: if the store applies one later, the marker
+        # is this process's, and its attempt ended (late_claims).
+        self._unanswered: OrderedDict[str, Marker] = OrderedDict()
+        self.late = LateChecks()
 
     def _remember_ended(self, storage_key: str, version: str) -> None:
         with self._ended_lock:
@@ -250,6 +259,7 @@ class IdempotencyMarkers:
             except StorageError:
                 replay = self._claim_failed(storage_key, fresh, keyed, recover)
                 if replay is None:
+                    self._unanswered_claim(storage_key, fresh)
                     raise
                 return Claim(storage_key, replay=replay)
             if written.ok:
@@ -273,7 +283,8 @@ class IdempotencyMarkers:
                 except StorageError as exc:  # the answer is known even if it cannot be recorded now
                     report_storage_fault(f"{keyed.operation} (Idempotency-Key {keyed.key})", exc)
                     return Claim(storage_key, replay=replace(existing, status="COMMITTED", outcome=landed))
-            ended = existing.retryable_at_ms is not None or self._known_ended(storage_key, found.version)
+            ended = (existing.retryable_at_ms is not None or self._known_ended(storage_key, found.version)
+                     or self._was_unanswered(storage_key, existing))
             takeover_in_s = existing.started_at_ms / 1000 + self.in_progress_timeout_s - time.time()
             if not ended and takeover_in_s > 0:
                 if not waited:
@@ -292,6 +303,35 @@ class IdempotencyMarkers:
                 return Claim(storage_key, version=taken.version, marker=fresh,  # type: ignore[union-attr]
                              took_over=True)
         raise ServiceUnavailable("the Idempotency-Key marker is contended; retry", headers={"Retry-After": "1"})
+
+    def _unanswered_claim(self, storage_key: str, fresh: Marker) -> None:
+        """The claim's put got no answer and its attempt ends here: should the store apply it later, a retry
+        reaching this process takes the marker over at once, and the marker is released as soon as storage shows
+        it (for retries reaching other servers); until the in-progress timeout, after which anyone may."""
+        with self._ended_lock:
+            self._unanswered[storage_key] = fresh
+            while len(self._unanswered) > ENDED_ATTEMPTS_REMEMBERED:
+                self._unanswered.popitem(last=False)
+        if self.late.pending() < LATE_CLAIMS_WATCHED:  # past that, in a long outage, only this process knows
+            self.late.add(functools.partial(self._release_if_applied, storage_key, fresh),
+                          min(self.in_progress_timeout_s, LATE_CLAIM_WATCH_S))
+
+    def _was_unanswered(self, storage_key: str, existing: Marker) -> bool:
+        with self._ended_lock:
+            return self._unanswered.get(storage_key) == existing
+
+    def _release_if_applied(self, storage_key: str, fresh: Marker) -> bool:
+        """One look for a claim that got no answer: released if the store applied it; done if another marker is
+        there. False (look again) while there is none: the store may apply the put yet."""
+        found = self.storage.get_or_none(storage_key)
+        if found is None:
+            return False
+        if Marker.from_bytes(found.data) == fresh:
+            self.release(Claim(storage_key, version=found.version, marker=fresh))
+        with self._ended_lock:
+            if self._unanswered.get(storage_key) == fresh:
+                del self._unanswered[storage_key]
+        return True
 
     def _await_change(self, storage_key: str, version: str) -> None:
         """Return once the marker is no longer at ``version`` (finalized, released, taken over or collected), or
