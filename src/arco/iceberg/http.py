@@ -13,6 +13,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from arco.api.errors import error_body
 from arco.api.rate_limit import RateLimiter
 from arco.api.requests import BodyError, client_source, inline_or_blocking, principal_of, read_json
 from arco.api.responses import JsonResponse
@@ -228,6 +229,15 @@ def keep_encoded_slashes(app: Any) -> Any:
 
     async def wrapped(scope: Any, receive: Any, send: Any) -> None:
         raw = scope.get("raw_path")
+        if scope["type"] == "http" and raw and raw.startswith(b"/iceberg/") and b"%00" in raw.split(b"?", 1)[0]:
+            # A NUL the client sent would read as an encoded slash; no name holds one: refused as such.
+            body = error_body("iceberg", 400, "BadRequestException",
+                              "a path segment holds a NUL character (%00), which no name may hold")
+            await send({"type": "http.response.start", "status": 400,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
         if scope["type"] == "http" and raw and b"%2f" in raw.lower():
             path = raw.decode("latin-1").split("?", 1)[0]
             kept = "%00" if path.startswith("/iceberg/") else "%252F"

@@ -64,6 +64,12 @@ def test_hostile_names_in_paths(client: httpx.Client, segment: str) -> None:
     assert state(client) == before
 
 
+def test_a_nul_is_refused_as_a_nul_not_read_as_an_encoded_slash(client: httpx.Client) -> None:
+    for path in ("/namespaces/db/tables/a%00b", "/namespaces/a%00b", "/namespaces/db/tables/a%2Fb%00"):
+        message = assert_error(client.get(path), 400, "BadRequestException")
+        assert "NUL" in message and "a/b" not in message, path
+
+
 def test_encoded_slash_is_a_bad_name_not_another_route(client: httpx.Client) -> None:
     # A lookup finds no such table (404, as the reference implementation answers); a write is refused (400).
     message = assert_error(client.get("/namespaces/db/tables/a%2Fb"), 404, "NoSuchTableException")
