@@ -46,7 +46,9 @@ from pyiceberg.table.update import (
     SetDefaultSortOrderUpdate,
     SetDefaultSpecUpdate,
     SetLocationUpdate,
+    SetPartitionStatisticsUpdate,
     SetPropertiesUpdate,
+    SetStatisticsUpdate,
     TableUpdate,
     UpgradeFormatVersionUpdate,
     # PyIceberg's per-update appliers and their context, run by Arco's own loop (see _update_metadata).
@@ -145,6 +147,13 @@ def check_guardrails(updates: Sequence[TableUpdate], allowed_location: str | Non
                            locations.canonical(allowed_location)):
             # A snapshot pointing into another table would let snapshot expiry delete that table's files.
             raise BadRequest("add-snapshot: the manifest list must lie inside the table's location")
+        statistics = (update.statistics if isinstance(update, SetStatisticsUpdate) else
+                      update.partition_statistics if isinstance(update, SetPartitionStatisticsUpdate) else None)
+        if statistics is not None and allowed_location and not within(
+                locations.canonical(statistics.statistics_path, "statistics-path"),
+                locations.canonical(allowed_location)):
+            # Maintenance deletes the statistics files of expired snapshots: as for a manifest list.
+            raise BadRequest(f"{update.action}: the statistics file must lie inside the table's location")
 
 
 def empty_metadata() -> TableMetadata:

@@ -12,6 +12,7 @@ from pyiceberg.table.metadata import TableMetadata, new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.table.update import RemovePropertiesUpdate
 
+from arco.catalog.locations import LocationRefused
 from arco.iceberg import commit_rules as rules
 from arco.iceberg import table_requirements
 from arco.iceberg.errors import BadRequest, CommitFailed, InvalidArgument
@@ -397,3 +398,20 @@ def test_expiring_a_snapshot_keeps_its_children_as_written_and_cuts_the_log_befo
     assert expired.refs["first"].snapshot_id == 1 and expired.current_snapshot_id == 3
     # Removing the newest of the logged snapshots too leaves no history at all, as in Java.
     assert apply(table, [{"action": "remove-snapshots", "snapshot-ids": [3, 2]}]).snapshot_log == []
+
+
+@pytest.mark.parametrize("action, field", [("set-statistics", "statistics"),
+                                           ("set-partition-statistics", "partition-statistics")])
+def test_a_statistics_file_must_lie_inside_the_table(action: str, field: str) -> None:
+    """Maintenance deletes the statistics files of expired snapshots: one naming another table's file (or any file
+    at all) would have it deleted, as a foreign manifest list would."""
+    def update(path: str) -> list:
+        stats = {"snapshot-id": 1, "statistics-path": path, "file-size-in-bytes": 10}
+        if action == "set-statistics":
+            stats |= {"file-footer-size-in-bytes": 4, "blob-metadata": []}
+        return rules.parse_updates([{"action": action, field: stats}])
+
+    for outside in ("file:///etc/passwd", "file:///wh/other/metadata/s.puffin", "file:///wh/t/../other/s.puffin"):
+        with pytest.raises((BadRequest, LocationRefused)):  # both 400s
+            rules.check_guardrails(update(outside), "file:///wh/t")
+    rules.check_guardrails(update("file:///wh/t/metadata/s.puffin"), "file:///wh/t")
