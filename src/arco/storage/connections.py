@@ -43,6 +43,11 @@ class NotConnected(TransportError):
     """No connection could be made (refused, unreachable, a failed TLS handshake): the request was never sent."""
 
 
+class TimedOut(TransportError):
+    """The request was sent and no answer came within the read timeout: the store is hung or overloaded, and sending
+    it again would wait as long again (:func:`arco.storage.object_calls.send_with_retries` does not)."""
+
+
 class Headers(dict[str, str]):
     """An answer's headers, their names lower-cased; ``get`` and ``[]`` take a name in any case. A repeated header's
     values are joined with ``", "`` (RFC 9110, 5.3)."""
@@ -146,6 +151,8 @@ class ConnectionPool:
             connection.close()
             if isinstance(exc, TransportError):
                 raise
+            if isinstance(exc, TimeoutError):
+                raise TimedOut(f"timed out: no answer within {self._read_timeout_s:g} s") from exc
             raise TransportError(f"{type(exc).__name__}: {exc}") from exc
         if answer.keep_alive and answer.framed:
             self._give_back(connection)
@@ -193,7 +200,7 @@ class ConnectionPool:
         try:
             connection = socket.create_connection((self._host, self._port), timeout=self._connect_timeout_s)
         except OSError as exc:
-            raise NotConnected(f"cannot connect to {self._host}: {exc}") from exc
+            raise NotConnected(f"cannot connect to {self._host}:{self._port}: {exc}") from exc
         try:
             connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self._tls is not None:
@@ -201,7 +208,7 @@ class ConnectionPool:
             connection.settimeout(self._read_timeout_s)
         except OSError as exc:
             connection.close()
-            raise NotConnected(f"cannot connect to {self._host}: {exc}") from exc
+            raise NotConnected(f"cannot connect to {self._host}:{self._port}: {exc}") from exc
         return connection
 
 

@@ -4,7 +4,9 @@ how a call without an answer, or with an unexpected one, becomes :class:`Storage
 
 Retries: a call that failed in transit or got a 5xx/throttling answer is retried (with jittered backoff) only
 when repeating it cannot change its outcome: reads, and writes without a precondition. A conditional write is
-sent once: its first attempt may have landed, and a retry would then fail its own precondition.
+sent once: its first attempt may have landed, and a retry would then fail its own precondition. A call that got
+no answer within the read timeout is not retried either: a hung store would hold it as long again, and the
+request waiting on it is better answered 503 after one timeout than after three.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 
 from arco.storage.backoff import backoff_delay
 from arco.storage.base import StorageNotReached, StorageUnavailable
-from arco.storage.connections import Headers, NotConnected, Response, TransportError
+from arco.storage.connections import Headers, NotConnected, Response, TimedOut, TransportError
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _ERROR_CODE = re.compile(rb"<Code>([^<]*)</Code>")
@@ -63,7 +65,7 @@ def send_with_retries(send_once: Callable[[], Reply], what: str, attempts: int) 
             reply = send_once()
         except TransportError as exc:
             maybe_sent = maybe_sent or not isinstance(exc, NotConnected)
-            if last:
+            if last or isinstance(exc, TimedOut):
                 raise (TransportError if maybe_sent else NotConnected)(f"{what}: {exc}") from exc
         else:
             maybe_sent = True

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from arco.storage.base import DoesNotExist, MatchesVersion, StorageNotReached, StorageUnavailable, Written
-from arco.storage.connections import NotConnected, TransportError
+from arco.storage.connections import NotConnected, TimedOut, TransportError
 from arco.storage.object_calls import Reply, send_with_retries
 from arco.storage.s3 import S3Backend
 from support.loopback_http import QuietHandler, serving
@@ -142,3 +142,18 @@ def test_retries_report_not_sent_only_when_no_attempt_was() -> None:
     assert not isinstance(failed.value, NotConnected)
     with pytest.raises(NotConnected):
         send_with_retries(failing_in_turn(NotConnected("refused"), NotConnected("refused")), "PUT 'k'", 2)
+
+
+def test_a_call_that_got_no_answer_in_time_is_not_sent_again() -> None:
+    """A hung store would hold a second attempt as long as the first: the request is answered (503) after one."""
+    calls = []
+
+    def hung_once() -> Reply:
+        calls.append(1)
+        if len(calls) == 1:
+            raise TimedOut("timed out: no answer within 30 s")
+        raise AssertionError("sent again")
+
+    with pytest.raises(TransportError, match="timed out") as failed:
+        send_with_retries(hung_once, "GET 'k'", 3)
+    assert len(calls) == 1 and not isinstance(failed.value, NotConnected)
