@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -14,6 +15,9 @@ from arco.auth.principals import PIPELINE, Principal
 from arco.inline import WouldWait, run_inline
 
 T = TypeVar("T")
+
+
+BODY_IDLE_S = 30.0  # the longest a request body may pause between two of its parts
 
 
 class BodyError(Exception):
@@ -34,7 +38,16 @@ async def read_json(request: Request, limit: int, *, required: bool = True, uniq
         raise BodyError(413, f"request body of {declared} bytes exceeds the limit of {limit} bytes")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    stream = request.stream().__aiter__()
+    while True:
+        try:
+            async with asyncio.timeout(BODY_IDLE_S):
+                chunk = await stream.__anext__()
+        except StopAsyncIteration:
+            break
+        except TimeoutError:
+            # A body that stops arriving (a stalled or hostile client) must not hold the request for ever.
+            raise BodyError(408, f"no part of the request body arrived for {BODY_IDLE_S:g} s; send it whole") from None
         size += len(chunk)
         if size > limit:
             raise BodyError(413, f"request body exceeds the limit of {limit} bytes")

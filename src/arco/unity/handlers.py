@@ -30,8 +30,8 @@ def unity_errors(handler: Handler) -> Handler:
         except CatalogError as exc:
             raise from_catalog_error(exc) from None
         except BodyError as exc:
-            raise UnityError(exc.status, "INVALID_PARAMETER_VALUE" if exc.status == 400 else
-                             "REQUEST_LIMIT_EXCEEDED", exc.message) from None
+            raise UnityError(exc.status, "REQUEST_LIMIT_EXCEEDED" if exc.status == 413 else
+                             "INVALID_PARAMETER_VALUE", exc.message) from None
 
     return wrapped
 
