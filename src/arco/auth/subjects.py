@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from arco.auth.decisions import Securable, Subject
+from arco.auth.decisions import Securable, Subject, can_reach_tables
 from arco.auth.principals import Principal
-from arco.catalog.model import CatalogEntry, NamespaceEntry, TableEntry
+from arco.catalog.model import CatalogEntry, NamespaceEntry, NamespacePath, TableEntry
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.tenancy import Tenant
@@ -51,3 +51,14 @@ def securable(state: CatalogState, securable_type: str,
 
 def metastore(state: CatalogState, tenant: Tenant) -> Securable:
     return Securable(tenant.owner, state.grants_on("metastore", tenant.id))
+
+
+def may_look_up_tables(state: CatalogState, principal: Principal, catalog: CatalogEntry,
+                       namespace: NamespacePath) -> bool:
+    """Whether a lookup of a table in ``namespace`` may be answered, found or not (:func:`can_reach_tables`):
+    false only where the namespace exists and the caller may neither use it nor administer the metastore (a
+    missing namespace is the service's to answer). Iceberg REST, Unity Catalog and the web UI ask it alike."""
+    if catalog.id not in state.catalogs or not state.has_namespace(catalog.id, namespace):
+        return True
+    return can_reach_tables(subject_of(state, principal), securable(state, "catalog", state.catalogs[catalog.id]),
+                            securable(state, "schema", state.namespace(catalog.id, namespace)))

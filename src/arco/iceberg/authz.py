@@ -14,7 +14,7 @@ from typing import Any
 from arco.auth import decisions as can
 from arco.auth.decisions import Securable, Subject
 from arco.auth.principals import Principal, is_pipeline
-from arco.auth.subjects import securable, subject_of
+from arco.auth.subjects import may_look_up_tables, securable, subject_of
 from arco.catalog.errors import NotFoundError
 from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.state import CatalogState
@@ -118,11 +118,7 @@ class IcebergGuard:
                       namespace: NamespacePath, name: str, action: str) -> None:
         """For a table that is not there: 403 all the same where the caller may not use its namespace (as for one
         that is: the answer must not tell which names exist); else the service answers (404)."""
-        if catalog.id not in state.catalogs or not state.has_namespace(catalog.id, namespace):
-            return
-        parent = securable(state, "catalog", state.catalogs[catalog.id])
-        schema = securable(state, "schema", state.namespace(catalog.id, namespace))
-        if not can.can_reach_tables(subject_of(state, principal), parent, schema):
+        if not may_look_up_tables(state, principal, catalog, namespace):
             raise self._deny(principal, f"{action} table {'.'.join((*namespace, name))}")
 
     def may_write(self, principal: Principal, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> bool:

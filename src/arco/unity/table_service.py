@@ -11,7 +11,7 @@ from typing import Any
 
 from arco.auth import decisions as can
 from arco.auth.principals import Principal
-from arco.auth.subjects import securable, subject_of
+from arco.auth.subjects import may_look_up_tables, securable, subject_of
 from arco.catalog import locations
 from arco.catalog.errors import TableNotFound
 from arco.catalog.landing import on_landing
@@ -58,9 +58,7 @@ class UnityTables:
         the table exists or not: see :func:`arco.auth.decisions.can_reach_tables`)."""
         catalog_name, schema_name, name = split_full_name(full_name, 3)
         catalog = usable_catalog(state, caller, catalog_name)
-        if state.has_namespace(catalog.id, (schema_name,)) and not can.can_reach_tables(
-                subject_of(state, caller), securable(state, "catalog", catalog),
-                securable(state, "schema", state.namespace(catalog.id, (schema_name,)))):
+        if not may_look_up_tables(state, caller, catalog, (schema_name,)):
             raise denied(caller, f"use schema {catalog.name}.{schema_name} (needs USE_SCHEMA)")
         return state.table(catalog.id, (schema_name,), name)
 
