@@ -8,8 +8,8 @@ exceptions where the reference implementation (Apache Iceberg Java) differs and 
 
 * requirements are checked with Java's exact words (clients and Iceberg's CatalogTests match them), in
   :mod:`arco.iceberg.table_requirements`;
-* added partition specs and sort orders get their ids as Java's ``TableMetadata.Builder`` gives them (reuse an
-  identical one, else the highest id + 1), before the appliers run (:func:`assign_spec_and_order_ids`);
+* added schemas, partition specs and sort orders get their ids as Java's ``TableMetadata.Builder`` gives them (reuse an
+  identical one, else the highest id + 1), before the appliers run (:func:`assign_added_ids`);
 * ``upgrade-format-version`` admits format v3 (PyIceberg's applier stops at v2), with row lineage and the
   fields' default values kept; defaults on an older format are refused, never dropped.
 """
@@ -17,7 +17,7 @@ exceptions where the reference implementation (Apache Iceberg Java) differs and 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -205,71 +205,88 @@ def only_present_removals(base: TableMetadata, updates: Sequence[TableUpdate]) -
     return out
 
 
-def assign_spec_and_order_ids(base: TableMetadata, updates: Sequence[TableUpdate]) -> list[TableUpdate]:
+class _AddedIds:
+    """The ids of one kind of thing a commit adds (schemas, partition specs or sort orders), as the reference
+    implementation's ``TableMetadata.Builder`` chooses them: an identical existing one's id is reused, otherwise
+    ``fresh_id`` of the ids in use."""
+
+    def __init__(self, kind: str, existing: dict[int, Any], id_field: str, same: Callable[[Any, Any], bool],
+                 fresh_id: Callable[[dict[int, Any], Any], int]) -> None:
+        self.kind = kind
+        self.existing = existing
+        self.id_field = id_field
+        self.same = same
+        self.fresh_id = fresh_id
+        self.last: int | None = None
+
+    def add(self, item: Any) -> Any | None:
+        """``item`` with the id it gets, or None when an identical one exists (the add is no change)."""
+        same = next((i for i, old in self.existing.items() if self.same(old, item)), None)
+        if same is not None:
+            self.last = same
+            return None
+        self.last = self.fresh_id(self.existing, item)
+        added = item.model_copy(update={self.id_field: self.last})
+        self.existing[self.last] = added
+        return added
+
+    def last_added(self, update: str) -> int:
+        """The id a ``-1`` in ``update`` names: the one the last add resolved to."""
+        if self.last is None:
+            raise BadRequest(f"{update} -1: no {self.kind} has been added")
+        return self.last
+
+    def remove(self, ids: Sequence[int]) -> None:
+        self.existing = {i: item for i, item in self.existing.items() if i not in ids}
+
+
+def _next_id(initial: int) -> Callable[[dict[int, Any], Any], int]:
+    return lambda existing, _: max((i + 1 for i in existing), default=initial)
+
+
+def _next_order_id(existing: dict[int, Any], order: SortOrder) -> int:
+    return UNSORTED_SORT_ORDER_ID if order.is_unsorted else max([INITIAL_SORT_ORDER_ID, *(i + 1 for i in existing)])
+
+
+def assign_added_ids(base: TableMetadata, updates: Sequence[TableUpdate]) -> list[TableUpdate]:
     """The updates with the ids of added schemas, partition specs and sort orders chosen as the reference
-    implementation chooses them (``TableMetadata.Builder``): an identical existing one's id is reused (and the add
-    dropped), otherwise the highest id + 1, whatever id the client sent (or left out: a schema without an id was
-    stored as a second schema 0); a ``-1`` in a later ``set-current-schema`` / ``set-default-spec`` /
-    ``set-default-sort-order`` names the one the last add resolved to. Two writers that each added "spec 1" or
-    "order 1" to the same base (concurrent replace transactions) thus both land, with distinct ids. Removals of
-    no schemas or specs are no changes, and are dropped."""
-    schemas = {schema.schema_id: schema for schema in base.schemas}
-    specs = {spec.spec_id: spec for spec in base.partition_specs}
-    orders = {order.order_id: order for order in base.sort_orders}
-    last_schema: int | None = None
-    last_spec: int | None = None
-    last_order: int | None = None
+    implementation chooses them (see :class:`_AddedIds`), whatever id the client sent (or left out: a schema
+    without an id was stored as a second schema 0); a ``-1`` in a later ``set-current-schema`` /
+    ``set-default-spec`` / ``set-default-sort-order`` names the one the last add resolved to. Two writers that
+    each added "spec 1" or "order 1" to the same base (concurrent replace transactions) thus both land, with
+    distinct ids. Removals of no schemas or specs are no changes, and are dropped."""
+    schemas = _AddedIds("schema", {s.schema_id: s for s in base.schemas}, "schema_id", _same_schema,
+                        _next_id(INITIAL_SCHEMA_ID))
+    specs = _AddedIds("partition spec", {s.spec_id: s for s in base.partition_specs}, "spec_id", _same_spec,
+                      _next_id(INITIAL_SPEC_ID))
+    orders = _AddedIds("sort order", {o.order_id: o for o in base.sort_orders}, "order_id", _same_order,
+                       _next_order_id)
     out: list[TableUpdate] = []
     for update in updates:
         if isinstance(update, AddSchemaUpdate):
-            same = next((i for i, schema in schemas.items() if _same_schema(schema, update.schema_)), None)
-            if same is not None:
-                last_schema = same
-                continue
-            last_schema = max((i + 1 for i in schemas), default=INITIAL_SCHEMA_ID)
-            schema = update.schema_.model_copy(update={"schema_id": last_schema})
-            schemas[last_schema] = schema
-            out.append(update.model_copy(update={"schema_": schema}))
-        elif isinstance(update, SetCurrentSchemaUpdate) and update.schema_id == -1:
-            if last_schema is None:
-                raise BadRequest("set-current-schema -1: no schema has been added")
-            out.append(SetCurrentSchemaUpdate(schema_id=last_schema))
-        elif isinstance(update, (RemoveSchemasUpdate, RemovePartitionSpecsUpdate)) and not (
-                update.schema_ids if isinstance(update, RemoveSchemasUpdate) else update.spec_ids):
-            continue
+            if (schema := schemas.add(update.schema_)) is not None:
+                out.append(update.model_copy(update={"schema_": schema}))
         elif isinstance(update, AddPartitionSpecUpdate):
-            same = next((i for i, spec in specs.items() if _same_spec(spec, update.spec)), None)
-            if same is not None:
-                last_spec = same
-                continue
-            last_spec = max((i + 1 for i in specs), default=INITIAL_SPEC_ID)
-            spec = update.spec.model_copy(update={"spec_id": last_spec})
-            specs[last_spec] = spec
-            out.append(AddPartitionSpecUpdate(spec=spec))
+            if (spec := specs.add(update.spec)) is not None:
+                out.append(AddPartitionSpecUpdate(spec=spec))
         elif isinstance(update, AddSortOrderUpdate):
-            unsorted = update.sort_order.is_unsorted
-            existing = next((i for i, order in orders.items()
-                             if (order.is_unsorted if unsorted else _same_order(order, update.sort_order))), None)
-            if existing is not None:
-                last_order = existing
-                continue
-            last_order = UNSORTED_SORT_ORDER_ID if unsorted else max([INITIAL_SORT_ORDER_ID, *(i + 1 for i in orders)])
-            order = update.sort_order.model_copy(update={"order_id": last_order})
-            orders[last_order] = order
-            out.append(AddSortOrderUpdate(sort_order=order))
+            if (order := orders.add(update.sort_order)) is not None:
+                out.append(AddSortOrderUpdate(sort_order=order))
+        elif isinstance(update, SetCurrentSchemaUpdate) and update.schema_id == -1:
+            out.append(SetCurrentSchemaUpdate(schema_id=schemas.last_added("set-current-schema")))
         elif isinstance(update, SetDefaultSpecUpdate) and update.spec_id == -1:
-            if last_spec is None:
-                raise BadRequest("set-default-spec -1: no partition spec has been added")
-            out.append(SetDefaultSpecUpdate(spec_id=last_spec))
+            out.append(SetDefaultSpecUpdate(spec_id=specs.last_added("set-default-spec")))
         elif isinstance(update, SetDefaultSortOrderUpdate) and update.sort_order_id == -1:
-            if last_order is None:
-                raise BadRequest("set-default-sort-order -1: no sort order has been added")
-            out.append(SetDefaultSortOrderUpdate(sort_order_id=last_order))
+            out.append(SetDefaultSortOrderUpdate(sort_order_id=orders.last_added("set-default-sort-order")))
+        elif isinstance(update, RemoveSchemasUpdate):
+            if update.schema_ids:
+                schemas.remove(update.schema_ids)
+                out.append(update)
+        elif isinstance(update, RemovePartitionSpecsUpdate):
+            if update.spec_ids:
+                specs.remove(update.spec_ids)
+                out.append(update)
         else:
-            if isinstance(update, RemovePartitionSpecsUpdate):
-                specs = {i: spec for i, spec in specs.items() if i not in update.spec_ids}
-            if isinstance(update, RemoveSchemasUpdate):
-                schemas = {i: schema for i, schema in schemas.items() if i not in update.schema_ids}
             out.append(update)
     return out
 
@@ -434,7 +451,7 @@ def apply_member_updates(running: TableMetadata, updates: Sequence[TableUpdate])
     start = with_row_lineage(running)
     with _update_errors():
         context = _TableMetadataUpdateContext()
-        new = _update_metadata(start, assign_spec_and_order_ids(start, updates), enforce_validation=False,
+        new = _update_metadata(start, assign_added_ids(start, updates), enforce_validation=False,
                                metadata_location=None, context=context)
         return with_row_lineage(new), context.has_changes()
 
@@ -454,7 +471,7 @@ def apply_updates(base: TableMetadata | None, updates: Sequence[TableUpdate],
     """The new metadata; ``base_location`` (the base's metadata file) goes into the metadata log."""
     start = with_row_lineage(base) if base is not None else empty_metadata()
     with _update_errors():
-        new = _update_metadata(start, assign_spec_and_order_ids(start, updates), enforce_validation=base is None,
+        new = _update_metadata(start, assign_added_ids(start, updates), enforce_validation=base is None,
                                metadata_location=base_location)
         return with_row_lineage(new)
 
