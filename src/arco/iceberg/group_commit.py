@@ -38,7 +38,6 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
+from arco.lru import Lru
 from arco.storage.base import DoesNotExist, StorageBackend, StorageError
 
 GROUPS = "_catalog/iceberg_groups"
@@ -220,9 +220,7 @@ class GroupRecords:
 
     def __init__(self, storage: StorageBackend, cache_entries: int = 1024) -> None:
         self.storage = storage
-        self._cache: OrderedDict[str, GroupRecord] = OrderedDict()
-        self._cache_entries = cache_entries
-        self._lock = threading.Lock()
+        self._cache: Lru[str, GroupRecord] = Lru(cache_entries)
 
     def write(self, record: GroupRecord) -> None:
         """Create-only; the commit does not go ahead without it (a failure raises)."""
@@ -233,8 +231,7 @@ class GroupRecords:
 
     def read(self, table_uuid: str, metadata_location: str) -> GroupRecord | None:
         key = group_record_key(table_uuid, metadata_location)
-        with self._lock:
-            cached = self._cache.get(key)
+        cached = self._cache.get(key)
         if cached is not None:
             return cached
         found = self.storage.get_or_none(key)
@@ -246,13 +243,8 @@ class GroupRecords:
 
     def delete(self, table_uuid: str, metadata_location: str) -> None:
         key = group_record_key(table_uuid, metadata_location)
-        with self._lock:
-            self._cache.pop(key, None)
+        self._cache.pop(key)
         self.storage.delete(key)
 
     def _remember(self, key: str, record: GroupRecord) -> None:
-        with self._lock:
-            self._cache[key] = record
-            self._cache.move_to_end(key)
-            while len(self._cache) > self._cache_entries:
-                self._cache.popitem(last=False)
+        self._cache.put(key, record)

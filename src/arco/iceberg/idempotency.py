@@ -44,9 +44,7 @@ import functools
 import hashlib
 import math
 import re
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, ParamSpec, TypeVar
@@ -57,6 +55,7 @@ import rfc8785
 from arco.api.faults import report_storage_fault
 from arco.iceberg.errors import BadRequest, CommitFailed, IcebergError, ServiceUnavailable
 from arco.iceberg.late_claims import LateChecks
+from arco.lru import Lru
 from arco.optimistic import unconfirmed_writes_allowed
 from arco.storage.base import DoesNotExist, MatchesVersion, StorageBackend, StorageError
 
@@ -228,22 +227,17 @@ class IdempotencyMarkers:
         self.in_flight_wait_s = min(in_flight_wait_s, in_progress_timeout_s)
         # (marker key, marker version) of attempts of this process that ended without landing but whose marker
         # could not be released: a retry reaching this process need not wait for the timeout.
-        self._ended: OrderedDict[tuple[str, str], None] = OrderedDict()
-        self._ended_lock = threading.Lock()
+        self._ended: Lru[tuple[str, str], bool] = Lru(ENDED_ATTEMPTS_REMEMBERED)
         # Claims of this process whose put got no answer, by marker key: if the store applies one later, the marker
         # is this process's, and its attempt ended (late_claims).
-        self._unanswered: OrderedDict[str, Marker] = OrderedDict()
+        self._unanswered: Lru[str, Marker] = Lru(ENDED_ATTEMPTS_REMEMBERED)
         self.late = LateChecks()
 
     def _remember_ended(self, storage_key: str, version: str) -> None:
-        with self._ended_lock:
-            self._ended[(storage_key, version)] = None
-            while len(self._ended) > ENDED_ATTEMPTS_REMEMBERED:
-                self._ended.popitem(last=False)
+        self._ended.put((storage_key, version), True)
 
     def _known_ended(self, storage_key: str, version: str) -> bool:
-        with self._ended_lock:
-            return (storage_key, version) in self._ended
+        return (storage_key, version) in self._ended
 
     @_before_confirmation
     def claim(self, keyed: Keyed, recover: Recover, *, wait: bool = True) -> Claim:
@@ -308,17 +302,13 @@ class IdempotencyMarkers:
         """The claim's put got no answer and its attempt ends here: should the store apply it later, a retry
         reaching this process takes the marker over at once, and the marker is released as soon as storage shows
         it (for retries reaching other servers); until the in-progress timeout, after which anyone may."""
-        with self._ended_lock:
-            self._unanswered[storage_key] = fresh
-            while len(self._unanswered) > ENDED_ATTEMPTS_REMEMBERED:
-                self._unanswered.popitem(last=False)
+        self._unanswered.put(storage_key, fresh)
         if self.late.pending() < LATE_CLAIMS_WATCHED:  # past that, in a long outage, only this process knows
             self.late.add(functools.partial(self._release_if_applied, storage_key, fresh),
                           min(self.in_progress_timeout_s, LATE_CLAIM_WATCH_S))
 
     def _was_unanswered(self, storage_key: str, existing: Marker) -> bool:
-        with self._ended_lock:
-            return self._unanswered.get(storage_key) == existing
+        return self._unanswered.get(storage_key) == existing
 
     def _release_if_applied(self, storage_key: str, fresh: Marker) -> bool:
         """One look for a claim that got no answer: released if the store applied it; done if another marker is
@@ -328,9 +318,7 @@ class IdempotencyMarkers:
             return False
         if Marker.from_bytes(found.data) == fresh:
             self.release(Claim(storage_key, version=found.version, marker=fresh))
-        with self._ended_lock:
-            if self._unanswered.get(storage_key) == fresh:
-                del self._unanswered[storage_key]
+        self._unanswered.pop(storage_key, only=fresh)
         return True
 
     def _await_change(self, storage_key: str, version: str) -> None:

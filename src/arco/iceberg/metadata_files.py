@@ -8,8 +8,6 @@ Parsing uses PyIceberg's models (``TableMetadataUtil.parse_raw``): measured on t
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Generic, TypeVar
 
 from pydantic import ValidationError
@@ -20,6 +18,7 @@ from pyiceberg.view.metadata import ViewMetadata
 
 from arco.iceberg.errors import NoSuchTable, NoSuchView
 from arco.iceberg.malformed import MALFORMED, describe
+from arco.lru import Lru
 from arco.metrics import CacheMeter
 from arco.storage.base import DoesNotExist, NotFound, StorageBackend, StorageError, Written
 
@@ -32,8 +31,6 @@ WRITTEN_BYTES_ENTRIES = 32
 SPLICED_FROM = 4
 SNAPSHOT_CACHE_ENTRIES = 20_000  # a few hundred bytes each
 M = TypeVar("M")
-K = TypeVar("K")
-V = TypeVar("V")
 
 
 def metadata_bytes(metadata: TableMetadata) -> bytes:
@@ -51,15 +48,13 @@ def metadata_bytes(metadata: TableMetadata) -> bytes:
     return rest.encode()[:-1] + b',"snapshots":[' + b",".join(snapshots_bytes(metadata.snapshots)) + b"]}"
 
 
-_snapshot_json: OrderedDict[int, tuple[Snapshot, bytes]] = OrderedDict()
-_snapshot_lock = threading.Lock()
+_snapshot_json: Lru[int, tuple[Snapshot, bytes]] = Lru(SNAPSHOT_CACHE_ENTRIES)
 
 
 def snapshots_bytes(snapshots: list[Snapshot]) -> list[bytes]:
     """Each snapshot's JSON, serialized once per object. Kept by identity, and each entry holds its object, so an
     id is never reused while its entry lives; snapshot models are frozen, so an object's JSON cannot change."""
-    with _snapshot_lock:
-        found = [_snapshot_json.get(id(snapshot)) for snapshot in snapshots]
+    found = _snapshot_json.get_many(id(snapshot) for snapshot in snapshots)
     out: list[bytes] = []
     made: list[tuple[Snapshot, bytes]] = []
     for snapshot, held in zip(snapshots, found, strict=True):
@@ -68,9 +63,7 @@ def snapshots_bytes(snapshots: list[Snapshot]) -> list[bytes]:
             made.append(held)
         out.append(held[1])
     if made:
-        with _snapshot_lock:
-            for held in made:
-                _keep(_snapshot_json, id(held[0]), held, SNAPSHOT_CACHE_ENTRIES)
+        _snapshot_json.put_many((id(held[0]), held) for held in made)
     return out
 
 
@@ -133,10 +126,8 @@ class ImmutableFiles(Generic[M]):
         self._roots = [self._root]
         if self._root.startswith("file:///"):
             self._roots += ["file:" + self._root[len("file://"):], self._root[len("file://"):]]
-        self._cache: OrderedDict[str, M] = OrderedDict()
-        self._cache_entries = cache_entries
-        self._written: OrderedDict[str, bytes] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache: Lru[str, M] = Lru(cache_entries)
+        self._written: Lru[str, bytes] = Lru(WRITTEN_BYTES_ENTRIES)
 
     def parse(self, data: bytes) -> M:
         raise NotImplementedError
@@ -152,12 +143,10 @@ class ImmutableFiles(Generic[M]):
         raise MetadataLocationError(f"{location} is outside the warehouse {self._root}")
 
     def read(self, location: str) -> M:
-        with self._lock:
-            cached = self._cache.get(location)
-            if cached is not None:
-                self._cache.move_to_end(location)
-                self.meter.hit()
-                return cached
+        cached = self._cache.get(location)
+        if cached is not None:
+            self.meter.hit()
+            return cached
         self.meter.miss()
         data = self._stored(location)
         try:
@@ -200,16 +189,14 @@ class ImmutableFiles(Generic[M]):
         result = self.storage.put(key, data, DoesNotExist())
         if not isinstance(result, Written) and self.storage.get(key).data != data:
             raise StorageError(f"a different metadata file already exists at {location}")
-        with self._lock:
-            _keep(self._cache, location, metadata, self._cache_entries)
-            _keep(self._written, location, data, WRITTEN_BYTES_ENTRIES)
+        self._cache.put(location, metadata)
+        self._written.put(location, data)
 
     def discard(self, location: str) -> None:
         """Delete a file no pointer names (an attempt that did not land), best effort: garbage collection removes
         what a failed delete leaves. This process forgets it too."""
-        with self._lock:
-            self._cache.pop(location, None)
-            self._written.pop(location, None)
+        self._cache.pop(location)
+        self._written.pop(location)
         try:
             self.storage.delete(self.key_of(location))
         except (StorageError, OSError):
@@ -222,20 +209,10 @@ class ImmutableFiles(Generic[M]):
 
     def written_bytes(self, location: str) -> bytes | None:
         """The file's bytes, if this process wrote it recently (the file is immutable: they are its content)."""
-        with self._lock:
-            return self._written.get(location)
+        return self._written.get(location)
 
     def _remember(self, location: str, metadata: M) -> None:
-        with self._lock:
-            _keep(self._cache, location, metadata, self._cache_entries)
-
-
-def _keep(cache: OrderedDict[K, V], key: K, value: V, entries: int) -> None:
-    """Put ``value`` in an LRU ``cache`` of at most ``entries``; call with the owner's lock held."""
-    cache[key] = value
-    cache.move_to_end(key)
-    while len(cache) > entries:
-        cache.popitem(last=False)
+        self._cache.put(location, metadata)
 
 
 class MetadataFiles(ImmutableFiles[TableMetadata]):

@@ -18,10 +18,8 @@ copy (:meth:`PointerStore.cached`): their compare-and-swap is the check, and a s
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -31,6 +29,7 @@ from typing import Any
 import orjson
 
 from arco import metrics
+from arco.lru import Lru
 from arco.storage.base import DoesNotExist, MatchesVersion, NotFound, StorageBackend, StorageError, WriteResult
 
 POINTER_FORMAT_VERSION = 1
@@ -115,9 +114,7 @@ class PointerStore:
     def __init__(self, storage: StorageBackend, cache_entries: int = CACHE_ENTRIES) -> None:
         self.storage = storage
         # table uuid -> (the pointer as last read or written here, when storage last confirmed it: monotonic)
-        self._cache: OrderedDict[str, tuple[VersionedPointer, float]] = OrderedDict()
-        self._cache_entries = cache_entries
-        self._lock = threading.Lock()
+        self._cache: Lru[str, tuple[VersionedPointer, float]] = Lru(cache_entries)
 
     def load(self, table_uuid: str) -> VersionedPointer | None:
         """The pointer and its storage version, or None if there is none (tombstones are returned as such).
@@ -125,8 +122,7 @@ class PointerStore:
         One conditional read when this process has a copy (unless the request's window covers the copy's age),
         else one plain read."""
         started = time.monotonic()
-        with self._lock:
-            held = self._cache.get(table_uuid)
+        held = self._cache.get(table_uuid)
         if held is not None:
             copy, checked_at = held
             window = _WINDOW.get()
@@ -154,24 +150,15 @@ class PointerStore:
 
     def cached(self, table_uuid: str) -> VersionedPointer | None:
         """This process's copy, unchecked: for a writer whose compare-and-swap against it is the check."""
-        with self._lock:
-            held = self._cache.get(table_uuid)
+        held = self._cache.get(table_uuid)
         return held[0] if held is not None else None
 
     def forget(self, table_uuid: str) -> None:
-        with self._lock:
-            self._cache.pop(table_uuid, None)
+        self._cache.pop(table_uuid)
 
     def _remember(self, pointer: VersionedPointer, checked_at: float) -> None:
-        table_uuid = pointer.pointer.table_uuid
-        with self._lock:
-            held = self._cache.get(table_uuid)
-            if held is not None and held[1] > checked_at:
-                return  # a newer confirmation (another thread's read or swap) stays
-            self._cache[table_uuid] = (pointer, checked_at)
-            self._cache.move_to_end(table_uuid)
-            while len(self._cache) > self._cache_entries:
-                self._cache.popitem(last=False)
+        # A newer confirmation (another thread's read or swap) stays.
+        self._cache.put(pointer.pointer.table_uuid, (pointer, checked_at), unless=lambda held: held[1] > checked_at)
 
     def create(self, pointer: TablePointer) -> WriteResult:
         written = self.storage.put(pointer_key(pointer.table_uuid), pointer.to_bytes(), DoesNotExist())

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +11,7 @@ import orjson
 from pyiceberg.table.metadata import TableMetadata
 
 from arco.iceberg.metadata_files import metadata_bytes
+from arco.lru import Lru
 from arco.metrics import CacheMeter
 
 CACHE_ENTRIES = 256
@@ -79,34 +78,26 @@ class LoadResultCache:
     """``LoadTableResult`` bodies keyed by (metadata location, snapshots mode): built once per process."""
 
     def __init__(self, entries: int = CACHE_ENTRIES) -> None:
-        self._cache: OrderedDict[tuple[str, str], LoadResult] = OrderedDict()
-        self._entries = entries
-        self._lock = threading.Lock()
+        self._cache: Lru[tuple[str, str], LoadResult] = Lru(entries)
 
     def holds(self, location: str, snapshots: str) -> bool:
         """Whether the answer for this file and mode is in memory (:meth:`get` would not read the file)."""
-        with self._lock:
-            return (location, snapshots) in self._cache
+        return (location, snapshots) in self._cache
 
     def get(self, location: str, snapshots: str, read_file: Callable[[str], bytes],
             parse_file: Callable[[str], TableMetadata]) -> LoadResult:
         """The answer for the metadata file at ``location``: from the cache, or built from the file's bytes
         (``read_file``); a file that is no metadata document is left to ``parse_file`` to report."""
         key = (location, snapshots)
-        with self._lock:
-            result = self._cache.get(key)
-            if result is not None:
-                self._cache.move_to_end(key)
-                _METER.hit()
-                return result
+        result = self._cache.get(key)
+        if result is not None:
+            _METER.hit()
+            return result
         _METER.miss()
         result = load_result_from_file(location, read_file(location), snapshots)
         if result is None:
             metadata = parse_file(location)
             result = LoadResult(load_result_body(location, orjson.dumps(metadata_json(metadata, snapshots))),
                                 metadata.location)
-        with self._lock:
-            self._cache[key] = result
-            while len(self._cache) > self._entries:
-                self._cache.popitem(last=False)
+        self._cache.put(key, result)
         return result

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
@@ -23,6 +22,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from arco.lru import Lru
 from arco.sharing.actions import SharedFile, SharedVersion, TableChange, table_changes
 
 # deltalake.DeltaTable; the package is imported in open_table only, so the server starts without it.
@@ -312,7 +312,7 @@ class _TableCache:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.table: DeltaTable | None = None
-        self.snapshots: OrderedDict[int, DeltaSnapshot] = OrderedDict()
+        self.snapshots: Lru[int, DeltaSnapshot] = Lru(SNAPSHOTS_PER_TABLE)
 
     def latest(self, location: str, storage_options: dict[str, str]) -> DeltaTable:
         """The table at its latest version (call with ``lock`` held)."""
@@ -330,34 +330,22 @@ class _TableCache:
         return self.table
 
     def remember(self, snap: DeltaSnapshot) -> DeltaSnapshot:
-        self.snapshots[snap.version.version] = snap
-        self.snapshots.move_to_end(snap.version.version)
-        while len(self.snapshots) > SNAPSHOTS_PER_TABLE:
-            self.snapshots.popitem(last=False)
+        self.snapshots.put(snap.version.version, snap)
         return snap
 
 
 SNAPSHOTS_PER_TABLE = 3
 CACHED_TABLES = 64
-_tables: OrderedDict[tuple[str, tuple[tuple[str, str], ...]], _TableCache] = OrderedDict()
-_tables_lock = threading.Lock()
+_tables: Lru[tuple[str, tuple[tuple[str, str], ...]], _TableCache] = Lru(CACHED_TABLES)
 
 
 def _cache_for(location: str, storage_options: dict[str, str]) -> _TableCache:
     key = (location, tuple(sorted(storage_options.items())))
-    with _tables_lock:
-        entry = _tables.get(key)
-        if entry is None:
-            entry = _tables[key] = _TableCache()
-            while len(_tables) > CACHED_TABLES:
-                _tables.popitem(last=False)
-        _tables.move_to_end(key)
-        return entry
+    return _tables.get(key) or _tables.setdefault(key, _TableCache())
 
 
 def clear_cache() -> None:
-    with _tables_lock:
-        _tables.clear()
+    _tables.clear()
 
 
 def snapshot(location: str, storage_options: dict[str, str], *, version: int | None = None,
@@ -378,7 +366,6 @@ def snapshot(location: str, storage_options: dict[str, str], *, version: int | N
             raise DeltaReadError(f"version {version} of the table does not exist (latest is {latest})")
         cached = entry.snapshots.get(version)
         if cached is not None:
-            entry.snapshots.move_to_end(version)
             return cached
         if version == table.version():
             latest_commit = {int(h["version"]): int(h["timestamp"]) for h in table.history(1)}

@@ -15,9 +15,6 @@ Receipts and compacted Parquet files are immutable once written, so both are cac
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -29,6 +26,7 @@ from pyiceberg.table.metadata import TableMetadata
 
 from arco.events.receipts import iceberg_receipt_key
 from arco.iceberg.file_names import metadata_sequence
+from arco.lru import Lru
 from arco.pipeline import rows
 from arco.pipeline.checkpoint import load_state
 from arco.pipeline.parquet_io import read_parquet
@@ -42,35 +40,8 @@ TIMELINE_COLUMNS = ["table_uuid", "metadata_location", "snapshot_id", "operation
                     "committed_at"]
 
 
-class Lru:
-    """A small thread-safe LRU for immutable things read from storage."""
-
-    def __init__(self, size: int) -> None:
-        self._items: OrderedDict[Any, Any] = OrderedDict()
-        self._size = size
-        self._lock = threading.Lock()
-
-    def peek(self, key: Any) -> Any:
-        with self._lock:
-            return self._items.get(key)
-
-    def get(self, key: Any, load: Callable[[], Any]) -> Any:
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        value = load()
-        if value is None:  # a miss (a receipt not written yet) is asked again next time
-            return None
-        with self._lock:
-            self._items[key] = value
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-        return value
-
-
-_receipts = Lru(20_000)
-_parquet = Lru(256)
+_receipts: Lru[Any, Any] = Lru(20_000)
+_parquet: Lru[Any, Any] = Lru(256)
 _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="arco-ui-receipts")
 
 
@@ -165,7 +136,7 @@ class Compacted(NamedTuple):
 
 
 def _timeline_file(storage: StorageBackend, key: str) -> pa.Table:
-    return _parquet.get(("timeline", key), lambda: read_parquet(storage, key, TIMELINE_COLUMNS))
+    return _parquet.get_or_load(("timeline", key), lambda: read_parquet(storage, key, TIMELINE_COLUMNS))
 
 
 def compacted_sources(storage: StorageBackend, table_uuid: str) -> dict[str, Compacted]:
@@ -193,7 +164,7 @@ def _receipt(storage: StorageBackend, key: str) -> dict[str, Any] | None:
         found = storage.get_or_none(key)
         return orjson.loads(found.data) if found is not None else None
 
-    return _receipts.get(key, load)
+    return _receipts.get_or_load(key, load)
 
 
 def attach_sources(storage: StorageBackend, versions: list[Version], compacted: dict[str, Compacted]) -> None:
@@ -207,7 +178,7 @@ def attach_sources(storage: StorageBackend, versions: list[Version], compacted: 
             version.operation = row.operation or version.operation
             version.snapshot_id = row.snapshot_id if row.snapshot_id is not None else version.snapshot_id
     keys = [iceberg_receipt_key("committed", v.metadata_location, v.at_ms) for v in missing]
-    receipts = [_receipts.peek(key) for key in keys]
+    receipts = _receipts.get_many(keys)
     unread = [i for i, found in enumerate(receipts) if found is None]
     if unread:  # first views, or receipts not written yet: read them in parallel (object stores are slow per get)
         for i, found in zip(unread, _pool.map(lambda i: _safe_receipt(storage, keys[i]), unread), strict=True):

@@ -19,6 +19,7 @@ from starlette.datastructures import State
 
 from arco.auth.principals import Principal
 from arco.catalog.errors import NotFoundError
+from arco.lru import Lru
 from arco.ui import charts, history
 from arco.ui.lineage import Lineage, lineage_of
 from arco.ui.pages import SERVICE_ERRORS, PageError, page_error, table_metadata
@@ -132,11 +133,11 @@ class IcebergFacts:
     versions: list[history.Version]  # sources not attached: those come per view (receipts arrive later)
 
 
-_facts = history.Lru(64)
+_facts: Lru[str, IcebergFacts] = Lru(64)
 
 
 def iceberg_facts(location: str, metadata: TableMetadata) -> IcebergFacts:
-    return _facts.get(location, lambda: _compute_facts(location, metadata))
+    return _facts.get_or_load(location, lambda: _compute_facts(location, metadata))  # type: ignore[return-value]
 
 
 def _compute_facts(location: str, metadata: TableMetadata) -> IcebergFacts:

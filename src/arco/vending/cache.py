@@ -6,12 +6,11 @@ client that receives it still has time to use it before it must come back for a 
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
 from arco.inline import refuse_to_wait
+from arco.lru import Lru
 from arco.metrics import CacheMeter
 from arco.vending.model import VendedCredential
 
@@ -29,29 +28,21 @@ def still_fresh(credential: VendedCredential, minted_at_ms: int, now_ms: int) ->
 class CredentialCache:
     def __init__(self, clock: Callable[[], float] = time.time, max_entries: int = MAX_ENTRIES) -> None:
         self._clock = clock
-        self._max_entries = max_entries
-        self._entries: OrderedDict[Hashable, tuple[VendedCredential, int]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries: Lru[Hashable, tuple[VendedCredential, int]] = Lru(max_entries)
 
     def now_ms(self) -> int:
         return int(self._clock() * 1000)
 
     def get_or_mint(self, key: Hashable, mint: Callable[[], VendedCredential]) -> VendedCredential:
         now = self.now_ms()
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is not None and still_fresh(hit[0], hit[1], now):
-                self._entries.move_to_end(key)
-                _METER.hit()
-                return hit[0]
+        hit = self._entries.get(key)
+        if hit is not None and still_fresh(hit[0], hit[1], now):
+            _METER.hit()
+            return hit[0]
         _METER.miss()
         refuse_to_wait()  # minting asks the cloud's token service
         # Minted outside the lock: a slow STS call must not hold up every other table. Two concurrent misses
         # for one key both mint; both credentials are valid, the later one is kept.
         credential = mint()
-        with self._lock:
-            self._entries[key] = (credential, now)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max_entries:
-                self._entries.popitem(last=False)
+        self._entries.put(key, (credential, now))
         return credential
