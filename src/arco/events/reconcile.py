@@ -75,12 +75,14 @@ def iceberg_tables(store: CatalogStore, catalog: str | None = None,
 
 
 def table_history(files: MetadataFiles, current_location: str) -> list[tuple[str, int]]:
-    """``(metadata location, last-updated-ms)`` of every version in the log, newest first (ties by location)."""
+    """``(metadata location, last-updated-ms)`` of every version in the log, newest first, in the log's own order:
+    not by time, which can go back from one version to the next (an append keeps the writer's snapshot timestamp,
+    as the reference implementation does, and writers' clocks differ)."""
     current = files.read(current_location)
     versions = {current_location: current.last_updated_ms}
-    for entry in current.metadata_log:
+    for entry in reversed(current.metadata_log):
         versions.setdefault(entry.metadata_file, entry.timestamp_ms)
-    return sorted(versions.items(), key=lambda item: (-item[1], item[0]))
+    return list(versions.items())
 
 
 def reconcile_table(storage: StorageBackend, files: MetadataFiles, resolver: PointerResolver, table: TableEntry,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -34,6 +35,40 @@ def test_commits_leave_one_committed_receipt_per_version(harness: Harness) -> No
     expected = sorted(iceberg_receipt_key("committed", loc, ms) for loc, ms in versions)
     assert [k for k in receipts(harness, "committed") if "/iceberg/" in k] == expected
     assert len([k for k in receipts(harness, "pending") if "/iceberg/" in k]) == 4
+
+
+def test_history_follows_the_log_when_time_goes_back(harness: Harness) -> None:
+    """An append keeps the writer's snapshot timestamp, which may be older than the version before it: the
+    history (and each backfilled receipt's previous version) still follows the metadata log."""
+    harness.create_table("t")
+    commit_n(harness, 1)
+    before = loaded(harness).metadata
+    location = before.location
+    body = {"requirements": [], "updates": [
+        {"action": "add-snapshot", "snapshot": {
+            "snapshot-id": 7, "sequence-number": 1, "timestamp-ms": before.last_updated_ms - 500,
+            "manifest-list": f"{location}/metadata/snap-7.avro", "summary": {"operation": "append"},
+            "schema-id": 0}},
+        {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": 7}]}
+    commit.commit_table(harness.tables, harness.catalog, ("db",), "t", body, "admin", {"kind": "test"})
+    commit_n(harness, 1)
+    table = loaded(harness)
+    chain = [table.pointer.pointer.current_metadata_location,
+             *reversed([entry.metadata_file for entry in table.metadata.metadata_log])]
+    versions = table_history(harness.tables.files, chain[0])
+    assert [location for location, _ in versions] == chain
+    assert [ms for _, ms in versions] != sorted((ms for _, ms in versions), reverse=True)  # time went back
+
+    for key in receipts(harness, "committed"):
+        harness.storage.delete(key)
+    counts = reconcile_table(harness.storage, harness.tables.files, harness.tables.resolver, table.entry, {})
+    assert counts.backfilled == 4
+    previous = {}
+    for key in receipts(harness, "committed"):
+        if "/iceberg/" in key:
+            event = json.loads(harness.storage.get(key).data)
+            previous[event["metadata_location"]] = event.get("previous_metadata_location")
+    assert [previous[location] for location in chain] == [*chain[1:], None]
 
 
 def test_deleted_receipts_are_backfilled_exactly(harness: Harness) -> None:
