@@ -59,9 +59,10 @@ from pyiceberg.table.update import (
 from pyiceberg.utils.datetime import datetime_to_millis
 
 from arco.catalog import locations
+from arco.iceberg import field_checks, json_shapes
 from arco.iceberg.errors import BadRequest, CommitFailed, InvalidArgument
 from arco.iceberg.log_cut import after_last_gap
-from arco.iceberg.malformed import MALFORMED, check_schema_limits, describe
+from arco.iceberg.malformed import MALFORMED, check_schema_limits, describe, parse_strictly
 from arco.storage.urls import same_place, within
 
 RESERVED_PROPERTY_PREFIX = "arco."
@@ -95,13 +96,27 @@ def parse_updates(raw: Any) -> list[TableUpdate]:
         if update.get("action") == "set-properties" and not (
                 isinstance(values, dict) and all(isinstance(v, str) for v in values.values())):
             raise BadRequest("set-properties: 'updates' must be an object of string values")
+        _check_json_types(update)
     try:
         for update in raw:
             if update.get("action") == "add-schema":
                 check_schema_limits(update.get("schema"), "add-schema's schema")
-        return _updates_adapter.validate_python(raw)
+        return parse_strictly(_updates_adapter, raw)
     except MALFORMED as exc:
         raise BadRequest(f"invalid update: {describe(exc)}") from None
+
+
+def _check_json_types(update: dict[str, Any]) -> None:
+    """The parts of an update PyIceberg builds without strict types (see :mod:`arco.iceberg.json_shapes`)."""
+    action = update.get("action")
+    if action == "add-schema":
+        json_shapes.check_schema_json(update.get("schema"), "add-schema's schema")
+    elif action == "add-spec":
+        json_shapes.check_spec_json(update.get("spec"), "add-spec's spec")
+    elif action == "add-sort-order":
+        json_shapes.check_order_json(update.get("sort-order"), "add-sort-order's sort order")
+    elif action == "add-snapshot":
+        json_shapes.check_summary_json(update.get("snapshot"))
 
 
 def check_reserved_properties(keys: Sequence[str]) -> None:
@@ -261,19 +276,25 @@ def assign_added_ids(base: TableMetadata, updates: Sequence[TableUpdate]) -> lis
                       _next_id(INITIAL_SPEC_ID))
     orders = _AddedIds("sort order", {o.order_id: o for o in base.sort_orders}, "order_id", _same_order,
                        _next_order_id)
+    current_schema = base.current_schema_id
     out: list[TableUpdate] = []
     for update in updates:
         if isinstance(update, AddSchemaUpdate):
+            field_checks.check_schema(update.schema_, "add-schema's schema")
             if (schema := schemas.add(update.schema_)) is not None:
                 out.append(update.model_copy(update={"schema_": schema}))
         elif isinstance(update, AddPartitionSpecUpdate):
+            # Checked against the current schema as the update finds it, as the reference implementation does.
+            field_checks.check_spec(update.spec, schemas.existing.get(current_schema))
             if (spec := specs.add(update.spec)) is not None:
                 out.append(AddPartitionSpecUpdate(spec=spec))
         elif isinstance(update, AddSortOrderUpdate):
+            field_checks.check_sort_order(update.sort_order, schemas.existing.get(current_schema))
             if (order := orders.add(update.sort_order)) is not None:
                 out.append(AddSortOrderUpdate(sort_order=order))
-        elif isinstance(update, SetCurrentSchemaUpdate) and update.schema_id == -1:
-            out.append(SetCurrentSchemaUpdate(schema_id=schemas.last_added("set-current-schema")))
+        elif isinstance(update, SetCurrentSchemaUpdate):
+            current_schema = schemas.last_added("set-current-schema") if update.schema_id == -1 else update.schema_id
+            out.append(SetCurrentSchemaUpdate(schema_id=current_schema))
         elif isinstance(update, SetDefaultSpecUpdate) and update.spec_id == -1:
             out.append(SetDefaultSpecUpdate(spec_id=specs.last_added("set-default-spec")))
         elif isinstance(update, SetDefaultSortOrderUpdate) and update.sort_order_id == -1:

@@ -11,9 +11,10 @@ into a PyIceberg model catches :data:`MALFORMED`, not a subset of it.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+import orjson
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from pyiceberg.exceptions import ValidationError as IcebergValidationError
 
 # PyIceberg's field names where its KeyError names them, and the JSON names a client wrote (or left out).
@@ -38,6 +39,19 @@ def describe(error: Exception, limit: int = 5) -> str:
         name = str(error.args[0]) if error.args else ""
         return f"missing field '{_JSON_NAMES.get(name, name)}'" if name else "a field is missing"
     return str(error) or type(error).__name__
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_strictly(model: type[M] | TypeAdapter[Any], raw: Any) -> Any:
+    """A client's JSON value as a PyIceberg model, each field of the JSON type the spec gives it, as the reference
+    implementation's parsers require: pydantic's default (lax) mode took ``false`` or ``"0"`` for an id 0 (a
+    requirement then held that the client never stated) and ``1.0`` for an int. Raises one of :data:`MALFORMED`."""
+    data = orjson.dumps(raw)
+    if isinstance(model, TypeAdapter):
+        return model.validate_json(data, strict=True)
+    return model.model_validate_json(data, strict=True)
 
 
 # Types nested deeper than this are refused before PyIceberg parses them: its recursion gives out at about 80

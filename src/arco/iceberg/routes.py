@@ -157,6 +157,8 @@ async def create_table(request: Request) -> Response:
     name = check_name("table", body.get("name"))
     access = owner_access(request, catalog, namespace, name)
     tables = services(request).tables
+    if not isinstance(body.get("stage-create"), bool | None):  # not 1 or "yes": the spec's boolean
+        raise errors.BadRequest("'stage-create' must be a boolean")
     if body.get("stage-create"):
         def stage() -> dict[str, Any]:
             tables.entry_absent(catalog, namespace, name)

@@ -24,7 +24,7 @@ from pyiceberg.table.update import (
 )
 
 from arco.iceberg.errors import BadRequest, CommitFailed
-from arco.iceberg.malformed import MALFORMED, describe
+from arco.iceberg.malformed import MALFORMED, describe, parse_strictly
 
 _requirements_adapter: TypeAdapter[list[TableRequirement]] = TypeAdapter(list[TableRequirement])
 
@@ -50,7 +50,7 @@ def parse_requirements(raw: Any) -> list[TableRequirement]:
     if unknown:
         raise BadRequest(f"unknown requirement types: {', '.join(unknown)}")
     try:
-        return _requirements_adapter.validate_python(raw)
+        return parse_strictly(_requirements_adapter, raw)
     except MALFORMED as exc:
         raise BadRequest(f"invalid requirement: {describe(exc)}") from None
 

@@ -40,7 +40,7 @@ from arco.catalog.state import CatalogState, dotted
 from arco.catalog.store import CatalogStore
 from arco.events import after_answer
 from arco.events.receipts import write_iceberg_receipt
-from arco.iceberg import side_writes
+from arco.iceberg import field_checks, json_shapes, side_writes
 from arco.iceberg.claim_beside import ClaimGate, ClaimNotOwned
 from arco.iceberg.commit_rules import (
     check_field_defaults,
@@ -52,7 +52,7 @@ from arco.iceberg.commit_rules import (
 from arco.iceberg.errors import AlreadyExists, BadRequest, IcebergError, NoSuchTable, UnsupportedOperation
 from arco.iceberg.file_names import attempt_part, metadata_file_location
 from arco.iceberg.group_commit import Coalescer, GroupRecords
-from arco.iceberg.malformed import MALFORMED, check_schema_limits, describe
+from arco.iceberg.malformed import MALFORMED, check_schema_limits, describe, parse_strictly
 from arco.iceberg.metadata_files import MetadataFiles, ViewFiles
 from arco.iceberg.name_conflicts import refuse_rename_onto, refuse_taken
 from arco.iceberg.paging import page
@@ -263,10 +263,17 @@ class TableService:
         locations.check_write_paths(properties, location)
         try:
             check_schema_limits(body.get("schema"))
-            schema = Schema.model_validate(body.get("schema"))
-            spec = PartitionSpec.model_validate(body["partition-spec"]) if body.get("partition-spec") \
-                else UNPARTITIONED_PARTITION_SPEC
-            order = SortOrder.model_validate(body["write-order"]) if body.get("write-order") else UNSORTED_SORT_ORDER
+            json_shapes.check_schema_json(body.get("schema"))
+            json_shapes.check_spec_json(body.get("partition-spec"))
+            json_shapes.check_order_json(body.get("write-order"), "write order")
+            schema = parse_strictly(Schema, body.get("schema"))
+            spec = parse_strictly(PartitionSpec, _with_fields(body, "partition-spec")) \
+                if body.get("partition-spec") is not None else UNPARTITIONED_PARTITION_SPEC
+            order = parse_strictly(SortOrder, _with_fields(body, "write-order")) \
+                if body.get("write-order") is not None else UNSORTED_SORT_ORDER
+            field_checks.check_schema(schema)
+            field_checks.check_spec(spec, schema)
+            field_checks.check_sort_order(order, schema)
             metadata = with_row_lineage(new_table_metadata(
                 schema, spec, order, location.rstrip("/"), properties={**NEW_TABLE_DEFAULTS, **properties},
                 table_uuid=uuid.UUID(table_uuid),
@@ -464,3 +471,12 @@ def _iceberg_table(state: CatalogState, catalog: CatalogEntry, namespace: Namesp
     if entry.kind != "TABLE" or entry.format != "ICEBERG":
         raise NoSuchTable(f"{dotted((*namespace, name))} is not an Iceberg table")
     return entry
+
+
+def _with_fields(body: dict[str, Any], key: str) -> Any:
+    """A create request's partition spec or sort order, which must list its ``fields`` (the spec requires them;
+    PyIceberg's models would take an empty object for no fields at all)."""
+    value = body[key]
+    if not isinstance(value, dict) or not isinstance(value.get("fields"), list):
+        raise BadRequest(f"'{key}' must be an object with a list of 'fields'")
+    return value

@@ -25,9 +25,10 @@ from typing import Any
 from pyiceberg.schema import Schema
 from pyiceberg.view.metadata import ViewMetadata, ViewVersion
 
+from arco.iceberg import field_checks, json_shapes
 from arco.iceberg.commit_rules import check_reserved_properties
 from arco.iceberg.errors import BadRequest, CommitFailed, InvalidArgument
-from arco.iceberg.malformed import MALFORMED, check_schema_limits, describe
+from arco.iceberg.malformed import MALFORMED, check_schema_limits, describe, parse_strictly
 from arco.iceberg.view_builder import (
     ViewBuilder,
     ViewUpdate,
@@ -56,9 +57,12 @@ def parse_schema(raw: Any, what: str = "schema") -> Schema:
         raise BadRequest(f"'{what}' must be an Iceberg schema object")
     try:
         check_schema_limits(raw, what)
-        return Schema.model_validate(raw)
+        json_shapes.check_schema_json(raw, what)
+        schema = parse_strictly(Schema, raw)
     except MALFORMED as exc:
         raise BadRequest(f"invalid {what}: {describe(exc, limit=1)}") from None
+    field_checks.check_schema(schema, what)
+    return schema
 
 
 def parse_view_version(raw: Any) -> ViewVersion:
@@ -83,7 +87,7 @@ def parse_view_version(raw: Any) -> ViewVersion:
     if raw.get("default-catalog") is not None and not isinstance(raw.get("default-catalog"), str):
         raise BadRequest("'default-catalog' must be a string")
     try:
-        version = ViewVersion.model_validate(raw)
+        version = parse_strictly(ViewVersion, raw)
     except MALFORMED as exc:
         raise BadRequest(f"invalid view version: {describe(exc, limit=1)}") from None
     check_dialects(version)

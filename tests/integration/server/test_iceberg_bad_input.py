@@ -327,3 +327,132 @@ def test_a_name_holding_the_text_of_an_encoded_slash_is_that_name_once_decoded(s
     assert_error(client.get("/namespaces/odd%252Fns/tables/odd%2Ft"), 404, "NoSuchTableException")
     catalog.drop_table(("odd%2Fns", "odd%2Ft"))
     catalog.drop_namespace("odd%2Fns")
+
+
+LONG = {"id": 1, "name": "id", "required": False, "type": "long"}
+
+
+def commit(client: httpx.Client, requirements: list, updates: list) -> httpx.Response:
+    return client.post("/namespaces/db/tables/t", json={"requirements": requirements, "updates": updates})
+
+
+@pytest.mark.parametrize("requirement", [
+    {"type": "assert-current-schema-id", "current-schema-id": False},  # lax parsing read false as schema 0
+    {"type": "assert-current-schema-id", "current-schema-id": "0"},
+    {"type": "assert-current-schema-id", "current-schema-id": 0.0},
+    {"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": "1"},
+    {"type": "assert-table-uuid", "uuid": 5},
+])
+def test_a_requirement_of_the_wrong_json_type_is_refused_not_converted(client: httpx.Client,
+                                                                        requirement: dict) -> None:
+    before = state(client)
+    message = assert_error(commit(client, [requirement], [{"action": "set-properties", "updates": {"k": "v"}}]),
+                           400, "BadRequestException")
+    assert "invalid requirement" in message
+    assert state(client) == before
+
+
+@pytest.mark.parametrize("update", [
+    {"action": "set-snapshot-ref", "ref-name": "b", "type": "branch", "snapshot-id": "1"},
+    {"action": "set-current-schema", "schema-id": True},
+    {"action": "upgrade-format-version", "format-version": 2.0},
+    {"action": "remove-properties", "removals": "k"},
+    # PyIceberg builds these through constructors of its own, which lose pydantic's strict mode
+    {"action": "add-schema", "schema": {"type": "struct", "schema-id": 1, "fields": [LONG | {"id": "1"}]}},
+    {"action": "add-schema", "schema": {"type": "struct", "schema-id": 1, "fields": [LONG | {"required": 1}]}},
+    {"action": "add-schema", "schema": {"type": "struct", "schema-id": "1", "fields": [LONG]}},
+    {"action": "add-schema", "schema": {"type": "struct", "schema-id": 1, "fields": [
+        LONG | {"type": {"type": "map", "key-id": "2", "key": "long", "value-id": 3, "value": "long",
+                         "value-required": False}}]}},
+    {"action": "add-spec", "spec": {"spec-id": 1, "fields": [
+        {"source-id": "1", "field-id": 1000, "name": "p", "transform": "identity"}]}},
+    {"action": "add-spec", "spec": {"spec-id": 1, "fields": [
+        {"source-id": 1, "field-id": 1000.0, "name": "p", "transform": "identity"}]}},
+    {"action": "add-sort-order", "sort-order": {"order-id": "1", "fields": []}},
+    {"action": "add-snapshot", "snapshot": {"snapshot-id": 7, "sequence-number": 1, "timestamp-ms": 1,
+                                            "manifest-list": "x", "schema-id": 0,
+                                            "summary": {"operation": "append", "added-files": 1}}},
+])
+def test_an_update_of_the_wrong_json_type_is_refused_not_converted(client: httpx.Client, update: dict) -> None:
+    before = state(client)
+    assert_error(commit(client, [], [update]), 400, "BadRequestException")
+    assert state(client) == before
+
+
+@pytest.mark.parametrize("update, words", [
+    ({"action": "add-schema", "schema": {"type": "struct", "schema-id": 1, "fields": [
+        LONG, {"id": 2**31, "name": "big", "required": False, "type": "long"}]}}, "field id 2147483648"),
+    ({"action": "add-schema", "schema": {"type": "struct", "schema-id": 1, "fields": [
+        LONG, {"id": 2, "name": "l", "required": False,
+               "type": {"type": "list", "element-id": 2**32, "element": "long", "element-required": False}}]}},
+     "field id 4294967296"),
+    ({"action": "add-spec", "spec": {"spec-id": 1, "fields": [
+        {"source-id": 1, "field-id": 1000, "name": "p", "transform": "bucket[0]"}]}}, "bucket count"),
+    ({"action": "add-spec", "spec": {"spec-id": 1, "fields": [
+        {"source-id": 1, "field-id": 1000, "name": "p", "transform": "bucket[4294967296]"}]}}, "bucket count"),
+    ({"action": "add-spec", "spec": {"spec-id": 1, "fields": [
+        {"source-id": 1, "field-id": 1000, "name": "p", "transform": "truncate[0]"}]}}, "width"),
+    ({"action": "add-spec", "spec": {"spec-id": 1, "fields": [
+        {"source-id": 1, "field-id": 1000, "name": "p", "transform": "bogus"}]}}, "unknown transform"),
+    ({"action": "add-spec", "spec": {"spec-id": 1, "fields": [
+        {"source-id": 99, "field-id": 1000, "name": "p", "transform": "identity"}]}}, "no column has field id 99"),
+    ({"action": "add-spec", "spec": {"spec-id": 1, "fields": [
+        {"source-id": 1, "field-id": 2**31, "name": "p", "transform": "identity"}]}}, "field-id 2147483648"),
+    ({"action": "add-spec", "spec": {"spec-id": 1, "fields": [
+        {"source-id": 1, "field-id": 1000, "name": "p", "transform": "year"}]}}, "does not apply"),
+    ({"action": "add-sort-order", "sort-order": {"order-id": 1, "fields": [
+        {"source-id": 99, "transform": "identity", "direction": "asc", "null-order": "nulls-first"}]}},
+     "no column has field id 99"),
+    ({"action": "add-sort-order", "sort-order": {"order-id": 1, "fields": [
+        {"source-id": 1, "transform": "bucket[0]", "direction": "asc", "null-order": "nulls-first"}]}},
+     "bucket count"),
+])
+def test_a_layout_no_engine_could_read_or_write_is_refused(client: httpx.Client, update: dict, words: str) -> None:
+    """Ids past Java's int (Java readers refuse the file), a zero bucket count (every append divides by zero), an
+    unknown transform or a missing source column (every append fails): PyIceberg's models take each of them."""
+    before = state(client)
+    message = assert_error(commit(client, [], [update]), 400, "BadRequestException")
+    assert words in message
+    assert state(client) == before
+
+
+def test_a_spec_on_a_column_added_in_the_same_commit_is_checked_against_that_schema(client: httpx.Client) -> None:
+    name = f"layout_{time.time_ns()}"
+    assert client.post("/namespaces/db/tables", json={"name": name, "schema": SCHEMA}).status_code == 200
+    schema = client.get(f"/namespaces/db/tables/{name}").json()["metadata"]["schemas"][0]
+    grown = {**schema, "schema-id": 1, "fields": [*schema["fields"],
+                                                  {"id": 100, "name": "day", "required": False, "type": "date"}]}
+    spec = {"spec-id": 1, "fields": [{"source-id": 100, "field-id": 1000, "name": "d", "transform": "day"}]}
+    r = client.post(f"/namespaces/db/tables/{name}", json={"requirements": [], "updates": [
+        {"action": "add-spec", "spec": spec}, {"action": "add-schema", "schema": grown}]})
+    assert_error(r, 400, "BadRequestException")  # the spec comes before the schema that has its column
+    r = client.post(f"/namespaces/db/tables/{name}", json={"requirements": [], "updates": [
+        {"action": "add-schema", "schema": grown}, {"action": "set-current-schema", "schema-id": -1},
+        {"action": "add-spec", "spec": spec}, {"action": "set-default-spec", "spec-id": -1}]})
+    assert r.status_code == 200, r.text
+    assert r.json()["metadata"]["partition-specs"][-1]["fields"][0]["transform"] == "day"
+
+
+@pytest.mark.parametrize("extra, words", [
+    ({"stage-create": "yes"}, "stage-create"),
+    ({"stage-create": 1}, "stage-create"),
+    ({"partition-spec": {}}, "'partition-spec' must be an object with a list of 'fields'"),
+    ({"write-order": {"order-id": 0}}, "'write-order' must be an object with a list of 'fields'"),
+    ({"partition-spec": {"fields": [{"source-id": 1, "field-id": 1000, "name": "p", "transform": "bucket[0]"}]}},
+     "bucket count"),
+    ({"partition-spec": {"fields": [{"source-id": 1, "field-id": 1000, "name": "p", "transform": "bogus"}]}},
+     "unknown transform"),
+    ({"write-order": {"order-id": 1, "fields": [
+        {"source-id": 7, "transform": "identity", "direction": "asc", "null-order": "nulls-first"}]}},
+     "no column has field id 7"),
+    ({"schema": {"type": "struct", "fields": [{"id": "1", "name": "a", "required": False, "type": "long"}]}},
+     "'id' must be an integer"),
+])
+def test_a_create_with_a_bad_layout_or_wrong_types_is_refused(client: httpx.Client, extra: dict,
+                                                               words: str) -> None:
+    before = state(client)
+    body = {"name": "never_made", "schema": SCHEMA} | extra
+    message = assert_error(client.post("/namespaces/db/tables", json=body), 400, "BadRequestException")
+    assert words in message
+    assert state(client) == before
+    assert client.get("/namespaces/db/tables/never_made").status_code == 404

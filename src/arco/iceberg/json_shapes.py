@@ -1,0 +1,100 @@
+"""The JSON types of a client's schema, partition spec, sort order and snapshot summary, checked on the JSON
+itself before PyIceberg parses it.
+
+:func:`arco.iceberg.malformed.parse_strictly` holds most of a request to JSON's own types, but PyIceberg builds
+these four through constructors of its own, where pydantic's strict mode does not reach: a field id ``"1"``, a
+``required`` of ``1`` or a summary count of ``5`` were converted and stored. The reference implementation's
+parsers (``SchemaParser``, ``PartitionSpecParser``, ``SortOrderParser``, ``SnapshotParser``) refuse each. Pure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arco.iceberg.errors import BadRequest
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _expect(node: dict[str, Any], key: str, kind: str, where: str, *, required: bool = False) -> None:
+    if key not in node:
+        if required:
+            raise BadRequest(f"invalid {where}: '{key}' is missing")
+        return
+    value = node[key]
+    ok = {"int": _is_int(value), "bool": isinstance(value, bool), "str": isinstance(value, str),
+          "ints": isinstance(value, list) and all(_is_int(v) for v in value)}[kind]
+    if not ok:
+        words = {"int": "an integer", "bool": "a boolean", "str": "a string", "ints": "a list of integers"}[kind]
+        raise BadRequest(f"invalid {where}: '{key}' must be {words}, not {value!r:.40}")
+
+
+def check_schema_json(schema: Any, what: str = "schema") -> None:
+    """Every id an integer, every ``required`` a boolean, every name a string, at any depth."""
+    if not isinstance(schema, dict):
+        return  # the parser reports a schema that is no object
+    _expect(schema, "schema-id", "int", what)
+    _expect(schema, "identifier-field-ids", "ints", what)
+    pending: list[tuple[Any, str]] = [(schema, what)]
+    while pending:
+        node, where = pending.pop()
+        if not isinstance(node, dict):
+            continue
+        kind = node.get("type")
+        if kind == "struct" and isinstance(node.get("fields"), list):
+            for index, field in enumerate(node["fields"]):
+                if not isinstance(field, dict):
+                    continue
+                here = f"{where}.fields[{index}]"
+                _expect(field, "id", "int", here)
+                _expect(field, "name", "str", here)
+                _expect(field, "required", "bool", here)
+                _expect(field, "doc", "str", here)
+                pending.append((field.get("type"), here))
+        elif kind == "list":
+            _expect(node, "element-id", "int", where)
+            _expect(node, "element-required", "bool", where)
+            pending.append((node.get("element"), f"{where}.element"))
+        elif kind == "map":
+            _expect(node, "key-id", "int", where)
+            _expect(node, "value-id", "int", where)
+            _expect(node, "value-required", "bool", where)
+            pending.extend([(node.get("key"), f"{where}.key"), (node.get("value"), f"{where}.value")])
+
+
+def check_spec_json(spec: Any, what: str = "partition spec") -> None:
+    if not isinstance(spec, dict):
+        return
+    _expect(spec, "spec-id", "int", what)
+    for index, field in enumerate(spec.get("fields") or []):
+        if isinstance(field, dict):
+            here = f"{what}.fields[{index}]"
+            _expect(field, "source-id", "int", here)
+            _expect(field, "source-ids", "ints", here)
+            _expect(field, "field-id", "int", here)
+            _expect(field, "name", "str", here)
+            _expect(field, "transform", "str", here, required=True)
+
+
+def check_order_json(order: Any, what: str = "sort order") -> None:
+    if not isinstance(order, dict):
+        return
+    _expect(order, "order-id", "int", what)
+    for index, field in enumerate(order.get("fields") or []):
+        if isinstance(field, dict):
+            here = f"{what}.fields[{index}]"
+            _expect(field, "source-id", "int", here)
+            _expect(field, "source-ids", "ints", here)
+            for key in ("transform", "direction", "null-order"):
+                _expect(field, key, "str", here, required=True)
+
+
+def check_summary_json(snapshot: Any) -> None:
+    """A snapshot's summary is a map of strings (its counts too: ``"added-files": "1"``)."""
+    summary = snapshot.get("summary") if isinstance(snapshot, dict) else None
+    if isinstance(summary, dict):
+        for key, value in summary.items():
+            if not isinstance(value, str):
+                raise BadRequest(f"invalid snapshot: summary value of '{key}' must be a string, not {value!r:.40}")
