@@ -62,3 +62,37 @@ def test_plan_of_a_spark_merge_on_read_table_equals_pyiceberg(spark: SparkSessio
     assert sum(1 for _, deletes in everything if deletes) == 2  # Spark's position deletes, on the two files hit
     before_delete = table.snapshots()[1].snapshot_id
     assert all(not deletes for _, deletes in served(arco, {"snapshot-id": before_delete}))
+
+
+def test_deletion_vectors_of_a_v3_table_are_served_one_per_data_file(spark: SparkSession, spark_arco: str,
+                                                                     arco: RunningServer) -> None:
+    """Iceberg Java writes a v3 table's deletes as deletion vectors, those of one DELETE in one Puffin file: each
+    data file's task must name its own vector, with its offset and size in that file (what a client needs to
+    read it), as Spark's own ``delete_files`` table lists them."""
+    c = spark_arco
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {c}.dv")
+    spark.sql(f"""CREATE TABLE {c}.dv.events (id BIGINT, name STRING) USING iceberg
+                  TBLPROPERTIES ('format-version'='3', 'write.delete.mode'='merge-on-read')""")
+    for batch in range(3):
+        values = ", ".join(f"({batch * 10 + i}, 'n{i}')" for i in range(10))
+        spark.sql(f"INSERT INTO {c}.dv.events VALUES {values}")
+    spark.sql(f"DELETE FROM {c}.dv.events WHERE id % 10 = 3")
+    vectors = {row["referenced_data_file"]: (row["file_path"], row["content_offset"], row["content_size_in_bytes"])
+               for row in spark.sql(f"SELECT * FROM {c}.dv.events.delete_files").collect()}
+    assert len(vectors) == 3 and len({path for path, _, _ in vectors.values()}) == 1  # one Puffin file
+
+    answer = httpx.post(f"{arco.iceberg_uri}/v1/main/namespaces/dv/tables/events/plan", json={}, timeout=60,
+                        headers={"Authorization": f"Bearer {ARCO_TOKEN}"})
+    assert answer.status_code == 200, answer.text
+    result = answer.json()
+    deletes = result["delete-files"]
+    assert len(deletes) == 3
+    for task in result["file-scan-tasks"]:
+        data_path = task["data-file"]["file-path"]
+        [reference] = task["delete-file-references"]
+        vector = deletes[reference]
+        assert vector["file-format"] == "puffin" and vector["referenced-data-file"] == data_path
+        assert (vector["file-path"], vector["content-offset"], vector["content-size-in-bytes"]) == vectors[data_path]
+
+    table = RestCatalog("arco", uri=arco.iceberg_uri, warehouse="main", token=ARCO_TOKEN).load_table("dv.events")
+    assert sorted(table.scan().to_arrow()["id"].to_pylist()) == [i for i in range(30) if i % 10 != 3]

@@ -70,16 +70,18 @@ def writer_for(scan: PreparedScan) -> TaskWriter:
 def plan_now(store: PlanStore, table_uuid: str, principal: str, scan: PreparedScan, tasks: list[PlannedTask],
              chunk_size: int) -> dict[str, Any]:
     """A completed planTableScan result: the first chunk inline, any further chunks stored as plan tasks (the
-    record is written after them, so it never names a task that is not there)."""
+    record is written after them, so it never names a task that is not there). The record is written for a plan
+    of one chunk too: the answer names a plan id (the spec's completed result has one), and a client may fetch or
+    cancel any plan id it was given."""
     parts = chunks(tasks, chunk_size)
     writer = writer_for(scan)
     record = store.new_record(table_uuid, principal, status="completed")
     body: dict[str, Any] = {"status": "completed", "plan-id": record.plan_id, **writer.chunk(parts[0])}
+    for n in range(1, len(parts)):
+        store.write_chunk(record.plan_id, n, orjson.dumps(writer.chunk(parts[n])))
+    record = replace(record, first_chunk=1, chunk_count=len(parts))
+    store.create(record)
     if len(parts) > 1:
-        for n in range(1, len(parts)):
-            store.write_chunk(record.plan_id, n, orjson.dumps(writer.chunk(parts[n])))
-        record = replace(record, first_chunk=1, chunk_count=len(parts))
-        store.create(record)
         body["plan-tasks"] = record.plan_tasks
     return body
 

@@ -1,6 +1,7 @@
 """Scan planning with PyIceberg's own machinery: manifests pruned by partition summaries, entries by partition
-and column metrics, position deletes matched by PyIceberg's ``DeleteFileIndex`` and residuals by its residual
-evaluators, so the served file set is the one ``table.scan(...).plan_files()`` gives. Equality deletes, which
+and column metrics, position deletes matched by the rules of its ``DeleteFileIndex`` (:class:`PositionDeletes`,
+which keeps a Puffin file's deletion vectors apart) and residuals by its residual evaluators, so the served file
+set is the one ``table.scan(...).plan_files()`` gives (a v3 table's manifests read whole). Equality deletes, which
 PyIceberg refuses to plan, are matched here by the table spec's rule (a delete applies to data files of smaller
 data sequence number, in the same partition unless the delete file's spec is unpartitioned).
 
@@ -11,29 +12,35 @@ data sequence number, in the same partition unless the delete file's spec is unp
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
+from pyiceberg.avro.file import AvroFile
 from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.manifest import (
+    MANIFEST_ENTRY_SCHEMAS,
     DataFile,
     DataFileContent,
+    FileFormat,
     ManifestContent,
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
+    _inherit_from_manifest,
 )
 from pyiceberg.schema import Schema
-from pyiceberg.table import INITIAL_SEQUENCE_NUMBER, ManifestGroupPlanner, Operation
-from pyiceberg.table.delete_file_index import DeleteFileIndex
+from pyiceberg.table import INITIAL_SEQUENCE_NUMBER, ManifestGroupPlanner, Operation, _min_sequence_number
+from pyiceberg.table.delete_file_index import _applies_to_data_file, _partition_key, _referenced_data_file_path
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot, ancestors_between_ids
+from pyiceberg.typedef import KeyDefaultDict
+from pyiceberg.utils.concurrent import ExecutorFactory
 
 from arco.iceberg.errors import BadRequest, Forbidden
 from arco.iceberg.planning import ScanRequest, bind_filter, field_ids
-from arco.iceberg.scan_tasks import PlannedTask
+from arco.iceberg.scan_tasks import PlannedTask, referenced_data_file
 from arco.storage.urls import file_under
 
 Cancelled = Callable[[], bool]
@@ -60,8 +67,10 @@ def prepare(metadata: TableMetadata, request: ScanRequest) -> PreparedScan:
         start = request.start_snapshot_id
         if start is not None:
             _snapshot(metadata, start, "start-snapshot-id")
-            if end is None or not _is_ancestor(metadata, start, end.snapshot_id):
-                raise BadRequest(f"start-snapshot-id {start} is not an ancestor of end-snapshot-id "
+            # A parent ancestor, as in the reference implementation: the start is exclusive, so start = end
+            # would name no snapshot at all.
+            if end is None or start == end.snapshot_id or not _is_ancestor(metadata, start, end.snapshot_id):
+                raise BadRequest(f"start-snapshot-id {start} is not a parent ancestor of end-snapshot-id "
                                  f"{end.snapshot_id if end else None}")
         snapshot = end
     elif request.snapshot_id is not None:
@@ -148,14 +157,79 @@ def _by_id(scan: PreparedScan, snapshot_id: int) -> Snapshot:
     return snapshot
 
 
+def read_entries(io: FileIO, manifest: ManifestFile, format_version: int) -> list[ManifestEntry]:
+    """A manifest's live entries, read with the table's format version's schema: PyIceberg 0.12 reads every
+    manifest with v2's, which drops v3's fields (a deletion vector's data file, offset and size)."""
+    with AvroFile[ManifestEntry](io.new_input(manifest.manifest_path), MANIFEST_ENTRY_SCHEMAS[format_version],
+                                 read_types={-1: ManifestEntry, 2: DataFile},
+                                 read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent}) as reader:
+        return [_inherit_from_manifest(entry, manifest) for entry in reader
+                if entry.status != ManifestEntryStatus.DELETED]
+
+
+class PositionDeletes:
+    """Position delete files by the data file they apply to (a deletion vector's referenced data file, or a
+    delete file whose path bounds name one file), else by partition; a delete applies to data files of a data
+    sequence number no greater than its own.
+
+    In place of PyIceberg's ``DeleteFileIndex``, which keeps delete files in sets of ``DataFile``, whose equality
+    is the path alone: the deletion vectors of one Puffin file (one for each data file) became one, applied to
+    every data file of its partition."""
+
+    def __init__(self) -> None:
+        self._by_path: dict[str, list[tuple[int, DataFile]]] = {}
+        self._by_partition: dict[tuple[int, Any], list[tuple[int, DataFile]]] = {}
+
+    def add(self, entry: ManifestEntry) -> None:
+        delete = entry.data_file
+        seq = entry.sequence_number or INITIAL_SEQUENCE_NUMBER
+        target = referenced_data_file(delete) or _referenced_data_file_path(delete)
+        if target:
+            self._by_path.setdefault(target, []).append((seq, delete))
+        else:
+            self._by_partition.setdefault(_partition_key(delete.spec_id or 0, delete.partition), []).append(
+                (seq, delete))
+
+    def for_data_file(self, seq: int, data_file: DataFile) -> list[DataFile]:
+        found = [delete for delete_seq, delete in self._by_path.get(data_file.file_path, ()) if delete_seq >= seq]
+        for delete_seq, delete in self._by_partition.get(_partition_key(data_file.spec_id or 0,
+                                                                         data_file.partition), ()):
+            if delete_seq >= seq and _applies_to_data_file(delete, data_file):
+                found.append(delete)
+        return found
+
+
 class Planner(ManifestGroupPlanner):
-    """PyIceberg's planner, with equality deletes assigned instead of refused."""
+    """PyIceberg's planner, with v3 manifests read whole, position deletes matched by :class:`PositionDeletes`,
+    and equality deletes assigned instead of refused."""
+
+    def plan_manifest_entries(self, manifests: Iterable[ManifestFile]) -> Iterator[list[ManifestEntry]]:
+        """As PyIceberg's (manifests pruned by partition summaries, entries by partition and metrics), reading
+        each manifest with the table's format version (:func:`read_entries`)."""
+        version = self.table_metadata.format_version
+        if version < 3:
+            return super().plan_manifest_entries(manifests)
+        manifest_evaluators: dict[int, Callable[[ManifestFile], bool]] = KeyDefaultDict(
+            self._build_manifest_evaluator)
+        partition_evaluators: dict[int, Callable[[DataFile], bool]] = KeyDefaultDict(
+            self._build_partition_evaluator)
+        metrics_evaluator = self._build_metrics_evaluator()
+        kept = [m for m in manifests if manifest_evaluators[m.partition_spec_id](m)]
+        least = _min_sequence_number(kept)
+        jobs = [(m, partition_evaluators[m.partition_spec_id]) for m in kept if self._check_sequence_number(least, m)]
+
+        def open_manifest(job: tuple[ManifestFile, Callable[[DataFile], bool]]) -> list[ManifestEntry]:
+            manifest, in_partition = job
+            return [entry for entry in read_entries(self.io, manifest, version)
+                    if in_partition(entry.data_file) and metrics_evaluator(entry.data_file)]
+
+        return ExecutorFactory.get_or_create().map(open_manifest, jobs)
 
     def tasks(self, manifest_files: Iterable[ManifestFile],
               entry_filter: Callable[[ManifestEntry], bool] | None = None,
               cancelled: Cancelled | None = None) -> list[PlannedTask]:
         data_entries: list[ManifestEntry] = []
-        positions = DeleteFileIndex()
+        positions = PositionDeletes()
         equality: list[tuple[int, DataFile]] = []
         for seen, entry in enumerate(chain.from_iterable(self.plan_manifest_entries(manifest_files))):
             if cancelled is not None and seen % 1024 == 0 and cancelled():
@@ -166,7 +240,7 @@ class Planner(ManifestGroupPlanner):
             if content == DataFileContent.DATA:
                 data_entries.append(entry)
             elif content == DataFileContent.POSITION_DELETES:
-                positions.add_delete_file(entry, partition_key=entry.data_file.partition)
+                positions.add(entry)
             elif content == DataFileContent.EQUALITY_DELETES:
                 equality.append((entry.sequence_number or INITIAL_SEQUENCE_NUMBER, entry.data_file))
         if cancelled is not None and cancelled():
@@ -178,11 +252,11 @@ class Planner(ManifestGroupPlanner):
         for entry in data_entries:
             data_file = entry.data_file
             seq = entry.sequence_number or INITIAL_SEQUENCE_NUMBER
-            deletes = set(positions.for_data_file(seq, data_file, partition_key=data_file.partition))
+            deletes = positions.for_data_file(seq, data_file)
             for delete_seq, delete in equality:
                 if delete_seq > seq and ((delete.spec_id or 0) in unpartitioned or (
                         delete.spec_id == data_file.spec_id and delete.partition == data_file.partition)):
-                    deletes.add(delete)
+                    deletes.append(delete)
             spec_id = data_file.spec_id or 0
             residual = residuals.get((spec_id, data_file.partition))
             if residual is None:

@@ -24,10 +24,27 @@ from arco.iceberg.planning import expression_json, single_value_json
 CONTENT = {DataFileContent.DATA: "data", DataFileContent.POSITION_DELETES: "position-deletes",
            DataFileContent.EQUALITY_DELETES: "equality-deletes"}
 FORMATS = {f: f.name.lower() for f in FileFormat}
-# Format v3 fields of a manifest's data_file struct, by position: PyIceberg 0.12 reads them into the record but
-# has no properties for them (a file-scoped delete's referenced-data-file, a deletion vector's offset and size).
+# Format v3 fields of a manifest's data_file struct, by position: PyIceberg 0.12 has no properties for them (a
+# file-scoped delete's referenced-data-file, a deletion vector's offset and size, a data file's first row id).
+# The planner reads a v3 table's manifests with the v3 schema so that they are there (planner.read_entries).
 V3_FIELDS = ((16, "first-row-id"), (17, "referenced-data-file"), (18, "content-offset"),
              (19, "content-size-in-bytes"))
+_REFERENCED_DATA_FILE = 17
+_CONTENT_OFFSET = 18
+
+
+def referenced_data_file(delete_file: DataFile) -> str | None:
+    """The one data file a v3 position delete file (a deletion vector) applies to, if it names one."""
+    raw = delete_file._data
+    return raw[_REFERENCED_DATA_FILE] if len(raw) > _REFERENCED_DATA_FILE else None
+
+
+def delete_file_identity(delete_file: DataFile) -> tuple[str, int]:
+    """A delete file's identity in a plan: its path, and for a deletion vector its offset in that file (one Puffin
+    file holds the vectors of many data files; PyIceberg's ``DataFile`` equality is the path alone)."""
+    raw = delete_file._data
+    offset = raw[_CONTENT_OFFSET] if len(raw) > _CONTENT_OFFSET else None
+    return delete_file.file_path, -1 if offset is None else offset
 
 
 @dataclass(frozen=True)
@@ -52,14 +69,15 @@ class TaskWriter:
     def chunk(self, tasks: list[PlannedTask]) -> dict[str, Any]:
         """A ScanTasks object for ``tasks``: their file scan tasks and every delete file they refer to, once."""
         delete_files: list[dict[str, Any]] = []
-        index: dict[str, int] = {}
+        index: dict[tuple[str, int], int] = {}
         out = []
         for task in tasks:
             refs = []
-            for delete in sorted(task.delete_files, key=lambda d: d.file_path):
-                position = index.get(delete.file_path)
+            for identity, delete in sorted(((delete_file_identity(d), d) for d in task.delete_files),
+                                           key=lambda pair: pair[0]):
+                position = index.get(identity)
                 if position is None:
-                    position = index[delete.file_path] = len(delete_files)
+                    position = index[identity] = len(delete_files)
                     delete_files.append(self.content_file(delete))
                 refs.append(position)
             item: dict[str, Any] = {"data-file": self.content_file(task.data_file),

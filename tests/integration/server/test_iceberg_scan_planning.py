@@ -222,6 +222,12 @@ def test_a_big_sync_result_spills_into_plan_tasks(servers: dict[str, Any], table
         small = client.post("/namespaces/plan/tables/t/plan", json={"filter": FILTERS[2][0],
                                                                       "snapshot-id": table.snapshots()[0].snapshot_id})
         assert "plan-tasks" not in small.json() and small.json()["plan-id"]
+        # The plan id a completed answer names is kept: it can be fetched (nothing more to read) and cancelled.
+        plan_id = small.json()["plan-id"]
+        assert client.get(f"/namespaces/plan/tables/t/plan/{plan_id}").json() == {"status": "completed",
+                                                                                  "plan-tasks": []}
+        assert client.delete(f"/namespaces/plan/tables/t/plan/{plan_id}").status_code == 204
+        assert client.get(f"/namespaces/plan/tables/t/plan/{plan_id}").json() == {"status": "cancelled"}
 
 
 def test_pyiceberg_reads_through_server_side_planning(servers: dict[str, Any], table: Table) -> None:
@@ -420,6 +426,8 @@ def test_bad_input(servers: dict[str, Any], table: Table) -> None:
             {"start-snapshot-id": table.snapshots()[0].snapshot_id},
             {"start-snapshot-id": table.snapshots()[3].snapshot_id,
              "end-snapshot-id": table.snapshots()[1].snapshot_id},
+            {"start-snapshot-id": table.snapshots()[2].snapshot_id,  # the start is exclusive: no snapshot at all
+             "end-snapshot-id": table.snapshots()[2].snapshot_id},
             {"select": ["nope"]},
             {"stats-fields": "id"},
             {"case-sensitive": "yes"},
