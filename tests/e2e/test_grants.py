@@ -233,6 +233,9 @@ def test_who_am_i_and_table_credentials(world: dict, owned: dict) -> None:
     bad = uc(world, "olga@x.com", "POST", "/temporary-table-credentials", json={"table_id": table_id,
                                                                                 "operation": "DELETE"})
     assert bad.status_code == 400
+    for missing in ({"operation": "READ"}, {"table_id": 5, "operation": "READ"}):
+        refused = uc(world, "olga@x.com", "POST", "/temporary-table-credentials", json=missing)
+        assert refused.status_code == 400 and "table_id is required" in refused.json()["message"]
     outside = uc(world, "admin", "POST", "/temporary-path-credentials",
                  json={"url": "s3://bucket/path", "operation": "PATH_READ"})
     assert outside.status_code == 403 and "no external location" in outside.json()["message"]

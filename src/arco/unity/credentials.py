@@ -59,6 +59,8 @@ def _operation(body: dict[str, Any], allowed: dict[str, Any]) -> str:
 def table_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[str, Any],
                       caller: Principal) -> dict[str, Any]:
     operation = _operation(body, TABLE_OPERATIONS)
+    if not isinstance(body.get("table_id"), str) or not body["table_id"]:
+        raise invalid("table_id is required: the id of the table (tables/{full_name} answers it)")
     rule, privilege, access = TABLE_OPERATIONS[operation]
     with store.read() as state:
         staged = _staging_table(state, caller, body.get("table_id"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -108,6 +109,7 @@ def check_columns(raw: Any) -> list[dict[str, Any]]:
         if type_name not in COLUMN_TYPES:
             raise invalid(f"columns[{index}].type_name {column['type_name']!r} is not a column type name")
         kept = {k: column[k] for k in COLUMN_FIELDS if column.get(k) is not None}
+        _check_column_types(kept, index)
         kept["type_name"] = type_name
         kept.setdefault("position", index)
         kept.setdefault("type_text", type_name.lower())
@@ -117,6 +119,30 @@ def check_columns(raw: Any) -> list[dict[str, Any]]:
     if len(set(names)) != len(names):
         raise invalid("column names must be unique")
     return columns
+
+
+_COLUMN_STRINGS = ("name", "type_text", "type_json", "type_interval_type", "comment")
+_COLUMN_COUNTS = ("position", "type_precision", "type_scale", "partition_index")  # int32, never negative
+
+
+def _check_column_types(column: dict[str, Any], index: int) -> None:
+    """Each ColumnInfo field of the spec's type, as stored and answered (a ``"yes"`` for nullable or ``"0"`` for
+    position would be given back to every client that reads the table); ``type_json`` is JSON, as engines that
+    read the table parse it."""
+    for key in _COLUMN_STRINGS:
+        if key in column and not isinstance(column[key], str):
+            raise invalid(f"columns[{index}].{key} must be a string")
+    for key in _COLUMN_COUNTS:
+        value = column.get(key)
+        if key in column and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31):
+            raise invalid(f"columns[{index}].{key} must be an integer from 0 to {2**31 - 1}")
+    if "nullable" in column and not isinstance(column["nullable"], bool):
+        raise invalid(f"columns[{index}].nullable must be true or false")
+    if column.get("type_json"):
+        try:
+            json.loads(column["type_json"])
+        except ValueError:
+            raise invalid(f"columns[{index}].type_json must be a JSON document (the column's type)") from None
 
 
 MAX_DEPENDENCIES = 1000

@@ -12,7 +12,7 @@ from arco.catalog.access import PrincipalEntry
 from arco.catalog.model import TableEntry
 from arco.unity.common import comment_of, known_principal, owner_in
 from arco.unity.errors import UnityError
-from arco.unity.infos import check_view_dependencies, last_change
+from arco.unity.infos import check_columns, check_view_dependencies, last_change
 
 
 @pytest.mark.parametrize(("body", "comment"), [
@@ -95,3 +95,24 @@ def test_malformed_view_dependencies_are_refused(raw: Any) -> None:
     with pytest.raises(UnityError) as refused:
         check_view_dependencies(raw)
     assert refused.value.status == 400
+
+
+COLUMN = {"name": "id", "type_name": "LONG", "type_text": "bigint", "position": 0, "nullable": False,
+          "type_json": '{"name":"id","type":"long","nullable":false,"metadata":{}}'}
+
+
+def test_well_typed_columns_are_kept() -> None:
+    [kept] = check_columns([COLUMN | {"type_precision": 0, "type_scale": 0, "partition_index": 1, "comment": "c"}])
+    assert kept["position"] == 0 and kept["nullable"] is False and kept["partition_index"] == 1
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"position": "0"}, "position"), ({"position": -1}, "position"), ({"position": True}, "position"),
+    ({"nullable": "yes"}, "nullable"), ({"nullable": 1}, "nullable"), ({"type_precision": "x"}, "type_precision"),
+    ({"type_scale": 2**31}, "type_scale"), ({"partition_index": 1.5}, "partition_index"),
+    ({"type_text": 5}, "type_text"), ({"comment": ["c"]}, "comment"), ({"type_json": "not json"}, "type_json"),
+])
+def test_a_column_field_of_the_wrong_type_is_refused(change: dict[str, Any], field: str) -> None:
+    with pytest.raises(UnityError) as refused:
+        check_columns([COLUMN | change])
+    assert refused.value.status == 400 and f"columns[0].{field}" in str(refused.value)
