@@ -377,7 +377,10 @@ def test_a_caller_who_may_not_use_a_schema_learns_no_table_names_in_it(world: di
             assert page.status_code == 403, (name, page.text)
         assert grant(world, "olga@x.com", "schema", "sec.s", "eve@x.com", "USE_SCHEMA").status_code == 200
         assert httpx.get(f"{base}/nope", headers=token, timeout=30).status_code == 404
-        assert httpx.get(f"{base}/t", headers=token, timeout=30).status_code == 403  # no SELECT
+        refused = httpx.get(f"{base}/t", headers=token, timeout=30)  # no SELECT: the refusal says what is needed
+        assert refused.status_code == 403 and "needs USE_CATALOG, USE_SCHEMA and SELECT" in refused.text
+        page = httpx.get(f"{world['server'].base_url}/ui/api/tables/sec.s.t", headers=token, timeout=30)
+        assert page.status_code == 403 and "SELECT" in page.text
         assert uc(world, "eve@x.com", "GET", "/tables/sec.s.nope").status_code == 404
     finally:
         grant(world, "olga@x.com", "schema", "sec.s", "eve@x.com", "USE_SCHEMA", remove=True)

@@ -23,6 +23,13 @@ from arco.catalog.system import is_system
 from arco.iceberg.errors import Forbidden
 
 TableRule = Callable[[Subject, Securable, Securable, Securable], bool]
+# What each table action needs, said in its refusal (as Unity Catalog's refusals say it).
+TABLE_NEEDS = {
+    "read": "needs USE_CATALOG, USE_SCHEMA and SELECT",
+    "modify": "needs USE_CATALOG, USE_SCHEMA and MODIFY",
+    "drop": "needs ownership of the table, its schema or its catalog",
+    "rename": "needs ownership of the table, USE_CATALOG, USE_SCHEMA and CREATE_TABLE on its schema",
+}
 
 
 class IcebergGuard:
@@ -112,14 +119,14 @@ class IcebergGuard:
         if args is None:
             self._reach_tables(state, principal, catalog, namespace, name, action)
         elif not rules[action](subject_of(state, principal), *args):
-            raise self._deny(principal, f"{action} table {'.'.join((*namespace, name))}")
+            raise self._deny(principal, f"{action} table {'.'.join((*namespace, name))} ({TABLE_NEEDS[action]})")
 
     def _reach_tables(self, state: CatalogState, principal: Principal, catalog: CatalogEntry,
                       namespace: NamespacePath, name: str, action: str) -> None:
         """For a table that is not there: 403 all the same where the caller may not use its namespace (as for one
         that is: the answer must not tell which names exist); else the service answers (404)."""
         if not may_look_up_tables(state, principal, catalog, namespace):
-            raise self._deny(principal, f"{action} table {'.'.join((*namespace, name))}")
+            raise self._deny(principal, f"{action} table {'.'.join((*namespace, name))} ({TABLE_NEEDS[action]})")
 
     def may_write(self, principal: Principal, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> bool:
         """Whether storage access for this table may be read-write (MODIFY), not only read (SELECT)."""
