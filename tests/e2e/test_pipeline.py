@@ -292,3 +292,35 @@ def test_the_documented_spark_submit_command_runs_a_job(populated: StorageSpec, 
                             env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     assert result.returncode == 0, result.stderr[-3000:]
     assert "arco pipeline reconcile: succeeded" in result.stdout
+
+
+def test_compact_fails_loudly_when_the_system_tables_are_not_published(populated: StorageSpec, warehouse: Path,
+                                                                        server: RunningServer) -> None:
+    """The history is compacted either way, but a scheduler must see that the system tables are stale: the command
+    exits non-zero and says what to do; the next run publishes them."""
+    storage = populated.open()
+    compact_cli = [sys.executable, "-m", "arco.cli.main", "pipeline", "compact", "--warehouse", str(warehouse),
+                   "--master", "local[2]"]
+    assert subprocess.run(compact_cli, capture_output=True, text=True, timeout=600).returncode == 0
+    system = RestCatalog("sys", uri=server.iceberg_uri, warehouse="system", token=ARCO_TOKEN)
+    key = system.load_table("history.timeline").metadata_location.removeprefix(storage.url + "/")
+    original = storage.get(key).data
+    py = RestCatalog("py", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    cities = py.load_table("raw.cities")
+    cities.append(pa.table({"id": pa.array([9], pa.int64()), "city": pa.array(["lima"])}))
+    wait_for_catalog_receipts(storage)
+    storage.put(key, b'{"format-version": 2, "truncated')
+    try:
+        failed = subprocess.run(compact_cli, capture_output=True, text=True, timeout=600)
+    finally:
+        storage.put(key, original)
+    assert failed.returncode == 1, failed.stdout[-3000:]
+    assert "system tables were not published" in failed.stderr and "run compact again" in failed.stderr
+    assert "failed to publish the system tables" in " ".join(failed.stdout.split())  # rich wraps lines
+    again = subprocess.run(compact_cli, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    published = system.load_table("history.timeline").scan(selected_fields=("metadata_location",)).to_arrow()
+    locations = [loc for loc in published["metadata_location"].to_pylist() if "/cities-" in loc]
+    # The append made meanwhile; the second run also found only bad receipts new (never deleted, refused each
+    # time), and publishes all the same.
+    assert cities.metadata_location in locations, again.stdout

@@ -58,13 +58,20 @@ def compact(warehouse: str, storage_options: tuple[str, ...], master: str | None
     spark = pipeline_session("compact", master)
     with new_progress() as progress:
         run_compact(spark, spec, run, progress)
-    if not run.counts.get("receipts_new") and not run.counts.get("stale_files_removed"):
+    unpublished = run.counts.get("system_tables_failed", 0)
+    if not run.counts.get("receipts_new") and not run.counts.get("stale_files_removed") and not unpublished:
         Console().print("nothing new to compact; nothing written")
         return
     if not run.counts.get("timeline_rows") and not run.counts.get("audit_rows") and not run.counts.get("runs_rows"):
-        print_summary(run.record("nothing compacted"), Console())  # only unreadable receipts: reported, no record
-        return
-    print_summary(run.finish(spec.open()), Console())
+        # Only unreadable receipts: reported, no record.
+        print_summary(run.record("failed to publish the system tables" if unpublished else "nothing compacted"),
+                      Console())
+    else:
+        print_summary(run.finish(spec.open(), "failed to publish the system tables" if unpublished else
+                                 "succeeded"), Console())
+    if unpublished:  # the history is compacted; a scheduler must still see that its tables are stale
+        raise click.ClickException("the history was compacted, but the system tables were not published (see "
+                                   "'skipped' above); fix the cause and run compact again, which publishes them")
 
 
 RECONCILE_LABELS = {"versions": "metadata versions examined", "present": "committed receipts present",

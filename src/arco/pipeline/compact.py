@@ -250,6 +250,8 @@ def run_compact(spark: Any, spec: StorageSpec, run: Run, progress: Any | None = 
                                               "files": {k: sorted(v) for k, v in files.items() if v}})
         if publish:
             publish_system_tables(storage, state, run)
+    elif publish and state.batches:
+        publish_system_tables(storage, state, run)  # nothing compacted (only bad receipts): as with nothing new
     return run.counts
 
 
