@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,15 +76,18 @@ class DownloadTally:
     A client reads one file with several requests (the Python client: HEAD, GET and ranged GETs of the footer
     and the row groups), and a table with thousands of files; an event per request would dwarf the data. So the
     server counts the distinct files (by name), bytes and requests a recipient read of a table, and writes them
-    as one event after at most WINDOW_MS or WINDOW_FILES files, and at shutdown (the served app's lifespan, see
-    arco.api.app). Like every receipt this is best effort: a crash loses at most one window of tallies (the query
-    event, written before, counts what was granted).
+    as one event when its window closes (WINDOW_MS after it opened: a timer writes it then, if no later download
+    did), after WINDOW_FILES files, and at shutdown (the served app's lifespan, see arco.api.app). Like every
+    receipt this is best effort: a crash loses at most one window of tallies (the query event, written before,
+    counts what was granted).
     """
 
-    def __init__(self, storage: StorageBackend) -> None:
+    def __init__(self, storage: StorageBackend,
+                 schedule: Callable[[float, Callable[[], None]], None] | None = None) -> None:
         self.storage = storage
         self._lock = threading.Lock()
         self._tallies: dict[Reader, _Tally] = {}
+        self._schedule = schedule or _daemon_timer
 
     def note(self, reader: Reader, name: str, sent: int, client_ip: str | None, user_agent: str | None,
              now_ms: int | None = None) -> list[dict[str, Any]]:
@@ -93,6 +97,7 @@ class DownloadTally:
             tally = self._tallies.get(reader)
             if tally is None:
                 tally = self._tallies[reader] = _Tally(now_ms)
+                self._schedule(WINDOW_MS / 1000, self.write_closed)
             tally.files.add(name)
             tally.bytes += sent
             tally.requests += 1
@@ -105,11 +110,25 @@ class DownloadTally:
         for event in events:
             record_read(self.storage, event)
 
+    def write_closed(self, now_ms: int | None = None) -> None:
+        """Write the windows that have closed (the timer a window's first download set runs this)."""
+        now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+        with self._lock:
+            due = [r for r, t in self._tallies.items() if now_ms - t.started_ms >= WINDOW_MS]
+            events = [_download_event(r, self._tallies.pop(r), now_ms) for r in due]
+        self.write(events)
+
     def flush(self) -> None:
         with self._lock:
             events = [_download_event(r, t, int(time.time() * 1000)) for r, t in self._tallies.items()]
             self._tallies.clear()
         self.write(events)
+
+
+def _daemon_timer(delay_s: float, run: Callable[[], None]) -> None:
+    timer = threading.Timer(delay_s + 0.05, run)  # just past the window's end
+    timer.daemon = True
+    timer.start()
 
 
 def _download_event(reader: Reader, tally: _Tally, now_ms: int) -> dict[str, Any]:

@@ -136,6 +136,29 @@ def test_downloads_are_tallied_into_one_event_per_recipient_table_and_window(tmp
     assert len(list(storage.list("_catalog/events"))) == 3
 
 
+def test_a_download_window_is_written_when_it_closes_without_a_later_download(tmp_path: Path) -> None:
+    """One read and nothing after it: the window's timer writes it, not the next download or the server's exit
+    (which a SIGKILL never reaches)."""
+    from arco.sharing import audit
+    from arco.storage.factory import open_storage
+
+    storage = open_storage(str(tmp_path), {})
+    timers: list[tuple[float, object]] = []
+    tally = audit.DownloadTally(storage, schedule=lambda delay, run: timers.append((delay, run)))
+    acme = audit.Reader("acme", "sales", "lake", "orders", "t1")
+    t0 = 1_700_000_000_000
+    tally.note(acme, "a.parquet", 100, None, None, t0)
+    tally.note(acme, "b.parquet", 100, None, None, t0 + 5)
+    assert [delay for delay, _ in timers] == [audit.WINDOW_MS / 1000]  # one timer a window
+    tally.write_closed(t0 + audit.WINDOW_MS - 1)
+    assert list(storage.list("_catalog/events")) == []  # still open
+    tally.write_closed(t0 + audit.WINDOW_MS)
+    [written] = list(storage.list("_catalog/events"))
+    assert b'"files":2' in storage.get(written.key).data.replace(b" ", b"")
+    tally.write_closed(t0 + 2 * audit.WINDOW_MS)  # nothing left: nothing more written
+    assert len(list(storage.list("_catalog/events"))) == 1
+
+
 def test_arco_storage_options_map_to_deltalakes_for_azure_gcs_and_s3() -> None:
     from arco.sharing.delta_source import delta_storage_options
 
