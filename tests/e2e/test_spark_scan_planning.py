@@ -79,15 +79,17 @@ def test_deletion_vectors_of_a_v3_table_are_served_one_per_data_file(spark: Spar
     spark.sql(f"DELETE FROM {c}.dv.events WHERE id % 10 = 3")
     vectors = {row["referenced_data_file"]: (row["file_path"], row["content_offset"], row["content_size_in_bytes"])
                for row in spark.sql(f"SELECT * FROM {c}.dv.events.delete_files").collect()}
-    assert len(vectors) == 3 and len({path for path, _, _ in vectors.values()}) == 1  # one Puffin file
+    assert len(vectors) >= 3 and len({path for path, _, _ in vectors.values()}) == 1  # one Puffin file
 
     answer = httpx.post(f"{arco.iceberg_uri}/v1/main/namespaces/dv/tables/events/plan", json={}, timeout=60,
                         headers={"Authorization": f"Bearer {ARCO_TOKEN}"})
     assert answer.status_code == 200, answer.text
     result = answer.json()
     deletes = result["delete-files"]
-    assert len(deletes) == 3
-    for task in result["file-scan-tasks"]:
+    assert len(deletes) == len(vectors)
+    with_deletes = [t for t in result["file-scan-tasks"] if t.get("delete-file-references")]
+    assert {t["data-file"]["file-path"] for t in with_deletes} == set(vectors)  # files without deletes have none
+    for task in with_deletes:
         data_path = task["data-file"]["file-path"]
         [reference] = task["delete-file-references"]
         vector = deletes[reference]

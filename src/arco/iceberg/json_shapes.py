@@ -50,6 +50,8 @@ def check_schema_json(schema: Any, what: str = "schema") -> None:
                 here = f"{where}.fields[{index}]"
                 _expect(field, "id", "int", here)
                 _expect(field, "name", "str", here)
+                if field.get("name") == "":
+                    raise BadRequest(f"invalid {here}: 'name' is empty (no engine could name the column)")
                 _expect(field, "required", "bool", here)
                 _expect(field, "doc", "str", here)
                 pending.append((field.get("type"), here))

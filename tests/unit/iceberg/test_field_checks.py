@@ -66,6 +66,7 @@ def test_a_sort_source_must_exist() -> None:
     ({"type": "struct", "fields": [{"id": 1, "name": "a", "required": 1, "type": "long"}]}, "'required'"),
     ({"type": "struct", "fields": [{"id": True, "name": "a", "required": False, "type": "long"}]}, "'id'"),
     ({"type": "struct", "schema-id": 0.0, "fields": []}, "'schema-id'"),
+    ({"type": "struct", "fields": [{"id": 1, "name": "", "required": False, "type": "long"}]}, "'name' is empty"),
     ({"type": "struct", "identifier-field-ids": ["1"], "fields": []}, "'identifier-field-ids'"),
     ({"type": "struct", "fields": [{"id": 1, "name": "m", "required": False, "type": {
         "type": "map", "key-id": 2, "key": "long", "value-id": 3, "value": {
