@@ -66,31 +66,30 @@ def check_schema_json(schema: Any, what: str = "schema") -> None:
             pending.extend([(node.get("key"), f"{where}.key"), (node.get("value"), f"{where}.value")])
 
 
+_SPEC_FIELD = (("source-id", "int", False), ("source-ids", "ints", False), ("field-id", "int", False),
+               ("name", "str", False), ("transform", "str", True))
+_ORDER_FIELD = (("source-id", "int", False), ("source-ids", "ints", False), ("transform", "str", True),
+                ("direction", "str", True), ("null-order", "str", True))
+
+
 def check_spec_json(spec: Any, what: str = "partition spec") -> None:
-    if not isinstance(spec, dict):
-        return
-    _expect(spec, "spec-id", "int", what)
-    for index, field in enumerate(spec.get("fields") or []):
-        if isinstance(field, dict):
-            here = f"{what}.fields[{index}]"
-            _expect(field, "source-id", "int", here)
-            _expect(field, "source-ids", "ints", here)
-            _expect(field, "field-id", "int", here)
-            _expect(field, "name", "str", here)
-            _expect(field, "transform", "str", here, required=True)
+    _check_layout_json(spec, what, "spec-id", _SPEC_FIELD)
 
 
 def check_order_json(order: Any, what: str = "sort order") -> None:
-    if not isinstance(order, dict):
-        return
-    _expect(order, "order-id", "int", what)
-    for index, field in enumerate(order.get("fields") or []):
+    _check_layout_json(order, what, "order-id", _ORDER_FIELD)
+
+
+def _check_layout_json(layout: Any, what: str, id_key: str,
+                       field_keys: tuple[tuple[str, str, bool], ...]) -> None:
+    """A partition spec or sort order: its id, and each field's keys ``(key, kind, required)``."""
+    if not isinstance(layout, dict):
+        return  # the parser reports one that is no object
+    _expect(layout, id_key, "int", what)
+    for index, field in enumerate(layout.get("fields") or []):
         if isinstance(field, dict):
-            here = f"{what}.fields[{index}]"
-            _expect(field, "source-id", "int", here)
-            _expect(field, "source-ids", "ints", here)
-            for key in ("transform", "direction", "null-order"):
-                _expect(field, key, "str", here, required=True)
+            for key, kind, required in field_keys:
+                _expect(field, key, kind, f"{what}.fields[{index}]", required=required)
 
 
 def check_summary_json(snapshot: Any) -> None:
