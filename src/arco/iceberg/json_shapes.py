@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from arco.iceberg.errors import BadRequest
+from arco.iceberg.malformed import type_nodes
 
 
 def _is_int(value: Any) -> bool:
@@ -32,38 +33,33 @@ def _expect(node: dict[str, Any], key: str, kind: str, where: str, *, required: 
 
 
 def check_schema_json(schema: Any, what: str = "schema") -> None:
-    """Every id an integer, every ``required`` a boolean, every name a string, at any depth."""
+    """Every id an integer, every ``required`` a boolean, every name a string (not empty), at any depth."""
     if not isinstance(schema, dict):
         return  # the parser reports a schema that is no object
     _expect(schema, "schema-id", "int", what)
     _expect(schema, "identifier-field-ids", "ints", what)
-    pending: list[tuple[Any, str]] = [(schema, what)]
-    while pending:
-        node, where = pending.pop()
-        if not isinstance(node, dict):
-            continue
-        kind = node.get("type")
+    for node, _, where in type_nodes(schema, what):
+        kind = node.get("type") if isinstance(node, dict) else None
         if kind == "struct" and isinstance(node.get("fields"), list):
             for index, field in enumerate(node["fields"]):
-                if not isinstance(field, dict):
-                    continue
-                here = f"{where}.fields[{index}]"
-                _expect(field, "id", "int", here)
-                _expect(field, "name", "str", here)
-                if field.get("name") == "":
-                    raise BadRequest(f"invalid {here}: 'name' is empty (no engine could name the column)")
-                _expect(field, "required", "bool", here)
-                _expect(field, "doc", "str", here)
-                pending.append((field.get("type"), here))
+                if isinstance(field, dict):
+                    _check_field_json(field, f"{where}.fields[{index}]")
         elif kind == "list":
             _expect(node, "element-id", "int", where)
             _expect(node, "element-required", "bool", where)
-            pending.append((node.get("element"), f"{where}.element"))
         elif kind == "map":
             _expect(node, "key-id", "int", where)
             _expect(node, "value-id", "int", where)
             _expect(node, "value-required", "bool", where)
-            pending.extend([(node.get("key"), f"{where}.key"), (node.get("value"), f"{where}.value")])
+
+
+def _check_field_json(field: dict[str, Any], where: str) -> None:
+    _expect(field, "id", "int", where)
+    _expect(field, "name", "str", where)
+    if field.get("name") == "":
+        raise BadRequest(f"invalid {where}: 'name' is empty (no engine could name the column)")
+    _expect(field, "required", "bool", where)
+    _expect(field, "doc", "str", where)
 
 
 _SPEC_FIELD = (("source-id", "int", False), ("source-ids", "ints", False), ("field-id", "int", False),

@@ -11,6 +11,7 @@ into a PyIceberg model catches :data:`MALFORMED`, not a subset of it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
 import orjson
@@ -68,29 +69,42 @@ def type_nesting(schema: Any) -> int:
     return _walk(schema)[0]
 
 
-def _walk(schema: Any) -> tuple[int, int]:
-    """The deepest nesting of types in a schema's JSON, and the longest fixed type's length (0: none)."""
-    deepest = longest = 0
-    pending: list[tuple[Any, int]] = [(schema, 0)]
+def type_nodes(schema: Any, where: str = "schema") -> Iterator[tuple[Any, int, str]]:
+    """Every type in a schema's JSON with how deep it is nested (the schema itself: 0) and where it is, for
+    messages (``schema.fields[2].element``): the struct, list and map objects and the names of primitive types.
+    A shape that is no type is given as it is, and nothing under it: the parser reports those."""
+    pending: list[tuple[Any, int, str]] = [(schema, 0, where)]
     while pending:
-        node, depth = pending.pop()
-        if isinstance(node, str):
-            if fixed := _FIXED.fullmatch(node.strip()):
-                longest = max(longest, int(fixed.group(1)))
-            continue
+        node, depth, where = pending.pop()
+        yield node, depth, where
         if not isinstance(node, dict):
             continue
         kind = node.get("type")
         if kind == "struct" and isinstance(node.get("fields"), list):
-            children = [field.get("type") for field in node["fields"] if isinstance(field, dict)]
+            pending.extend((field.get("type"), depth + 1, f"{where}.fields[{index}]")
+                           for index, field in enumerate(node["fields"]) if isinstance(field, dict))
         elif kind == "list":
-            children = [node.get("element")]
+            pending.append((node.get("element"), depth + 1, f"{where}.element"))
         elif kind == "map":
-            children = [node.get("key"), node.get("value")]
-        else:
-            continue
-        deepest = max(deepest, depth + 1)
-        pending.extend((child, depth + 1) for child in children)
+            pending.extend([(node.get("key"), depth + 1, f"{where}.key"),
+                            (node.get("value"), depth + 1, f"{where}.value")])
+
+
+def _nested(node: Any) -> bool:
+    """Whether ``node`` is a struct, list or map type (a struct with its list of fields)."""
+    kind = node.get("type") if isinstance(node, dict) else None
+    return kind in ("list", "map") or (kind == "struct" and isinstance(node.get("fields"), list))
+
+
+def _walk(schema: Any) -> tuple[int, int]:
+    """The deepest nesting of types in a schema's JSON, and the longest fixed type's length (0: none)."""
+    deepest = longest = 0
+    for node, depth, _ in type_nodes(schema):
+        if isinstance(node, str):
+            if fixed := _FIXED.fullmatch(node.strip()):
+                longest = max(longest, int(fixed.group(1)))
+        elif _nested(node):
+            deepest = max(deepest, depth + 1)
     return deepest, longest
 
 
