@@ -29,21 +29,24 @@ FORMATS = {f: f.name.lower() for f in FileFormat}
 # The planner reads a v3 table's manifests with the v3 schema so that they are there (planner.read_entries).
 V3_FIELDS = ((16, "first-row-id"), (17, "referenced-data-file"), (18, "content-offset"),
              (19, "content-size-in-bytes"))
-_REFERENCED_DATA_FILE = 17
-_CONTENT_OFFSET = 18
+_V3_POSITIONS = {key: position for position, key in V3_FIELDS}
+
+
+def v3_field(data_file: DataFile, key: str) -> Any:
+    """One of :data:`V3_FIELDS` by its JSON name, or None where the file's record does not hold it."""
+    position, raw = _V3_POSITIONS[key], data_file._data
+    return raw[position] if len(raw) > position else None
 
 
 def referenced_data_file(delete_file: DataFile) -> str | None:
     """The one data file a v3 position delete file (a deletion vector) applies to, if it names one."""
-    raw = delete_file._data
-    return raw[_REFERENCED_DATA_FILE] if len(raw) > _REFERENCED_DATA_FILE else None
+    return v3_field(delete_file, "referenced-data-file")
 
 
 def delete_file_identity(delete_file: DataFile) -> tuple[str, int]:
     """A delete file's identity in a plan: its path, and for a deletion vector its offset in that file (one Puffin
     file holds the vectors of many data files; PyIceberg's ``DataFile`` equality is the path alone)."""
-    raw = delete_file._data
-    offset = raw[_CONTENT_OFFSET] if len(raw) > _CONTENT_OFFSET else None
+    offset = v3_field(delete_file, "content-offset")
     return delete_file.file_path, -1 if offset is None else offset
 
 
