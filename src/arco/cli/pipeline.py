@@ -62,13 +62,11 @@ def compact(warehouse: str, storage_options: tuple[str, ...], master: str | None
     if not run.counts.get("receipts_new") and not run.counts.get("stale_files_removed") and not unpublished:
         Console().print("nothing new to compact; nothing written")
         return
+    failed = "failed to publish the system tables" if unpublished else None
     if not run.counts.get("timeline_rows") and not run.counts.get("audit_rows") and not run.counts.get("runs_rows"):
-        # Only unreadable receipts: reported, no record.
-        print_summary(run.record("failed to publish the system tables" if unpublished else "nothing compacted"),
-                      Console())
+        print_summary(run.record(failed or "nothing compacted"), Console())  # only unreadable receipts: no record
     else:
-        print_summary(run.finish(spec.open(), "failed to publish the system tables" if unpublished else
-                                 "succeeded"), Console())
+        print_summary(run.finish(spec.open(), failed or "succeeded"), Console())
     if unpublished:  # the history is compacted; a scheduler must still see that its tables are stale
         raise click.ClickException("the history was compacted, but the system tables were not published (see "
                                    "'skipped' above); fix the cause and run compact again, which publishes them")
