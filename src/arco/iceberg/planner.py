@@ -21,6 +21,7 @@ from pyiceberg.avro.file import AvroFile
 from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.manifest import (
     MANIFEST_ENTRY_SCHEMAS,
+    MANIFEST_LIST_FILE_SCHEMAS,
     DataFile,
     DataFileContent,
     FileFormat,
@@ -28,6 +29,7 @@ from pyiceberg.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
+    PartitionFieldSummary,
     _inherit_from_manifest,
 )
 from pyiceberg.schema import Schema
@@ -40,7 +42,8 @@ from pyiceberg.utils.concurrent import ExecutorFactory
 
 from arco.iceberg.errors import BadRequest, Forbidden
 from arco.iceberg.planning import ScanRequest, bind_filter, field_ids
-from arco.iceberg.scan_tasks import PlannedTask, referenced_data_file
+from arco.iceberg.scan_tasks import V3_POSITIONS, PlannedTask, referenced_data_file
+from arco.lru import Lru
 from arco.storage.urls import file_under
 
 Cancelled = Callable[[], bool]
@@ -125,7 +128,7 @@ def _snapshot_manifests(scan: PreparedScan, snapshot: Snapshot, io: FileIO) -> l
     """The snapshot's manifests, if each lies inside the table's location. A commit checks that a snapshot's
     manifest list does; the manifests that list names are the writer's choice, and one of another table's would
     have this plan answer that table's file paths and column bounds (its values): refused before any is read."""
-    found = snapshot.manifests(io)
+    found = read_manifest_list(io, snapshot, scan.metadata.format_version)
     if not all(file_under(m.manifest_path, scan.metadata.location) for m in found):
         raise Forbidden(f"snapshot {snapshot.snapshot_id} names a manifest outside the table's location: it is not "
                         "planned")
@@ -157,14 +160,63 @@ def _by_id(scan: PreparedScan, snapshot_id: int) -> Snapshot:
     return snapshot
 
 
+# A v3 manifest list's manifests by the list's path (a manifest list is never rewritten).
+_v3_manifest_lists: Lru[str, tuple[ManifestFile, ...]] = Lru(128)
+# Where field 520 (first_row_id) lies in a v3 manifest list's records.
+_MANIFEST_FIRST_ROW_ID = [f.field_id for f in MANIFEST_LIST_FILE_SCHEMAS[3].fields].index(520)
+_FILE_FIRST_ROW_ID = V3_POSITIONS["first-row-id"]
+
+
+def read_manifest_list(io: FileIO, snapshot: Snapshot, format_version: int) -> list[ManifestFile]:
+    """A snapshot's manifests; a v3 table's read with v3's schema, as PyIceberg 0.12 reads every manifest list
+    with v2's, which drops a manifest's ``first_row_id`` (the start of the row ids its data files inherit)."""
+    if format_version < 3:
+        return list(snapshot.manifests(io))
+
+    def load() -> tuple[ManifestFile, ...]:
+        with AvroFile[ManifestFile](io.new_input(snapshot.manifest_list), MANIFEST_LIST_FILE_SCHEMAS[3],
+                                    read_types={-1: ManifestFile, 508: PartitionFieldSummary},
+                                    read_enums={517: ManifestContent}) as reader:
+            return tuple(reader)
+
+    found = _v3_manifest_lists.get_or_load(snapshot.manifest_list, load)
+    assert found is not None
+    return list(found)
+
+
 def read_entries(io: FileIO, manifest: ManifestFile, format_version: int) -> list[ManifestEntry]:
     """A manifest's live entries, read with the table's format version's schema: PyIceberg 0.12 reads every
-    manifest with v2's, which drops v3's fields (a deletion vector's data file, offset and size)."""
+    manifest with v2's, which drops v3's fields (a deletion vector's data file, offset and size, a data file's
+    first row id). Data files of a v3 data manifest inherit their first row ids (:func:`inherit_first_row_id`)."""
+    inherits = format_version >= 3 and manifest.content == ManifestContent.DATA
+    raw = manifest._data
+    next_row_id = raw[_MANIFEST_FIRST_ROW_ID] if inherits and len(raw) > _MANIFEST_FIRST_ROW_ID else None
+    live = []
     with AvroFile[ManifestEntry](io.new_input(manifest.manifest_path), MANIFEST_ENTRY_SCHEMAS[format_version],
                                  read_types={-1: ManifestEntry, 2: DataFile},
                                  read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent}) as reader:
-        return [_inherit_from_manifest(entry, manifest) for entry in reader
-                if entry.status != ManifestEntryStatus.DELETED]
+        for entry in reader:
+            if entry.status == ManifestEntryStatus.DELETED:
+                continue
+            if inherits:
+                next_row_id = inherit_first_row_id(entry.data_file, next_row_id)
+            live.append(_inherit_from_manifest(entry, manifest))
+    return live
+
+
+def inherit_first_row_id(data_file: DataFile, next_row_id: int | None) -> int | None:
+    """The spec's first row id inheritance, as Iceberg Java's manifest reader does it: a live data file without
+    a first row id takes the next one of its manifest, which then moves on by the file's record count; in a
+    manifest without a first row id (written before the table's upgrade to v3) no data file has one. Returns the
+    manifest's next row id."""
+    raw = data_file._data
+    if next_row_id is None:
+        raw[_FILE_FIRST_ROW_ID] = None
+        return None
+    if raw[_FILE_FIRST_ROW_ID] is None:
+        raw[_FILE_FIRST_ROW_ID] = next_row_id
+        return next_row_id + data_file.record_count
+    return next_row_id
 
 
 class PositionDeletes:

@@ -29,12 +29,12 @@ FORMATS = {f: f.name.lower() for f in FileFormat}
 # The planner reads a v3 table's manifests with the v3 schema so that they are there (planner.read_entries).
 V3_FIELDS = ((16, "first-row-id"), (17, "referenced-data-file"), (18, "content-offset"),
              (19, "content-size-in-bytes"))
-_V3_POSITIONS = {key: position for position, key in V3_FIELDS}
+V3_POSITIONS = {key: position for position, key in V3_FIELDS}
 
 
 def v3_field(data_file: DataFile, key: str) -> Any:
     """One of :data:`V3_FIELDS` by its JSON name, or None where the file's record does not hold it."""
-    position, raw = _V3_POSITIONS[key], data_file._data
+    position, raw = V3_POSITIONS[key], data_file._data
     return raw[position] if len(raw) > position else None
 
 

@@ -31,6 +31,7 @@ from pyiceberg.types import (
 )
 
 from arco.iceberg.errors import BadRequest
+from arco.iceberg.planner import inherit_first_row_id
 from arco.iceberg.planning import (
     bind_filter,
     expression_json,
@@ -38,7 +39,7 @@ from arco.iceberg.planning import (
     parse_scan_request,
     single_value_json,
 )
-from arco.iceberg.scan_tasks import PlannedTask, TaskWriter
+from arco.iceberg.scan_tasks import PlannedTask, TaskWriter, v3_field
 
 SCHEMA = Schema(NestedField(1, "id", LongType()), NestedField(2, "cat", StringType()),
                 NestedField(3, "ts", TimestampType()),
@@ -230,6 +231,36 @@ def test_format_v3_fields_of_delete_files_are_kept() -> None:
     assert written["referenced-data-file"] == "s3://b/1.parquet"
     assert written["content-offset"] == 4 and written["content-size-in-bytes"] == 40
     assert "first-row-id" not in written
+
+
+def _data_file(records: int, first_row_id: int | None = None) -> DataFile:
+    data_file = DataFile.from_args(_table_format_version=3, content=DataFileContent.DATA,
+                                   file_path=f"s3://b/{uuid.uuid4()}", file_format=FileFormat.PARQUET,
+                                   partition=Record(), record_count=records, file_size_in_bytes=100,
+                                   first_row_id=first_row_id)
+    data_file.spec_id = 0
+    return data_file
+
+
+def test_data_files_inherit_first_row_ids_from_their_manifest() -> None:
+    """The spec's inheritance: files without a first row id take the manifest's next one, in manifest order, each
+    moving it on by its record count; a file that has one keeps it and moves nothing."""
+    files = [_data_file(10), _data_file(5, first_row_id=7), _data_file(3)]
+    next_row_id: int | None = 1000
+    for data_file in files:
+        next_row_id = inherit_first_row_id(data_file, next_row_id)
+    assert [v3_field(f, "first-row-id") for f in files] == [1000, 7, 1010]
+    assert next_row_id == 1013
+    assert TaskWriter(SCHEMA, {}, None).content_file(files[2])["first-row-id"] == 1010
+
+
+def test_data_files_of_a_manifest_without_a_first_row_id_have_none() -> None:
+    """A manifest written before the table's upgrade to v3 assigns no row ids: its files' are null (as Iceberg
+    Java reads them), and the served file has no first-row-id."""
+    upgraded = _data_file(10, first_row_id=3)
+    assert inherit_first_row_id(upgraded, None) is None
+    assert v3_field(upgraded, "first-row-id") is None
+    assert "first-row-id" not in TaskWriter(SCHEMA, {}, None).content_file(upgraded)
 
 
 @pytest.mark.parametrize(("path", "own"), [
