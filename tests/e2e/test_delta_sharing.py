@@ -636,6 +636,9 @@ def test_tokens_ip_lists_and_grants_decide_access(server: RunningServer, provide
     _, outsider_profile = activate(outsider, warehouse.parent)
     blocked = ds(server, outsider_profile, "GET", "/shares")
     assert blocked.status_code == 403 and blocked.json()["errorCode"] == "PERMISSION_DENIED"
+    # a forwarding header is nobody's word unless the server was told to believe the proxy it comes from
+    forged = ds(server, outsider_profile, "GET", "/shares", headers={"X-Forwarded-For": "10.1.2.3"})
+    assert forged.status_code == 403 and "127.0.0.1" in forged.json()["message"]
     assert uc(server, "PATCH", "/recipients/outsider", json={
         "ip_access_list": {"allowed_ip_addresses": ["127.0.0.1"]}}).status_code == 200
     assert [s["name"] for s in ds(server, outsider_profile, "GET", "/shares").json()["items"]] == ["walled"]
@@ -659,6 +662,21 @@ def test_tokens_ip_lists_and_grants_decide_access(server: RunningServer, provide
     expired = ds(server, old_profile, "GET", "/shares")
     assert expired.status_code == 401 and expired.json()["errorCode"] == "UNAUTHENTICATED"
     assert [s["name"] for s in ds(server, new_profile, "GET", "/shares").json()["items"]] == ["rotating"]
+
+
+def test_a_trusted_proxy_s_forwarded_address_is_the_one_ip_lists_check(warehouse: Path,
+                                                                       provider: dict[str, Any]) -> None:
+    """Behind a reverse proxy named by --forwarded-allow-ips, X-Forwarded-For carries the caller's address."""
+    with arco_server(warehouse, warehouse.parent, admin_token=ARCO_TOKEN,
+                     extra_args=("--forwarded-allow-ips", "127.0.0.1")) as proxied:
+        recipient = share_with(proxied, "proxied", "remote", ["main.lake.orders"],
+                               ip_access_list={"allowed_ip_addresses": ["10.0.0.0/8"]})
+        _, profile = activate(recipient, warehouse.parent)
+        assert ds(proxied, profile, "GET", "/shares").status_code == 403  # the proxy's own address
+        through = ds(proxied, profile, "GET", "/shares", headers={"X-Forwarded-For": "10.1.2.3"})
+        assert [s["name"] for s in through.json()["items"]] == ["proxied"]
+        outside = ds(proxied, profile, "GET", "/shares", headers={"X-Forwarded-For": "192.0.2.7"})
+        assert outside.status_code == 403 and "192.0.2.7" in outside.json()["message"]
 
 
 # -- signed file URLs --------------------------------------------------------------------------------------------

@@ -29,7 +29,8 @@ def in_process_server(storage: StorageBackend, principals: dict[str, Principal],
     """Serve ``storage`` on 127.0.0.1 for the bearer tokens in ``principals``; yields the base URL."""
     settings = ServerSettings(warehouse=storage.url, host="127.0.0.1", port=0)
     config = uvicorn.Config(asgi_app(settings, storage, principals), host="127.0.0.1", port=0,
-                            log_level="warning", lifespan="off", http=BoundedHeadProtocol)
+                            log_level="warning", lifespan="off", http=BoundedHeadProtocol,
+                            proxy_headers=False)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=name, daemon=True)
     thread.start()

@@ -100,6 +100,11 @@ def cli() -> None:
               default=200_000, show_default=True, type=click.IntRange(1),
               help="Tables of the catalog this server keeps in memory, namespace by namespace (about 1-2 KB "
                    "each); beyond it the least recently used namespaces are read from storage again when asked for.")
+@click.option("--forwarded-allow-ips", "forwarded_allow_ips", envvar="ARCO_FORWARDED_ALLOW_IPS", show_envvar=True,
+              default=None,
+              help="Addresses of reverse proxies (comma-separated IPs or networks, or *) whose X-Forwarded-For "
+                   "and X-Forwarded-Proto headers are believed: the client address recipients' IP access lists and "
+                   "the audit log use [default: none; the connection's peer address is the client's].")
 @click.option("--recipient-token-lifetime", "recipient_token_lifetime_s", envvar="ARCO_RECIPIENT_TOKEN_LIFETIME",
               show_envvar=True, default=None, type=click.IntRange(60),
               help="Seconds a new Delta Sharing recipient token stays valid (its profile's expirationTime) "
@@ -111,7 +116,7 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
           vending_gcs_credentials_file: str | None, async_manifests: int, tasks_per_chunk: int,
           plan_lifetime_s: int, plan_heartbeat_timeout_s: float, external_url: str | None,
           sharing_url_lifetime_s: int, read_freshness_ms: int, recipient_token_lifetime_s: int | None,
-          catalog_cache_tables: int) -> None:
+          catalog_cache_tables: int, forwarded_allow_ips: str | None) -> None:
     """Serve the Iceberg REST, Unity Catalog and Delta Sharing APIs for a warehouse.
 
     The first start on a warehouse prints the bootstrap admin token (once; ARCO_ADMIN_TOKEN sets your own), then
@@ -174,8 +179,13 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
     # An idle keep-alive connection is closed after KEEP_ALIVE_S, longer than clients keep theirs idle (httpx 5 s,
     # aiohttp 15 s): closed as a client sends its next request on it, it is a request lost in flight (uvicorn's
     # 5 s equals httpx's, so a client held up for a moment hit that race).
+    # Forwarding headers are believed only from the proxies named: uvicorn's default believes any process on this
+    # host, so a caller behind a same-host TLS terminator (or the host's own users) could claim any address and
+    # pass a recipient's IP access list.
+    proxies = dict(proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips) if forwarded_allow_ips else dict(
+        proxy_headers=False)
     common = dict(host=host, port=port, log_level="warning", access_log=False, server_header=False,
-                  http=BoundedHeadProtocol, timeout_keep_alive=KEEP_ALIVE_S)
+                  http=BoundedHeadProtocol, timeout_keep_alive=KEEP_ALIVE_S, **proxies)
     if workers == 1:
         from arco.api.app import served_app
         from arco.api.observability import configure_logging
