@@ -246,10 +246,16 @@ def test_streaming_and_change_feed_readers_see_each_schema_and_protocol_change(s
     assert plain[1]["metaData"]["version"] == 5 and "unit" in _columns(plain[1]["metaData"])
     assert _historical(plain, "metaData") == []
     with_protocol = ndjson(ds(server, profile, "GET", f"{table}/changes",
-                              params={"startingVersion": "2", "includeHistoricalProtocol": "true"},
+                              params={"startingVersion": "3", "includeHistoricalProtocol": "true"},
                               headers={"delta-sharing-capabilities": "responseformat=delta"}))
-    assert [p["version"] for p in _historical(with_protocol, "protocol")] == [3]
-    assert _historical(with_protocol, "metaData") == []  # the protocol was asked for, the metadata was not
+    assert with_protocol[0]["protocol"]["deltaProtocol"] == ndjson(protocols[1])[0]["protocol"]["deltaProtocol"]
+    assert _historical(with_protocol, "protocol") == []  # none changed after version 3
+    assert _historical(with_protocol, "metaData") == []  # version 5's was not asked for
+    # Versions 0 to 2 recorded no change data: a range reaching them is refused (Delta's words), not made up.
+    for params in ({"startingVersion": "2"}, {"startingVersion": "0", "endingVersion": "4"}):
+        before = ds(server, profile, "GET", f"{table}/changes", params=params)
+        assert before.status_code == 400 and before.json()["errorCode"] == "INVALID_PARAMETER_VALUE"
+        assert f"not recorded for version [{params['startingVersion']}]" in before.json()["message"]
 
     client = DataSharingRestClient(DeltaSharingProfile.read_from_file(profile_path))
     readings = Table(name="readings", share="evolving_share", schema="evolving")

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from arco.lru import Lru
 from arco.sharing.actions import SharedFile, SharedVersion, TableChange, table_changes
+from arco.sharing.history import records_change_feed
 
 # deltalake.DeltaTable; the package is imported in open_table only, so the server starts without it.
 DeltaTable = Any
@@ -427,7 +428,9 @@ def changes(location: str, storage_options: dict[str, str], starting_version: in
 
     A version that rewrote files (DELETE, UPDATE, MERGE) removes whole files whose other rows did not change;
     with ``change_data`` such a version is answered by its row-level change data instead ("cdf" files),
-    which is what Delta's change data feed means by the version's changes."""
+    which is what Delta's change data feed means by the version's changes. A change data feed (``change_data``)
+    covers only versions whose metadata record it (``delta.enableChangeDataFeed``): a range reaching a version
+    from before it was enabled, or after it was disabled, is refused, as Delta refuses it."""
     latest = open_table(location, storage_options)
     last = _capped(latest.version(), newest)
     end = last if ending_version is None else min(ending_version, last)
@@ -449,6 +452,10 @@ def changes(location: str, storage_options: dict[str, str], starting_version: in
         else:
             table.load_as_version(version)
         metadata = metadata_of(table)
+        if change_data is not None and not records_change_feed(metadata):
+            raise DeltaReadError(f"Error getting change data for range [{starting_version}, {end}] as change data "
+                                 f"was not recorded for version [{version}]: the table had "
+                                 "delta.enableChangeDataFeed off then")
         states.append((version, metadata, protocol_of(table)))
         ts = timestamps.get(version, 0)
         now = {f.id: f for f in add_files(table)}

@@ -266,9 +266,9 @@ class TableReads:
             raise bad_request("startingVersion or startingTimestamp is required")
         if ending is not None and ending < starting:
             raise bad_request("the ending version must not be before the starting version")
-        if not self._has_change_data(t):
+        if _change_feed(t) is False:  # a Delta table's versions each say whether they record it (changes)
             raise bad_request(f"table {t.share.name}.{t.schema}.{t.name} does not share its change data feed: "
-                              "enable it on the table (delta.enableChangeDataFeed) and on the share's object")
+                              "enable it on the share's object")
         historical_metadata = protocol.parse_flag(params.get("includeHistoricalMetadata"), "includeHistoricalMetadata")
         historical_protocol = protocol.parse_flag(params.get("includeHistoricalProtocol"), "includeHistoricalProtocol")
         return self._changes(t, caps, starting, ending, include_cdf=True, recipient=recipient,
@@ -306,10 +306,6 @@ class TableReads:
         if timestamp_ms >= latest.timestamp_ms:
             return latest.version
         return self._read(t, timestamp_ms=timestamp_ms).version.version
-
-    def _has_change_data(self, t: SharedTable) -> bool:
-        feed = _change_feed(t)
-        return feed if feed is not None else history.records_change_feed(self._read(t).version.metadata)
 
     def _changes(self, t: SharedTable, caps: dict[str, list[str]], starting: int, ending: int | None, *,
                  include_cdf: bool, historical_metadata: bool, historical_protocol: bool,
