@@ -345,7 +345,19 @@ def test_a_table_shared_with_a_partition_filter_serves_only_the_admitted_partiti
     changes = delta_sharing.load_table_changes_as_pandas(url, starting_version=0, ending_version=3)
     assert sorted(zip(changes["_change_type"], changes["id"], strict=True)) == [("insert", 1), ("insert", 2)]
     lines = ndjson(ds(server, profile, "POST", "/shares/eu_only/schemas/lake/tables/orders/query", json={}))
-    assert {line["file"]["partitionValues"]["region"] for line in lines if "file" in line} == {"eu"}
+    eu_files = [line["file"] for line in lines if "file" in line]
+    assert {f["partitionValues"]["region"] for f in eu_files} == {"eu"}
+    # The size of what is shared, not of the whole table (which would tell how much is kept back).
+    assert (lines[1]["metaData"]["numFiles"], lines[1]["metaData"]["size"]) == (
+        len(eu_files), sum(f["size"] for f in eu_files))
+    described = ndjson(ds(server, profile, "GET", "/shares/eu_only/schemas/lake/tables/orders/metadata"))
+    assert described[1]["metaData"]["numFiles"] == len(eu_files)
+    travelled = ndjson(ds(server, profile, "POST", "/shares/eu_only/schemas/lake/tables/orders/query",
+                          json={"version": 1}))
+    assert travelled[1]["metaData"]["numFiles"] == len([line for line in travelled if "file" in line])
+    whole = ndjson(ds(server, provider["profile"], "POST", "/shares/sales/schemas/lake/tables/orders/query",
+                      json={}))
+    assert whole[1]["metaData"]["numFiles"] > len(eu_files)
     listed = ds(server, profile, "GET", "/shares/eu_only/all-tables").json()["items"]
     assert listed[0]["accessModes"] == ["url"]  # no directory access: it would reach every partition
 

@@ -6,7 +6,7 @@ storage) and gives its expiry; the lines never carry a storage URL itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -38,17 +38,21 @@ def protocol_line(fmt: str, delta_protocol: dict[str, Any], version: int | None 
 
 
 def metadata_line(fmt: str, version: SharedVersion, *, with_version: bool = False, with_size: bool = True,
-                  access: dict[str, Any] | None = None, cdf: bool | None = False) -> bytes:
+                  access: dict[str, Any] | None = None, cdf: bool | None = False,
+                  shared: Sequence[SharedFile] | None = None) -> bytes:
     """``access``: the table's ``accessModes`` (and ``location``) as listings give them, for the answers that
     carry them (:func:`arco.sharing.cloud_tokens.directory_access`); ``cdf``: whether the recipient may read the
     table's change data feed (None: as each Delta metadata records it), which the parquet format says, and
-    nothing else of the table's configuration."""
+    nothing else of the table's configuration; ``shared``: the version's files the recipient is shared (a
+    partition filter's part), which ``size`` and ``numFiles`` count (all the version's by default): a recipient
+    is not told how much is kept from it."""
     extra: dict[str, Any] = dict(access or {})
     if with_version:
         extra["version"] = version.version
     if with_size:
-        extra["size"] = sum(f.size for f in version.files)
-        extra["numFiles"] = len(version.files)
+        files = version.files if shared is None else shared
+        extra["size"] = sum(f.size for f in files)
+        extra["numFiles"] = len(files)
     return _metadata_line(fmt, version.metadata, extra, cdf)
 
 
@@ -117,9 +121,10 @@ def change_key(f: SharedFile) -> str:
 
 
 def snapshot_lines(fmt: str, delta_protocol: dict[str, Any], version: SharedVersion, files: list[SharedFile],
-                   sign: Signer, *, time_travel: bool, cdf: bool | None = False) -> Iterator[bytes]:
+                   sign: Signer, *, time_travel: bool, cdf: bool | None = False,
+                   shared: Sequence[SharedFile] | None = None) -> Iterator[bytes]:
     yield protocol_line(fmt, delta_protocol)
-    yield metadata_line(fmt, version, with_version=time_travel, cdf=cdf)
+    yield metadata_line(fmt, version, with_version=time_travel, cdf=cdf, shared=shared)
     for f in files:
         if time_travel:  # the protocol's version/timestamp of a time-travel answer: the version read
             f = replace(f, version=version.version, timestamp_ms=version.timestamp_ms)

@@ -151,7 +151,8 @@ class TableReads:
         fmt = protocol.response_format(caps, read.needs_delta_format)
         lines = [responses.protocol_line(fmt, read.delta_protocol),
                  responses.metadata_line(fmt, read.version, with_version=version is not None or ts is not None,
-                                         access=access, cdf=_change_feed(t))]
+                                         access=access, cdf=_change_feed(t),
+                                         shared=_shared_part(t, read.version.files))]
         return Answer(lines, read.version.version, fmt)
 
     def query(self, t: SharedTable, caps: dict[str, list[str]], body: protocol.QueryBody,
@@ -179,19 +180,19 @@ class TableReads:
             history.check_floor(t.obj, read.version.version)
         fmt = protocol.response_format(caps, read.needs_delta_format)
         own = _only_own_files(t, read.version.files, self._derived_prefix(t))
-        files = predicates.filter_files(_shared_part(t, own), body.predicate_hints, body.json_predicate_hints,
-                                        body.limit_hint)
+        shared = _shared_part(t, own)
+        files = predicates.filter_files(shared, body.predicate_hints, body.json_predicate_hints, body.limit_hint)
         reader = _reader(recipient, t)
         sign = self.signer(reader)
         expires_ms = sign(file_urls.EXPIRY_PROBE)[1]
         if body.time_travel:
             lines = list(responses.snapshot_lines(fmt, read.delta_protocol, read.version, files, sign,
-                                                  time_travel=True, cdf=_change_feed(t)))
+                                                  time_travel=True, cdf=_change_feed(t), shared=shared))
         else:
             by_id = self._file_lines((t.table.id, read.version.version, fmt, reader, expires_ms), fmt,
                                      read.version.files, sign)
             lines = [responses.protocol_line(fmt, read.delta_protocol),
-                     responses.metadata_line(fmt, read.version, cdf=_change_feed(t)),
+                     responses.metadata_line(fmt, read.version, cdf=_change_feed(t), shared=shared),
                      *(by_id[f.id] for f in files)]
         version = read.version.version
         refresh = version if body.include_refresh_token else None
