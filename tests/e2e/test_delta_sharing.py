@@ -601,10 +601,12 @@ def test_listings_page_and_refuse_bad_input(server: RunningServer, provider: dic
     assert [s["name"] for s in ds(server, profile, "GET", "/shares/sales/schemas").json()["items"]] == ["lake"]
     for path in ("/shares/nope", "/shares/nope/schemas", "/shares/sales/schemas/nope/tables",
                  "/shares/sales/schemas/lake/tables/nope/version", "/shares/sales/schemas/lake/tables/nope/metadata",
-                 "/shares/a%20b/schemas", "/shares/sales/schemas/lake/tables/" + "x" * 300 + "/version"):
+                 "/shares/a%20b/schemas", "/shares/sales/schemas/lake/tables/" + "x" * 300 + "/version",
+                 "/shares/sales/nothing", "/shares/sales/schemas/lake/tables/orders/nothing"):
         missing = ds(server, profile, "GET", path)
         assert missing.status_code == 404, path
-        assert set(missing.json()) == {"errorCode", "message"}, path
+        assert missing.json()["errorCode"] == "RESOURCE_DOES_NOT_EXIST" and set(missing.json()) == {
+            "errorCode", "message"}, path
     assert ds(server, profile, "POST", "/shares/sales/schemas/lake/tables/nope/query", json={}).status_code == 404
     not_cdf = ds(server, profile, "GET", "/shares/sales/schemas/lake/tables/orders/changes")
     assert not_cdf.status_code == 400  # startingVersion is required

@@ -63,7 +63,10 @@ def error_body(surface: str, status: int, error_type: str, message: str) -> byte
         return orjson.dumps({"error_code": code, "message": message,
                              "details": [{"@type": ERROR_INFO, "reason": code, "domain": "unity-catalog"}]})
     if surface == "sharing":
-        return orjson.dumps({"errorCode": _uc_code(status, error_type), "message": message})
+        # A path no route matches is a resource that does not exist, in the code Delta Sharing clients know.
+        code = "RESOURCE_DOES_NOT_EXIST" if status == 404 and not error_type.isupper() else _uc_code(
+            status, error_type)
+        return orjson.dumps({"errorCode": code, "message": message})
     return orjson.dumps({"error": {"message": message, "type": error_type, "code": status}})
 
 
