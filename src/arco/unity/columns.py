@@ -22,6 +22,13 @@ _PRIMITIVES: dict[type, tuple[str, str, str]] = {  # Iceberg type -> (UC type_na
     t.BinaryType: ("BINARY", "binary", "binary"),
     t.FixedType: ("BINARY", "binary", "binary"),
     t.TimeType: ("LONG", "bigint", "long"),  # UC has no time type; Spark reads Iceberg time as microseconds
+    # Format v3's: UC and Spark have no nanosecond timestamps (Spark reads them at microseconds), no geospatial
+    # types (the values are WKB), and a column of v3's unknown type holds only nulls.
+    t.TimestamptzNanoType: ("TIMESTAMP", "timestamp", "timestamp"),
+    t.TimestampNanoType: ("TIMESTAMP_NTZ", "timestamp_ntz", "timestamp_ntz"),
+    t.GeometryType: ("BINARY", "binary", "binary"),
+    t.GeographyType: ("BINARY", "binary", "binary"),
+    t.UnknownType: ("NULL", "void", "void"),
 }
 
 
@@ -44,10 +51,10 @@ def describe(field_type: t.IcebergType) -> tuple[str, str, Any]:
         _, value_text, value_json = describe(field_type.value_type)
         return "MAP", f"map<{key_text},{value_text}>", {"type": "map", "keyType": key_json, "valueType": value_json,
                                                          "valueContainsNull": not field_type.value_required}
-    for cls, described in _PRIMITIVES.items():
-        if isinstance(field_type, cls):
-            return described
-    return "STRING", str(field_type), str(field_type)
+    described = _PRIMITIVES.get(type(field_type))
+    if described is None:  # a type of a later Iceberg release: said to be one UC and Spark have, consistently
+        return "STRING", "string", "string"
+    return described
 
 
 def column_infos(schema: Schema, partition_source_ids: list[int] | None = None) -> list[dict[str, Any]]:
