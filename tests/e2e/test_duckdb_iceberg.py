@@ -59,6 +59,22 @@ def test_create_insert_update_delete(ddb: duckdb.DuckDBPyConnection, arco: Runni
     assert len(table.metadata.snapshots) == 4  # two inserts, one update, one delete: one snapshot each
 
 
+def test_create_table_as_select_and_a_create_with_rows_in_one_transaction(ddb: duckdb.DuckDBPyConnection,
+                                                                            arco: RunningServer) -> None:
+    """Both stage the table (stage-create) and write its first manifests before it exists: on a local warehouse
+    into the staged location's metadata folder, which DuckDB does not make itself."""
+    ddb.execute("CREATE SCHEMA IF NOT EXISTS arco.duck_ctas")
+    ddb.execute("CREATE TABLE arco.duck_ctas.squares AS SELECT range AS n, range * range AS sq FROM range(10)")
+    ddb.execute("BEGIN")
+    ddb.execute("CREATE TABLE arco.duck_ctas.staged (id BIGINT)")
+    ddb.execute("INSERT INTO arco.duck_ctas.staged VALUES (1), (2)")
+    ddb.execute("COMMIT")
+    assert fetch(ddb, "SELECT sum(sq) FROM arco.duck_ctas.squares") == [(285,)]
+    catalog = RestCatalog("py", uri=arco.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    assert sorted(catalog.load_table("duck_ctas.staged").scan().to_arrow()["id"].to_pylist()) == [1, 2]
+    assert catalog.load_table("duck_ctas.squares").scan().to_arrow().num_rows == 10
+
+
 def test_one_duckdb_transaction_changes_two_tables_at_once(ddb: duckdb.DuckDBPyConnection,
                                                             arco: RunningServer) -> None:
     ddb.execute("CREATE SCHEMA IF NOT EXISTS arco.duck_tx")

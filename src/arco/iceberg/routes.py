@@ -42,6 +42,7 @@ from arco.iceberg.paging import parse_page_size
 from arco.iceberg.plan_routes import plan_routes
 from arco.iceberg.purge import DroppedTable, purge_later
 from arco.iceberg.responses import LoadResult, metadata_json, table_etag
+from arco.iceberg.staged_create import make_local_metadata_folder
 from arco.iceberg.storage_routes import granted_access, load_credentials, owner_access, sign_request, with_access
 from arco.iceberg.table_requirements import requirement_objects
 from arco.iceberg.tables import LocatedTable
@@ -165,6 +166,7 @@ async def create_table(request: Request) -> Response:
             metadata, _ = tables.build_create_metadata(catalog, namespace, body, str(uuid.uuid4()),
                                                        principal_of(request))
             granted = access(metadata.location)  # a CTAS writes data files before the table exists
+            make_local_metadata_folder(metadata.location, metadata.properties)
             staged: dict[str, Any] = {"metadata": metadata_json(metadata), "config": granted.config}
             if granted.credentials:
                 staged["storage-credentials"] = granted.credentials

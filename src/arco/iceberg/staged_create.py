@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from pyiceberg.table.metadata import TableMetadata
@@ -14,9 +16,10 @@ from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.names import check_name
 from arco.iceberg import commit_rules, table_requirements
 from arco.iceberg.errors import AlreadyExists, CommitFailed
-from arco.iceberg.file_names import attempt_part, metadata_file_location
+from arco.iceberg.file_names import attempt_part, metadata_file_location, metadata_folder
 from arco.iceberg.name_conflicts import NameTaken
 from arco.iceberg.tables import TableService
+from arco.storage.urls import local_path, normalize
 
 
 def create_by_commit(tables: TableService, catalog: CatalogEntry, namespace: NamespacePath, name: str,
@@ -53,3 +56,13 @@ def _refuse_taken(taken: NameTaken) -> NoReturn:
     if taken.taken_by == "view":
         raise taken
     raise CommitFailed("Requirement failed: table already exists") from None
+
+
+def make_local_metadata_folder(location: str, properties: Mapping[str, str]) -> None:
+    """A table staged on a local disk gets its metadata folder at once (object stores have no folders): DuckDB
+    writes a CTAS's manifests there before the table exists, and its local file system, unlike Hadoop's, makes no
+    parent folders. ``location`` is the staged one, placed and checked as a create's (and ``write.metadata.path``
+    lies inside it); a stage never committed leaves an empty folder in its own place."""
+    canonical = normalize(metadata_folder(location, properties))
+    if canonical.startswith("file://"):
+        os.makedirs(local_path(canonical), exist_ok=True)

@@ -23,6 +23,7 @@ import orjson
 from arco.api.errors import ApiError
 from arco.sharing.audit import Reader
 from arco.storage.base import NotFound
+from arco.storage.urls import local_path
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -82,15 +83,6 @@ def parse_ranges(header: str | None, size: int) -> Ranges | None:
         else:
             merged.append((start, end))
     return merged
-
-
-def local_path(url: str) -> Path:
-    """``file:///p``, ``file://localhost/p`` and Hadoop's ``file:/p`` (Spark writes that spelling) name ``/p``."""
-    rest = url[len("file:"):]
-    if rest.startswith("//"):
-        rest = rest[2:]
-        rest = rest[len("localhost"):] if rest.startswith("localhost/") else rest
-    return Path(rest)
 
 
 class SignedFiles:

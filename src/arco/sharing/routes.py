@@ -17,7 +17,7 @@ from arco.api.requests import BodyError, blocking, read_json
 from arco.api.responses import JsonResponse
 from arco.sharing import cloud_tokens, protocol
 from arco.sharing.errors import SharingError, bad_request, malformed
-from arco.sharing.file_server import SignedFiles, local_path
+from arco.sharing.file_server import SignedFiles
 from arco.sharing.recipients import Recipient
 from arco.sharing.service import SharingServer
 from arco.sharing.table_reads import CHANGE_QUERY_FIELDS, Answer, SharedTable
@@ -226,7 +226,6 @@ async def table_credentials(request: Request) -> Response:
 # GET, HEAD and Range requests by the signed token in the URL (no bearer token; the signature is the credential).
 # As served, arco.api.app sends these paths to the same app before the middleware stack (see file_server).
 signed_file = SignedFiles()
-_local_path = local_path
 
 
 routes = [

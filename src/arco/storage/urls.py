@@ -22,6 +22,7 @@ spelling that only makes sense after resolution is either a mistake or an attack
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 MAX_URL_CHARS = 4096
@@ -129,3 +130,12 @@ def _hadoop_file_spelling(url: str) -> str:
 def overlaps(a: str, b: str) -> bool:
     """Whether one canonical URL lies under the other (or they are the same place)."""
     return within(a, b) or within(b, a)
+
+
+def local_path(url: str) -> Path:
+    """``file:///p``, ``file://localhost/p`` and Hadoop's ``file:/p`` (Spark writes that spelling) name ``/p``."""
+    rest = url[len("file:"):]
+    if rest.startswith("//"):
+        rest = rest[2:]
+        rest = rest[len("localhost"):] if rest.startswith("localhost/") else rest
+    return Path(rest)

@@ -270,6 +270,21 @@ def test_a_new_table_says_zstd_for_parquet_as_javas_new_tables_do(client: httpx.
     assert staged.json()["metadata"]["properties"] == {"write.parquet.compression-codec": "zstd"}
 
 
+def test_a_table_staged_on_a_local_disk_has_its_metadata_folder_and_nothing_elsewhere(
+        client: httpx.Client, tmp_path: Path) -> None:
+    """DuckDB writes a CTAS's manifests into the staged location's metadata folder before the table exists; a
+    stage at a place the caller may not use is refused before anything is made there."""
+    name = f"s{uuid.uuid4().hex[:8]}"
+    staged = client.post("/namespaces/db/tables", json={"name": name, "schema": TWO_COLUMNS, "stage-create": True})
+    assert staged.status_code == 200, staged.text
+    assert (local_path(staged.json()["metadata"]["location"]) / "metadata").is_dir()
+    elsewhere = tmp_path / "elsewhere"
+    refused = client.post("/namespaces/db/tables", json={"name": f"{name}x", "schema": TWO_COLUMNS,
+                                                         "stage-create": True, "location": str(elsewhere)})
+    assert refused.status_code == 400 and "no external location" in refused.text
+    assert not elsewhere.exists()
+
+
 # -- 6: removing a property the table does not have ----------------------------------------------------------------
 
 

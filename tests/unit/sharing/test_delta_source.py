@@ -16,7 +16,7 @@ import pytest
 from deltalake import write_deltalake
 
 from arco.sharing import delta_source, responses
-from arco.sharing.file_server import local_path
+from arco.storage.urls import local_path
 
 ODD = ["a b", "x/y", "=", "é", "%20", "50%", None]
 

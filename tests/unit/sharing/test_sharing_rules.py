@@ -340,9 +340,9 @@ def test_a_recipient_read_becomes_an_audit_row_with_its_name() -> None:
                                            ("file:/w/a.parquet", "/w/a.parquet"),
                                            ("file://localhost/w/a.parquet", "/w/a.parquet")])
 def test_local_file_urls_in_each_spelling(url: str, path: str) -> None:
-    from arco.sharing.routes import _local_path
+    from arco.storage.urls import local_path
 
-    assert str(_local_path(url)) == path
+    assert str(local_path(url)) == path
 
 
 # -- access modes in listings --------------------------------------------------------------------------------------
