@@ -4,15 +4,23 @@ What a server hands a client to bring back later (an OAuth2 access token; a Delt
 refresh token) is sealed, so that any server of the warehouse can trust what comes back without keeping state, and
 a client cannot bend it to another principal, file, table, version or time. ``purpose`` is mixed into the MAC: a
 token made for one purpose never opens another, even where the fields would parse.
+
+A token that travels further than its client (a Delta Sharing file URL, handed to an engine's workers and written
+to their logs) is sealed *privately* (:func:`seal_private`): its fields are encrypted (AES-GCM, under a key derived
+from the warehouse key) before the MAC, so the token tells nobody the storage path or the recipient it names.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import hmac
+import os
 from typing import Any
 
 import orjson
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 MAX_TOKEN = 8192
 
@@ -45,6 +53,40 @@ def seal(key: bytes, fields: dict[str, Any], purpose: bytes = b"") -> str:
 
 def unseal(key: bytes, token: object, purpose: bytes = b"") -> dict[str, Any]:
     """The fields a token was sealed with, or :class:`BadToken`; the MAC is compared in constant time."""
+    return _fields(_checked_payload(key, token, purpose))
+
+
+_NONCE_BYTES = 12
+
+
+def seal_private(key: bytes, fields: dict[str, Any], purpose: bytes = b"") -> str:
+    """As :func:`seal`, with the fields encrypted: the token's holder learns nothing from it."""
+    nonce = os.urandom(_NONCE_BYTES)
+    payload = b64(nonce + _cipher(key).encrypt(nonce, orjson.dumps(fields), None))
+    return f"{payload}.{_mac(key, purpose, payload)}"
+
+
+def unseal_private(key: bytes, token: object, purpose: bytes = b"") -> dict[str, Any]:
+    """The fields of a :func:`seal_private` token, or :class:`BadToken`."""
+    payload = _checked_payload(key, token, purpose)
+    try:
+        sealed = unb64(payload)
+    except ValueError:
+        raise BadToken("malformed") from None
+    try:
+        plain = _cipher(key).decrypt(sealed[:_NONCE_BYTES], sealed[_NONCE_BYTES:], None)
+    except (InvalidTag, ValueError):  # a MAC that holds over a payload not made here: the key's, so never
+        raise BadToken("signature") from None
+    return _fields_of(plain)
+
+
+@functools.lru_cache(maxsize=8)
+def _cipher(key: bytes) -> AESGCM:
+    """AES-256-GCM under a key of its own, derived from the warehouse key (never the MAC's key itself)."""
+    return AESGCM(hmac.digest(key, b"arco sealed-token encryption", "sha256"))
+
+
+def _checked_payload(key: bytes, token: object, purpose: bytes) -> str:
     payload, mac = _parts(token)
     # Compared as seal() spells it: a base64 decoder ignores the last character's two spare bits, so comparing
     # decoded bytes would take four spellings of one MAC.
@@ -54,7 +96,7 @@ def unseal(key: bytes, token: object, purpose: bytes = b"") -> dict[str, Any]:
         raise BadToken("malformed") from None
     if not matches:
         raise BadToken("signature")
-    return _fields(payload)
+    return payload
 
 
 def unverified_fields(token: object) -> dict[str, Any]:
@@ -73,8 +115,15 @@ def _parts(token: object) -> tuple[str, str]:
 
 def _fields(payload: str) -> dict[str, Any]:
     try:
-        fields = orjson.loads(unb64(payload))
-    except (ValueError, orjson.JSONDecodeError):
+        return _fields_of(unb64(payload))
+    except ValueError:
+        raise BadToken("malformed") from None
+
+
+def _fields_of(data: bytes) -> dict[str, Any]:
+    try:
+        fields = orjson.loads(data)
+    except orjson.JSONDecodeError:
         raise BadToken("malformed") from None
     if not isinstance(fields, dict):
         raise BadToken("malformed")

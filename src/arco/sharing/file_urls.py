@@ -3,7 +3,9 @@
 A recipient has no storage credentials and no Arco principal: for a local warehouse Arco itself serves each file
 it lists, at ``<external url>/delta-sharing/files/<payload>.<mac>``. The payload names exactly one storage URL
 and an expiry; the MAC (HMAC-SHA256 under a key kept in the warehouse) makes the pair unforgeable, so the URL
-needs no bearer token and cannot be bent to another file or a later time.
+needs no bearer token and cannot be bent to another file or a later time. The payload is encrypted
+(:func:`arco.auth.sealed.seal_private`): the URL does not tell whoever it is passed to where the warehouse lies,
+the table's id or the recipient's name.
 
 The key is created once, create-only, under ``_catalog/`` so that every server of the warehouse signs and
 verifies with the same secret; it is never derived from anything public.
@@ -15,7 +17,7 @@ import secrets
 import threading
 from dataclasses import dataclass
 
-from arco.auth.sealed import BadToken, seal, unseal
+from arco.auth.sealed import BadToken, seal_private, unseal_private
 from arco.storage.base import DoesNotExist, StorageBackend
 
 KEY_PATH = "_catalog/sharing/url-signing-key"
@@ -40,13 +42,13 @@ def sign(key: bytes, url: str, expires_ms: int, reader: tuple[str, ...] | None =
     fields: dict[str, object] = {"u": url, "e": expires_ms}
     if reader is not None:
         fields["r"] = list(reader)
-    return seal(key, fields)
+    return seal_private(key, fields)
 
 
 def verify(key: bytes, token: str, now_ms: int) -> FileGrant:
     """The file a token opens, or :class:`BadSignedUrl`."""
     try:
-        fields = unseal(key, token)
+        fields = unseal_private(key, token)
     except BadToken as exc:
         raise BadSignedUrl("the file URL's signature does not match" if exc.reason == "signature"
                            else "malformed file token") from None

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
+from arco.auth.sealed import unb64
 from arco.auth.tokens import hash_token
 from arco.catalog.model import TableEntry
 from arco.catalog.securables import SecurableEntry
@@ -37,6 +38,19 @@ def test_a_signed_url_opens_its_one_file_until_it_expires() -> None:
         file_urls.verify(KEY, token, NOW + 1000)
     with pytest.raises(file_urls.BadSignedUrl, match="signature"):
         file_urls.verify(b"other" * 8, token, NOW)
+
+
+def test_a_signed_url_tells_its_holder_nothing_it_names() -> None:
+    """A file URL travels to an engine's workers and their logs: the storage path, table id and recipient it names
+    are encrypted, each token differently, and only the warehouse key reads them."""
+    reader = ("acme", "sales", "lake", "orders", "0f8e6c2a-1111-4222-8333-444455556666")
+    token = file_urls.sign(KEY, "file:///srv/warehouse/main/lake/orders/part-0.parquet", NOW + 1000, reader)
+    again = file_urls.sign(KEY, "file:///srv/warehouse/main/lake/orders/part-0.parquet", NOW + 1000, reader)
+    payload = unb64(token.split(".")[0])
+    for secret in (b"warehouse", b"part-0", b"acme", b"0f8e6c2a", b"/srv"):
+        assert secret not in payload
+    assert token != again
+    assert file_urls.verify(KEY, token, NOW).reader == reader
 
 
 def test_a_signature_cannot_be_moved_to_another_file_or_time() -> None:
