@@ -176,6 +176,32 @@ def test_uc_external_table_inside_a_granted_external_location(world: dict) -> No
     assert creds.status_code == 403
 
 
+def test_nothing_in_a_read_only_external_location_gets_write_credentials(world: dict) -> None:
+    """Its tables and volumes follow the location's read-only flag as its paths do: READ credentials, never
+    READ_WRITE, even for an owner or admin."""
+    archive = world["warehouse"] / "archive"
+    archive.mkdir()
+    made = uc(world, "admin", "POST", "/external-locations", json={
+        "name": "archive", "url": archive.as_uri(), "credential_name": "cred", "read_only": True})
+    assert made.status_code == 200, made.text
+    table = uc(world, "admin", "POST", "/tables", json={
+        "name": "archived", "catalog_name": "main", "schema_name": "annex", "table_type": "EXTERNAL",
+        "data_source_format": "DELTA", "columns": COLUMNS, "storage_location": (archive / "t").as_uri()})
+    assert table.status_code == 200, table.text
+    volume = uc(world, "admin", "POST", "/volumes", json={
+        "name": "archived_files", "catalog_name": "main", "schema_name": "annex", "volume_type": "EXTERNAL",
+        "storage_location": (archive / "v").as_uri()})
+    assert volume.status_code == 200, volume.text
+    asks = [("/temporary-table-credentials", {"table_id": table.json()["table_id"]}, "READ_WRITE", "READ"),
+            ("/temporary-volume-credentials", {"volume_id": volume.json()["volume_id"]}, "WRITE_VOLUME",
+             "READ_VOLUME"),
+            ("/temporary-path-credentials", {"url": (archive / "t").as_uri()}, "PATH_READ_WRITE", "PATH_READ")]
+    for path, body, write, read in asks:
+        refused = uc(world, "admin", "POST", path, json={**body, "operation": write})
+        assert refused.status_code == 403 and "read-only" in refused.json()["message"], (path, refused.text)
+        assert uc(world, "admin", "POST", path, json={**body, "operation": read}).status_code == 200, path
+
+
 # -- attack 3: write paths into another table --------------------------------------------------------------
 
 

@@ -186,6 +186,28 @@ def test_a_table_in_an_external_location_is_vended_that_location_s_role(world: d
     assert refused.status_code == 403 and "vended credentials" in refused.json()["error"]["message"]
 
 
+def test_a_table_in_an_external_location_made_read_only_is_vended_read_only_credentials(world: dict) -> None:
+    """An external location's read-only flag holds for the tables already in it: the owner's vended credential
+    then reads and does not write, and remote signing signs no write."""
+    root = f"s3://{world['bucket']}/wh/flipped-lake"
+    for path, body in (("/storage-credentials", {"name": "flipped-role",
+                                                 "aws_iam_role": {"role_arn": world["s3"].role_arn}}),
+                       ("/external-locations", {"name": "flipped-lake", "url": root,
+                                                "credential_name": "flipped-role"})):
+        assert uc_post(world, path, body).status_code == 200, path
+    cat = catalog(world["server"])
+    cat.create_namespace("flip")
+    cat.create_table("flip.t", SCHEMA, location=f"{root}/t").append(ROWS)
+    flipped = httpx.patch(f"{world['server'].base_url}/api/2.1/unity-catalog/external-locations/flipped-lake",
+                          json={"read_only": True}, headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, timeout=30)
+    assert flipped.status_code == 200 and flipped.json()["read_only"] is True, flipped.text
+    client, prefix = vended_client(world, load(world, "flip.t"))
+    assert client.list_objects_v2(Bucket=world["bucket"], Prefix=key_of(world, prefix))["KeyCount"] > 0
+    assert_denied(functools.partial(client.put_object, Bucket=world["bucket"], Body=b"x",
+                                    Key=f"{key_of(world, prefix)}/data/x"))
+    assert catalog(world["server"]).load_table("flip.t").scan().to_arrow().num_rows == 3
+
+
 def test_pyiceberg_reads_and_writes_through_remote_signing(world: dict) -> None:
     cat = catalog(world["server"], delegation="remote-signing")
     cat.create_namespace("sig")

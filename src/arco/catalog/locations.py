@@ -282,6 +282,13 @@ def containing_external_location(state: CatalogState, url: str, metastore_id: st
     return None
 
 
+def read_only_location(state: CatalogState, url: str, metastore_id: str | None) -> SecurableEntry | None:
+    """The read-only external location ``url`` lies in, if it lies in one: nothing there is written through
+    Arco's credentials, whatever a table's or volume's grants say (the location's owner said so)."""
+    container = containing_external_location(state, url, metastore_id)
+    return container if container is not None and container.fields.get("read_only") else None
+
+
 def can_create_external_table(who: Subject, state: CatalogState, location: SecurableEntry) -> bool:
     target = can.Securable(location.owner, state.grants_on("external_location", location.id))
     # CREATE_TABLE is the 2.0 spelling of CREATE_EXTERNAL_TABLE on an external location.

@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from arco.api.requests import blocking, principal_of
 from arco.api.responses import JsonResponse
+from arco.catalog.locations import read_only_location
 from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.storage_roles import location_role, table_role
 from arco.iceberg.access import StorageAccess, TableAccess, TableRoute, delegation_modes
@@ -47,7 +48,7 @@ def granted_access(request: Request, catalog: CatalogEntry, namespace: Namespace
     """Storage access at the caller's privilege: read-write with MODIFY, else read-only (SELECT was checked)."""
     if not StorageAccess.has_access_to_give(location, modes):
         return TableAccess()  # without working out the caller's privilege and the callback route
-    return services(request).access.for_table(location, caller_access(request, catalog, namespace, name),
+    return services(request).access.for_table(location, caller_access(request, catalog, namespace, name, location),
                                               principal_of(request).name, modes,
                                               table_route(request, catalog, namespace, name),
                                               lambda: registered_role(request, catalog, namespace, name, location))
@@ -63,10 +64,16 @@ def registered_role(request: Request, catalog: CatalogEntry, namespace: Namespac
                                                                                   catalog.metastore_id)
 
 
-def caller_access(request: Request, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> Access:
-    """Read-write storage access with MODIFY on the table, else read-only (SELECT, checked before)."""
-    write = services(request).guard.may_write(principal_of(request), catalog, namespace, name)
-    return Access.READ_WRITE if write else Access.READ
+def caller_access(request: Request, catalog: CatalogEntry, namespace: NamespacePath, name: str,
+                  location: str) -> Access:
+    """Read-write storage access with MODIFY on the table, else read-only (SELECT, checked before); read-only too
+    for a table at a ``location`` inside a read-only external location."""
+    svc = services(request)
+    if not svc.guard.may_write(principal_of(request), catalog, namespace, name):
+        return Access.READ
+    with svc.store.read() as state:
+        writable = read_only_location(state, location, catalog.metastore_id) is None
+    return Access.READ_WRITE if writable else Access.READ
 
 
 def with_access(body: bytes, granted: TableAccess) -> bytes:
@@ -87,7 +94,7 @@ async def load_credentials(request: Request) -> Response:
 
     def vend() -> TableAccess:
         location = loaded.metadata.location
-        return svc.access.vended(location, caller_access(request, catalog, namespace, name),
+        return svc.access.vended(location, caller_access(request, catalog, namespace, name, location),
                                  principal_of(request).name, table_route(request, catalog, namespace, name),
                                  registered_role(request, catalog, namespace, name, location))
 
@@ -105,8 +112,8 @@ async def sign_request(request: Request) -> Response:
     loaded = await blocking(svc.tables.load, catalog, namespace, name)
 
     def sign() -> dict[str, Any]:
-        write = caller_access(request, catalog, namespace, name) is Access.READ_WRITE
         location = loaded.metadata.location
+        write = caller_access(request, catalog, namespace, name, location) is Access.READ_WRITE
         return svc.access.sign(location, body, write, registered_role(request, catalog, namespace, name, location))
 
     # Iceberg Java caches a signature only when told it is private; each request is signed afresh.

@@ -70,8 +70,20 @@ def table_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[
         check_table(state, caller, entry, rule, f"{operation} table", f"USE_CATALOG, USE_SCHEMA and {privilege}")
         if entry.kind == "VIEW" or not entry.location:
             raise invalid(f"{entry.name} has no storage of its own: a view's data is read through its tables")
+        _refuse_writes_in_read_only_location(state, caller, entry.location, access)
         role = table_role(state, entry)
     return _vend(vendor, entry.location, access, caller, role)
+
+
+def _refuse_writes_in_read_only_location(state: CatalogState, caller: Principal, location: str,
+                                         access: Access) -> None:
+    """A read-write credential for a table or volume inside a read-only external location is refused, as one for
+    a path there is: the location's read-only flag holds for everything under it."""
+    if access is Access.READ_WRITE:
+        read_only = locations.read_only_location(state, location, tenant_of(state, caller).scope)
+        if read_only is not None:
+            raise UnityError(403, "PERMISSION_DENIED", f"{location} is inside external location {read_only.name}, "
+                                                       "which is read-only: ask for READ credentials")
 
 
 def _staging_table(state: CatalogState, caller: Principal, table_id: Any) -> SecurableEntry | None:
@@ -145,6 +157,7 @@ def volume_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict
                                                        f"{where.prefix()}.{entry.fields['name']} (needs "
                                                        f"USE_CATALOG, USE_SCHEMA and {' and '.join(privileges)})")
         location = entry.fields["storage_location"]
+        _refuse_writes_in_read_only_location(state, caller, location, access)
         role = None if entry.fields["volume_type"] == "MANAGED" else external_role(state, location, scope)
     return _vend(vendor, location, access, caller, role)
 
