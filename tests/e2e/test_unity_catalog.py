@@ -335,6 +335,28 @@ def test_duckdb_reads_a_delta_table_registered_in_uc(server: RunningServer, exte
                                                                                          (3, "c")]
 
 
+def test_polars_reads_the_schema_of_a_table_created_without_type_json(server: RunningServer,
+                                                                      external: Path) -> None:
+    """Polars builds a UC table's schema from each column's type_json and refuses a schema where one is missing;
+    the Databricks SDK's ColumnInfo lets callers leave it out."""
+    import polars as pl
+
+    uc(server, "POST", "/schemas", json={"name": "untyped", "catalog_name": "main"})
+    created = uc(server, "POST", "/tables", json={
+        "name": "t", "catalog_name": "main", "schema_name": "untyped", "table_type": "EXTERNAL",
+        "data_source_format": "DELTA", "storage_location": (external / "untyped").as_uri(), "columns": [
+            {"name": "id", "type_name": "LONG", "type_text": "bigint", "position": 0},
+            {"name": "price", "type_name": "DECIMAL", "type_text": "decimal(9,2)", "position": 1},
+            {"name": "tags", "type_name": "MAP", "type_text": "map<string,array<int>>", "position": 2}]})
+    assert created.status_code == 200, created.text
+    catalog = pl.Catalog(server.base_url, bearer_token=ARCO_TOKEN, require_https=False)
+    info = catalog.get_table_info("main", "untyped", "t")
+    assert info.get_polars_schema() == pl.Schema({"id": pl.Int64, "price": pl.Decimal(9, 2),
+                                                  "tags": pl.List(pl.Struct({"key": pl.String,
+                                                                             "value": pl.List(pl.Int32)}))})
+    assert [t.name for t in catalog.list_tables("main", "untyped")] == ["t"]
+
+
 def test_storage_credentials_and_external_locations(w: WorkspaceClient, server: RunningServer,
                                                     tmp_path: Path) -> None:
     from databricks.sdk.service.catalog import AwsIamRoleRequest

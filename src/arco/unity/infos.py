@@ -7,9 +7,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from arco.catalog.model import CatalogEntry, NamespaceEntry, TableEntry
 from arco.catalog.state import CatalogState
 from arco.unity.errors import invalid
+from arco.unity.spark_types import spark_type_json
 
 COLUMN_TYPES = {"BOOLEAN", "BYTE", "SHORT", "INT", "LONG", "FLOAT", "DOUBLE", "DATE", "TIMESTAMP", "TIMESTAMP_NTZ",
                 "STRING", "BINARY", "DECIMAL", "INTERVAL", "ARRAY", "STRUCT", "MAP", "VARIANT", "CHAR", "NULL",
@@ -114,6 +117,12 @@ def check_columns(raw: Any) -> list[dict[str, Any]]:
         kept.setdefault("position", index)
         kept.setdefault("type_text", type_name.lower())
         kept.setdefault("nullable", True)
+        if "type_json" not in kept:
+            derived = spark_type_json(type_name, kept.get("type_text"), kept.get("type_precision"),
+                                      kept.get("type_scale"))
+            if derived is not None:
+                kept["type_json"] = orjson.dumps({"name": kept["name"], "type": derived,
+                                                  "nullable": kept["nullable"], "metadata": {}}).decode()
         columns.append(kept)
     names = [c["name"].casefold() for c in columns]
     if len(set(names)) != len(names):
