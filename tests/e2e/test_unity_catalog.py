@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,6 +58,17 @@ def external(server: RunningServer, tmp_path_factory: pytest.TempPathFactory) ->
 def uc(server: RunningServer, method: str, path: str, **kwargs: object) -> httpx.Response:
     return httpx.request(method, f"{server.base_url}/api/2.1/unity-catalog{path}",
                          headers={"Authorization": f"Bearer {ARCO_TOKEN}"}, timeout=30, **kwargs)  # type: ignore[arg-type]
+
+
+def test_the_databricks_sdk_finds_its_host_metadata_without_a_token(server: RunningServer,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """The SDK reads /.well-known/databricks-config as it starts, before it authenticates, and warns without it."""
+    answer = httpx.get(f"{server.base_url}/.well-known/databricks-config", timeout=30)
+    assert answer.status_code == 200 and answer.json() == {}
+    with caplog.at_level(logging.WARNING, logger="databricks.sdk"):
+        client = WorkspaceClient(host=server.base_url, token=ARCO_TOKEN)
+        assert client.current_user.me().user_name == "admin"
+    assert not [r for r in caplog.records if "host metadata" in r.getMessage()]
 
 
 def test_catalogs_and_schemas_with_the_databricks_sdk(w: WorkspaceClient, server: RunningServer) -> None:

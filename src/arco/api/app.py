@@ -90,6 +90,12 @@ async def health(request: Request) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
+async def databricks_config(request: Request) -> JsonResponse:
+    """The host metadata the Databricks SDK asks for as it starts (it warns without it): nothing to add to what
+    the client was configured with (Arco's tokens are its own; there is no OIDC endpoint or cloud to discover)."""
+    return JsonResponse({})
+
+
 def _error_response(request: Request, status: int, error_type: str, message: str,
                     headers: dict[str, str] | None = None) -> Response:
     body = error_body(surface_of(request.url.path), status, error_type, message)
@@ -142,6 +148,7 @@ def create_app(settings: ServerSettings, storage: StorageBackend | None = None,
             Route(METRICS_PATH, metrics_endpoint(store, settings.metrics_public), methods=["GET"]),
             Route("/health", health, methods=["GET"]),
             Route("/healthz", health, methods=["GET"]),
+            Route("/.well-known/databricks-config", databricks_config, methods=["GET"]),
         ],
         # ContainErrors, outermost inside the request observer, answers what no handler did (storage faults 503,
         # bugs 500) without the connection drop a Starlette handler for Exception would cause (arco.api.faults).
