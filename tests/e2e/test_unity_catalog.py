@@ -179,6 +179,14 @@ def test_bad_update_and_delete_input_changes_nothing(server: RunningServer) -> N
     assert uc(server, "DELETE", "/catalogs/keep", params={"force": "False"}).status_code == 200
 
 
+def test_an_api_arco_does_not_serve_is_told_from_a_missing_object(server: RunningServer) -> None:
+    """Databricks' table constraints, say: ENDPOINT_NOT_FOUND, not the NOT_FOUND of a table that is not there."""
+    for method, path in (("POST", "/constraints"), ("GET", "/system-schemas/nowhere"), ("GET", "/no/such/api")):
+        missing = uc(server, method, path, json={} if method == "POST" else None)
+        assert missing.status_code == 404 and missing.json()["error_code"] == "ENDPOINT_NOT_FOUND", path
+    assert uc(server, "GET", "/tables/main.default.nope").json()["error_code"] == "TABLE_DOES_NOT_EXIST"
+
+
 def test_bad_table_input(server: RunningServer) -> None:
     uc(server, "POST", "/catalogs", json={"name": "strict"})
     uc(server, "POST", "/schemas", json={"name": "s", "catalog_name": "strict"})

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arco.api.after_answer import WritesAfterAnswer
 from arco.api.auth import BearerAuthMiddleware
-from arco.api.errors import ApiError, error_body, surface_of
+from arco.api.errors import NO_SUCH_ENDPOINT, ApiError, error_body, surface_of
 from arco.api.faults import ContainErrors
 from arco.api.heap import freeze_startup_heap
 from arco.api.observability import METRICS_PATH, NoteRoute, RequestObserver, configure_logging, metrics_endpoint
@@ -107,7 +107,7 @@ async def _api_error(request: Request, exc: Exception) -> Response:
     return _error_response(request, exc.status, exc.error_type, exc.message, exc.headers)
 
 
-_HTTP_ERROR_TYPES = {404: "NoSuchEndpointException", 405: "MethodNotAllowedException"}
+_HTTP_ERROR_TYPES = {404: NO_SUCH_ENDPOINT, 405: "MethodNotAllowedException"}
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -38,6 +38,7 @@ UC_CODES = {
 
 
 ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
+NO_SUCH_ENDPOINT = "NoSuchEndpointException"  # the error type of a request no route matches
 
 
 def surface_of(path: str) -> str:
@@ -57,7 +58,9 @@ def _uc_code(status: int, error_type: str) -> str:
 
 def error_body(surface: str, status: int, error_type: str, message: str) -> bytes:
     if surface == "unity":
-        code = _uc_code(status, error_type)
+        # A path no route matches: Databricks' code for an API it does not serve, so that a client can tell it
+        # from a missing table or schema (NOT_FOUND, *_DOES_NOT_EXIST).
+        code = "ENDPOINT_NOT_FOUND" if error_type == NO_SUCH_ENDPOINT else _uc_code(status, error_type)
         # The reference server's envelope: the code again as a google.rpc.ErrorInfo reason, which its clients and
         # the Databricks SDK read from ``details``.
         return orjson.dumps({"error_code": code, "message": message,
