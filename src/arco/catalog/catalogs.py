@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from arco.catalog.model import CatalogEntry
 from arco.catalog.names import check_name, slug
-from arco.catalog.state import CatalogState, Operation
+from arco.catalog.state import CatalogState, Operation, catalog_entry_of
 from arco.catalog.store import CatalogStore
 
 DEFAULT_CATALOG = "main"
@@ -33,9 +33,9 @@ def create_catalog(store: CatalogStore, name: str, *, owner: str, comment: str |
                 "comment": comment, "properties": dict(properties or {}), "metastore_id": metastore_id,
                 **({"requested_root": requested} if requested else {})}
 
-    store.execute(build, principal=owner)
+    op = store.execute(build, principal=owner)
     with store.read_cached() as state:
-        return state.catalogs[catalog_id]
+        return state.catalogs.get(catalog_id) or catalog_entry_of(op)
 
 
 def ensure_default_catalog(store: CatalogStore, owner: str) -> bool:

@@ -74,15 +74,21 @@ def _check_create(state: Any, op: dict[str, Any]) -> None:
         raise AlreadyExistsError(f"{op['type']} id", op["id"])
 
 
-def _apply_create(state: Any, op: dict[str, Any]) -> None:
+def schema_object_of(op: dict[str, Any]) -> SecurableEntry:
+    """The volume, function or model a committed ``create_schema_object`` made (also what its creator is
+    answered, should another server drop it before the answer is read back)."""
     fields = {**copy.deepcopy(op.get("fields", {})), "name": op["name"], "schema_id": op["schema_id"]}
     if op["type"] == "registered_model":
         fields.setdefault("versions", {})
         fields.setdefault("max_version", 0)
-    state.store_securable(SecurableEntry(
+    return SecurableEntry(
         id=op["id"], type=op["type"], name=object_key_name(op["schema_id"], op["name"]), owner=op["owner"],
         comment=op.get("comment"), fields=fields, created_at_ms=op["at_ms"], updated_at_ms=op["at_ms"],
-        created_by=op.get("principal"), updated_by=op.get("principal"), metastore_id=op.get("metastore_id")))
+        created_by=op.get("principal"), updated_by=op.get("principal"), metastore_id=op.get("metastore_id"))
+
+
+def _apply_create(state: Any, op: dict[str, Any]) -> None:
+    state.store_securable(schema_object_of(op))
 
 
 def _check_update(state: Any, op: dict[str, Any]) -> None:

@@ -199,13 +199,19 @@ def _check_create_catalog(state: CatalogState, op: Operation) -> None:
         raise AlreadyExistsError("catalog id", op["id"])
 
 
-def _apply_create_catalog(state: CatalogState, op: Operation) -> None:
-    _add_catalog(state, CatalogEntry(
+def catalog_entry_of(op: Operation) -> CatalogEntry:
+    """The catalog a committed ``create_catalog`` made (also what its creator is answered, should the catalog be
+    dropped by another server before the answer is read back)."""
+    return CatalogEntry(
         id=op["id"], name=op["name"], storage_root=op["storage_root"], owner=op["owner"], comment=op.get("comment"),
         properties=dict(op.get("properties", {})), created_at_ms=op["at_ms"], updated_at_ms=op["at_ms"],
         created_by=op.get("principal"), updated_by=op.get("principal"), metastore_id=op.get("metastore_id"),
         requested_root=op.get("requested_root"),
-    ))
+    )
+
+
+def _apply_create_catalog(state: CatalogState, op: Operation) -> None:
+    _add_catalog(state, catalog_entry_of(op))
 
 
 def _check_update_catalog(state: CatalogState, op: Operation) -> None:
@@ -255,14 +261,19 @@ def _check_create_namespace(state: CatalogState, op: Operation) -> None:
         raise NamespaceNotFound(dotted(path[:-1]))
 
 
-def _apply_create_namespace(state: CatalogState, op: Operation) -> None:
-    _add_namespace(state, NamespaceEntry(
+def namespace_entry_of(op: Operation) -> NamespaceEntry:
+    """The namespace a committed ``create_namespace`` made (see :func:`catalog_entry_of`)."""
+    return NamespaceEntry(
         id=op["id"], catalog_id=op["catalog_id"], path=tuple(op["path"]), owner=op["owner"],
         comment=op.get("comment"), properties=dict(op.get("properties", {})),
         created_at_ms=op["at_ms"], updated_at_ms=op["at_ms"],
         created_by=op.get("principal"), updated_by=op.get("principal"),
         storage_location=op.get("storage_location"), requested_root=op.get("requested_root"),
-    ))
+    )
+
+
+def _apply_create_namespace(state: CatalogState, op: Operation) -> None:
+    _add_namespace(state, namespace_entry_of(op))
 
 
 def _namespace_of(state: CatalogState, ns_id: str) -> NamespaceEntry:

@@ -17,6 +17,7 @@ from typing import Any
 from arco.auth import decisions as can
 from arco.auth.principals import Principal
 from arco.auth.subjects import securable, subject_of
+from arco.catalog.schema_objects import schema_object_of
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
@@ -148,9 +149,10 @@ class FunctionService:
                     "comment": definition.get("comment"), "metastore_id": where.catalog.metastore_id,
                     "fields": {"definition": definition}}
 
-        self.store.execute(build, principal=caller.name)
-        with self.store.read() as state:
-            entry = next(e for e in state.securables_in_every_metastore("function") if e.id == function_id)
+        op = self.store.execute(build, principal=caller.name)
+        with self.store.read() as state:  # dropped by another server meanwhile: answered as created
+            entry = next((e for e in state.securables_in_every_metastore("function") if e.id == function_id),
+                         None) or schema_object_of(op)
             return function_info(state, entry)
 
     @staticmethod

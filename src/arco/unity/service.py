@@ -19,7 +19,7 @@ from arco.catalog.catalogs import create_catalog
 from arco.catalog.errors import CatalogNotFound, NamespaceNotFound
 from arco.catalog.model import NamespaceEntry
 from arco.catalog.paging import page
-from arco.catalog.state import CatalogState
+from arco.catalog.state import CatalogState, namespace_entry_of
 from arco.unity import infos
 from arco.unity.common import (
     catalog_in,
@@ -67,8 +67,8 @@ class UnityService(UnityTables):
                                properties=properties_of(body.get("properties")), metastore_id=tenant.scope,
                                under=tenant.entry.fields.get("storage_root") if tenant.scope else None,
                                storage_root=place if chosen not in (None, "") else None)
-        with self.store.read() as state:
-            return infos.catalog_info(state.catalogs[entry.id], state)
+        with self.store.read() as state:  # dropped by another server meanwhile: answered as created
+            return infos.catalog_info(state.catalogs.get(entry.id) or entry, state)
 
     def list_catalogs(self, max_results: Any, token: str | None,
                       caller: Principal) -> tuple[list[dict[str, Any]], str | None]:
@@ -142,9 +142,9 @@ class UnityService(UnityTables):
                     state, who, chosen, self.tables.storage.url, catalog.metastore_id, "schemas", ns_id)
             return op
 
-        self.store.execute(build, principal=principal)
-        with self.store.read() as state:
-            return infos.schema_info(state.namespaces[ns_id], state)
+        op = self.store.execute(build, principal=principal)
+        with self.store.read() as state:  # dropped by another server meanwhile: answered as created
+            return infos.schema_info(state.namespaces.get(ns_id) or namespace_entry_of(op), state)
 
     def list_schemas(self, catalog_name: str | None, max_results: Any, token: str | None,
                      caller: Principal) -> tuple[list[dict[str, Any]], str | None]:

@@ -19,7 +19,7 @@ from arco.catalog.model import CatalogEntry, TableEntry
 from arco.catalog.paging import page
 from arco.catalog.state import CatalogState, refuse_taken_name
 from arco.catalog.store import CatalogStore
-from arco.catalog.table_index import rename_with_changes
+from arco.catalog.table_index import new_table, rename_with_changes
 from arco.iceberg.metadata_files import MissingMetadataFile
 from arco.iceberg.tables import TableService
 from arco.unity import infos
@@ -177,9 +177,9 @@ class UnityTables:
                     "storage_credential_name": text_of(body, "storage_credential_name"),
                     **({"promotes": promotes} if promotes else {})}
 
-        self.store.execute(build, principal=principal)
-        with self.store.read() as state:
-            return self.table_info(state.tables[ids["table"]], state)
+        op = self.store.execute(build, principal=principal)
+        with self.store.read() as state:  # dropped by another server meanwhile: answered as created
+            return self.table_info(state.tables.get(ids["table"]) or new_table(op, tuple(op["namespace"])), state)
 
     @staticmethod
     def _staged(state: CatalogState, caller: Principal, catalog: CatalogEntry, schema: str, name: str,

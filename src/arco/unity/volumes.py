@@ -19,6 +19,7 @@ from arco.auth import decisions as can
 from arco.auth.principals import Principal
 from arco.auth.subjects import securable, subject_of
 from arco.catalog import locations
+from arco.catalog.schema_objects import schema_object_of
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
@@ -80,9 +81,10 @@ class VolumeService:
                     "metastore_id": where.catalog.metastore_id,
                     "fields": {"volume_type": volume_type, "storage_location": where_to}}
 
-        self.store.execute(build, principal=caller.name)
-        with self.store.read() as state:
-            entry = next(e for e in state.securables_in_every_metastore("volume") if e.id == volume_id)
+        op = self.store.execute(build, principal=caller.name)
+        with self.store.read() as state:  # dropped by another server meanwhile: answered as created
+            entry = next((e for e in state.securables_in_every_metastore("volume") if e.id == volume_id),
+                         None) or schema_object_of(op)
             return volume_info(state, entry)
 
     @staticmethod
