@@ -3,13 +3,16 @@
 The rules are Unity Catalog's, so one name works on every surface: 1 to 255 characters, none of them a period,
 space, slash, backslash or control character (C0 and C1, such as U+009B, a terminal's escape), nor a character
 that reorders or hides text (bidirectional embeddings, overrides and isolates, line and paragraph separators, the
-byte order mark), which would let a name show as another. Names never become storage paths as they are: locations
-use :func:`slug` plus an id, so a hostile name cannot reach outside its directory.
+byte order mark), which would let a name show as another; and a name is in Unicode NFC, so that ``café`` cannot
+be two names (a composed ``é``, and ``e`` with a combining accent) that look alike in every listing. Names never
+become storage paths as they are: locations use :func:`slug` plus an id, so a hostile name cannot reach outside
+its directory.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from arco.catalog.errors import InvalidRequestError
 
@@ -31,6 +34,9 @@ def check_name(kind: str, name: object) -> str:
         )
     if any(0xD800 <= ord(ch) <= 0xDFFF for ch in name):
         raise InvalidRequestError(f"{kind} name {name!r} is not valid Unicode")
+    if not unicodedata.is_normalized("NFC", name):
+        raise InvalidRequestError(f"{kind} name {name!r} is not in Unicode NFC (a letter and a combining mark "
+                                  f"where one composed character exists): send {unicodedata.normalize('NFC', name)!r}")
     return name
 
 

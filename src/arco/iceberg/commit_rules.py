@@ -29,6 +29,7 @@ from pyiceberg.partitioning import INITIAL_PARTITION_SPEC_ID as INITIAL_SPEC_ID
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import INITIAL_SCHEMA_ID, Schema
 from pyiceberg.table.metadata import SnapshotLogEntry, TableMetadata, TableMetadataUtil, TableMetadataV1
+from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.table.sorting import INITIAL_SORT_ORDER_ID, UNSORTED_SORT_ORDER_ID, SortOrder
 from pyiceberg.table.update import (
@@ -36,6 +37,7 @@ from pyiceberg.table.update import (
     AddSchemaUpdate,
     AddSnapshotUpdate,
     AddSortOrderUpdate,
+    AssignUUIDUpdate,
     RemovePartitionSpecsUpdate,
     RemovePartitionStatisticsUpdate,
     RemovePropertiesUpdate,
@@ -48,6 +50,7 @@ from pyiceberg.table.update import (
     SetLocationUpdate,
     SetPartitionStatisticsUpdate,
     SetPropertiesUpdate,
+    SetSnapshotRefUpdate,
     SetStatisticsUpdate,
     TableUpdate,
     UpgradeFormatVersionUpdate,
@@ -415,7 +418,16 @@ def snapshot_log_without(log: list[SnapshotLogEntry], kept: set[int]) -> list[Sn
     return after_last_gap(log, kept, lambda entry: entry.snapshot_id)
 
 
-def _apply_one(update: TableUpdate, metadata: TableMetadata, context: _TableMetadataUpdateContext) -> TableMetadata:
+def _apply_one(update: TableUpdate, metadata: TableMetadata, context: _TableMetadataUpdateContext,
+               creating: bool = False) -> TableMetadata:
+    """One update; ``creating``: the table's first metadata, whose uuid its create assigns."""
+    if isinstance(update, AssignUUIDUpdate) and not creating and update.uuid != metadata.table_uuid:
+        # The spec: "It is not safe to re-assign the UUID if a table/view already has a UUID assigned" (clients
+        # that loaded the table refuse it from then on); refused as a view's is.
+        raise ValueError("Cannot reassign uuid")
+    if isinstance(update, SetSnapshotRefUpdate) and update.ref_name == MAIN_BRANCH and \
+            update.type != SnapshotRefType.BRANCH:
+        raise ValueError(f"Cannot set {MAIN_BRANCH} to a tag, it must be a branch")  # Java's rule and words
     if isinstance(update, UpgradeFormatVersionUpdate):
         return _upgrade_format_version(update, metadata, context)
     if isinstance(update, RemoveSnapshotsUpdate):
@@ -445,7 +457,7 @@ def _update_metadata(base: TableMetadata, updates: Sequence[TableUpdate], enforc
     context = context if context is not None else _TableMetadataUpdateContext()
     new = base
     for update in only_present_removals(base, updates):
-        new = _apply_one(update, new, context)
+        new = _apply_one(update, new, context, creating=enforce_validation)
     if context.has_changes():
         if metadata_location:
             new = _update_table_metadata_log(new, metadata_location, base.last_updated_ms)

@@ -12,7 +12,7 @@ from starlette.routing import Route
 from arco.api.requests import blocking, inline_or_blocking, principal_of
 from arco.api.responses import JsonResponse
 from arco.catalog.errors import CatalogNotFound
-from arco.catalog.model import CatalogEntry
+from arco.catalog.model import CatalogEntry, name_key, path_key
 from arco.catalog.names import check_name, check_namespace
 from arco.iceberg import errors
 from arco.iceberg.access import TableAccess, delegation_modes
@@ -239,12 +239,17 @@ async def table_exists(request: Request) -> Response:
     return Response(status_code=204)
 
 
+def _identifier_key(namespace: tuple[str, ...], name: str) -> tuple[tuple[str, ...], str]:
+    return path_key(namespace), name_key(name)
+
+
 @iceberg_errors
 async def update_table(request: Request) -> Response:
     catalog = await catalog_of(request)
     namespace, name = table_path(request)
     body = await json_body(request)
-    if body.get("identifier") is not None and identifier(body["identifier"]) != (namespace, name):
+    if body.get("identifier") is not None and _identifier_key(*identifier(body["identifier"])) != _identifier_key(
+            namespace, name):  # names are matched ignoring case everywhere, here too
         raise errors.BadRequest("the identifier in the body does not match the table in the path")
     creates = any(r.get("type") == "assert-create" for r in requirement_objects(body.get("requirements")))
     if creates:

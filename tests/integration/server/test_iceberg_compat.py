@@ -285,6 +285,19 @@ def test_a_table_staged_on_a_local_disk_has_its_metadata_folder_and_nothing_else
     assert not elsewhere.exists()
 
 
+def test_a_commit_body_naming_its_table_in_other_case_is_that_table(client: httpx.Client) -> None:
+    """Names match ignoring case everywhere (the path's ``Tb`` is ``tb``), so does the body's identifier; a body
+    naming another table is still refused."""
+    name, _ = new_table(client)
+    body = {"identifier": {"namespace": ["DB"], "name": name.upper()}, "requirements": [],
+            "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}
+    answer = client.post(f"/namespaces/db/tables/{name}", json=body)
+    assert answer.status_code == 200, answer.text
+    other = client.post(f"/namespaces/db/tables/{name}", json={**body, "identifier": {"namespace": ["db"],
+                                                                                       "name": "t"}})
+    assert other.status_code == 400 and "does not match" in other.text
+
+
 # -- 6: removing a property the table does not have ----------------------------------------------------------------
 
 

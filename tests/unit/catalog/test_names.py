@@ -21,6 +21,7 @@ def test_names_that_are_taken(name: str) -> None:
     "invoice\u202egnp.exe", "a\u2066b\u2069",  # bidirectional override and isolates (text that shows reordered)
     "a\u2028b", "\ufeffbom",  # a line separator; a byte order mark
     "x" * 256, "\ud800",
+    "cafe\u0301",  # café with a combining accent: shows as the composed "café", another name
 ])
 def test_names_that_are_refused(name: str) -> None:
     with pytest.raises(InvalidRequestError):
@@ -31,3 +32,8 @@ def test_a_namespace_is_checked_level_by_level() -> None:
     assert check_namespace(["a", "b"]) == ("a", "b")
     with pytest.raises(InvalidRequestError):
         check_namespace(["a", "b\x9b"])
+
+
+def test_a_decomposed_name_is_told_its_composed_form() -> None:
+    with pytest.raises(InvalidRequestError, match="'café'"):
+        check_name("table", "cafe\u0301")
