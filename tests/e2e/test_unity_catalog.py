@@ -260,6 +260,14 @@ def test_iceberg_tables_appear_in_uc_and_changes_show_both_ways(server: RunningS
     made = py.create_table("fromuc.t", Schema(NestedField(1, "x", LongType(), required=False)))
     made.append(pa.table({"x": pa.array([1], pa.int64())}))
     assert [t.name for t in w.tables.list(catalog_name="main", schema_name="fromuc")] == ["t"]
+    # A Delta table made through UC shares the namespace; Iceberg lists only what it can load.
+    delta = uc(server, "POST", "/tables", json={
+        "name": "d", "catalog_name": "main", "schema_name": "fromuc", "table_type": "MANAGED",
+        "data_source_format": "DELTA", "columns": [{"name": "id", "type_name": "LONG", "type_text": "bigint",
+                                                    "position": 0}]})
+    assert delta.status_code == 200, delta.text
+    assert py.list_tables("fromuc") == [("fromuc", "t")]
+    assert sorted(t.name for t in w.tables.list(catalog_name="main", schema_name="fromuc")) == ["d", "t"]
 
 
 def test_the_unitycatalog_client_and_the_20_paths(server: RunningServer) -> None:

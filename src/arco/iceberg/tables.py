@@ -149,11 +149,13 @@ class TableService:
 
     # -- reading ---------------------------------------------------------------------------------------------
 
-    def list(self, catalog: CatalogEntry, namespace: NamespacePath, token: str | None, size: int | None,
-             kind: str = "TABLE") -> tuple[list[TableEntry], str | None]:
+    def list(self, catalog: CatalogEntry, namespace: NamespacePath, token: str | None,
+             size: int | None) -> tuple[list[TableEntry], str | None]:
+        """The namespace's Iceberg tables: a Delta (or other) table made through Unity Catalog shares the
+        namespace, but loadTable would answer it is no Iceberg table, so it is not listed either."""
         with self.store.read() as state:
             state.namespace(catalog.id, namespace)
-            entries = [t for t in state.tables_of(catalog.id, namespace) if t.kind == kind]
+            entries = [t for t in state.tables_of(catalog.id, namespace) if t.kind == "TABLE" and t.format == "ICEBERG"]
         return page(entries, lambda t: t.name.casefold(), token, size)
 
     def entry(self, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> TableEntry:
