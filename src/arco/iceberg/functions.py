@@ -22,10 +22,11 @@ parameter, a type text that does not parse) is :class:`Unrepresentable`: Iceberg
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import orjson
+
+from arco.unity.type_text import TypeForms, UnreadableType, read_type_text
 
 FORMAT_VERSION = 1
 SQL_DIALECT = "spark"
@@ -47,8 +48,6 @@ _SQL_WORDS: dict[str, str] = {
     "timestamp_ntz": "timestamp", "string": "string", "char": "string", "varchar": "string",
     "binary": "binary", "variant": "variant",
 }
-_DECIMAL_WORDS = ("decimal", "dec", "numeric")
-_TOKEN = re.compile(r"\s*(`(?:[^`]|``)*`|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[A-Za-z_][A-Za-z0-9_]*|\d+|[<>(),:])")
 
 FunctionDataType = str | dict[str, Any]
 
@@ -60,138 +59,26 @@ class Unrepresentable(ValueError):
 # -- types -----------------------------------------------------------------------------------------------------
 
 
-def _tokens(text: str) -> list[str]:
-    tokens, position = [], 0
-    text = text.rstrip()
-    while position < len(text):
-        match = _TOKEN.match(text, position)
-        if match is None:
-            raise Unrepresentable(f"cannot read the type {text!r}")
-        tokens.append(match.group(1))
-        position = match.end()
-    return tokens
-
-
-class _Parser:
-    """Spark SQL type text (``decimal(10,2)``, ``array<int>``, ``map<string,int>``, ``struct<a:int,b string>``,
-    ``table(a int, b string)``) -> an Iceberg UDF type."""
-
-    def __init__(self, text: str) -> None:
-        self.text, self.tokens, self.at = text, _tokens(text), 0
-
-    def fail(self) -> Unrepresentable:
-        return Unrepresentable(f"type {self.text!r} has no Iceberg equivalent")
-
-    def peek(self) -> str | None:
-        return self.tokens[self.at] if self.at < len(self.tokens) else None
-
-    def take(self, expected: str | None = None) -> str:
-        token = self.peek()
-        if token is None or (expected is not None and token.lower() != expected):
-            raise self.fail()
-        self.at += 1
-        return token
-
-    def whole(self, *, table: bool = False) -> FunctionDataType:
-        parsed = self.table() if table else self.type()
-        if self.peek() is not None:
-            raise self.fail()
-        return parsed
-
-    def table(self) -> FunctionDataType:
-        """``table(a int, ...)`` / ``table<a:int, ...>``, or a bare ``struct<...>``: the output row type."""
-        word = (self.peek() or "").lower()
-        if word == "struct":
-            return self.type()
-        self.take("table")
-        close = {"(": ")", "<": ">"}.get(self.take())
-        if close is None:
-            raise self.fail()
-        return {"type": "struct", "fields": self.fields(close)}
-
-    def fields(self, close: str) -> list[dict[str, Any]]:
-        fields: list[dict[str, Any]] = []
-        while self.peek() != close:
-            if fields:
-                self.take(",")
-            name = self.take()
-            if not (name[0].isalpha() or name[0] in "_`"):
-                raise self.fail()
-            name = name[1:-1].replace("``", "`") if name.startswith("`") else name
-            if self.peek() == ":":
-                self.take()
-            fields.append({"name": name, "type": self.type()})
-            self.modifiers()
-        self.take(close)
-        return fields
-
-    def modifiers(self) -> None:
-        """``NOT NULL`` and ``COMMENT '...'`` after a struct field: no part of the type."""
-        while (self.peek() or "").lower() in ("not", "comment"):
-            if self.take().lower() == "not":
-                self.take("null")
-            elif (self.peek() or "")[:1] in ("'", '"'):
-                self.take()
-            else:
-                raise self.fail()
-
-    def type(self) -> FunctionDataType:
-        word = self.take().lower()
-        if word in _DECIMAL_WORDS:
-            return self.decimal()
-        if word in ("char", "varchar") and self.peek() == "(":
-            self.take()
-            self.take()
-            self.take(")")
-            return "string"
-        if word in _SQL_WORDS:
-            return _SQL_WORDS[word]
-        if word == "array":
-            self.take("<")
-            element = self.type()
-            self.take(">")
-            return {"type": "list", "element": element}
-        if word == "map":
-            self.take("<")
-            key = self.type()
-            self.take(",")
-            value = self.type()
-            self.take(">")
-            return {"type": "map", "key": key, "value": value}
-        if word == "struct":
-            self.take("<")
-            return {"type": "struct", "fields": self.fields(">")}
-        raise self.fail()
-
-    def decimal(self) -> str:
-        if self.peek() != "(":
-            return decimal_type(10, 0)  # Spark's DECIMAL alone
-        self.take("(")
-        precision, scale = self.number(), 0
-        if self.peek() == ",":
-            self.take()
-            scale = self.number()
-        self.take(")")
-        return decimal_type(precision, scale)
-
-    def number(self) -> int:
-        token = self.take()
-        if not token.isdigit():
-            raise self.fail()
-        return int(token)
-
-
 def decimal_type(precision: int, scale: int) -> str:
     if not 1 <= precision <= 38 or not 0 <= scale <= precision:
         raise Unrepresentable(f"decimal({precision},{scale}) is not a valid decimal type")
     return f"decimal({precision},{scale})"
 
 
+ICEBERG_FORMS = TypeForms(
+    words=_SQL_WORDS, decimal=decimal_type,
+    array=lambda element: {"type": "list", "element": element},
+    map=lambda key, value: {"type": "map", "key": key, "value": value},
+    struct=lambda fields: {"type": "struct", "fields": [{"name": name, "type": field_type}
+                                                        for name, field_type, _ in fields]})
+
+
 def parse_type_text(text: str, *, table: bool = False) -> FunctionDataType:
     """Spark SQL type text as an Iceberg UDF type; ``table``: the text of a table function's result."""
-    if not isinstance(text, str) or not text.strip():
-        raise Unrepresentable("a type text is empty")
-    return _Parser(text).whole(table=table)
+    try:
+        return read_type_text(text, ICEBERG_FORMS, table=table)
+    except UnreadableType as exc:
+        raise Unrepresentable(f"{exc} in Iceberg") from None
 
 
 def iceberg_type(type_name: str | None, type_text: str | None, precision: int | None = None,

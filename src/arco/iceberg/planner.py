@@ -132,7 +132,7 @@ def _snapshot_manifests(scan: PreparedScan, snapshot: Snapshot, io: FileIO) -> l
     if not all(file_under(m.manifest_path, scan.metadata.location) for m in found):
         raise Forbidden(f"snapshot {snapshot.snapshot_id} names a manifest outside the table's location: it is not "
                         "planned")
-    return list(found)
+    return found
 
 
 def manifests(scan: PreparedScan, io: FileIO) -> list[ManifestFile]:

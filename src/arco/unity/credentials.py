@@ -124,8 +124,7 @@ def path_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[s
             needs = " or ".join(" and ".join(held) for held in allowing)
             raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not {operation} {url} (needs {needs} "
                                                        f"on external location {container.name})")
-        if access is Access.READ_WRITE and container.fields.get("read_only"):
-            raise UnityError(403, "PERMISSION_DENIED", f"external location {container.name} is read-only")
+        _refuse_writes_in_read_only_location(state, caller, url, access)
         managed = locations.first_overlap(url, locations.managed_root_claims(state))
         if managed is not None:
             raise UnityError(403, "PERMISSION_DENIED", f"{url} overlaps {managed.what}: its tables and volumes are "
