@@ -18,7 +18,7 @@ import httpx
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
-from pyiceberg.exceptions import BadRequestError
+from pyiceberg.exceptions import BadRequestError, ForbiddenError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 from uuid6 import uuid7
@@ -200,6 +200,37 @@ def test_nothing_in_a_read_only_external_location_gets_write_credentials(world: 
         refused = uc(world, "admin", "POST", path, json={**body, "operation": write})
         assert refused.status_code == 403 and "read-only" in refused.json()["message"], (path, refused.text)
         assert uc(world, "admin", "POST", path, json={**body, "operation": read}).status_code == 200, path
+
+
+def test_a_table_in_a_location_made_read_only_takes_no_more_commits_until_it_is_writable_again(world: dict) -> None:
+    """Every commit writes a metadata file in the table's folder, so none lands once the location is read-only
+    (admins' neither); reads go on, and commits resume when its owner makes it writable again."""
+    shelf = world["warehouse"] / "shelf"
+    shelf.mkdir()
+    made = uc(world, "admin", "POST", "/external-locations", json={
+        "name": "shelf", "url": shelf.as_uri(), "credential_name": "cred"})
+    assert made.status_code == 200, made.text
+    grant(world, "external_location", "shelf", "ann@x.com", "CREATE_EXTERNAL_TABLE")
+    table = iceberg(world, "ann@x.com").create_table("annex.shelved", SCHEMA, location=(shelf / "t").as_uri())
+    table.append(ROWS)
+    flip = uc(world, "admin", "PATCH", "/external-locations/shelf", json={"read_only": True})
+    assert flip.status_code == 200 and flip.json()["read_only"] is True, flip.text
+    metadata_files = sorted(shelf.rglob("*.metadata.json"))  # Arco's (the client writes data and manifests)
+    with pytest.raises(ForbiddenError, match="read-only"):
+        table.append(ROWS)
+    for who in ("ann@x.com", "admin"):
+        answer = rest(world, who, "POST", "/namespaces/annex/tables/shelved", json={
+            "requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]})
+        assert answer.status_code == 403 and "shelf" in answer.json()["error"]["message"], answer.text
+        together = rest(world, who, "POST", "/transactions/commit", json={"table-changes": [{
+            "identifier": {"namespace": ["annex"], "name": "shelved"}, "requirements": [],
+            "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}]})
+        assert together.status_code == 403, together.text
+    assert sorted(shelf.rglob("*.metadata.json")) == metadata_files
+    assert iceberg(world, "ann@x.com").load_table("annex.shelved").scan().to_arrow().num_rows == 3
+    assert uc(world, "admin", "PATCH", "/external-locations/shelf", json={"read_only": False}).status_code == 200
+    table.refresh().append(ROWS)
+    assert iceberg(world, "ann@x.com").load_table("annex.shelved").scan().to_arrow().num_rows == 6
 
 
 # -- attack 3: write paths into another table --------------------------------------------------------------

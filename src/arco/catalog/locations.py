@@ -396,7 +396,8 @@ def purge_prefix(state: CatalogState, table: TableEntry, catalog: CatalogEntry |
                  warehouse_url: str) -> str | None:
     """The prefix a purge of (already dropped) ``table`` may delete: its allocated location, if Arco allocated it
     to this table and no live table, volume, model, managed root or Arco folder shares, contains or lies inside
-    it. None: delete nothing (an external table, or a location that is not the table's alone)."""
+    it. None: delete nothing (an external table, a location that is not the table's alone, or one inside a
+    read-only external location)."""
     return owned_prefix(state, table.id, table.location, table.managed, catalog, warehouse_url)
 
 
@@ -414,6 +415,8 @@ def owned_prefix(state: CatalogState, owner_id: str, location: str, managed: boo
         return None
     if any(within(claim.url, url) for claim in managed_root_claims(state)):
         return None
+    if read_only_location(state, url, catalog.metastore_id) is not None:
+        return None  # managed storage in a location made read-only since: its owner said nothing is written there
     return url
 
 

@@ -16,6 +16,7 @@ from arco.auth.decisions import Securable, Subject
 from arco.auth.principals import Principal, is_pipeline
 from arco.auth.subjects import may_look_up_tables, securable, subject_of
 from arco.catalog.errors import NotFoundError
+from arco.catalog.locations import read_only_location
 from arco.catalog.model import CatalogEntry, NamespacePath
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
@@ -53,6 +54,22 @@ class IcebergGuard:
               action: str) -> None:
         """``action``: read (SELECT), modify (MODIFY), drop or rename (ownership)."""
         self._decide_now(principal, "table", catalog, namespace, name, action)
+
+    def writable_storage(self, catalog: CatalogEntry, namespace: NamespacePath, name: str) -> None:
+        """403, for every caller, admins too, on a change to a table or view inside a read-only external location:
+        each change writes a metadata file there, and the location's read-only flag says nothing is written there
+        (its credentials are read-only for the same reason, :mod:`arco.unity.credentials`). A location made
+        read-only after the table was created is how this happens; creating one there is refused already."""
+        with self.store.read() as state:
+            try:
+                entry = state.table(catalog.id, namespace, name)
+            except NotFoundError:
+                return  # the service answers (404)
+            container = read_only_location(state, entry.location, catalog.metastore_id) if entry.location else None
+        if container is not None:
+            raise Forbidden(f"Forbidden: {'.'.join((*namespace, name))} lies in external location {container.name}, "
+                            "which is read-only, and every change writes a metadata file there: ask its owner to "
+                            "make it writable (read_only false), or only read the table")
 
     def _decide_now(self, principal: Principal, check: str, *args: Any) -> None:
         """:meth:`decide` on the current state; account admins pass without reading it."""

@@ -69,11 +69,13 @@ async def allow(request: Request, check: str, *args: Any) -> None:
     principal = principal_of(request)
     if _writes(check, args) and is_system(args[0]) and not is_pipeline(principal):
         raise errors.Forbidden(f"Forbidden: {refusal(args[0].name)}")  # account admins too: only the pipeline
+    guard = services(request).guard
     if not principal.is_account_admin:
-        guard = services(request).guard
         await inline_or_blocking(getattr(guard, check), principal, *args)
         # ... and made again on the state each change of this request lands on (arco.catalog.landing).
         require_on_landing(lambda state: guard.decide(state, principal, check, *args))
+    if check == "table" and args[-1] == "modify":
+        await inline_or_blocking(guard.writable_storage, *args[:-1])  # account admins too: the location's rule
 
 
 def _writes(check: str, args: tuple[Any, ...]) -> bool:

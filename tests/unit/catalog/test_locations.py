@@ -155,6 +155,20 @@ def test_purge_refuses_a_prefix_that_another_live_table_lies_inside(state: Catal
     assert locations.purge_prefix(state, entry, state.catalogs["c1"], WH) is None
 
 
+def test_purge_deletes_nothing_in_a_location_made_read_only_since(state: CatalogState) -> None:
+    root, where = locations.check_managed_storage_root(state, ADMIN, f"{LANDING}/sales", WH, None, "schemas", "n2")
+    commit(state, {"op": "create_namespace", "id": "n2", "catalog_id": "c1", "path": ["sales"], "owner": "admin",
+                   "storage_location": where, "requested_root": root})
+    table_id = "44444444-0000-0000-0000-000000000000"
+    table = locations.allocate_table_location(state, state.catalogs["c1"], ("sales",), "orders", table_id)
+    dropped = TableEntry(id=table_id, catalog_id="c1", namespace=("sales",), name="orders", kind="TABLE",
+                         format="ICEBERG", location=table, owner="admin")
+    assert locations.purge_prefix(state, dropped, state.catalogs["c1"], WH) == table
+    commit(state, {"op": "update_securable", "type": "external_location", "name": "landing", "at_ms": 1,
+                   "fields": {"read_only": True}})
+    assert locations.purge_prefix(state, dropped, state.catalogs["c1"], WH) is None
+
+
 def test_allocation_cannot_nest_one_table_inside_another(state: CatalogState) -> None:
     victim_folder = victim_location(state).rsplit("/", 1)[1]
     # A namespace named like the victim's folder gets a folder of its own.
