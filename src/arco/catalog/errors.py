@@ -20,10 +20,14 @@ class CatalogError(Exception):
 
 
 class NotFoundError(CatalogError):
-    def __init__(self, kind: str, name: str) -> None:
+    """``name`` is inside ``catalog`` when one is given (a schema's or table's name without its catalog: Iceberg
+    REST names it so, inside the warehouse it serves; Unity Catalog adds the catalog)."""
+
+    def __init__(self, kind: str, name: str, catalog: str | None = None) -> None:
         super().__init__(f"{kind} does not exist: {shown(name)}")
         self.kind = kind
         self.name = name
+        self.catalog = catalog
 
 
 class CatalogNotFound(NotFoundError):
@@ -32,13 +36,13 @@ class CatalogNotFound(NotFoundError):
 
 
 class NamespaceNotFound(NotFoundError):
-    def __init__(self, name: str) -> None:
-        super().__init__("namespace", name)
+    def __init__(self, name: str, catalog: str | None = None) -> None:
+        super().__init__("namespace", name, catalog)
 
 
 class TableNotFound(NotFoundError):
-    def __init__(self, name: str) -> None:
-        super().__init__("table", name)
+    def __init__(self, name: str, catalog: str | None = None) -> None:
+        super().__init__("table", name, catalog)
 
 
 class ViewNotFound(NotFoundError):
@@ -47,10 +51,13 @@ class ViewNotFound(NotFoundError):
 
 
 class AlreadyExistsError(CatalogError):
-    def __init__(self, kind: str, name: str) -> None:
+    """``catalog``: as for :class:`NotFoundError`."""
+
+    def __init__(self, kind: str, name: str, catalog: str | None = None) -> None:
         super().__init__(f"{kind} already exists: {shown(name)}")
         self.kind = kind
         self.name = name
+        self.catalog = catalog
 
 
 class NotEmptyError(CatalogError):

@@ -80,8 +80,12 @@ class CatalogState(AccessState, SecurablesState, TenancyState):
     def namespace(self, catalog_id: str, path: NamespacePath) -> NamespaceEntry:
         ns_id = self.namespace_by_path.get((catalog_id, path_key(path)))
         if ns_id is None:
-            raise NamespaceNotFound(dotted(path))
+            raise NamespaceNotFound(dotted(path), self.catalog_name(catalog_id))
         return self.namespaces[ns_id]
+
+    def catalog_name(self, catalog_id: str) -> str | None:
+        entry = self.catalogs.get(catalog_id)
+        return entry.name if entry is not None else None
 
     def has_namespace(self, catalog_id: str, path: NamespacePath) -> bool:
         return (catalog_id, path_key(path)) in self.namespace_by_path
@@ -89,7 +93,7 @@ class CatalogState(AccessState, SecurablesState, TenancyState):
     def table(self, catalog_id: str, namespace: NamespacePath, name: str) -> TableEntry:
         entry = self.table_or_none(catalog_id, namespace, name)
         if entry is None:
-            raise TableNotFound(dotted((*namespace, name)))
+            raise TableNotFound(dotted((*namespace, name)), self.catalog_name(catalog_id))
         return entry
 
     def table_or_none(self, catalog_id: str, namespace: NamespacePath, name: str) -> TableEntry | None:
@@ -177,7 +181,8 @@ def refuse_taken_name(state: CatalogState, catalog_id: str, namespace: Namespace
                        allowed_id: str | None = None) -> None:
     existing = state.table_or_none(catalog_id, namespace, name)
     if existing is not None and existing.id != allowed_id:
-        raise AlreadyExistsError("view" if existing.kind == "VIEW" else "table", dotted((*namespace, name)))
+        raise AlreadyExistsError("view" if existing.kind == "VIEW" else "table", dotted((*namespace, name)),
+                                 state.catalog_name(catalog_id))
 
 
 # -- the operations ------------------------------------------------------------------------------------------
@@ -256,9 +261,9 @@ def _check_create_namespace(state: CatalogState, op: Operation) -> None:
     catalog = _catalog_of(state, op["catalog_id"])
     path = tuple(op["path"])
     if state.has_namespace(catalog.id, path):
-        raise AlreadyExistsError("namespace", dotted(path))
+        raise AlreadyExistsError("namespace", dotted(path), catalog.name)
     if len(path) > 1 and not state.has_namespace(catalog.id, path[:-1]):
-        raise NamespaceNotFound(dotted(path[:-1]))
+        raise NamespaceNotFound(dotted(path[:-1]), catalog.name)
 
 
 def namespace_entry_of(op: Operation) -> NamespaceEntry:
@@ -288,7 +293,8 @@ def _check_update_namespace(state: CatalogState, op: Operation) -> None:
     new_name = op.get("new_name")
     if new_name and name_key(new_name) != name_key(entry.path[-1]):
         if state.has_namespace(entry.catalog_id, (*entry.path[:-1], new_name)):
-            raise AlreadyExistsError("namespace", dotted((*entry.path[:-1], new_name)))
+            raise AlreadyExistsError("namespace", dotted((*entry.path[:-1], new_name)),
+                                     state.catalog_name(entry.catalog_id))
         if state.children.get((entry.catalog_id, path_key(entry.path))):
             raise InvalidRequestError(f"cannot rename namespace {dotted(entry.path)}: it has child namespaces")
 
@@ -326,7 +332,7 @@ def _check_create_table(state: CatalogState, op: Operation) -> None:
     catalog = _catalog_of(state, op["catalog_id"])
     namespace = tuple(op["namespace"])
     if not state.has_namespace(catalog.id, namespace):
-        raise NamespaceNotFound(dotted(namespace))
+        raise NamespaceNotFound(dotted(namespace), catalog.name)
     refuse_taken_name(state, catalog.id, namespace, op["name"])
     if op["id"] in state.tables:
         raise AlreadyExistsError("table uuid", op["id"])
@@ -360,7 +366,7 @@ def _check_rename_table(state: CatalogState, op: Operation) -> None:
     entry = _table_of(state, op["id"])
     target_ns = tuple(op["namespace"])
     if not state.has_namespace(entry.catalog_id, target_ns):
-        raise NamespaceNotFound(dotted(target_ns))
+        raise NamespaceNotFound(dotted(target_ns), state.catalog_name(entry.catalog_id))
     refuse_taken_name(state, entry.catalog_id, target_ns, op["name"], allowed_id=entry.id)
 
 

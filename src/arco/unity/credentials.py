@@ -148,7 +148,7 @@ def volume_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict
         scope = tenant_of(state, caller).scope
         entry = next((e for e in state.securables_of("volume", scope) if e.id == volume_id), None)
         if entry is None:
-            raise UnityError(404, "VOLUME_DOES_NOT_EXIST", f"Volume with id '{volume_id}' does not exist.")
+            raise UnityError(404, "RESOURCE_DOES_NOT_EXIST", f"Volume with id '{volume_id}' does not exist.")
         schema = state.namespaces[entry.fields["schema_id"]]
         where = objects.Place(state.catalogs[schema.catalog_id], schema)
         if not all(objects.usable(state, caller, where, "volume", entry, privilege) for privilege in privileges):

@@ -34,8 +34,13 @@ def invalid(message: str) -> UnityError:
 
 
 def not_found(kind: str, name: str) -> UnityError:
-    return UnityError(404, _NOT_FOUND.get(kind, "NOT_FOUND"),
+    return UnityError(404, _NOT_FOUND.get(kind, "RESOURCE_DOES_NOT_EXIST"),
                       f"{_KIND_WORDS.get(kind, kind)} '{ce.shown(name)}' does not exist.")
+
+
+def _full_name(exc: ce.NotFoundError | ce.AlreadyExistsError) -> str:
+    """The name as Unity Catalog spells it: a schema's or table's with its catalog in front."""
+    return f"{exc.catalog}.{exc.name}" if exc.catalog else exc.name
 
 
 def from_catalog_error(exc: ce.CatalogError) -> UnityError:
@@ -44,11 +49,11 @@ def from_catalog_error(exc: ce.CatalogError) -> UnityError:
                           f"No metastore is assigned to workspace {exc.workspace_id}. An account admin assigns one "
                           f"with PUT /api/2.1/unity-catalog/workspaces/{exc.workspace_id}/metastore.")
     if isinstance(exc, ce.NotFoundError):
-        return not_found(exc.kind, exc.name)
+        return not_found(exc.kind, _full_name(exc))
     if isinstance(exc, ce.AlreadyExistsError):
         word = _KIND_WORDS.get(exc.kind, exc.kind.capitalize())
-        return UnityError(409, _EXISTS.get(exc.kind, "ALREADY_EXISTS"),
-                          f"{word} '{ce.shown(exc.name)}' already exists.")
+        return UnityError(409, _EXISTS.get(exc.kind, "RESOURCE_ALREADY_EXISTS"),
+                          f"{word} '{ce.shown(_full_name(exc))}' already exists.")
     if isinstance(exc, ce.NotEmptyError):
         code = "SCHEMA_NOT_EMPTY" if exc.kind == "namespace" else "CATALOG_NOT_EMPTY"
         word = _KIND_WORDS.get(exc.kind, exc.kind.capitalize())  # a namespace is a schema here
