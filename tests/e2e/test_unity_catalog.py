@@ -363,6 +363,41 @@ def test_duckdb_reads_a_delta_table_registered_in_uc(server: RunningServer, exte
                                                                                          (3, "c")]
 
 
+def test_dropping_a_managed_table_removes_its_data_and_an_external_one_keeps_it(server: RunningServer,
+                                                                               w: WorkspaceClient,
+                                                                               external: Path) -> None:
+    from deltalake import write_deltalake
+
+    rows = pa.table({"id": pa.array([1, 2], pa.int64())})
+    uc(server, "POST", "/schemas", json={"name": "drops", "catalog_name": "main"})
+    columns = [{"name": "id", "type_name": "LONG", "type_text": "bigint", "position": 0}]
+    managed = uc(server, "POST", "/tables", json={"name": "m", "catalog_name": "main", "schema_name": "drops",
+                                                  "table_type": "MANAGED", "data_source_format": "DELTA",
+                                                  "columns": columns})
+    assert managed.status_code == 200, managed.text
+    managed_folder = Path(managed.json()["storage_location"].removeprefix("file://"))
+    write_deltalake(str(managed_folder), rows)
+    outside = external / "kept"
+    write_deltalake(str(outside), rows)
+    assert uc(server, "POST", "/tables", json={
+        "name": "x", "catalog_name": "main", "schema_name": "drops", "table_type": "EXTERNAL",
+        "data_source_format": "DELTA", "storage_location": outside.as_uri(), "columns": columns}).status_code == 200
+    iceberg = RestCatalog("py", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN).create_table(
+        "drops.i", Schema(NestedField(1, "id", LongType(), required=False)))
+    iceberg.append(rows)
+    iceberg_folder = Path(iceberg.metadata.location.removeprefix("file://"))
+    kept = sorted(outside.rglob("*"))
+
+    for name in ("m", "x", "i"):
+        w.tables.delete(f"main.drops.{name}")
+    deadline = time.monotonic() + 30  # the purge runs after the answer
+    while time.monotonic() < deadline and any(p.is_file() for f in (managed_folder, iceberg_folder)
+                                              for p in f.rglob("*")):
+        time.sleep(0.1)
+    assert not [p for f in (managed_folder, iceberg_folder) for p in f.rglob("*") if p.is_file()]
+    assert sorted(outside.rglob("*")) == kept
+
+
 def test_polars_reads_the_schema_of_a_table_created_without_type_json(server: RunningServer,
                                                                       external: Path) -> None:
     """Polars builds a UC table's schema from each column's type_json and refuses a schema where one is missing;

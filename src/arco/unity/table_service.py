@@ -21,6 +21,7 @@ from arco.catalog.state import CatalogState, refuse_taken_name
 from arco.catalog.store import CatalogStore
 from arco.catalog.table_index import new_table, rename_with_changes
 from arco.iceberg.metadata_files import MissingMetadataFile
+from arco.iceberg.purge import DroppedTable, purge_later
 from arco.iceberg.tables import TableService
 from arco.unity import infos
 from arco.unity.common import (
@@ -279,11 +280,15 @@ class UnityTables:
         with on_landing(still_allowed):
             if entry.format == "ICEBERG" and entry.kind == "TABLE":
                 self.tables.drop(catalog, entry.namespace, entry.name, principal)  # also tombstones its pointer
-                return
-            self.store.execute(lambda state: {"op": "drop_table", "id": entry.id, "location": entry.location},
-                               principal=principal)
-        if entry.format == "ICEBERG":  # an Iceberg view: its pointer is marked dropped, as dropView does
+            else:
+                self.store.execute(lambda state: {"op": "drop_table", "id": entry.id, "location": entry.location},
+                                   principal=principal)
+        if entry.format == "ICEBERG" and entry.kind != "TABLE":  # an Iceberg view: its pointer is marked dropped
             self.tables.tombstone(entry.id)
+        if entry.managed and entry.kind == "TABLE":
+            # Unity Catalog's rule: dropping a managed table removes its data (Iceberg REST's dropTable keeps the
+            # files unless purgeRequested). Only the prefix Arco allocated to it, if still its alone.
+            purge_later(self.tables, DroppedTable(entry.id, entry.catalog_id, entry.location, managed=True))
 
     def table_summaries(self, catalog_name: str | None, schema_pattern: str | None, table_pattern: str | None,
                         max_results: Any, token: str | None,
