@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from arco.cli.open_files import raise_open_file_limit
+from arco.storage.urls import set_home_azure_account
 from support import emulators
 from support.storage_targets import StorageTarget
 
@@ -16,6 +17,15 @@ def pytest_configure(config: pytest.Config) -> None:
     # The whole run holds more than 1,024 descriptors at its peak (servers' pooled connections, emulator clients),
     # the soft limit many systems start processes with.
     raise_open_file_limit()
+
+
+@pytest.fixture(autouse=True)
+def _no_home_azure_account_carried_between_tests() -> Iterator[None]:
+    """Opening Azure storage names the process's home account (arco.storage.urls); one test's must not change
+    how another's URLs compare."""
+    before = set_home_azure_account(None)
+    yield
+    set_home_azure_account(before)
 
 
 @pytest.fixture(scope="session")

@@ -94,3 +94,48 @@ def test_a_select_only_grantee_gets_a_sas_that_cannot_write(server: RunningServe
     with pytest.raises(HttpResponseError) as refused:
         client.upload_blob("wh/main/ro/intruder.parquet", b"x")
     assert refused.value.status_code == 403
+
+
+def _uc(server: RunningServer, method: str, path: str, token: str = ARCO_TOKEN, **kwargs: object) -> httpx.Response:
+    return httpx.request(method, f"{server.base_url}/api/2.1/unity-catalog{path}", timeout=30,  # type: ignore[arg-type]
+                         headers={"Authorization": f"Bearer {token}"}, **kwargs)
+
+
+def test_spelling_out_the_warehouse_s_own_account_names_the_same_place(server: RunningServer,
+                                                                      azure: emulators.AzureServer) -> None:
+    """abfss://c@<account>.dfs.core.windows.net/k is abfs://c/k when <account> is the warehouse's: an external
+    location spelled so cannot cover Arco's files or managed storage, and Iceberg's locations and registered
+    metadata files inside the warehouse are recognised in any spelling."""
+    container = server.warehouse.removeprefix("abfs://").split("/")[0]  # type: ignore[attr-defined]
+    account_root = f"abfss://{container}@{azure.account_name}.dfs.core.windows.net/wh"
+    option = f"adls.connection-string={azure.connection_string}"
+    run_cli(server.warehouse, "user", "create", "bob@x.com", "--storage-option", option)  # type: ignore[attr-defined]
+    bob = run_cli(server.warehouse, "token", "create", "bob@x.com",  # type: ignore[attr-defined]
+                  "--storage-option", option).strip()
+    assert _uc(server, "POST", "/storage-credentials", json={
+        "name": "azc", "azure_managed_identity": {"access_connector_id": "x"}}).status_code == 200
+    for kind, name in (("metastore", _uc(server, "GET", "/metastore_summary").json()["metastore_id"]),
+                       ("storage_credential", "azc")):
+        granted = _uc(server, "PATCH", f"/permissions/{kind}/{name}", json={"changes": [
+            {"principal": "bob@x.com", "add": ["CREATE_EXTERNAL_LOCATION"]}]})
+        assert granted.status_code == 200, granted.text
+    for spelling in (f"{account_root}/_catalog", f"{account_root}/main",
+                     f"wasbs://{container}@{azure.account_name}.blob.core.windows.net/wh/_catalog"):
+        refused = _uc(server, "POST", "/external-locations", bob, json={
+            "name": f"x{uuid.uuid4().hex[:6]}", "url": spelling, "credential_name": "azc"})
+        assert refused.status_code == 400 and "overlaps" in refused.json()["message"], (spelling, refused.text)
+        vended = _uc(server, "POST", "/temporary-path-credentials", json={"url": spelling, "operation": "PATH_READ"})
+        assert vended.status_code == 403, vended.text  # not even an admin reaches Arco's files by path
+
+    # An external location under the warehouse, in either spelling: Iceberg tables there, and registering again.
+    assert _uc(server, "POST", "/external-locations", json={
+        "name": "ext", "url": f"{account_root}/ext", "credential_name": "azc"}).status_code == 200
+    catalog = RestCatalog("arco", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN,
+                          **{"py-io-impl": "pyiceberg.io.pyarrow.PyArrowFileIO"})
+    catalog.create_namespace("spelled")
+    table = catalog.create_table("spelled.t", SCHEMA, location=f"abfs://{container}/wh/ext/t")
+    table.append(pa.table({"id": pa.array([7], pa.int64())}))
+    catalog.drop_table("spelled.t")
+    again = catalog.register_table("spelled.t", table.metadata_location.replace(
+        f"abfs://{container}/wh", account_root))
+    assert again.scan().to_arrow().column("id").to_pylist() == [7]

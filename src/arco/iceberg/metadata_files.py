@@ -21,6 +21,7 @@ from arco.iceberg.malformed import MALFORMED, describe
 from arco.lru import Lru
 from arco.metrics import CacheMeter
 from arco.storage.base import DoesNotExist, NotFound, StorageBackend, StorageError, Written
+from arco.storage.urls import BadLocation, normalize, split_root
 
 CACHE_ENTRIES = 512
 VIEW_CACHE_ENTRIES = 256
@@ -69,6 +70,16 @@ def snapshots_bytes(snapshots: list[Snapshot]) -> list[bytes]:
 
 def view_metadata_bytes(metadata: ViewMetadata) -> bytes:
     return metadata.model_dump_json(by_alias=True, exclude_none=True).encode()
+
+
+def _canonical_authority(authority: str) -> str | None:
+    """An object store's ``scheme://bucket`` in canonical form (None: a local path, or none at all)."""
+    if authority.startswith("file:") or "://" not in authority:
+        return None
+    try:
+        return normalize(authority)
+    except BadLocation:
+        return None
 
 
 class MetadataLocationError(StorageError):
@@ -126,6 +137,9 @@ class ImmutableFiles(Generic[M]):
         self._roots = [self._root]
         if self._root.startswith("file:///"):
             self._roots += ["file:" + self._root[len("file://"):], self._root[len("file://"):]]
+        authority, path = split_root(self._root)
+        # Other spellings of the bucket or container (s3a://, abfss://c@account..., az://): the path as written.
+        self._authority, self._root_path = _canonical_authority(authority), path
         self._cache: Lru[str, M] = Lru(cache_entries)
         self._written: Lru[str, bytes] = Lru(WRITTEN_BYTES_ENTRIES)
 
@@ -140,6 +154,10 @@ class ImmutableFiles(Generic[M]):
         for root in self._roots:
             if location.startswith(root):
                 return location[len(root):]
+        authority, path = split_root(location)
+        if (self._authority is not None and path.startswith(self._root_path)
+                and _canonical_authority(authority) == self._authority):
+            return path[len(self._root_path):]
         raise MetadataLocationError(f"{location} is outside the warehouse {self._root}")
 
     def read(self, location: str) -> M:

@@ -37,6 +37,7 @@ from arco.storage.connections import requests_ca_bundle
 from arco.storage.http_objects import HttpObjectReads
 from arco.storage.object_calls import Reply
 from arco.storage.prefixed import PrefixedKeys
+from arco.storage.urls import set_home_azure_account
 
 
 def _service(options: dict[str, str], retries: int = 3) -> BlobServiceClient:
@@ -85,6 +86,7 @@ class AzureBackend(HttpObjectReads, PrefixedKeys, StorageBackend):
         options = options or {}
         self._container: ContainerClient = _service(options).get_container_client(container)
         self._wire = _wire(self._container)
+        set_home_azure_account(self._container.account_name)  # what az://container names (arco.storage.urls)
 
     def _version(self, reply: Reply) -> str:
         return _etag(reply.etag)

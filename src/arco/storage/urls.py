@@ -11,12 +11,19 @@ place its text does not seem to name. Canonical forms:
 | ``gs://b/k`` | ``gs://b/k`` |
 | ``wasbs://c@a.blob.core.windows.net/k``, ``abfs://c@a.dfs...`` | ``abfss://c@a.dfs.core.windows.net/k`` |
 | ``az://c/k``, ``abfs://c/k``, ``wasbs://c/k`` (the warehouse's own account) | ``az://c/k`` |
+| ``abfss://c@home.dfs.core.windows.net/k`` and every other spelling naming the home account | ``az://c/k`` |
 | ``memory://name/k`` (the in-memory backend of unit tests) | ``memory://name/k`` |
 
 Percent-escapes are decoded once (``%2F`` is a slash, ``%2E%2E`` is ``..``); empty segments and ``.`` are
 dropped and the trailing slash removed. A ``..`` segment, a backslash, a control character, a ``%`` left
 after decoding, a query or a fragment is refused rather than interpreted: a location is a plain prefix, and a
 spelling that only makes sense after resolution is either a mistake or an attack.
+
+The home account is the Azure storage account this process's Azure credentials belong to (the warehouse's, or the
+one credentials are vended for): a process learns it when it opens that storage (:func:`set_home_azure_account`).
+Without it, ``az://c/k`` and ``abfss://c@home.dfs.core.windows.net/k`` would be two canonical forms of the same
+blobs, and every rule that compares locations (an external location must not cover ``_catalog``) could be passed
+by spelling the account out.
 """
 
 from __future__ import annotations
@@ -30,6 +37,16 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # one search in C: a test per charact
 _AZURE_CONTAINER = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{1,62}")
 SCHEME_ALIASES = {"s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gs", "az": "az", "abfs": "abfss", "abfss": "abfss",
                   "wasb": "abfss", "wasbs": "abfss", "file": "file", "memory": "memory"}
+
+
+_home_azure_account: str | None = None
+
+
+def set_home_azure_account(account: str | None) -> str | None:
+    """Name the Azure storage account whose containers ``az://`` URLs (and ``abfs://c/k``) mean; the one before."""
+    global _home_azure_account
+    before, _home_azure_account = _home_azure_account, (account or "").lower() or None
+    return before
 
 
 class BadLocation(ValueError):
@@ -97,9 +114,18 @@ def _authority(scheme: str, netloc: str) -> str:
     if not at or not container or not host:
         raise BadLocation("an abfss:// location has the form abfss://container@account.dfs.core.windows.net/path")
     account, dot, domain = host.lower().partition(".")
+    if account == _home_azure_account:
+        return container.lower()  # the home account spelled out: the same blobs as az://container (see above)
     if dot and domain.startswith("blob."):
         domain = "dfs." + domain[len("blob."):]  # one account, two endpoints: the same storage
     return f"{container.lower()}@{account}{dot}{domain}"
+
+
+def split_root(url: str) -> tuple[str, str]:
+    """``scheme://authority`` and the path after it, as written (``s3a://b/k/x`` gives ``s3a://b`` and ``/k/x``)."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    return f"{scheme}{sep}{authority}", slash + path
 
 
 def same_place(a: object, b: object) -> bool:

@@ -125,11 +125,14 @@ def path_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[s
             raise UnityError(403, "PERMISSION_DENIED", f"{caller.name} may not {operation} {url} (needs {needs} "
                                                        f"on external location {container.name})")
         _refuse_writes_in_read_only_location(state, caller, url, access)
-        managed = locations.first_overlap(url, locations.managed_root_claims(state))
+        # Arco's own files and managed storage are never reached through a path, whatever a location covers
+        # (one made over them before the rules refused it included).
+        managed = locations.first_overlap(url, [*locations.arco_claims(store.storage.url),
+                                                *locations.managed_root_claims(state)])
         if managed is not None:
-            raise UnityError(403, "PERMISSION_DENIED", f"{url} overlaps {managed.what}: its tables and volumes are "
-                                                       "reached through their own credentials, which follow their "
-                                                       "grants")
+            raise UnityError(403, "PERMISSION_DENIED", f"{url} overlaps {managed.what}, which no path credential "
+                                                       "reaches: tables and volumes are reached through their own "
+                                                       "credentials, which follow their grants")
         table = locations.first_overlap(url, locations.table_claims(state))
         if table is not None and operation != "PATH_READ":
             raise UnityError(403, "PERMISSION_DENIED", f"{url} overlaps {table.what}: use temporary table "

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 from azure.storage.blob import generate_blob_sas, generate_container_sas
 
 from arco.settings import VENDING_AZURE_SAS_SCOPES, ServerSettings
+from arco.storage.urls import set_home_azure_account
 from arco.vending.locations import StorageLocation, parse_location
 from arco.vending.model import Access, VendedCredential, VendingUnavailable
 
@@ -82,6 +83,8 @@ class AzureMinter:
         self._key = (parts.get("AccountKey") or storage_options.get("adls.account-key")
                      or os.environ.get("AZURE_STORAGE_KEY"))
         self._endpoint = parts.get("BlobEndpoint") or storage_options.get("adls.endpoint") or ""
+        if self._account:
+            set_home_azure_account(self._account)  # the account az:// locations name (arco.storage.urls)
         self._scope = settings.vending_azure_sas_scope
         self._lifetime_s = settings.vending_lifetime_s
         warehouse = parse_location(settings.warehouse) if "://" in settings.warehouse else None

@@ -57,3 +57,38 @@ def test_where_a_look_is_a_round_trip_memory_answers_and_a_new_reader_finds_it_g
     files.confirm_present(LOCATION)
     with pytest.raises(MissingMetadataFile):
         MetadataFiles(storage).read(LOCATION)
+
+
+class BucketBackend(MemoryBackend):
+    """The memory backend serving a warehouse URL on object storage (only its URL matters here)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.url = url
+
+
+@pytest.mark.parametrize("warehouse, location, key", [
+    ("s3://b/wh", "s3a://b/wh/t/metadata/1.metadata.json", "t/metadata/1.metadata.json"),  # Spark's spelling
+    ("abfs://data/wh", "az://data/wh/t/x.json", "t/x.json"),
+    ("abfs://data/wh", "abfss://data@home.dfs.core.windows.net/wh/t/x.json", "t/x.json"),  # the home account
+    ("abfss://data@home.dfs.core.windows.net/wh", "abfs://data/wh/t/a%2Fb.json", "t/a%2Fb.json"),  # the path as written
+])
+def test_every_spelling_of_the_warehouse_s_bucket_finds_its_key(warehouse: str, location: str, key: str) -> None:
+    from arco.storage.urls import set_home_azure_account
+
+    set_home_azure_account("home")
+    assert MetadataFiles(BucketBackend(warehouse)).key_of(location) == key
+
+
+@pytest.mark.parametrize("location", [
+    "abfss://data@other.dfs.core.windows.net/wh/t/x.json",  # another account's container of that name
+    "s3://b/whx/t/x.json", "s3://other/wh/t/x.json", "file:///wh/t/x.json",
+])
+def test_other_places_are_outside_the_warehouse(location: str) -> None:
+    from arco.iceberg.metadata_files import MetadataLocationError
+    from arco.storage.urls import set_home_azure_account
+
+    set_home_azure_account("home")
+    warehouse = "abfs://data/wh" if "windows" in location else "s3://b/wh"
+    with pytest.raises(MetadataLocationError):
+        MetadataFiles(BucketBackend(warehouse)).key_of(location)

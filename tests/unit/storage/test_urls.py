@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from arco.storage.factory import local_directory
-from arco.storage.urls import BadLocation, normalize, overlaps, same_place, within
+from arco.storage.urls import BadLocation, normalize, overlaps, same_place, set_home_azure_account, split_root, within
 
 
 @pytest.mark.parametrize("given, canonical", [
@@ -71,3 +71,31 @@ def test_the_directory_a_local_warehouse_names(url: str, directory: Path | None)
 def test_same_place_compares_canonical_forms_and_never_matches_a_bad_location(a: str, b: str | None,
                                                                               same: bool) -> None:
     assert same_place(a, b) is same
+
+
+@pytest.mark.parametrize("given", [
+    "abfss://data@home.dfs.core.windows.net/wh/_catalog", "abfs://data@home.dfs.core.windows.net/wh/_catalog",
+    "wasbs://Data@HOME.blob.core.windows.net/wh/_catalog/", "az://data/wh/_catalog", "abfs://data/wh/_catalog",
+])
+def test_the_home_account_spelled_out_is_the_same_place_as_az(given: str) -> None:
+    set_home_azure_account("home")
+    assert normalize(given) == "az://data/wh/_catalog"
+    assert overlaps(normalize(given), normalize("abfs://data/wh"))
+
+
+def test_another_account_s_container_of_the_same_name_is_another_place() -> None:
+    set_home_azure_account("home")
+    assert normalize("abfss://data@other.dfs.core.windows.net/wh") == "abfss://data@other.dfs.core.windows.net/wh"
+    assert not overlaps(normalize("abfss://data@other.dfs.core.windows.net/wh"), normalize("az://data/wh"))
+    set_home_azure_account(None)  # a process with no Azure storage of its own names no account home
+    assert normalize("abfss://data@home.dfs.core.windows.net/wh") == "abfss://data@home.dfs.core.windows.net/wh"
+
+
+@pytest.mark.parametrize("url, split", [
+    ("s3a://b/wh/t/x.json", ("s3a://b", "/wh/t/x.json")),
+    ("abfss://c@a.dfs.core.windows.net/wh", ("abfss://c@a.dfs.core.windows.net", "/wh")),
+    ("gs://b", ("gs://b", "")),
+    ("s3://b/a%2Fb", ("s3://b", "/a%2Fb")),  # the path as written: keys are made of it, never of a decoded form
+])
+def test_split_root_keeps_the_path_as_written(url: str, split: tuple[str, str]) -> None:
+    assert split_root(url) == split
