@@ -107,6 +107,13 @@ def test_spark_insert_select_gives_a_declared_edge_from_t1_to_t2(world: dict) ->
     page = lineage_of(world["storage"], t2, "main.lin.t2")
     assert page.known and [(e.upstream, e.confidence) for e in page.upstream] == [("main.lin.t1",
                                                                                   "DeclaredUnverified")]
+    assert page.by_snapshot == {s["t2"]: ["main.lin.t1"]}  # the version that snapshot made, and no other
+    # A neighbour renamed since: the page names it as it is called now.
+    with CatalogStore(world["storage"]).read() as state:
+        t1 = next(t.id for t in state.tables.values() if t.name == "t1")
+    renamed = lineage_of(world["storage"], t2, "main.lin.t2", name_of=lambda u: "main.lin.t1b" if u == t1 else None)
+    assert [e.upstream for e in renamed.upstream] == ["main.lin.t1b"] and renamed.by_snapshot == {
+        s["t2"]: ["main.lin.t1b"]}
 
 
 def test_a_table_the_caller_cannot_read_is_redacted_and_its_own_lineage_refused(world: dict) -> None:

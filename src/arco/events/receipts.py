@@ -87,7 +87,8 @@ def iceberg_event(kind: IcebergReceiptKind, *, table_uuid: str, metadata_locatio
         "format_version": metadata.format_version,
         "last_updated_ms": metadata.last_updated_ms,
         "sequence_number": getattr(metadata, "last_sequence_number", 0) or 0,
-        "snapshot_id": metadata.current_snapshot_id,
+        # The snapshot the commit added (on whichever branch), else the current one.
+        "snapshot_id": added.snapshot_id if added is not None else metadata.current_snapshot_id,
         "operation": operation,
         "summary": summary,
         "schema_id": metadata.current_schema_id,
@@ -107,8 +108,8 @@ def commit_operation(metadata: TableMetadata, previous_metadata_location: str | 
     """What a commit did, from the metadata it wrote, and the snapshot it made current if it added that snapshot.
 
     ``create``                a table's first metadata version
-    the snapshot's operation  the commit added the current snapshot (``append``, ``overwrite``, ``delete``,
-                              ``replace``, from its summary)
+    the snapshot's operation  the commit added a snapshot (``append``, ``overwrite``, ``delete``, ``replace``,
+                              from its summary): the current one, or one on another branch (or staged)
     ``set-current-snapshot``  the main branch moved to a snapshot the table already had (a rollback)
     ``update-metadata``       anything else: schema, partition spec, sort order, properties, branches and tags,
                               statistics, expired snapshots, location
@@ -130,7 +131,19 @@ def commit_operation(metadata: TableMetadata, previous_metadata_location: str | 
     if (current is not None and last_move is not None and last_move.snapshot_id == current.snapshot_id
             and last_move.timestamp_ms == metadata.last_updated_ms):
         return SET_CURRENT_SNAPSHOT, None
+    elsewhere = _added_off_main(metadata)
+    if elsewhere is not None:
+        operation = elsewhere.summary.operation.value if elsewhere.summary is not None else None
+        return operation or UPDATE_METADATA, elsewhere
     return UPDATE_METADATA, None
+
+
+def _added_off_main(metadata: TableMetadata) -> Snapshot | None:
+    """A snapshot this version added that main does not point at (an append to another branch, a staged write):
+    stamped with the version's time, as the current one would be; the newest of them, should several be."""
+    stamped = [s for s in metadata.snapshots if s.timestamp_ms == metadata.last_updated_ms
+               and s.snapshot_id != metadata.current_snapshot_id]
+    return max(stamped, key=lambda s: s.sequence_number or 0) if stamped else None
 
 
 def catalog_event(seq: int, op: dict[str, Any], *, recorded_by: str = "commit") -> dict[str, Any]:

@@ -65,18 +65,21 @@ def number(summary: dict[str, Any], key: str) -> float | None:
     return value if value is not None and math.isfinite(value) and value >= 0 else None
 
 
-def line_charts(snapshots: list[tuple[int, dict[str, Any]]]) -> list[LineChart]:
-    """One chart per series over the snapshots in time order; ``snapshots``: (timestamp ms, summary)."""
+def line_charts(summaries: list[dict[str, Any]]) -> list[LineChart]:
+    """One chart per series over snapshot summaries given oldest first (a branch's ancestry)."""
     charts = []
-    ordered = sorted(snapshots, key=lambda s: s[0])
     for key, unit in SERIES:
-        values = [v for _, summary in ordered if (v := number(summary, key)) is not None]
+        values = [v for summary in summaries if (v := number(summary, key)) is not None]
         if not values:
             continue
         peak = max(values) or 1.0
-        step = (WIDTH - 2 * PAD) / max(len(values) - 1, 1)
+        if len(values) == 1:
+            values_drawn = [values[0], values[0]]  # one snapshot: a level line, where one point draws nothing
+        else:
+            values_drawn = values
+        step = (WIDTH - 2 * PAD) / (len(values_drawn) - 1)
         points = " ".join(f"{PAD + i * step:.1f},{HEIGHT - PAD - (v / peak) * (HEIGHT - 2 * PAD):.1f}"
-                          for i, v in enumerate(values))
+                          for i, v in enumerate(values_drawn))
         charts.append(LineChart(unit, points, human(values[-1], unit), human(max(values), unit), len(values)))
     return charts
 

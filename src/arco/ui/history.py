@@ -86,6 +86,7 @@ class Version:
     snapshot_id: int | None = None
     operation: str | None = None
     source: Source = field(default=UNKNOWN)
+    upstream: tuple[str, ...] = ()  # the tables this version's commit read, as lineage recorded them
 
 
 def engine_of(summary: dict[str, Any]) -> str | None:
@@ -114,7 +115,9 @@ def versions_of(metadata: TableMetadata, current_location: str) -> list[Version]
     snapshot_log = sorted((e.timestamp_ms, e.snapshot_id) for e in metadata.snapshot_log)
     by_id = {s.snapshot_id: s for s in metadata.snapshots}
     found, i, current_snapshot = [], 0, None
-    for location, at_ms in sorted(log, key=lambda item: item[1]):
+    # In the log's order, which is the order the versions were written in: their times are the writers' clocks
+    # (a snapshot's timestamp-ms becomes its version's), which may lie anywhere.
+    for location, at_ms in log:
         while i < len(snapshot_log) and snapshot_log[i][0] <= at_ms:
             current_snapshot = snapshot_log[i][1]
             i += 1
@@ -203,4 +206,6 @@ def with_older(versions: list[Version], compacted: dict[str, Compacted]) -> list
     older = [Version(metadata_sequence(location), location, row.at_ms, False, row.snapshot_id, row.operation,
                      row.source)
              for location, row in compacted.items() if location not in known]
-    return sorted([*versions, *older], key=lambda v: (v.at_ms, v.number), reverse=True)
+    # Older than every version the log still holds; among themselves, by the file name's counter (which only grows),
+    # not by the writers' clocks.
+    return [*versions, *sorted(older, key=lambda v: (v.number, v.at_ms), reverse=True)]

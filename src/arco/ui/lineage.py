@@ -3,7 +3,9 @@
 
 ``known`` is False when no edge touches the table: the page then says "unknown" rather than "no inputs", since an
 engine that reports no scans, or a pipeline not yet run, leaves a table without edges either way. ``may_see``
-(a table uuid -> whether the viewer may read it) leaves out the neighbours the viewer cannot read.
+(a table uuid -> whether the viewer may read it) leaves out the neighbours the viewer cannot read; ``name_of``
+(a table uuid -> its full name now, None if it is gone) names a neighbour renamed since the edge was recorded as
+it is called now. ``by_snapshot`` gives each snapshot of the table the tables its commit read, for its version.
 """
 
 from __future__ import annotations
@@ -30,29 +32,37 @@ class Lineage:
     upstream: list[Edge] = field(default_factory=list)
     downstream: list[Edge] = field(default_factory=list)
     known: bool = False  # False: nothing recorded, shown as "unknown" rather than as "no inputs"
-
-
-def _name(row: dict, side: str) -> str:
-    return ".".join(str(p) for p in (row[f"{side}_catalog"], *(row[f"{side}_namespace"] or []), row[f"{side}_table"]))
+    by_snapshot: dict[int, list[str]] = field(default_factory=dict)  # this table's snapshot -> the tables it read
 
 
 def lineage_of(storage: StorageBackend, table_uuid: str, full_name: str,
-               may_see: Callable[[str], bool] | None = None) -> Lineage:
+               may_see: Callable[[str], bool] | None = None,
+               name_of: Callable[[str], str | None] | None = None) -> Lineage:
     """Edges into and out of the table, as recorded by the last compaction; a table's edges to itself (the
     pipeline's own rewrites) are left out: its versions above say as much."""
     columns = ["source_uuid", "source_catalog", "source_namespace", "source_table", "target_uuid", "target_catalog",
-               "target_namespace", "target_table", "confidence"]
+               "target_namespace", "target_table", "target_snapshot_id", "confidence"]
     rows = read_many(storage, history_keys(storage, "lineage"), LINEAGE, columns=columns).to_pylist()
+
+    def name(row: dict, side: str) -> str:
+        now = name_of(row[f"{side}_uuid"]) if name_of is not None else None
+        return now or ".".join(str(p) for p in (row[f"{side}_catalog"], *(row[f"{side}_namespace"] or []),
+                                                row[f"{side}_table"]))
+
     upstream: dict[tuple[str, str], Edge] = {}
     downstream: dict[tuple[str, str], Edge] = {}
+    by_snapshot: dict[int, set[str]] = {}
     for row in rows:
         if row["source_uuid"] == row["target_uuid"]:
             continue
         if row["target_uuid"] == table_uuid and (may_see is None or may_see(row["source_uuid"])):
-            upstream.setdefault((row["source_uuid"], row["confidence"]),
-                                Edge(_name(row, "source"), full_name, row["confidence"]))
+            edge = upstream.setdefault((row["source_uuid"], row["confidence"]),
+                                       Edge(name(row, "source"), full_name, row["confidence"]))
+            if row["target_snapshot_id"] is not None:
+                by_snapshot.setdefault(row["target_snapshot_id"], set()).add(edge.upstream)
         if row["source_uuid"] == table_uuid and (may_see is None or may_see(row["target_uuid"])):
             downstream.setdefault((row["target_uuid"], row["confidence"]),
-                                  Edge(full_name, _name(row, "target"), row["confidence"]))
+                                  Edge(full_name, name(row, "target"), row["confidence"]))
     return Lineage(full_name, sorted(upstream.values(), key=lambda e: e.upstream),
-                   sorted(downstream.values(), key=lambda e: e.downstream), known=bool(upstream or downstream))
+                   sorted(downstream.values(), key=lambda e: e.downstream), known=bool(upstream or downstream),
+                   by_snapshot={snapshot: sorted(names) for snapshot, names in by_snapshot.items()})

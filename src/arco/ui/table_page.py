@@ -18,13 +18,16 @@ from pyiceberg.table.metadata import TableMetadata
 from starlette.datastructures import State
 
 from arco.auth.principals import Principal
+from arco.auth.subjects import may_look_up_tables
 from arco.catalog.errors import NotFoundError
 from arco.lru import Lru
+from arco.pipeline.lineage import NO_SNAPSHOT_OPERATIONS
 from arco.ui import charts, history
 from arco.ui.lineage import Lineage, lineage_of
 from arco.ui.pages import SERVICE_ERRORS, PageError, page_error, table_metadata
 from arco.unity.common import usable_catalog
-from arco.unity.lineage import may_read_table
+from arco.unity.effective import EffectivePermissions
+from arco.unity.lineage import may_read_table, name_now
 
 VERSIONS_PER_PAGE = 50
 SNAPSHOTS_SHOWN = 100
@@ -145,9 +148,15 @@ def _compute_facts(location: str, metadata: TableMetadata) -> IcebergFacts:
     names = {f.field_id: f.name for f in schema.fields}
     order = metadata.sort_order_by_id(metadata.default_sort_order_id) if metadata.sort_orders else None
     summaries = {s.snapshot_id: _summary(s) for s in metadata.snapshots}
-    newest = sorted(metadata.snapshots, key=lambda s: s.timestamp_ms, reverse=True)
+    # Newest first in the order they were added (the metadata keeps that order), not by the writers' clocks; the
+    # current snapshot is always among those shown.
+    newest = list(reversed(metadata.snapshots))
+    shown = newest[:SNAPSHOTS_SHOWN]
+    current = metadata.snapshot_by_id(metadata.current_snapshot_id) if metadata.current_snapshot_id else None
+    if current is not None and current not in shown:
+        shown.append(current)
     snapshots = []
-    for s in newest[:SNAPSHOTS_SHOWN]:
+    for s in shown:
         summary = summaries[s.snapshot_id]
         size = charts.number(summary, "total-files-size")
         snapshots.append({
@@ -174,7 +183,7 @@ def _compute_facts(location: str, metadata: TableMetadata) -> IcebergFacts:
                      for f in (order.fields if order else [])],
         properties=sorted(metadata.properties.items()),
         format_version=metadata.format_version,
-        line_charts=charts.line_charts([(s.timestamp_ms, summaries[s.snapshot_id]) for s in metadata.snapshots]),
+        line_charts=charts.line_charts([summaries[s.snapshot_id] for s in main_ancestry(metadata)]),
         snapshots=snapshots,
         snapshot_count=len(newest),
         refs=sorted(({"name": name, "type": ref.snapshot_ref_type.value, "snapshot_id": ref.snapshot_id,
@@ -183,6 +192,18 @@ def _compute_facts(location: str, metadata: TableMetadata) -> IcebergFacts:
                     key=lambda r: (r["name"] != "main", r["name"])),
         versions=history.versions_of(metadata, location),
     )
+
+
+def main_ancestry(metadata: TableMetadata) -> list[Any]:
+    """The main branch's snapshots, oldest first: its current snapshot and its parents (what the table's counts
+    were, version by version; another branch's snapshots are not main's history)."""
+    by_id = {s.snapshot_id: s for s in metadata.snapshots}
+    chain, at = [], by_id.get(metadata.current_snapshot_id) if metadata.current_snapshot_id else None
+    while at is not None and len(chain) < len(by_id):  # the bound: a parent cycle in a hand-made file
+        chain.append(at)
+        at = by_id.get(at.parent_snapshot_id) if at.parent_snapshot_id is not None else None
+    chain.reverse()
+    return chain
 
 
 def _iceberg_facts(page: TablePage, facts: IcebergFacts) -> None:
@@ -214,9 +235,13 @@ def _grants(app: State, page: TablePage, caller: Principal) -> None:
         page.grants = app.permissions.get("table", page.full_name, None, caller)["privilege_assignments"]
         page.grants_note = "Privileges granted on this table (inherited ones are granted on its schema or catalog)."
     except SERVICE_ERRORS:
-        # Only owners and admins read everyone's grants: the others see their own.
-        page.grants = app.permissions.get("table", page.full_name, caller.name, caller)["privilege_assignments"]
-        page.grants_note = "Your own privileges on this table (its owner and admins see everyone's)."
+        # Only owners and admins read everyone's grants: the others see what reaches them, their groups' too.
+        effective = EffectivePermissions(app.iceberg.store).get("table", page.full_name, caller.name, None, None,
+                                                                caller)["privilege_assignments"]
+        page.grants = [{"principal": a["principal"], "privileges": [p["privilege"] for p in a["privileges"]]}
+                       for a in effective]
+        page.grants_note = ("Your privileges on this table, granted to you or to a group you are in (its owner and "
+                            "admins see everyone's).")
 
 
 def table_name_parts(full_name: str) -> tuple[str, tuple[str, ...], str]:
@@ -256,6 +281,10 @@ def table_page(app: State, caller: Principal, full_name: str, version_page: int 
             page.properties = sorted({**dict(page.properties), **entry.properties}.items())
             _versions(app, page, entry.id, facts, version_page, entry.created_at_ms)
         else:
+            with app.iceberg.store.read() as state:
+                if not may_look_up_tables(state, caller, catalog, entry.namespace):
+                    # Refused in the words a missing name in this schema gets, so the answer tells no name exists.
+                    app.iceberg.guard.decide(state, caller, "table", catalog, entry.namespace, entry.name, "read")
             if len(entry.namespace) != 1:  # only Iceberg tables and views live in nested namespaces
                 raise PageError(404, f"{real_name} is an Iceberg view in a nested namespace, which this page "
                                      "cannot show: read it through Iceberg REST")
@@ -268,7 +297,14 @@ def table_page(app: State, caller: Principal, full_name: str, version_page: int 
             with app.iceberg.store.read() as state:
                 return may_read_table(state, caller, uuid)
 
-        page.lineage = lineage_of(app.services.storage, entry.id, real_name, may_see)
+        def named_now(uuid: str) -> str | None:
+            with app.iceberg.store.read() as state:
+                return name_now(state, uuid)
+
+        page.lineage = lineage_of(app.services.storage, entry.id, real_name, may_see, named_now)
+        for version in page.versions:  # the tables each version's own commit read (none for a schema change)
+            if version.operation not in NO_SNAPSHOT_OPERATIONS and version.snapshot_id is not None:
+                version.upstream = tuple(page.lineage.by_snapshot.get(version.snapshot_id, ()))
         if len(entry.namespace) == 1:
             _grants(app, page, caller)
         else:

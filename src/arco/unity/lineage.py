@@ -58,13 +58,18 @@ def may_read_table(state: CatalogState, caller: Principal, uuid: str) -> bool:
                               securable(state, "table", entry))
 
 
-def _full_name(state: CatalogState, uuid: str, catalog: str | None, namespace: list[str] | None,
-               name: str | None) -> str:
-    """The table's name now (it may have been renamed since the edge was recorded), else the recorded one."""
+def name_now(state: CatalogState, uuid: str) -> str | None:
+    """A table's full name now (it may have been renamed since an edge was recorded); None if it is gone."""
     entry = state.tables.get(uuid)
     if entry is not None and entry.catalog_id in state.catalogs:
         return ".".join((state.catalogs[entry.catalog_id].name, *entry.namespace, entry.name))
-    return ".".join(str(p) for p in (catalog, *(namespace or []), name))
+    return None
+
+
+def current_full_name(state: CatalogState, uuid: str, catalog: str | None, namespace: list[str] | None,
+                      name: str | None) -> str:
+    """:func:`name_now`, else the recorded name."""
+    return name_now(state, uuid) or ".".join(str(p) for p in (catalog, *(namespace or []), name))
 
 
 def table_lineage(unity: UnityService, storage: StorageBackend, full_name: str, direction: str | None,
@@ -88,7 +93,7 @@ def table_lineage(unity: UnityService, storage: StorageBackend, full_name: str, 
             uuid = row[f"{side}_uuid"]
             if not may_see(uuid):
                 return {"redacted": True}
-            return {"table_id": uuid, "full_name": _full_name(state, uuid, row[f"{side}_catalog"],
+            return {"table_id": uuid, "full_name": current_full_name(state, uuid, row[f"{side}_catalog"],
                                                               row[f"{side}_namespace"], row[f"{side}_table"]),
                     "snapshot_id": row[f"{side}_snapshot_id"]}
 

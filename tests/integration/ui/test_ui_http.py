@@ -197,8 +197,23 @@ def test_a_grantee_sees_the_table_and_only_their_own_grants(world: dict) -> None
         schema = client.get("/catalogs/main/db")
         assert schema.status_code == 200 and "people" in schema.text and "&lt;i&gt;t" not in schema.text
         page = client.get("/tables/main.db.people")
-        assert page.status_code == 200 and "Your own privileges" in page.text
+        assert page.status_code == 200 and "Your privileges on this table" in page.text
+        grants = page.text.split('data-testid="grants"', 1)[1].split("</table>", 1)[0]
+        assert "<td>ann@x.com</td><td>SELECT</td>" in grants and "eve@x.com" not in grants
         assert client.get("/tables/main.db.o%22dd%27%3Ci%3Et").status_code == 403
+
+
+def test_a_reader_through_a_group_is_shown_the_group_s_privileges(world: dict) -> None:
+    catalog = RestCatalog("admin", uri=world["server"].iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    catalog.create_table("db.team_only", SCHEMA)
+    run_cli(world["warehouse"], "group", "create", "readers", "--member", "ann@x.com")
+    assert uc(world["server"], ARCO_TOKEN, "PATCH", "/permissions/table/main.db.team_only", json={"changes": [
+        {"principal": "readers", "add": ["SELECT"]}]}).status_code == 200
+    with browser(world, world["tokens"]["ann@x.com"]) as client:
+        page = client.get("/tables/main.db.team_only")
+        assert page.status_code == 200
+        grants = page.text.split('data-testid="grants"', 1)[1].split("</table>", 1)[0]
+        assert "<td>readers</td><td>SELECT</td>" in grants
 
 
 def test_sign_out_forgets_the_session_and_the_token_is_never_logged(world: dict) -> None:
@@ -348,6 +363,29 @@ def test_a_user_who_may_not_use_the_catalog_learns_nothing_of_its_names(world: d
         assert got.status_code == 403, path
     with browser(world, ARCO_TOKEN) as client:
         assert 'href="/runs"' in client.get("/").text
+
+
+def test_a_schema_the_caller_may_not_use_answers_alike_for_views_and_missing_names(
+        world: dict) -> None:
+    server = world["server"]
+    assert uc(server, ARCO_TOKEN, "POST", "/schemas", json={"name": "hid", "catalog_name": "main"}).status_code == 200
+    made = uc(server, ARCO_TOKEN, "POST", "/tables", json={
+        "name": "v", "catalog_name": "main", "schema_name": "hid", "table_type": "VIEW",
+        "view_definition": "SELECT 1", "columns": [{"name": "x", "type_name": "INT"}]})
+    assert made.status_code == 200, made.text  # a UC view: the page asks UC for it (an Iceberg table, the guard)
+    run_cli(world["warehouse"], "user", "create", "cat@x.com")
+    cat = run_cli(world["warehouse"], "token", "create", "cat@x.com").strip()
+    assert uc(server, ARCO_TOKEN, "PATCH", "/permissions/catalog/main", json={"changes": [
+        {"principal": "cat@x.com", "add": ["USE_CATALOG"]}]}).status_code == 200
+    with browser(world, cat) as client:
+        missing = client.get("/tables/main.hid.nope")
+        assert missing.status_code == 403
+        view = client.get("/tables/main.hid.v")
+        assert view.status_code == 403 and view.text.replace("hid.v", "hid.nope") == missing.text
+    api = [httpx.get(f"{server.base_url}/ui/api/tables/main.hid.{name}", headers={"Authorization": f"Bearer {cat}"})
+           for name in ("v", "nope")]
+    assert [a.status_code for a in api] == [403, 403]
+    assert api[0].text.replace("hid.v", "hid.nope") == api[1].text
 
 
 def test_page_requests_name_their_principal_in_the_access_log(world: dict) -> None:

@@ -116,17 +116,19 @@ def test_receipts_logged_without_names_fall_back_to_what_the_operation_says() ->
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 
 
-def appended(metadata: Any, snapshot_id: int, location: str) -> Any:
-    """``metadata`` after an append commit, the snapshot as PyIceberg's writer makes it (stamped after the base)."""
+def appended(metadata: Any, snapshot_id: int, location: str, branch: str = "main") -> Any:
+    """``metadata`` after an append commit to ``branch``, the snapshot as PyIceberg's writer makes it (stamped after
+    the base)."""
     from pyiceberg.table.snapshots import Operation, Snapshot, Summary
     from pyiceberg.table.update import AddSnapshotUpdate
 
-    snapshot = Snapshot(snapshot_id=snapshot_id, parent_snapshot_id=metadata.current_snapshot_id,
+    head = metadata.refs[branch].snapshot_id if branch in metadata.refs else None
+    snapshot = Snapshot(snapshot_id=snapshot_id, parent_snapshot_id=head,
                         sequence_number=metadata.last_sequence_number + 1,
                         timestamp_ms=metadata.last_updated_ms + 5, manifest_list=f"memory://wh/t/{snapshot_id}.avro",
                         summary=Summary(Operation.APPEND), schema_id=metadata.current_schema_id)
     return apply_updates(metadata, [AddSnapshotUpdate(snapshot=snapshot),
-                                    SetSnapshotRefUpdate(ref_name="main", type="branch", snapshot_id=snapshot_id)],
+                                    SetSnapshotRefUpdate(ref_name=branch, type="branch", snapshot_id=snapshot_id)],
                          location)
 
 
@@ -154,6 +156,16 @@ def test_the_operation_of_a_commit_is_what_the_commit_did() -> None:
     rolled_back = apply_updates(second, [SetSnapshotRefUpdate(ref_name="main", type="branch", snapshot_id=11)],
                                 "memory://wh/t/v4.json")
     assert commit_operation(rolled_back, "memory://wh/t/v4.json") == ("set-current-snapshot", None)
+
+    on_dev = appended(rolled_back, 13, "memory://wh/t/v5.json", branch="dev")
+    assert on_dev.current_snapshot_id == 11  # main did not move
+    operation, added = commit_operation(on_dev, "memory://wh/t/v5.json")
+    assert operation == "append" and added is not None and added.snapshot_id == 13
+    dev_event = iceberg_event("committed", table_uuid=str(on_dev.table_uuid), metadata_location="memory://wh/t/v5",
+                              metadata=on_dev, previous_metadata_location="memory://wh/t/v4.json",
+                              source={"kind": "iceberg_rest"})
+    assert (dev_event["operation"], dev_event["snapshot_id"]) == ("append", 13)
+    assert dev_event["summary"]["operation"] == "append"
 
     event = iceberg_event("committed", table_uuid=str(schema_only.table_uuid), metadata_location="memory://wh/t/v2",
                           metadata=schema_only, previous_metadata_location="memory://wh/t/v1.json",

@@ -8,7 +8,7 @@ import pytest
 from pyiceberg.types import ListType, LongType, MapType, NestedField, StringType, StructType
 
 from arco.ui import charts, history, session
-from arco.ui.table_page import schema_rows
+from arco.ui.table_page import main_ancestry, schema_rows
 
 
 def test_sources_are_classified_as_section_8_says() -> None:
@@ -47,6 +47,41 @@ def test_versions_pair_each_metadata_file_with_the_snapshot_current_then() -> No
     assert [(v.at_ms, v.operation) for v in every] == [(300, "append"), (200, "append"), (100, None), (50, "create")]
 
 
+def test_versions_and_snapshots_keep_the_order_they_were_written_in_whatever_the_writers_clocks() -> None:
+    def snapshot(snapshot_id: int, at: int, parent: int | None) -> SimpleNamespace:
+        return SimpleNamespace(snapshot_id=snapshot_id, timestamp_ms=at, parent_snapshot_id=parent,
+                               summary=SimpleNamespace(operation=SimpleNamespace(value="append")))
+
+    # Three commits whose snapshots a writer stamped 1, year 2500 and 1000 (the current one is the last).
+    metadata = SimpleNamespace(
+        metadata_log=[SimpleNamespace(metadata_file=f"s3://b/t/metadata/0000{n}-x.metadata.json", timestamp_ms=at)
+                      for n, at in ((0, 500), (1, 1), (2, 16725225600000))],
+        last_updated_ms=1000, current_snapshot_id=3,
+        snapshot_log=[SimpleNamespace(timestamp_ms=at, snapshot_id=i) for i, at in ((1, 1), (2, 16725225600000),
+                                                                                  (3, 1000))],
+        snapshots=[snapshot(1, 1, None), snapshot(2, 16725225600000, 1), snapshot(3, 1000, 2)],
+    )
+    versions = history.versions_of(metadata, "s3://b/t/metadata/00003-x.metadata.json")  # type: ignore[arg-type]
+    assert [v.number for v in versions] == [3, 2, 1, 0] and versions[0].current
+    older = {f"s3://b/t/metadata/0000{n}-old.metadata.json": history.Compacted(history.UNKNOWN, at, None, "append")
+             for n, at in ((0, 9), (1, 3))}  # compacted away: older than the log's, by their counter
+    assert [v.number for v in history.with_older(versions, older)] == [3, 2, 1, 0, 1, 0]
+
+
+def test_the_charts_follow_the_main_branch_and_not_another_branch_s_snapshots() -> None:
+    def snapshot(snapshot_id: int, parent: int | None, rows: int) -> SimpleNamespace:
+        return SimpleNamespace(snapshot_id=snapshot_id, parent_snapshot_id=parent, rows=rows)
+
+    # main: 1 -> 2 -> 4; a dev branch grew from 2 to 3 with many more rows.
+    metadata = SimpleNamespace(current_snapshot_id=4, snapshots=[snapshot(1, None, 10), snapshot(2, 1, 20),
+                                                                 snapshot(3, 2, 382), snapshot(4, 2, 27)])
+    assert [s.snapshot_id for s in main_ancestry(metadata)] == [1, 2, 4]  # type: ignore[arg-type]
+    (rows,) = charts.line_charts([{"total-records": str(s.rows)} for s in main_ancestry(metadata)])  # type: ignore[arg-type]
+    assert (rows.latest, rows.peak, rows.count) == ("27", "27", 3)
+    looped = SimpleNamespace(current_snapshot_id=1, snapshots=[snapshot(1, 2, 1), snapshot(2, 1, 1)])
+    assert len(main_ancestry(looped)) == 2  # type: ignore[arg-type]  # a parent cycle ends
+
+
 def test_nested_types_become_indented_rows() -> None:
     fields = [NestedField(1, "id", LongType(), required=True),
               NestedField(2, "who", StructType(NestedField(3, "tags", ListType(4, StringType())),
@@ -58,10 +93,12 @@ def test_nested_types_become_indented_rows() -> None:
 
 
 def test_charts_scale_to_the_view_box() -> None:
-    lines = charts.line_charts([(2, {"total-records": "20", "total-files-size": "2048"}),
-                                (1, {"total-records": "10", "total-files-size": "1024"})])
+    lines = charts.line_charts([{"total-records": "10", "total-files-size": "1024"},
+                                {"total-records": "20", "total-files-size": "2048"}])
     assert [c.title for c in lines] == ["rows", "bytes"]
     assert lines[0].points == "4.0,60.0 596.0,4.0" and lines[1].latest == "2.0 KiB"
+    (one,) = charts.line_charts([{"total-records": "7"}])  # one snapshot: a level line across, not a lone point
+    assert one.points == "4.0,4.0 596.0,4.0" and (one.latest, one.count) == ("7", 1)
     day = 86_400_000
     activity = charts.activity_chart([0, 10, 2 * day], now_ms=2 * day + 5)
     assert activity is not None and len(activity.bars) == 3
@@ -115,8 +152,7 @@ def test_the_activity_chart_spans_at_most_a_year_up_to_now_whatever_the_timestam
 
 @pytest.mark.parametrize("bad", ["NaN", "nan", "inf", "-inf", "-1e400", "1e400", "-5", "²", "x", None])
 def test_charts_leave_out_values_that_cannot_be_plotted(bad: object) -> None:
-    lines = charts.line_charts([(1, {"total-records": "10"}), (2, {"total-records": bad}),
-                                (3, {"total-records": "20"})])
+    lines = charts.line_charts([{"total-records": "10"}, {"total-records": bad}, {"total-records": "20"}])
     assert lines[0].points == "4.0,60.0 596.0,4.0" and lines[0].count == 2
     assert lines[0].peak == "20"
     assert charts.human(1e308, "rows") == "1e+308"
