@@ -3,6 +3,7 @@ drop, initialising a warehouse from any command, the busy-port check, the banner
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
@@ -221,3 +222,19 @@ def test_every_command_and_option_has_help() -> None:
     for path in (["grant"], ["catalog", "drop"], ["quickstart"], ["spark-sql"], ["grants", "show"]):
         done = arco(*path, "--help")
         assert done.returncode == 0 and "Example" in done.stdout, path
+
+
+def test_a_warehouse_in_a_newer_catalog_format_is_refused_by_every_command(tmp_path: Path) -> None:
+    """What an older installation does on a warehouse a newer Arco has written: it says so and touches nothing."""
+    warehouse = tmp_path / "newer"
+    run_cli(warehouse, "user", "create", "ann@x.com")
+    record = warehouse / "_catalog" / "format.json"
+    record.write_text(json.dumps({"format": 999, "written_by": "arco 99.0"}))
+    before = sorted(p for p in warehouse.rglob("*"))
+    for args in (["user", "create", "bob@x.com"], ["token", "create", "ann@x.com"], ["serve", "--port", "0"],
+                 ["pipeline", "gc", "--dry-run"]):
+        refused = arco(*args, "--warehouse", str(warehouse))
+        assert refused.returncode != 0 and "catalog format 999" in refused.stderr and "arco 99.0" in refused.stderr, (
+            args, refused.stderr)
+        assert "Traceback" not in refused.stderr
+    assert sorted(p for p in warehouse.rglob("*")) == before

@@ -12,6 +12,7 @@ from arco.auth.bootstrap import ensure_bootstrap_admin
 from arco.auth.principals import BOOTSTRAP_ADMIN
 from arco.catalog.catalogs import ensure_default_catalog
 from arco.catalog.store import CatalogStore
+from arco.catalog.warehouse_format import ensure_format
 from arco.storage.base import StorageBackend
 
 
@@ -32,6 +33,7 @@ def initialise_warehouse(storage: StorageBackend, *, env_token: str | None = Non
     a second admin secret behind the operator's back (``arco admin-token --rotate`` makes one on purpose)."""
     from arco.unity.metastore import ensure_primary_metastore
 
+    ensure_format(storage)  # before a byte is read or written in a form this version may not know
     store = store or CatalogStore(storage)
     new = ensure_default_catalog(store, owner=BOOTSTRAP_ADMIN.name)  # first: it only acts on an empty catalog log
     metastore_id = ensure_primary_metastore(store)

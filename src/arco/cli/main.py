@@ -132,6 +132,7 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
     from arco.api.app import ADMIN_TOKEN_ENV
     from arco.api.http_protocol import BoundedHeadProtocol
     from arco.catalog.bootstrap import initialise_warehouse
+    from arco.catalog.warehouse_format import ensure_format
     from arco.cli.banner import startup_banner
     from arco.cli.open_files import raise_open_file_limit
     from arco.settings import SETTINGS_ENV
@@ -161,6 +162,7 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
     raise_open_file_limit()
     try:
         storage = open_storage(settings.warehouse, settings.storage_options)
+        ensure_format(storage)  # a warehouse in a form this version cannot read is refused before the probe writes
         probe_conditional_writes(storage)
         env_token = os.environ.get(ADMIN_TOKEN_ENV) or None
         generated = initialise_warehouse(storage, env_token=env_token).generated_admin_token

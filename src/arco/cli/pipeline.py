@@ -25,7 +25,9 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def storage_spec(warehouse: str, storage_options: tuple[str, ...]) -> Any:
+    from arco.catalog.warehouse_format import ensure_format
     from arco.pipeline.storage_spec import StorageSpec
+    from arco.storage.base import StorageError
     from arco.storage.factory import local_directory, open_storage
 
     directory = local_directory(warehouse)
@@ -35,8 +37,13 @@ def storage_spec(warehouse: str, storage_options: tuple[str, ...]) -> Any:
                                    f"or serve one there first (arco serve --warehouse {warehouse})")
 
     options = parse_options(storage_options)
+    try:
+        storage = open_storage(warehouse, options)
+        ensure_format(storage)
+    except StorageError as exc:
+        raise click.ClickException(f"cannot open the warehouse {warehouse}: {exc}") from exc
     # Resolve a relative directory here: executors may run elsewhere (the URL must mean the same to them).
-    return StorageSpec(open_storage(warehouse, options).url, options)
+    return StorageSpec(storage.url, options)
 
 
 @click.group()

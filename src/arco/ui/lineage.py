@@ -13,6 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from arco.lru import Lru
 from arco.pipeline.checkpoint import history_keys
 from arco.pipeline.lineage import LINEAGE
 from arco.pipeline.parquet_io import read_many
@@ -35,14 +39,26 @@ class Lineage:
     by_snapshot: dict[int, list[str]] = field(default_factory=dict)  # this table's snapshot -> the tables it read
 
 
+COLUMNS = ["source_uuid", "source_catalog", "source_namespace", "source_table", "target_uuid", "target_catalog",
+           "target_namespace", "target_table", "target_snapshot_id", "confidence"]
+# The lineage table as a compaction left it, by its files (which never change: a compaction writes new ones).
+_edges: Lru[tuple[str, tuple[str, ...]], pa.Table] = Lru(4)
+
+
+def _edges_of(storage: StorageBackend, keys: list[str]) -> pa.Table:
+    edges = _edges.get_or_load((storage.url, tuple(keys)), lambda: read_many(storage, keys, LINEAGE, columns=COLUMNS))
+    assert edges is not None  # read_many always answers a table
+    return edges
+
+
 def lineage_of(storage: StorageBackend, table_uuid: str, full_name: str,
                may_see: Callable[[str], bool] | None = None,
                name_of: Callable[[str], str | None] | None = None) -> Lineage:
     """Edges into and out of the table, as recorded by the last compaction; a table's edges to itself (the
     pipeline's own rewrites) are left out: its versions above say as much."""
-    columns = ["source_uuid", "source_catalog", "source_namespace", "source_table", "target_uuid", "target_catalog",
-               "target_namespace", "target_table", "target_snapshot_id", "confidence"]
-    rows = read_many(storage, history_keys(storage, "lineage"), LINEAGE, columns=columns).to_pylist()
+    edges = _edges_of(storage, history_keys(storage, "lineage"))
+    touching = pc.or_(pc.equal(edges["source_uuid"], table_uuid), pc.equal(edges["target_uuid"], table_uuid))
+    rows = edges.filter(touching).to_pylist()  # a page's own edges only: the warehouse's may number millions
 
     def name(row: dict, side: str) -> str:
         now = name_of(row[f"{side}_uuid"]) if name_of is not None else None

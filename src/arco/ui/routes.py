@@ -56,7 +56,18 @@ def _environment() -> Environment:
     env.filters["q"] = lambda value: quote(str(value), safe="")
     env.filters["table_url"] = _table_url
     env.filters["when"] = when
+    env.filters["clip"] = clip
     return env
+
+
+SHOWN_TEXT_CHARS = 2_000
+
+
+def clip(value: object, limit: int = SHOWN_TEXT_CHARS) -> str:
+    """A value a writer chose (a property, a comment) cut to what a page can lay out: a megabyte of unbroken text
+    took a browser half a minute to lay out, for every reader of the table."""
+    text = str(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters; the API gives all of it)"
 
 
 ENV = _environment()

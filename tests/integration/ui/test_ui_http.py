@@ -450,3 +450,17 @@ def test_history_charts_partition_specs_and_nested_namespaces(world: dict) -> No
         assert 'data-testid="nested-note"' in client.get("/catalogs/main").text
         page = client.get("/tables/main.deep.inner.evolved")
         assert page.status_code == 200 and 'data-testid="earlier-specs"' in page.text
+
+
+def test_a_huge_property_or_comment_is_cut_to_what_a_page_can_lay_out(world: dict) -> None:
+    catalog = RestCatalog("admin", uri=world["server"].iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    catalog.create_table("db.wordy", SCHEMA, properties={"blob": "x" * 1_000_000})
+    assert uc(world["server"], ARCO_TOKEN, "PATCH", "/tables/main.db.wordy",
+              json={"comment": "c" * 200_000}).status_code == 200
+    with browser(world, ARCO_TOKEN) as client:
+        page = client.get("/tables/main.db.wordy")
+    assert page.status_code == 200 and len(page.text) < 100_000
+    assert "(1,000,000 characters; the API gives all of it)" in page.text
+    assert "(200,000 characters; the API gives all of it)" in page.text
+    whole = uc(world["server"], ARCO_TOKEN, "GET", "/tables/main.db.wordy").json()
+    assert len(whole["properties"]["blob"]) == 1_000_000  # only the page is cut

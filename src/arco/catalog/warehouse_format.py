@@ -1,0 +1,59 @@
+"""The form a warehouse's catalog files are in, recorded once in the warehouse, so that a process of a version that
+cannot read that form refuses to open it instead of misreading it or, worse, rewriting it without what it does
+not know (docs: README, "Upgrading").
+
+    _catalog/format.json      {"format": N, "written_by": "arco <version>"}
+
+``FORMAT`` grows when a version writes catalog files that an earlier version would misread. Every process that
+opens a warehouse (``arco serve``, each CLI command, the pipeline) checks it first: a warehouse in a newer form is
+refused with what to do; one in an older form (or none recorded: every warehouse before this file existed) is
+recorded as this version's after a compare-and-swap, which every later process of an older version then refuses.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+import orjson
+
+from arco.storage.base import DoesNotExist, MatchesVersion, NotFound, StorageBackend, StorageError
+
+FORMAT = 1
+KEY = "_catalog/format.json"
+
+
+class WarehouseFormatError(StorageError):
+    """The warehouse is in a form this version cannot read (written by a newer Arco)."""
+
+
+def _this_version() -> str:
+    try:
+        return f"arco {version('arco')}"
+    except PackageNotFoundError:
+        return "arco"
+
+
+def ensure_format(storage: StorageBackend) -> int:
+    """Refuse a warehouse in a newer form; record this version's form on one in an older form or none. The form
+    found (before recording), 0 for none."""
+    record = orjson.dumps({"format": FORMAT, "written_by": _this_version()})
+    while True:
+        try:
+            found = storage.get(KEY)
+        except NotFound:
+            if storage.put(KEY, record, DoesNotExist()).ok:
+                return 0
+            continue  # another process recorded it first: read theirs
+        try:
+            recorded = int(orjson.loads(found.data)["format"])
+            writer = str(orjson.loads(found.data).get("written_by", "a newer Arco"))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise WarehouseFormatError(f"{KEY} in this warehouse is not a format record: restore it (it holds "
+                                       f'{{"format": N}}), or ask whoever wrote it') from None
+        if recorded > FORMAT:
+            raise WarehouseFormatError(
+                f"this warehouse is in catalog format {recorded} (written by {writer}), newer than {_this_version()} "
+                f"reads (format {FORMAT}): upgrade this installation to the version the warehouse's servers run; "
+                "servers of two versions cannot share a warehouse")
+        if recorded == FORMAT or storage.put(KEY, record, MatchesVersion(found.version)).ok:
+            return recorded
