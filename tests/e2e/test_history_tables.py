@@ -223,7 +223,7 @@ def test_a_rerun_adds_nothing(spark: SparkSession, world: dict) -> None:
         assert not run.errors, run.errors
     assert runs[0].counts.get("system_table_appends", 0) >= 1
     assert "system_table_appends" not in runs[1].counts, runs[1].counts
-    assert runs[2].counts == {"stale_files_removed": 0, "receipts_new": 0}
+    assert runs[2].counts == {"uncommitted_files": 0, "receipts_new": 0}
     assert read_many(storage, checkpoint.history_keys(storage, "lineage"), LINEAGE).num_rows == edges_before
 
 

@@ -195,7 +195,7 @@ def test_a_rerun_with_nothing_new_writes_nothing(spark: SparkSession, populated:
     run_compact(spark, populated)
     before = sorted((m.key, m.version) for m in storage.list("_catalog/"))
     run = run_compact(spark, populated)
-    assert run.counts == {"stale_files_removed": 0, "receipts_new": 0}
+    assert run.counts == {"uncommitted_files": 0, "receipts_new": 0}
     assert sorted((m.key, m.version) for m in storage.list("_catalog/")) == before
 
 
@@ -217,9 +217,47 @@ def test_a_crash_before_the_commit_point_then_a_rerun_counts_each_receipt_once(
     assert orphans  # the crashed run's part files, listed by no batch
 
     run = run_compact(spark, populated)
-    assert run.counts["stale_files_removed"] == len(orphans)
+    assert run.counts["uncommitted_files"] == len(orphans)  # left for gc: a run still going has such files too
+    assert all(storage.head(key) is not None for key in orphans)
     keys = history(storage, "timeline").column("receipt_key").to_pylist()
     assert len(keys) == len(set(keys)) == len(committed_receipts(storage, "iceberg"))
+
+
+def test_overlapping_runs_commit_one_batch_and_leave_each_other_s_files_alone(
+        spark: SparkSession, populated: StorageSpec, server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run B starts while run A is between writing its part files and its commit point (two schedulers, or an
+    operator's run beside cron's): B must not delete A's files, and A's batch must name only files that exist."""
+    storage = populated.open()
+    py = RestCatalog("py", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    py.load_table("raw.cities").append(pa.table({"id": pa.array([3], pa.int64()), "city": pa.array(["oslo"])}))
+    real_commit = compact.commit_batch
+
+    def b_stops_before_its_commit(*args: object, **kwargs: object) -> None:
+        raise SimulatedCrash("run B is still going")
+
+    def a_commits_after_b_started(*args: object, **kwargs: object) -> object:
+        monkeypatch.setattr(compact, "commit_batch", b_stops_before_its_commit)
+        with pytest.raises(SimulatedCrash):
+            run_compact(spark, populated)  # B plans (seeing A's part files uncommitted) and writes its own
+        return real_commit(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(compact, "commit_batch", a_commits_after_b_started)
+    run_compact(spark, populated)
+    monkeypatch.undo()
+    for kind in checkpoint.ALL_KINDS:  # every file the state lists is there: the history reads whole
+        assert all(storage.head(key) is not None for key in checkpoint.history_keys(storage, kind))
+    keys = history(storage, "timeline").column("receipt_key").to_pylist()
+    assert len(keys) == len(set(keys)) == len(committed_receipts(storage, "iceberg"))
+    assert run_compact(spark, populated).counts["receipts_new"] == 0
+
+
+def test_a_batch_naming_a_file_that_is_gone_is_not_committed(populated: StorageSpec) -> None:
+    storage = populated.open()
+    state = checkpoint.load_state(storage)
+    with pytest.raises(checkpoint.ConcurrentCompaction, match="gone"):
+        checkpoint.commit_batch(storage, state, {"batch_id": "b", "run_id": "r",
+                                                 "files": {"timeline": [f"{checkpoint.HISTORY}/timeline/nope.parquet"]}})
+    assert checkpoint.load_state(storage).batches == state.batches
 
 
 def test_bad_receipts_are_counted_and_skipped_and_skew_is_reported(spark: SparkSession,

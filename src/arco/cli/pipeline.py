@@ -66,7 +66,7 @@ def compact(warehouse: str, storage_options: tuple[str, ...], master: str | None
     with new_progress() as progress:
         run_compact(spark, spec, run, progress)
     unpublished = run.counts.get("system_tables_failed", 0)
-    if not run.counts.get("receipts_new") and not run.counts.get("stale_files_removed") and not unpublished:
+    if not run.counts.get("receipts_new") and not unpublished:
         Console().print("nothing new to compact; nothing written")
         return
     failed = "failed to publish the system tables" if unpublished else None

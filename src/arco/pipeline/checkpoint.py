@@ -47,6 +47,12 @@ def load_state(storage: StorageBackend) -> CompactState:
 
 
 def commit_batch(storage: StorageBackend, state: CompactState, batch: dict[str, Any]) -> CompactState:
+    """The run's commit point: its batch joins the state by compare-and-swap, if every file it lists is there (a
+    batch naming a missing file would make the whole history unreadable)."""
+    missing = [key for keys in batch["files"].values() for key in keys if storage.head(key) is None]
+    if missing:
+        raise ConcurrentCompaction(f"{len(missing)} of this run's files are gone (first: {missing[0]}), deleted "
+                                   "while it ran; nothing was committed: run again")
     batches = [*state.batches, {**batch, "committed_at_ms": int(time.time() * 1000)}]
     precondition = MatchesVersion(state.version) if state.version else DoesNotExist()
     written = storage.put(STATE_KEY, orjson.dumps({"batches": batches}), precondition)

@@ -57,7 +57,10 @@ SCHEMAS = rows.SCHEMAS_BY_KIND
 @dataclass
 class Plan:
     new: list[str]  # receipt keys not yet consumed, in a stable order
-    stale_files: list[str] = field(default_factory=list)  # part files of crashed runs (no committed batch)
+    # Part files no committed batch lists: a crashed run's, or those of a run still going (its commit point is
+    # ahead). Never deleted here: gc deletes them once they are days old (gc_rules' orphan age), when no run can
+    # still be writing them.
+    uncommitted_files: list[str] = field(default_factory=list)
 
 
 def kind_of(key: str) -> str | None:
@@ -80,8 +83,8 @@ def plan(storage: StorageBackend, state: CompactState) -> Plan:
     listed = [m.key for m in storage.list(f"{EVENTS}/")] + [m.key for m in storage.list(RUNS_PREFIX)]
     new = sorted(k for k in listed if kind_of(k) and k not in consumed)
     committed_files = {f for kind in ALL_KINDS for f in state.files(kind)}
-    stale = [m.key for m in storage.list(f"{HISTORY}/") if m.key not in committed_files]
-    return Plan(new, stale)
+    uncommitted = [m.key for m in storage.list(f"{HISTORY}/") if m.key not in committed_files]
+    return Plan(new, uncommitted)
 
 
 def _receipt_day_ms(key: str) -> int | None:
@@ -195,9 +198,7 @@ def run_compact(spark: Any, spec: StorageSpec, run: Run, progress: Any | None = 
     storage = spec.open()
     state = load_state(storage)
     work = plan(storage, state)
-    for key in work.stale_files:  # left by a run that crashed before its commit point
-        storage.delete(key)
-    run.count("stale_files_removed", len(work.stale_files))
+    run.count("uncommitted_files", len(work.uncommitted_files))
     run.count("receipts_new", len(work.new))
     if not work.new:
         if publish and state.batches:
