@@ -254,9 +254,9 @@ def test_overlapping_runs_commit_one_batch_and_leave_each_other_s_files_alone(
 def test_a_batch_naming_a_file_that_is_gone_is_not_committed(populated: StorageSpec) -> None:
     storage = populated.open()
     state = checkpoint.load_state(storage)
+    gone = f"{checkpoint.HISTORY}/timeline/nope.parquet"
     with pytest.raises(checkpoint.ConcurrentCompaction, match="gone"):
-        checkpoint.commit_batch(storage, state, {"batch_id": "b", "run_id": "r",
-                                                 "files": {"timeline": [f"{checkpoint.HISTORY}/timeline/nope.parquet"]}})
+        checkpoint.commit_batch(storage, state, {"batch_id": "b", "run_id": "r", "files": {"timeline": [gone]}})
     assert checkpoint.load_state(storage).batches == state.batches
 
 

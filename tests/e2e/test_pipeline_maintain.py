@@ -95,3 +95,29 @@ def test_maintain_compacts_small_files_and_keeps_the_rows(spark: SparkSession, t
                    if "/iceberg/committed/" in m.key]
         by_pipeline = [s for s in sources if s.get("kind") == "pipeline"]
         assert by_pipeline and all(s["run_id"] == run.run_id and s["task_id"] for s in by_pipeline)
+
+
+def test_a_table_that_is_not_there_is_said_so_and_names_match_ignoring_case(tmp_path: Path) -> None:
+    from arco.catalog.bootstrap import initialise_warehouse
+    from arco.pipeline.maintain import NoSuchTable
+
+    storage = LocalBackend(tmp_path / "wh")
+    initialise_warehouse(storage)
+    with pytest.raises(NoSuchTable, match="main.nope.t"):  # before any Spark work: no session is needed
+        run_maintain(None, StorageSpec(storage.url), Run("maintain"), "main.nope.t")
+
+
+def test_progress_off_a_terminal_is_a_line_per_step() -> None:
+    import io
+
+    from arco.pipeline.session import LineProgress
+
+    out = io.StringIO()
+    with LineProgress(out) as progress:
+        task = progress.add_task("maintaining tables", total=3)
+        for name in ("a", "b", "c"):
+            progress.update(task, description=f"maintaining main.db.{name}")
+            progress.update(task, advance=1)
+    lines = [line.split("s ", 1)[1] for line in out.getvalue().splitlines()]
+    assert lines == ["maintaining tables [0/3]", "maintaining main.db.a [0/3]", "maintaining main.db.b [1/3]",
+                     "maintaining main.db.c [2/3]", "maintaining main.db.c [3/3]"]

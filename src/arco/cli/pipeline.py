@@ -132,7 +132,9 @@ def gc(warehouse: str, storage_options: tuple[str, ...], master: str | None, dry
     if not chosen:
         console.print("nothing is eligible for deletion yet (see docs/pipeline.md for the retention rules)")
     for line in describe(chosen):
-        console.print(("would delete " if dry_run else "deleted ") + line, markup=False, highlight=False)
+        # One line per file, however long, so the list can be read by a script (a pipe is 80 columns to rich).
+        console.print(("would delete " if dry_run else "deleted ") + line, markup=False, highlight=False,
+                      soft_wrap=True)
     if dry_run:
         print_summary(run.record("dry run"), console)
     else:
@@ -144,15 +146,18 @@ def gc(warehouse: str, storage_options: tuple[str, ...], master: str | None, dry
 @click.option("--table", default=None, metavar="CATALOG.NAMESPACE.TABLE", help="Only this table.")
 def maintain(warehouse: str, storage_options: tuple[str, ...], master: str | None, table: str | None) -> None:
     """Compact small files, rewrite manifests, expire snapshots and remove orphan files of every Iceberg table."""
-    from arco.pipeline.maintain import run_maintain
+    from arco.pipeline.maintain import NoSuchTable, run_maintain
     from arco.pipeline.runs import Run, print_summary
     from arco.pipeline.session import new_progress, pipeline_session
 
     spec = storage_spec(warehouse, storage_options)
     run = Run("maintain")
     spark = pipeline_session("maintain", master)
-    with new_progress() as progress:
-        run_maintain(spark, spec, run, table, progress=progress)
+    try:
+        with new_progress() as progress:
+            run_maintain(spark, spec, run, table, progress=progress)
+    except NoSuchTable as exc:
+        raise click.ClickException(str(exc)) from None
     failed = run.counts.get("tables_failed", 0)
     print_summary(run.finish(spec.open(), "failed" if failed else "succeeded"), Console())
     if failed:  # a scheduler must see it: the run record and the summary above say which tables and why

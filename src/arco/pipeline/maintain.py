@@ -121,13 +121,21 @@ def failure_reason(exc: BaseException) -> str:
     return (lines[0] if lines else "")[:500] or type(exc).__name__
 
 
+class NoSuchTable(LookupError):
+    """``--table`` names no Iceberg table of the warehouse."""
+
+
 def run_maintain(spark: Any, spec: StorageSpec, run: Run, only_table: str | None = None,
                  now_ms: float | None = None, progress: Any | None = None) -> dict[str, int]:
     storage = spec.open()
     now_ms = time.time() * 1000 if now_ms is None else now_ms
     tables = iceberg_tables(CatalogStore(storage))
-    if only_table is not None:
-        tables = [(e, i) for e, i in tables if ".".join((i["catalog"], *i["namespace"], i["name"])) == only_table]
+    if only_table is not None:  # names are matched ignoring case, as the catalog matches them
+        tables = [(e, i) for e, i in tables
+                  if ".".join((i["catalog"], *i["namespace"], i["name"])).casefold() == only_table.casefold()]
+        if not tables:
+            raise NoSuchTable(f"there is no Iceberg table {only_table} in this warehouse (give its full name, "
+                              "catalog.namespace.table)")
     pointers, files = PointerStore(storage), MetadataFiles(storage)
     task = progress.add_task("maintaining tables", total=len(tables)) if progress is not None else None
     with embedded_server(storage) as server:

@@ -125,7 +125,9 @@ def appended(metadata: Any, snapshot_id: int, location: str, branch: str = "main
     head = metadata.refs[branch].snapshot_id if branch in metadata.refs else None
     snapshot = Snapshot(snapshot_id=snapshot_id, parent_snapshot_id=head,
                         sequence_number=metadata.last_sequence_number + 1,
-                        timestamp_ms=metadata.last_updated_ms + 5, manifest_list=f"memory://wh/t/{snapshot_id}.avro",
+                        # after the base and every snapshot (this test's steps may all fall in one millisecond)
+                        timestamp_ms=max([metadata.last_updated_ms, *(s.timestamp_ms for s in metadata.snapshots)]) + 5,
+                        manifest_list=f"memory://wh/t/{snapshot_id}.avro",
                         summary=Summary(Operation.APPEND), schema_id=metadata.current_schema_id)
     return apply_updates(metadata, [AddSnapshotUpdate(snapshot=snapshot),
                                     SetSnapshotRefUpdate(ref_name=branch, type="branch", snapshot_id=snapshot_id)],
