@@ -23,11 +23,13 @@ reported in the run and made good by the next run.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from uuid6 import uuid7
 
 from arco.catalog.store import CatalogStore
@@ -43,7 +45,7 @@ from arco.pipeline.checkpoint import (
     commit_batch,
     load_state,
 )
-from arco.pipeline.parquet_io import read_many, write_rows
+from arco.pipeline.parquet_io import read_many, read_parquet, write_rows
 from arco.pipeline.runs import RUNS_PREFIX, Run, run_key
 from arco.pipeline.storage_spec import StorageSpec
 from arco.storage.base import StorageBackend
@@ -272,14 +274,36 @@ _COMMIT_COLUMNS = ["receipt_key", "table_uuid", "catalog", "namespace", "table_n
 
 def lineage_edges(storage: StorageBackend, state: CompactState, new_timeline: list[str],
                   new_reports: list[str]) -> list[dict[str, Any]]:
-    """The edges into the commits in ``new_timeline`` (this batch's timeline files), from every report and
-    commit compacted so far and in this batch (:mod:`arco.pipeline.lineage`)."""
-    reports = read_many(storage, [*state.files("reports"), *new_reports], rows.SCHEMAS_BY_KIND["reports"]).to_pylist()
+    """The edges into the commits in ``new_timeline`` (this batch's timeline files), from the reports and commits
+    compacted so far and in this batch that can bear on them (:mod:`arco.pipeline.lineage`): those within the
+    window before the earliest new commit, and the versions the new commits replaced (their parent snapshots). The
+    rest of the history is read a file at a time and dropped, so a run's memory follows its batch and the window,
+    not the history (the whole history held as Python rows cost ~3.7 KB a past commit)."""
     new_rows = read_many(storage, new_timeline, rows.TIMELINE, columns=_COMMIT_COLUMNS).to_pylist()
-    old_rows = read_many(storage, state.files("timeline"), rows.TIMELINE, columns=_COMMIT_COLUMNS).to_pylist()
+    if not new_rows:
+        return []
+    earliest = min(r["committed_at"] for r in new_rows)
+    since = pa.scalar(earliest - timedelta(milliseconds=lineage.WINDOW_MS + 1), pa.timestamp("ms", tz="UTC"))
+    parents = pa.array(sorted({r["previous_metadata_location"] for r in new_rows if r["previous_metadata_location"]}),
+                       pa.string())
+    old_rows = _rows_where(storage, state.files("timeline"), _COMMIT_COLUMNS, lambda t: pc.or_(
+        pc.greater_equal(t["committed_at"], since), pc.is_in(t["metadata_location"], value_set=parents)))
+    reports = [*_rows_where(storage, state.files("reports"), None,
+                            lambda t: pc.greater_equal(t["received_at"], since)),
+               *read_many(storage, new_reports, rows.SCHEMAS_BY_KIND["reports"]).to_pylist()]
     commits = lineage.commits_of([*old_rows, *new_rows], reports)
     new_keys = {r["receipt_key"] for r in new_rows}
     return lineage.edges([c for c in commits if c.receipt_key in new_keys], commits, lineage.scans_of(reports))
+
+
+def _rows_where(storage: StorageBackend, keys: list[str], columns: list[str] | None,
+                keep: Callable[[pa.Table], pa.Array]) -> list[dict[str, Any]]:
+    """The rows ``keep`` chooses from each Parquet file, one file in memory at a time."""
+    kept: list[dict[str, Any]] = []
+    for key in keys:
+        table = read_parquet(storage, key, columns)
+        kept.extend(table.filter(keep(table)).to_pylist())
+    return kept
 
 
 class _Task:

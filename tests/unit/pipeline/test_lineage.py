@@ -139,3 +139,43 @@ def test_a_table_the_caller_may_not_see_is_reached_but_not_walked_through() -> N
     found, edges_found = walk(GRAPH, "c", "upstream", 5, may_see=lambda uuid: uuid != "b")
     assert found == {"c": 0, "b": 1, "x": 1}  # a, behind b, stays unknown
     assert {(e["source_uuid"], e["target_uuid"]) for e in edges_found} == {("b", "c"), ("x", "c")}
+
+
+def test_a_batch_s_edges_need_only_the_window_and_the_replaced_versions_of_the_history() -> None:
+    """compact's lineage reads, of the history, the scans and commits within the window before the batch's earliest
+    commit and the versions its commits replaced (a parent far older than the window still names its snapshot)."""
+    from arco.pipeline import rows
+    from arco.pipeline.checkpoint import CompactState
+    from arco.pipeline.compact import lineage_edges
+    from arco.pipeline.parquet_io import write_rows
+    from arco.storage.memory import MemoryBackend
+
+    now = 10 * WINDOW_MS
+    at = lambda ms: datetime.fromtimestamp(ms / 1000, UTC)  # noqa: E731
+
+    def row(key: str, table: TableRef, snapshot: int, ms: int, location: str, previous: str | None = None,
+            kind: str = "iceberg_rest", operation: str = "append") -> dict:
+        return {"receipt_key": key, "table_uuid": table.uuid, "catalog": "main", "namespace": ["raw"],
+                "table_name": table.name, "metadata_location": location, "previous_metadata_location": previous,
+                "snapshot_id": snapshot, "operation": operation, "source_kind": kind,
+                "source_details": '{"run_id": "r1"}', "committed_at": at(ms),
+                "summary": [("app-id", "app-1"), ("engine-name", "spark")] if kind == "iceberg_rest" else []}
+
+    def scan_report(key: str, table: TableRef, snapshot: int, ms: int) -> dict:
+        return report_row(key, {"kind": "metrics_report", "table_uuid": table.uuid, "catalog": "main",
+                                "namespace": ["raw"], "table": table.name, "received_at_ms": ms, "source": {},
+                                "report": {"report-type": "scan-report", "snapshot-id": snapshot, "metrics": {},
+                                           "metadata": {"app-id": "app-1", "engine-name": "spark"}}})
+
+    t4 = TableRef("u4", "main", ("raw",), "t4")
+    storage = MemoryBackend()
+    write_rows(storage, "old/timeline.parquet", [row("p", t4, 5, now - 3 * WINDOW_MS, "m0")], rows.TIMELINE)
+    write_rows(storage, "old/reports.parquet", [scan_report("in", T1, 10, now - 10 * MIN),
+                                                scan_report("out", T3, 30, now - 2 * WINDOW_MS)],
+               rows.SCHEMAS_BY_KIND["reports"])
+    write_rows(storage, "new/timeline.parquet", [
+        row("n", T2, 20, now, "m9"),
+        row("r", t4, 21, now + MIN, "m1", previous="m0", kind="pipeline", operation="replace")], rows.TIMELINE)
+    state = CompactState([{"files": {"timeline": ["old/timeline.parquet"], "reports": ["old/reports.parquet"]}}])
+    found = lineage_edges(storage, state, ["new/timeline.parquet"], [])
+    assert sorted(pairs(found)) == [("u1", 10, "u2", 20, DECLARED), ("u4", 5, "u4", 21, VERIFIED)]
