@@ -19,6 +19,7 @@ from arco.events.reconcile import (
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.iceberg.pointer import PointerStore
 from arco.iceberg.transactions import PointerResolver, TxnRecords
+from arco.pipeline.checkpoint import compacted_receipt_keys
 from arco.storage.base import StorageBackend
 
 
@@ -32,6 +33,7 @@ def run_reconcile(storage: StorageBackend, catalog: str | None, table: str | Non
                                    "name it as namespace.table (with --catalog for a catalog other than main)")
     files = MetadataFiles(storage)
     resolver = PointerResolver(PointerStore(storage), TxnRecords(storage))
+    compacted = compacted_receipt_keys(storage, kinds=("timeline", "audit"))  # gc may have deleted these since
     total = ReconcileCounts()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=False) as progress:
@@ -40,11 +42,12 @@ def run_reconcile(storage: StorageBackend, catalog: str | None, table: str | Non
         def advance(entry: TableEntry, counts: ReconcileCounts) -> None:
             progress.update(task, advance=1, description=f"tables ({'.'.join((*entry.namespace, entry.name))})")
 
-        total.add(reconcile_tables(storage, files, resolver, tables, max_depth, on_table=advance))
+        total.add(reconcile_tables(storage, files, resolver, tables, max_depth, on_table=advance,
+                                   compacted=compacted))
         progress.update(task, description="tables")
         if table is None:
             log_task = progress.add_task("catalog log", total=None)
-            total.add(reconcile_catalog_log(storage, store.log))
+            total.add(reconcile_catalog_log(storage, store.log, compacted=compacted))
             progress.update(log_task, total=1, completed=1)
     return total
 

@@ -12,7 +12,7 @@ over many tables in parallel. Unreadable metadata files are skipped and counted,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -86,8 +86,11 @@ def table_history(files: MetadataFiles, current_location: str) -> list[tuple[str
 
 
 def reconcile_table(storage: StorageBackend, files: MetadataFiles, resolver: PointerResolver, table: TableEntry,
-                    identifier: dict[str, Any], max_depth: int = DEFAULT_MAX_DEPTH) -> ReconcileCounts:
-    """Backfill the committed receipts of one Iceberg table's history."""
+                    identifier: dict[str, Any], max_depth: int = DEFAULT_MAX_DEPTH,
+                    compacted: Container[str] = frozenset()) -> ReconcileCounts:
+    """Backfill the committed receipts of one Iceberg table's history. ``compacted``: receipt keys the compacted
+    history holds, present whether or not gc has deleted the receipt since (writing it again would count as a
+    backfill what was never lost)."""
     counts = ReconcileCounts(tables=1)
     pointer = resolver.for_read(table.id)
     if pointer is None or pointer.pointer.dropped:
@@ -107,7 +110,8 @@ def reconcile_table(storage: StorageBackend, files: MetadataFiles, resolver: Poi
         record = groups.read(table.id, location) if is_group_file(location) else None
         members = record.members if record is not None else [None]
         keys = [iceberg_receipt_key("committed", location, last_updated_ms, member) for member in range(len(members))]
-        missing = [(member, key) for member, key in enumerate(keys) if storage.head(key) is None]
+        missing = [(member, key) for member, key in enumerate(keys)
+                   if key not in compacted and storage.head(key) is None]
         counts.present += len(keys) - len(missing)
         if not missing:
             continue
@@ -136,8 +140,10 @@ def reconcile_table(storage: StorageBackend, files: MetadataFiles, resolver: Poi
     return counts
 
 
-def reconcile_catalog_log(storage: StorageBackend, log: CatalogLog, after_seq: int = 0) -> ReconcileCounts:
-    """Backfill the receipts of Tier 1 operations still in the log (old entries may have been collected)."""
+def reconcile_catalog_log(storage: StorageBackend, log: CatalogLog, after_seq: int = 0,
+                          compacted: Container[str] = frozenset()) -> ReconcileCounts:
+    """Backfill the receipts of Tier 1 operations still in the log (old entries may have been collected);
+    ``compacted`` as for :func:`reconcile_table`."""
     counts = ReconcileCounts()
     seq = after_seq + 1
     if log.read_entry(seq) is None:  # collected up to the newest snapshot: start after it
@@ -146,8 +152,9 @@ def reconcile_catalog_log(storage: StorageBackend, log: CatalogLog, after_seq: i
         for position, op in enumerate(ops, start=seq):  # a batch entry's operations hold the positions after it
             counts.catalog_ops += 1
             key = catalog_receipt_key(position, int(op.get("at_ms") or 0))
-            if storage.head(key) is None and write_receipt(storage, key, catalog_event(position, op,
-                                                                                       recorded_by="reconciler")):
+            if key in compacted or storage.head(key) is not None:
+                continue
+            if write_receipt(storage, key, catalog_event(position, op, recorded_by="reconciler")):
                 counts.catalog_backfilled += 1
         seq += len(ops)
     return counts
@@ -155,11 +162,12 @@ def reconcile_catalog_log(storage: StorageBackend, log: CatalogLog, after_seq: i
 
 def reconcile_tables(storage: StorageBackend, files: MetadataFiles, resolver: PointerResolver,
                      tables: Iterable[tuple[TableEntry, dict[str, Any]]], max_depth: int = DEFAULT_MAX_DEPTH,
-                     on_table: Callable[[TableEntry, ReconcileCounts], None] | None = None) -> ReconcileCounts:
+                     on_table: Callable[[TableEntry, ReconcileCounts], None] | None = None,
+                     compacted: Container[str] = frozenset()) -> ReconcileCounts:
     """Reconcile tables one after another (the Spark pipeline runs :func:`reconcile_table` in parallel)."""
     total = ReconcileCounts()
     for table, identifier in tables:
-        counts = reconcile_table(storage, files, resolver, table, identifier, max_depth)
+        counts = reconcile_table(storage, files, resolver, table, identifier, max_depth, compacted)
         total.add(counts)
         if on_table is not None:
             on_table(table, counts)

@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 
+from arco.pipeline import rows
+from arco.pipeline.parquet_io import read_many
 from arco.storage.base import DoesNotExist, MatchesVersion, StorageBackend
 
 STATE_KEY = "_catalog/pipeline/compact/state.json"
@@ -59,6 +61,17 @@ def commit_batch(storage: StorageBackend, state: CompactState, batch: dict[str, 
     if not written.ok:
         raise ConcurrentCompaction("another compaction committed while this one ran; run again to continue")
     return CompactState(batches, written.version)  # type: ignore[union-attr]
+
+
+def compacted_receipt_keys(storage: StorageBackend, state: CompactState | None = None,
+                           kinds: tuple[str, ...] = ALL_KINDS) -> set[str]:
+    """The storage keys of every receipt a committed batch holds (its ``receipt_key`` column)."""
+    state = state if state is not None else load_state(storage)
+    keys: set[str] = set()
+    for kind in kinds:
+        table = read_many(storage, state.files(kind), rows.SCHEMAS_BY_KIND[kind], columns=["receipt_key"])
+        keys.update(table.column("receipt_key").to_pylist())
+    return keys
 
 
 def batch_prefix(kind: str, batch_id: str) -> str:

@@ -43,6 +43,7 @@ from arco.pipeline.checkpoint import (
     CompactState,
     batch_prefix,
     commit_batch,
+    compacted_receipt_keys,
     load_state,
 )
 from arco.pipeline.parquet_io import read_many, read_parquet, write_rows
@@ -78,10 +79,7 @@ def kind_of(key: str) -> str | None:
 
 
 def plan(storage: StorageBackend, state: CompactState) -> Plan:
-    consumed: set[str] = set()
-    for kind in ALL_KINDS:
-        table = read_many(storage, state.files(kind), rows.SCHEMAS_BY_KIND[kind], columns=["receipt_key"])
-        consumed.update(table.column("receipt_key").to_pylist())
+    consumed = compacted_receipt_keys(storage, state)
     listed = [m.key for m in storage.list(f"{EVENTS}/")] + [m.key for m in storage.list(RUNS_PREFIX)]
     new = sorted(k for k in listed if kind_of(k) and k not in consumed)
     committed_files = {f for kind in ALL_KINDS for f in state.files(kind)}
