@@ -19,7 +19,9 @@ from arco.iceberg.metadata_files import MissingMetadataFile, UnreadableMetadataF
 from arco.pipeline.runs import RUNS_PREFIX
 from arco.unity.common import catalog_in
 from arco.unity.errors import from_catalog_error
+from arco.unity.functions import FunctionService
 from arco.unity.named import KINDS_BY_TYPE
+from arco.unity.volumes import VolumeService
 
 PAGE_SIZE = 1000  # the UC services' own page limit: a metastore's catalogs, a catalog's schemas, a schema's tables
 RUNS_SHOWN = 100
@@ -126,16 +128,23 @@ class SchemaPage:
     schema: dict[str, Any]
     tables: list[dict[str, Any]]
     paging: Paging
+    volumes: list[dict[str, Any]]
+    functions: list[dict[str, Any]]
+    more_objects: bool = False  # more than PAGE_SIZE volumes or functions: the page says so (the UC API has them all)
 
 
 def schema_page(app: State, caller: Principal, catalog: str, schema: str, paging: Paging = Paging()) -> SchemaPage:
+    """A schema's tables and views (paged), and the volumes and functions in it the caller may use."""
     try:
         info = app.unity.get_schema(f"{catalog}.{schema}", caller)
         tables, paging = _paged(lambda n, token: app.unity.list_tables(catalog, schema, n, token, caller,
                                                                        omit_columns=True), paging)
+        volumes, more_volumes = VolumeService(app.unity.store, app.unity.tables).list(
+            catalog, schema, PAGE_SIZE, None, caller)
+        functions, more_functions = FunctionService(app.unity.store).list(catalog, schema, PAGE_SIZE, None, caller)
     except SERVICE_ERRORS as exc:
         raise page_error(exc) from None
-    return SchemaPage(info, tables, paging)
+    return SchemaPage(info, tables, paging, volumes, functions, bool(more_volumes or more_functions))
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,14 @@ def _environment() -> Environment:
     env.filters["table_url"] = _table_url
     env.filters["when"] = when
     env.filters["clip"] = clip
+    env.filters["fit"] = fit
     return env
+
+
+def fit(value: object, chars: int) -> str:
+    """A label cut to ``chars`` characters (a box in a drawing), its end marked; the whole name goes in a title."""
+    text = str(value)
+    return text if len(text) <= chars else text[:chars - 1] + "…"
 
 
 SHOWN_TEXT_CHARS = 2_000
@@ -164,6 +171,19 @@ def _no_page(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
     raise pages.PageError(404, f"There is no page at {request.url.path}.")
 
 
+_no_page_answer = page(_no_page)
+
+
+async def stray(request: Request) -> Response:
+    """A path under the pages' prefixes that no page has: with a trailing slash, the page without it (a typed or
+    pasted URL often ends so); else the 404 page."""
+    path = request.url.path
+    if path.endswith("/") and path.rstrip("/") not in ("", "/catalogs", "/tables"):
+        query = f"?{request.url.query}" if request.url.query else ""
+        return RedirectResponse(path.rstrip("/") + query, status_code=308)
+    return await _no_page_answer(request)
+
+
 async def favicon(request: Request) -> Response:
     """Browsers ask every server for /favicon.ico: answered without a token, and with nothing (the pages name
     their icon themselves), so no page has a failed request in its console."""
@@ -262,6 +282,6 @@ routes = [
           methods=["GET"]),
     Route(f"{API_PREFIX}/tables/{{full_name}}", api(_api_table), methods=["GET"]),
     # Anything else under the pages' prefixes: the HTML 404 page (or the sign-in page), not the APIs' JSON.
-    Route("/catalogs/{rest:path}", page(_no_page), methods=["GET"]),
-    Route("/tables/{rest:path}", page(_no_page), methods=["GET"]),
+    Route("/catalogs/{rest:path}", stray, methods=["GET"]),
+    Route("/tables/{rest:path}", stray, methods=["GET"]),
 ]

@@ -464,3 +464,36 @@ def test_a_huge_property_or_comment_is_cut_to_what_a_page_can_lay_out(world: dic
     assert "(200,000 characters; the API gives all of it)" in page.text
     whole = uc(world["server"], ARCO_TOKEN, "GET", "/tables/main.db.wordy").json()
     assert len(whole["properties"]["blob"]) == 1_000_000  # only the page is cut
+
+
+def test_a_schema_page_lists_the_volumes_and_functions_the_caller_may_use(world: dict) -> None:
+    server = world["server"]
+    assert uc(server, ARCO_TOKEN, "POST", "/volumes", json={
+        "name": "landing_files", "catalog_name": "main", "schema_name": "db", "volume_type": "MANAGED",
+        "comment": "raw drops"}).status_code == 200
+    made = uc(server, ARCO_TOKEN, "POST", "/functions", json={"function_info": {
+        "name": "add_one", "catalog_name": "main", "schema_name": "db", "data_type": "INT", "full_data_type": "int",
+        "input_params": {"parameters": [{"name": "x", "type_text": "int", "type_name": "INT", "position": 0,
+                                         "type_json": '{"type":"int"}'}]},
+        "routine_body": "SQL", "routine_definition": "x + 1", "parameter_style": "S", "is_deterministic": True,
+        "sql_data_access": "CONTAINS_SQL", "is_null_call": False, "security_type": "DEFINER",
+        "specific_name": "add_one"}})
+    assert made.status_code == 200, made.text
+    with browser(world, ARCO_TOKEN) as client:
+        page = client.get("/catalogs/main/db")
+    volumes = page.text.split('data-testid="volumes"', 1)[1].split("</table>", 1)[0]
+    functions = page.text.split('data-testid="functions"', 1)[1].split("</table>", 1)[0]
+    assert "landing_files" in volumes and "MANAGED" in volumes and "raw drops" in volumes
+    assert "add_one" in functions and "<td>int</td>" in functions
+    with browser(world, world["tokens"]["ann@x.com"]) as client:  # ann holds neither READ_VOLUME nor EXECUTE
+        page = client.get("/catalogs/main/db")
+    assert page.status_code == 200 and "landing_files" not in page.text and "add_one" not in page.text
+    assert admin_api(world, "/catalogs/main/db").json()["volumes"][0]["name"] == "landing_files"
+
+
+def test_a_page_asked_with_a_trailing_slash_is_the_page_without_it(world: dict) -> None:
+    with browser(world, ARCO_TOKEN) as client:
+        moved = client.get("/catalogs/main/db/?page_token=x", follow_redirects=False)
+        assert moved.status_code == 308 and moved.headers["location"] == "/catalogs/main/db?page_token=x"
+        assert client.get("/tables/main.db.people/", follow_redirects=True).status_code == 200
+        assert client.get("/catalogs/", follow_redirects=False).status_code == 404

@@ -263,3 +263,11 @@ def test_timestamps_outside_the_calendar_are_shown_as_numbers() -> None:
 
     assert when(0) == "" and when(86_400_000) == "1970-01-02 00:00:00 UTC"
     assert when(2**62) == f"{2**62} ms since 1970"
+
+
+def test_labels_fit_their_box_and_long_values_are_cut_with_their_length() -> None:
+    from arco.ui.routes import clip, fit
+
+    assert fit("main.db.t", 26) == "main.db.t"
+    assert fit("main." + "x" * 100, 26) == "main." + "x" * 20 + "…" and len(fit("y" * 100, 26)) == 26
+    assert clip("z" * 10, 5) == "zzzzz… (10 characters; the API gives all of it)" and clip("short") == "short"
