@@ -87,6 +87,13 @@ def schema_object_of(op: dict[str, Any]) -> SecurableEntry:
         created_by=op.get("principal"), updated_by=op.get("principal"), metastore_id=op.get("metastore_id"))
 
 
+def made_schema_object(state: Any, op: dict[str, Any]) -> SecurableEntry:
+    """What a committed ``create_schema_object`` made, as ``state`` holds it now, or as the operation made it if
+    another server dropped it before the creator read it back (the creator is answered as created)."""
+    return next((e for e in state.securables_in_every_metastore(op["type"]) if e.id == op["id"]),
+                None) or schema_object_of(op)
+
+
 def _apply_create(state: Any, op: dict[str, Any]) -> None:
     state.store_securable(schema_object_of(op))
 

@@ -45,9 +45,9 @@ def ensure_format(storage: StorageBackend) -> int:
                 return 0
             continue  # another process recorded it first: read theirs
         try:
-            recorded = int(orjson.loads(found.data)["format"])
-            writer = str(orjson.loads(found.data).get("written_by", "a newer Arco"))
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            fields = orjson.loads(found.data)
+            recorded, writer = int(fields["format"]), str(fields.get("written_by", "a newer Arco"))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
             raise WarehouseFormatError(f"{KEY} in this warehouse is not a format record: restore it (it holds "
                                        f'{{"format": N}}), or ask whoever wrote it') from None
         if recorded > FORMAT:

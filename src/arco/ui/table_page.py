@@ -19,7 +19,6 @@ from starlette.datastructures import State
 
 from arco.auth.principals import Principal
 from arco.auth.subjects import may_look_up_tables
-from arco.catalog.errors import NotFoundError
 from arco.lru import Lru
 from arco.pipeline.lineage import NO_SNAPSHOT_OPERATIONS
 from arco.ui import charts, history
@@ -256,15 +255,15 @@ def table_name_parts(full_name: str) -> tuple[str, tuple[str, ...], str]:
 def table_page(app: State, caller: Principal, full_name: str, version_page: int = 1) -> TablePage:
     catalog_name, namespace, name = table_name_parts(full_name)
     try:
-        # As loadTable checks: a caller who may not use the catalog is refused alike for every name in it; one who
-        # may is told a missing table is missing, and an existing one they may not read is refused.
+        # As loadTable checks: a caller who may not use the catalog is refused alike for every name in it, and one
+        # who may not use the schema for every name in that (in one wording, whether the name is an Iceberg table,
+        # a view, a Delta table or nothing: a 404 or another wording would tell it exists); one who may is told a
+        # missing table is missing, and an existing one they may not read is refused.
         with app.iceberg.store.read() as state:
             catalog = usable_catalog(state, caller, catalog_name)
-            try:
-                entry = state.table(catalog.id, namespace, name)
-            except NotFoundError:  # refused instead where the caller may not use the schema: a 404 tells a name
+            if not may_look_up_tables(state, caller, catalog, namespace):
                 app.iceberg.guard.decide(state, caller, "table", catalog, namespace, name, "read")
-                raise
+            entry = state.table(catalog.id, namespace, name)
         real_name = ".".join((catalog.name, *entry.namespace, entry.name))
         page = TablePage(real_name, catalog.name, ".".join(entry.namespace), entry.name, {})
         if entry.format == "ICEBERG" and entry.kind == "TABLE":
@@ -281,10 +280,6 @@ def table_page(app: State, caller: Principal, full_name: str, version_page: int 
             page.properties = sorted({**dict(page.properties), **entry.properties}.items())
             _versions(app, page, entry.id, facts, version_page, entry.created_at_ms)
         else:
-            with app.iceberg.store.read() as state:
-                if not may_look_up_tables(state, caller, catalog, entry.namespace):
-                    # Refused in the words a missing name in this schema gets, so the answer tells no name exists.
-                    app.iceberg.guard.decide(state, caller, "table", catalog, entry.namespace, entry.name, "read")
             if len(entry.namespace) != 1:  # only Iceberg tables and views live in nested namespaces
                 raise PageError(404, f"{real_name} is an Iceberg view in a nested namespace, which this page "
                                      "cannot show: read it through Iceberg REST")

@@ -17,7 +17,7 @@ from typing import Any
 from arco.auth import decisions as can
 from arco.auth.principals import Principal
 from arco.auth.subjects import securable, subject_of
-from arco.catalog.schema_objects import schema_object_of
+from arco.catalog.schema_objects import made_schema_object
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
@@ -150,10 +150,8 @@ class FunctionService:
                     "fields": {"definition": definition}}
 
         op = self.store.execute(build, principal=caller.name)
-        with self.store.read() as state:  # dropped by another server meanwhile: answered as created
-            entry = next((e for e in state.securables_in_every_metastore("function") if e.id == function_id),
-                         None) or schema_object_of(op)
-            return function_info(state, entry)
+        with self.store.read() as state:
+            return function_info(state, made_schema_object(state, op))
 
     @staticmethod
     def _executable(state: CatalogState, caller: Principal, where: objects.Place, entry: SecurableEntry) -> bool:

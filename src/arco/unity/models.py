@@ -20,7 +20,7 @@ from arco.auth.principals import Principal
 from arco.auth.subjects import securable, subject_of
 from arco.catalog import locations
 from arco.catalog.paging import page
-from arco.catalog.schema_objects import objects_in_schema
+from arco.catalog.schema_objects import made_schema_object, objects_in_schema
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
@@ -98,10 +98,9 @@ class ModelService:
                     "schema_id": where.schema.id, "name": name, "owner": caller.name, "comment": comment,
                     "metastore_id": where.catalog.metastore_id, "fields": {"storage_location": location}}
 
-        self.store.execute(build, principal=caller.name)
+        op = self.store.execute(build, principal=caller.name)
         with self.store.read() as state:
-            entry = next(e for e in state.securables_in_every_metastore("registered_model") if e.id == model_id)
-            return model_info(state, entry)
+            return model_info(state, made_schema_object(state, op))
 
     def _readable(self, state: CatalogState, caller: Principal, where: objects.Place, entry: SecurableEntry) -> bool:
         return can.can_use_object(subject_of(state, caller), *where.parents(state),

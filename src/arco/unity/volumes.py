@@ -19,7 +19,7 @@ from arco.auth import decisions as can
 from arco.auth.principals import Principal
 from arco.auth.subjects import securable, subject_of
 from arco.catalog import locations
-from arco.catalog.schema_objects import schema_object_of
+from arco.catalog.schema_objects import made_schema_object
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
@@ -82,10 +82,8 @@ class VolumeService:
                     "fields": {"volume_type": volume_type, "storage_location": where_to}}
 
         op = self.store.execute(build, principal=caller.name)
-        with self.store.read() as state:  # dropped by another server meanwhile: answered as created
-            entry = next((e for e in state.securables_in_every_metastore("volume") if e.id == volume_id),
-                         None) or schema_object_of(op)
-            return volume_info(state, entry)
+        with self.store.read() as state:
+            return volume_info(state, made_schema_object(state, op))
 
     @staticmethod
     def _readable(state: CatalogState, caller: Principal, where: objects.Place, entry: SecurableEntry) -> bool:

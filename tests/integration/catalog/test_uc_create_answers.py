@@ -16,6 +16,7 @@ from arco.catalog.store import CatalogStore
 from arco.iceberg.tables import TableService
 from arco.storage.local import LocalBackend
 from arco.unity.functions import FunctionService
+from arco.unity.models import ModelService
 from arco.unity.service import UnityService
 from arco.unity.volumes import VolumeService
 
@@ -43,7 +44,7 @@ def servers(tmp_path: Path) -> tuple[DroppedBeforeTheAnswer, dict[str, Any]]:
     other_store = CatalogStore(storage)
     tables = TableService(other_store, storage)
     other = {"unity": UnityService(other_store, tables), "volumes": VolumeService(other_store, tables),
-             "functions": FunctionService(other_store)}
+             "functions": FunctionService(other_store), "models": ModelService(other_store, tables)}
     other["unity"].create_schema({"name": "s", "catalog_name": "main"}, ADMIN)
     return racing, other
 
@@ -78,6 +79,10 @@ def test_each_create_is_answered_as_made_though_dropped_at_once(servers: tuple[D
         "sql_data_access": "NO_SQL", "is_null_call": False, "security_type": "DEFINER", "specific_name": "f",
         "input_params": {"parameters": []}}}, ADMIN)
     assert function["full_name"] == "main.s.f"
+
+    racing.drop = lambda op: other["models"].delete("main.s.m", True, ADMIN)
+    model = ModelService(racing, tables).create({"name": "m", "catalog_name": "main", "schema_name": "s"}, ADMIN)
+    assert model["full_name"] == "main.s.m"
 
     with racing.read() as state:  # every one of them is gone: the answers were not read back from the catalog
         assert "gone" not in [c.name for c in state.catalogs.values()]
