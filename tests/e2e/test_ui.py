@@ -18,6 +18,8 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import BadRequestError
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField
 
 from arco.spark.session import rest_catalog_conf
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server, run_cli
@@ -191,4 +193,26 @@ def test_long_and_right_to_left_names_stay_in_their_place(browser: Any, world: d
     crumbs = page.locator(".crumbs bdi")
     assert crumbs.count() == 2 and crumbs.nth(1).inner_text() == rtl_name
     assert page.evaluate("getComputedStyle(document.querySelector('.crumbs bdi')).unicodeBidi") == "isolate"
+    page.context.close()
+
+
+def test_the_search_box_finds_a_name_on_any_page_of_a_paged_list(browser: Any, world: dict[str, Any]) -> None:
+    catalog = RestCatalog("py", uri=world["server"].iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    catalog.create_namespace("many")
+    for i in range(6):
+        catalog.create_table(f"many.t{i:02d}", Schema(NestedField(1, "id", LongType())))
+    page = new_page(browser, world["server"])
+    page.goto("/catalogs/main/many?max_results=2")  # t05 is on the last of three pages
+    sign_in(page, ARCO_TOKEN)
+    assert page.get_by_test_id("tables").get_by_role("link", name="t05").count() == 0
+    page.get_by_role("searchbox").fill("T05")
+    page.get_by_role("searchbox").press("Enter")
+    page.wait_for_load_state()
+    assert "q=T05" in page.url
+    links = page.get_by_test_id("tables").get_by_role("link")
+    assert [links.nth(i).inner_text() for i in range(links.count())] == ["t05"]
+    assert page.locator("input.filter").count() == 0  # the page's own filter box is not offered beside it
+    page.get_by_test_id("clear-search").click()
+    page.wait_for_load_state()
+    assert page.get_by_test_id("tables").get_by_role("link").count() == 6
     page.context.close()

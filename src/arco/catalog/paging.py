@@ -34,6 +34,11 @@ def page(items: Sequence[T], sort_key: Callable[[T], str], token: str | None, si
     return chunk, (_encode(sort_key(chunk[-1])) if more and chunk else None)
 
 
+def names_hold(name: str, needle: str | None) -> bool:
+    """Whether ``name`` holds ``needle``, ignoring case (no needle: every name does): a list's name search."""
+    return not needle or needle.casefold() in name.casefold()
+
+
 def _encode(key: str) -> str:
     return MARK + base64.urlsafe_b64encode(key.encode()).decode().rstrip("=")
 

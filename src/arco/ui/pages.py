@@ -77,11 +77,14 @@ class Paging:
     page_token: str | None = None
     next_page_token: str | None = None
     max_results: int | None = None  # as asked (the services cap it at PAGE_SIZE); None: PAGE_SIZE
+    # The list's name search ("q"): only names holding it, ignoring case, across every page (the page tokens are
+    # names, so they page through the matches).
+    query: str | None = None
 
 
 def _paged(list_page: Any, paging: Paging) -> tuple[list[dict[str, Any]], Paging]:
     items, next_token = list_page(paging.max_results or PAGE_SIZE, paging.page_token or None)
-    return items, Paging(paging.page_token, next_token or None, paging.max_results)
+    return items, Paging(paging.page_token, next_token or None, paging.max_results, paging.query)
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,7 @@ def overview(app: State, caller: Principal, paging: Paging = Paging()) -> Overvi
     except SERVICE_ERRORS:
         metastore = None  # no metastore for this workspace: the catalog list below says so too
     try:
-        catalogs, paging = _paged(lambda n, token: app.unity.list_catalogs(n, token, caller), paging)
+        catalogs, paging = _paged(lambda n, token: app.unity.list_catalogs(n, token, caller, paging.query), paging)
     except SERVICE_ERRORS as exc:
         raise page_error(exc) from None
     return Overview(metastore, catalogs, paging)
@@ -114,7 +117,8 @@ class CatalogPage:
 def catalog_page(app: State, caller: Principal, name: str, paging: Paging = Paging()) -> CatalogPage:
     try:
         catalog = app.unity.get_catalog(name, caller)
-        schemas, paging = _paged(lambda n, token: app.unity.list_schemas(name, n, token, caller), paging)
+        schemas, paging = _paged(lambda n, token: app.unity.list_schemas(name, n, token, caller, paging.query),
+                                  paging)
         with app.iceberg.store.read() as state:
             entry = catalog_in(state, caller, name)
             nested = any(state.child_namespaces(entry.id, (s["name"],)) for s in schemas)
@@ -137,8 +141,8 @@ def schema_page(app: State, caller: Principal, catalog: str, schema: str, paging
     """A schema's tables and views (paged), and the volumes and functions in it the caller may use."""
     try:
         info = app.unity.get_schema(f"{catalog}.{schema}", caller)
-        tables, paging = _paged(lambda n, token: app.unity.list_tables(catalog, schema, n, token, caller,
-                                                                       omit_columns=True), paging)
+        tables, paging = _paged(lambda n, token: app.unity.list_tables(
+            catalog, schema, n, token, caller, omit_columns=True, name_contains=paging.query), paging)
         volumes, more_volumes = VolumeService(app.unity.store, app.unity.tables).list(
             catalog, schema, PAGE_SIZE, None, caller)
         functions, more_functions = FunctionService(app.unity.store).list(catalog, schema, PAGE_SIZE, None, caller)

@@ -21,6 +21,7 @@ from starlette.staticfiles import StaticFiles
 
 from arco.api.requests import BodyError, blocking, principal_of
 from arco.auth.principals import Principal
+from arco.catalog.names import MAX_NAME_LENGTH
 from arco.ui import pages, session
 from arco.ui.paths import API_PREFIX
 from arco.ui.table_page import table_page, when
@@ -34,6 +35,7 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 MAX_FORM_BYTES = 16 * 1024
+MAX_QUERY_CHARS = MAX_NAME_LENGTH  # a list's name search: a longer one matches nothing
 
 
 def _table_url(full_name: str) -> str:
@@ -130,11 +132,14 @@ def _version_page(request: Request) -> int:
 
 def _paging(request: Request) -> pages.Paging:
     """A list's page, as the UC APIs page it: ``page_token`` (from the previous page's next link) and
-    ``max_results`` (at most the services' own limit, which they enforce)."""
+    ``max_results`` (at most the services' own limit, which they enforce); ``q``, the list's name search."""
     raw = request.query_params.get("max_results") or None
     if raw is not None and not (raw.isdecimal() and len(raw) <= 9):
         raise pages.PageError(400, f"max_results must be a non-negative integer, got {raw!r}")
-    return pages.Paging(request.query_params.get("page_token") or None, None, int(raw) if raw else None)
+    query = request.query_params.get("q", "").strip() or None
+    if query is not None and len(query) > MAX_QUERY_CHARS:
+        raise pages.PageError(400, f"a search is at most {MAX_QUERY_CHARS} characters (no name is longer)")
+    return pages.Paging(request.query_params.get("page_token") or None, None, int(raw) if raw else None, query)
 
 
 # -- pages ---------------------------------------------------------------------------------------------------------

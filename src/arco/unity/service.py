@@ -18,7 +18,7 @@ from arco.catalog import locations
 from arco.catalog.catalogs import create_catalog
 from arco.catalog.errors import CatalogNotFound, NamespaceNotFound
 from arco.catalog.model import NamespaceEntry
-from arco.catalog.paging import page
+from arco.catalog.paging import names_hold, page
 from arco.catalog.state import CatalogState, namespace_entry_of
 from arco.unity import infos
 from arco.unity.common import (
@@ -70,11 +70,13 @@ class UnityService(UnityTables):
         with self.store.read() as state:  # dropped by another server meanwhile: answered as created
             return infos.catalog_info(state.catalogs.get(entry.id) or entry, state)
 
-    def list_catalogs(self, max_results: Any, token: str | None,
-                      caller: Principal) -> tuple[list[dict[str, Any]], str | None]:
+    def list_catalogs(self, max_results: Any, token: str | None, caller: Principal,
+                      name_contains: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+        """``name_contains``: only names holding it, ignoring case (the web UI's search; page tokens still work)."""
         with self.store.read() as state:
             who, scope = subject_of(state, caller), tenant_of(state, caller).scope
             entries = sorted((c for c in state.catalogs.values() if c.metastore_id == scope
+                              and names_hold(c.name, name_contains)
                               and can.can_use_catalog(who, securable(state, "catalog", c))),
                              key=lambda c: c.name.casefold())
             chunk, next_token = page(entries, lambda c: c.name.casefold(), token, page_size(max_results),
@@ -146,8 +148,8 @@ class UnityService(UnityTables):
         with self.store.read() as state:  # dropped by another server meanwhile: answered as created
             return infos.schema_info(state.namespaces.get(ns_id) or namespace_entry_of(op), state)
 
-    def list_schemas(self, catalog_name: str | None, max_results: Any, token: str | None,
-                     caller: Principal) -> tuple[list[dict[str, Any]], str | None]:
+    def list_schemas(self, catalog_name: str | None, max_results: Any, token: str | None, caller: Principal,
+                     name_contains: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
         if not catalog_name:
             raise invalid("catalog_name is required")
         with self.store.read() as state:
@@ -156,7 +158,8 @@ class UnityService(UnityTables):
             if not can.can_use_catalog(who, parent):
                 raise denied(caller, f"use catalog {catalog.name} (needs USE_CATALOG)")
             entries = [n for n in state.child_namespaces(catalog.id, ())
-                       if can.can_see_schema(who, parent, securable(state, "schema", n))]
+                       if names_hold(n.path[-1], name_contains)
+                       and can.can_see_schema(who, parent, securable(state, "schema", n))]
             chunk, next_token = page(entries, lambda n: n.path[-1].casefold(), token, page_size(max_results),
                                      plain=str.casefold)
             return [infos.schema_info(n, state) for n in chunk], next_token

@@ -16,7 +16,7 @@ from arco.catalog import locations
 from arco.catalog.errors import TableNotFound
 from arco.catalog.landing import on_landing
 from arco.catalog.model import CatalogEntry, TableEntry
-from arco.catalog.paging import page
+from arco.catalog.paging import names_hold, page
 from arco.catalog.state import CatalogState, refuse_taken_name
 from arco.catalog.store import CatalogStore
 from arco.catalog.table_index import new_table, rename_with_changes
@@ -111,8 +111,8 @@ class UnityTables:
             return self.table_info(entry, state)
 
     def list_tables(self, catalog_name: str | None, schema_name: str | None, max_results: Any,
-                    token: str | None, caller: Principal,
-                    omit_columns: bool = False) -> tuple[list[dict[str, Any]], str | None]:
+                    token: str | None, caller: Principal, omit_columns: bool = False,
+                    name_contains: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
         if not catalog_name or not schema_name:
             raise invalid("catalog_name and schema_name are both required")
         with self.store.read() as state:
@@ -120,8 +120,8 @@ class UnityTables:
             schema = state.namespace(catalog.id, (schema_name,))
             who = subject_of(state, caller)
             parent, container = securable(state, "catalog", catalog), securable(state, "schema", schema)
-            entries = [t for t in state.tables_of(catalog.id, (schema_name,))
-                       if can.can_read_table(who, parent, container, securable(state, "table", t))]
+            entries = [t for t in state.tables_of(catalog.id, (schema_name,)) if names_hold(t.name, name_contains)
+                       and can.can_read_table(who, parent, container, securable(state, "table", t))]
             chunk, next_token = page(entries, lambda t: t.name.casefold(), token, page_size(max_results),
                                      plain=str.casefold)
             if omit_columns:

@@ -302,6 +302,42 @@ def test_lists_page_through_with_the_services_page_token(world: dict) -> None:
         assert client.get("/catalogs/main/paged?max_results=x").status_code == 400
 
 
+def test_a_name_search_covers_every_page_of_a_list_and_pages_through_its_matches(world: dict) -> None:
+    catalog = RestCatalog("admin", uri=world["server"].iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    catalog.create_namespace("searched")
+    names = [f"{prefix}{i}" for i in range(4) for prefix in ("Sales_", "hr_")]
+    for name in names:
+        catalog.create_table(f"searched.{name}", Schema(NestedField(1, "id", LongType())))
+    wanted = sorted((n for n in names if "sales" in n.casefold()), key=str.casefold)
+    with browser(world, ARCO_TOKEN) as client:
+        # Two per page: the matches are on more pages than the first, and the pager keeps the search.
+        shown, url = [], "/catalogs/main/searched?max_results=2&q=SALES"
+        while url:
+            page = client.get(url)
+            assert page.status_code == 200 and 'value="SALES"' in page.text
+            shown += [n for n in names if f'href="/tables/main.searched.{n}"' in page.text]
+            found = re.search(r'href="(\?page_token=[^"]+)" rel="next"', page.text)
+            url = "/catalogs/main/searched" + html.unescape(found.group(1)) if found else None
+            assert url is None or "q=SALES" in url
+        assert shown == wanted
+        none = client.get("/catalogs/main/searched?q=zz")
+        assert 'data-testid="no-match"' in none.text and "href=\"/tables/" not in none.text
+        assert 'data-testid="clear-search"' in none.text
+        # The catalog list and the schema list search too; a hostile search is shown as text.
+        assert 'href="/catalogs/main/searched"' in client.get("/catalogs/main?q=earch").text
+        assert 'href="/catalogs/main/searched"' not in client.get("/catalogs/main?q=nope").text
+        assert 'href="/catalogs/main"' in client.get("/?q=MAI").text
+        hostile = client.get("/catalogs/main?q=" + HOSTILE)
+        assert hostile.status_code == 200 and HOSTILE not in hostile.text and "&lt;script&gt;alert(" in hostile.text
+        assert client.get("/catalogs/main?q=" + "x" * 256).status_code == 400
+    # The JSON API takes the search too, and it never shows a name the caller may not see.
+    body = admin_api(world, "/catalogs/main/searched?q=hr_").json()
+    assert [t["name"] for t in body["tables"]] == [n for n in names if n.startswith("hr_")]
+    assert body["paging"]["query"] == "hr_"
+    with browser(world, world["tokens"]["ann@x.com"]) as client:  # ann may read db.people only
+        assert "searched" not in client.get("/catalogs/main?q=search").text
+
+
 def test_missing_or_unreadable_metadata_gets_the_error_page_loadtable_agrees_with(world: dict) -> None:
     catalog = RestCatalog("admin", uri=world["server"].iceberg_uri, warehouse="main", token=ARCO_TOKEN)
     catalog.create_namespace("broken")
