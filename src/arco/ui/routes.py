@@ -198,26 +198,36 @@ async def favicon(request: Request) -> Response:
 MAX_FORM_FIELDS = 8
 
 
-async def _form(request: Request) -> dict[str, str] | None:
-    """The sign-in form's fields (URL-encoded, as browsers post it; parsed here rather than with another package);
-    None for a form with more fields than a sign-in has room for."""
+class FormRefused(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """The sign-in form's fields (URL-encoded, as browsers post it; parsed here rather than with another package).
+    Raises :class:`FormRefused` for a form larger, or with more fields, than a sign-in has room for."""
     try:
         raw = await read_body(request, MAX_FORM_BYTES)
-    except BodyError:
-        return {}
+    except BodyError as exc:
+        if exc.status == 413:
+            raise FormRefused(413, f"The sign-in form is larger than {MAX_FORM_BYTES // 1024} KB: paste the token "
+                                   "alone (a token is a few dozen characters).") from None
+        raise FormRefused(exc.status, "The sign-in form did not arrive whole: try again.") from None
     try:
         fields = parse_qs(raw.decode("utf-8", "replace"), max_num_fields=MAX_FORM_FIELDS)
     except ValueError:  # more than MAX_FORM_FIELDS fields
-        return None
+        raise FormRefused(400, f"The sign-in form has at most {MAX_FORM_FIELDS} fields.") from None
     return {k: v[0] for k, v in fields.items()}
 
 
 async def sign_in(request: Request) -> Response:
     if not session.same_origin(request):
         return render("error.html", 403, caller=None, status=403, message="Sign in from this server's own page.")
-    form = await _form(request)
-    if form is None:
-        return signin_page(request, 400, f"The sign-in form has at most {MAX_FORM_FIELDS} fields.", "/")
+    try:
+        form = await _form(request)
+    except FormRefused as refused:
+        return signin_page(request, refused.status, refused.message, "/")
     token = form.get("token", "").strip()
     next_path = session.safe_next(form.get("next"))
     principal = await blocking(session.authenticate, request, token) if token else None

@@ -383,6 +383,9 @@ def test_odd_parameters_and_forms_are_refused_plainly(world: dict) -> None:
                          content=f"a=1&b=2&c=3&d=4&e=5&f=6&g=7&h=8&token={ARCO_TOKEN}",
                          headers={"Content-Type": "application/x-www-form-urlencoded"})
     assert crowded.status_code == 400 and "set-cookie" not in crowded.headers
+    huge = httpx.post(f"{world['server'].base_url}/ui/signin", content=f"token={ARCO_TOKEN}&pad={'x' * 20_000}",
+                      headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert huge.status_code == 413 and "larger than 16 KB" in huge.text and "set-cookie" not in huge.headers
 
 
 def test_a_user_who_may_not_use_the_catalog_learns_nothing_of_its_names(world: dict) -> None:
