@@ -19,11 +19,13 @@ from starlette.datastructures import State
 
 from arco.auth.principals import Principal
 from arco.auth.subjects import may_look_up_tables
+from arco.catalog.model import TableEntry
 from arco.lru import Lru
 from arco.pipeline.lineage import NO_SNAPSHOT_OPERATIONS
 from arco.ui import charts, history
 from arco.ui.lineage import Lineage, lineage_of
 from arco.ui.pages import SERVICE_ERRORS, PageError, page_error, table_metadata
+from arco.ui.view_page import ViewFacts, ViewVersionRow, view_facts
 from arco.unity.common import usable_catalog
 from arco.unity.effective import EffectivePermissions
 from arco.unity.lineage import may_read_table, name_now
@@ -69,6 +71,7 @@ class TablePage:
     grants_note: str = ""
     iceberg: bool = False
     format_version: int | None = None
+    view_versions: list[ViewVersionRow] = field(default_factory=list)  # an Iceberg view's, newest first
 
 
 def when(ms: int | None) -> str:
@@ -243,6 +246,19 @@ def _grants(app: State, page: TablePage, caller: Principal) -> None:
                             "admins see everyone's).")
 
 
+def _iceberg_view(page: TablePage, facts: ViewFacts, entry: TableEntry) -> None:
+    metadata = facts.metadata
+    page.info = {"table_type": "VIEW", "data_source_format": "ICEBERG", "owner": entry.owner,
+                 "storage_location": metadata.location, "table_id": entry.id,
+                 "comment": entry.comment or metadata.properties.get("comment")}
+    page.format_version = metadata.format_version
+    current = next((v for v in metadata.versions if v.version_id == metadata.current_version_id), None)
+    schema = next((s for s in metadata.schemas if current is not None and s.schema_id == current.schema_id), None)
+    page.columns = schema_rows(schema.fields) if schema is not None else []
+    page.properties = sorted({**metadata.properties, **entry.properties}.items())
+    page.view_versions = facts.versions
+
+
 def table_name_parts(full_name: str) -> tuple[str, tuple[str, ...], str]:
     """``catalog.schema.table``; an Iceberg table in a nested namespace is ``catalog.a.b.table`` (names hold no
     period, so the dotted form is unambiguous)."""
@@ -279,10 +295,9 @@ def table_page(app: State, caller: Principal, full_name: str, version_page: int 
             _iceberg_facts(page, facts)
             page.properties = sorted({**dict(page.properties), **entry.properties}.items())
             _versions(app, page, entry.id, facts, version_page, entry.created_at_ms)
+        elif entry.format == "ICEBERG" and entry.kind == "VIEW":
+            _iceberg_view(page, view_facts(app, caller, catalog, entry), entry)
         else:
-            if len(entry.namespace) != 1:  # only Iceberg tables and views live in nested namespaces
-                raise PageError(404, f"{real_name} is an Iceberg view in a nested namespace, which this page "
-                                     "cannot show: read it through Iceberg REST")
             info = app.unity.get_table(real_name, caller)
             page.info = info
             page.columns = [Column(0, c.get("name", ""), str(c.get("type_text", "")), not c.get("nullable", True),

@@ -427,6 +427,48 @@ def test_a_schema_the_caller_may_not_use_answers_alike_for_views_and_missing_nam
     assert api[0].text.replace("hid.v", "hid.nope") == api[1].text
 
 
+def _view_version(sql: str, version_id: int, columns: list[str]) -> dict:
+    return {"version-id": version_id, "schema-id": version_id - 1, "timestamp-ms": 1_700_000_000_000 + version_id,
+            "summary": {"engine-name": "spark", "engine-version": "3.5.1"}, "default-namespace": ["db"],
+            "representations": [{"type": "sql", "sql": sql, "dialect": "spark"}]}, {
+            "type": "struct", "schema-id": version_id - 1,
+            "fields": [{"id": i + 1, "name": c, "type": "long", "required": False} for i, c in enumerate(columns)]}
+
+
+def test_an_iceberg_view_s_page_shows_every_version_it_keeps(world: dict) -> None:
+    server = world["server"]
+    headers = {"Authorization": f"Bearer {ARCO_TOKEN}"}
+    catalog = RestCatalog("admin", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    catalog.create_namespace(("db", "deep"))
+    for namespace in ("db", "db%1Fdeep"):
+        views = f"{server.iceberg_uri}/v1/main/namespaces/{namespace}/views"
+        first, schema = _view_version("SELECT id FROM db.people", 1, ["id"])
+        made = httpx.post(views, headers=headers, json={
+            "name": "evolving", "schema": schema, "view-version": first, "properties": {"comment": "made twice"}})
+        assert made.status_code == 200, made.text
+        second, schema = _view_version(f"SELECT id, id * 2 AS twice FROM db.people -- {HOSTILE}", 2, ["id", "twice"])
+        replaced = httpx.post(f"{views}/evolving", headers=headers, json={"requirements": [], "updates": [
+            {"action": "add-schema", "schema": schema}, {"action": "add-view-version", "view-version": second},
+            {"action": "set-current-view-version", "view-version-id": -1}]})
+        assert replaced.status_code == 200, replaced.text
+    with browser(world, ARCO_TOKEN) as client:
+        for path in ("/tables/main.db.evolving", "/tables/main.db.deep.evolving"):
+            page = client.get(path)
+            assert page.status_code == 200, (path, page.text)
+            versions = re.findall(r'data-testid="view-version" data-version="(\d+)"', page.text)
+            assert versions == ["2", "1"], path  # newest first
+            assert page.text.count('<span class="tag">current</span>') == 1
+            assert "SELECT id FROM db.people" in page.text and "id * 2 AS twice" in page.text
+            assert HOSTILE not in page.text  # the SQL is text
+            assert "spark 3.5.1" in page.text and "made twice" in page.text
+            assert ">twice<" in page.text  # the current version's columns, in the schema list
+    body = admin_api(world, "/tables/main.db.evolving").json()
+    assert [v["version_id"] for v in body["view_versions"]] == [2, 1]
+    assert body["view_versions"][0]["current"] and body["info"]["table_type"] == "VIEW"
+    with browser(world, world["tokens"]["ann@x.com"]) as client:  # ann may read db.people, not the view
+        assert client.get("/tables/main.db.evolving").status_code == 403
+
+
 def test_page_requests_name_their_principal_in_the_access_log(world: dict) -> None:
     with browser(world, world["tokens"]["ann@x.com"]) as client:
         assert client.get("/catalogs/main/db", headers={"X-Request-Id": "ui-page-principal"}).status_code == 200
