@@ -76,6 +76,21 @@ def test_a_stranger_sees_nothing_and_may_do_nothing(world: dict, owned: dict) ->
                  "/functions/sec.s.nope", "/models/sec.s.nope"):
         denied = uc(world, "eve@x.com", "GET", path)
         assert denied.status_code == 403 and "use catalog sec" in denied.json()["message"], path
+    # Nor do the lists and the grants of what is in it, for names that exist and names that do not.
+    for path, params in (("/tables", {"catalog_name": "sec", "schema_name": "s"}),
+                         ("/tables", {"catalog_name": "sec", "schema_name": "nope"}),
+                         ("/permissions/schema/sec.s", {}), ("/permissions/schema/sec.nope", {}),
+                         ("/permissions/table/sec.s.t", {"principal": "eve@x.com"}),
+                         ("/permissions/table/sec.s.nope", {"principal": "eve@x.com"}),
+                         ("/effective-permissions/table/sec.s.t", {"principal": "eve@x.com"}),
+                         ("/effective-permissions/table/sec.s.nope", {"principal": "eve@x.com"}),
+                         ("/permissions/function/sec.s.nope", {})):
+        denied = uc(world, "eve@x.com", "GET", path, params=params)
+        assert denied.status_code == 403 and "use catalog sec" in denied.json()["message"], (path, params)
+    made = uc(world, "eve@x.com", "POST", "/tables", json={
+        "name": "x", "catalog_name": "sec", "schema_name": "nope", "table_type": "EXTERNAL",
+        "data_source_format": "DELTA", "storage_location": "file:///tmp/x", "columns": []})
+    assert made.status_code == 403 and "use catalog sec" in made.json()["message"]
     assert uc(world, "eve@x.com", "DELETE", "/tables/sec.s.nope").status_code == 403
     assert uc(world, "eve@x.com", "GET", "/catalogs/nope").status_code == 404  # catalogs: as the reference
     assert uc(world, "eve@x.com", "POST", "/catalogs", json={"name": "mine"}).status_code == 403
@@ -259,7 +274,16 @@ def test_sharing_securables_belong_to_their_owners(world: dict, owned: dict) -> 
     assert uc(world, "eve@x.com", "POST", "/shares", json={"name": "mine"}).json()["owner"] == "eve@x.com"
     no_select = uc(world, "eve@x.com", "PATCH", "/shares/mine", json={"updates": [
         {"action": "ADD", "data_object": {"name": "sec.s.t"}}]})
-    assert no_select.status_code == 403 and "SELECT" in no_select.json()["message"]
+    # She may not use catalog sec: adding a table of it is refused alike whether the table exists or not.
+    assert no_select.status_code == 403 and "use catalog sec" in no_select.json()["message"]
+    for missing in ("sec.s.nope", "sec.nope.t"):
+        probe = uc(world, "eve@x.com", "PATCH", "/shares/mine", json={"updates": [
+            {"action": "ADD", "data_object": {"name": missing}}]})
+        assert probe.status_code == 403 and probe.json()["message"] == no_select.json()["message"], missing
+    # Added by an admin (who may use everything) it is still refused: the share's owner may not read it.
+    by_admin = uc(world, "admin", "PATCH", "/shares/mine", json={"updates": [
+        {"action": "ADD", "data_object": {"name": "sec.s.t"}}]})
+    assert by_admin.status_code == 403 and "SELECT" in by_admin.json()["message"]
     assert uc(world, "admin", "POST", "/recipients", json={"name": "partner",
                                                           "authentication_type": "TOKEN"}).status_code == 200
     not_her_recipient = uc(world, "eve@x.com", "PATCH", "/shares/mine/permissions", json={"changes": [

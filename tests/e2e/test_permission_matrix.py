@@ -111,7 +111,10 @@ MATRIX = [
     ("delete catalog", "DELETE", f"{UC}/catalogs/cat", None, (None, None, D, D)),
     ("create catalog", "POST", f"{UC}/catalogs", {"name": "c_{role}"}, (A, A, D, D)),
     ("read all grants on a table", "GET", f"{UC}/permissions/table/cat.s.t", None, (A, A, D, D)),
-    ("read own grants on a table", "GET", f"{UC}/permissions/table/cat.s.t?principal={{email}}", None, (A, A, A, A)),
+    # eve may not use catalog cat: even her own grants there are refused, alike for names that exist and not.
+    ("read own grants on a table", "GET", f"{UC}/permissions/table/cat.s.t?principal={{email}}", None, (A, A, A, D)),
+    ("read own grants on no table", "GET", f"{UC}/permissions/table/cat.s.nope?principal={{email}}", None,
+     (None, None, None, D)),
     ("grant on a table", "PATCH", f"{UC}/permissions/table/cat.s.t",
      {"changes": [{"principal": "ann@x.com", "add": ["SELECT"]}]}, (A, A, D, D)),
     ("get storage credential", "GET", f"{UC}/storage-credentials/cred", None, (A, A, A, D)),
@@ -200,7 +203,7 @@ MATRIX = [
      {"changes": [{"principal": "ann@x.com", "add": ["EXECUTE"]}]}, (A, A, D, D)),
     ("everyone's effective permissions", "GET", f"{UC}/effective-permissions/table/cat.s.t", None, (A, A, D, D)),
     ("own effective permissions", "GET", f"{UC}/effective-permissions/table/cat.s.t?principal={{email}}", None,
-     (A, A, A, A)),
+     (A, A, A, D)),
     ("table exists", "GET", f"{UC}/tables/cat.s.t/exists", None, (A, A, A, D)),
 ]
 
@@ -208,7 +211,7 @@ MATRIX = [
 VISIBILITY = [
     ("catalogs", f"{UC}/catalogs", "catalogs", "name", "cat", (A, A, A, D)),
     ("schemas", f"{UC}/schemas?catalog_name=cat", "schemas", "name", "s", (A, A, A, None)),
-    ("tables", f"{UC}/tables?catalog_name=cat&schema_name=s", "tables", "name", "t", (A, A, A, D)),
+    ("tables", f"{UC}/tables?catalog_name=cat&schema_name=s", "tables", "name", "t", (A, A, A, None)),
     ("table summaries", f"{UC}/table-summaries?catalog_name=cat", "tables", "full_name", "cat.s.t", (A, A, A, D)),
     ("storage credentials", f"{UC}/storage-credentials", "storage_credentials", "name", "cred", (A, A, A, D)),
     ("external locations", f"{UC}/external-locations", "external_locations", "name", "loc", (A, A, A, D)),

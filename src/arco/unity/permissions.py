@@ -20,10 +20,11 @@ from arco.auth.decisions import PRIVILEGES, InvalidPrivilege, Securable, canonic
 from arco.auth.principals import Principal
 from arco.auth.subjects import metastore, securable, subject_of
 from arco.catalog.access import ACCOUNT_USERS
+from arco.catalog.errors import NotFoundError
 from arco.catalog.paging import page
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
-from arco.unity.common import catalog_in, split_full_name, tenant_of
+from arco.unity.common import catalog_in, denied, split_full_name, tenant_of
 from arco.unity.errors import UnityError, invalid
 
 TYPES = {"metastore", "catalog", "schema", "table", "storage_credential", "external_location", "volume", "function",
@@ -43,8 +44,6 @@ def normalize_type(raw: str) -> str:
 
 def resolve(state: CatalogState, kind: str, full_name: str, caller: Principal) -> tuple[str, str, Securable]:
     """(the type grants are stored under, the securable's id, its owner and grants), in the caller's metastore."""
-    from arco.unity import objects
-
     tenant = tenant_of(state, caller)
     if kind == "metastore":
         # By its id, or by the word itself, as the reference server names the one metastore it serves.
@@ -55,29 +54,56 @@ def resolve(state: CatalogState, kind: str, full_name: str, caller: Principal) -
     if kind in ("storage_credential", "external_location"):
         named = state.securable(kind, full_name, tenant.scope)
         return kind, named.id, securable(state, kind, named)
+    if kind == "catalog":
+        entry: Any = catalog_in(state, caller, full_name)
+        return kind, entry.id, securable(state, kind, entry)
+    catalog_name = split_full_name(full_name, 2 if kind == "schema" else 3)[0]
+    catalog = catalog_in(state, caller, catalog_name)  # a missing catalog is 404: catalogs are the metastore's
+    try:
+        kind, entry = _inside(state, caller, kind, full_name)
+    except (NotFoundError, UnityError) as missing:
+        if isinstance(missing, UnityError) and missing.status != 404:
+            raise
+        if not _may_use(state, caller, catalog):
+            raise _refused(caller, catalog) from None
+        raise
+    found = securable(state, kind, entry)
+    # What lies in a catalog the caller may not use is refused alike whether it exists or not (as
+    # arco.unity.common.usable_catalog rules for every API), unless the caller owns it: grants tell no names.
+    if not _may_use(state, caller, catalog) and not can.owns(subject_of(state, caller), found):
+        raise _refused(caller, catalog)
+    return kind, entry.id, found
+
+
+def _inside(state: CatalogState, caller: Principal, kind: str, full_name: str) -> tuple[str, Any]:
+    """(the type grants are stored under, the entry) of a securable inside a catalog."""
+    from arco.unity import objects
+
     if kind in SCHEMA_OBJECTS:
         try:
-            _, found = objects.find(state, caller, kind, full_name)
+            return kind, objects.find(state, caller, kind, full_name)[1]
         except UnityError as missing:
             if kind != "function":
                 raise
             # Databricks names a registered model's securable type FUNCTION: fall back to a model of that name
             # (and say the function is missing when neither is there).
             try:
-                _, found = objects.find(state, caller, "registered_model", full_name)
+                return "registered_model", objects.find(state, caller, "registered_model", full_name)[1]
             except UnityError:
                 raise missing from None
-            kind = "registered_model"
-        return kind, found.id, securable(state, kind, found)
-    if kind == "catalog":
-        entry: Any = catalog_in(state, caller, full_name)
-    elif kind == "schema":
+    if kind == "schema":
         catalog_name, schema_name = split_full_name(full_name, 2)
-        entry = state.namespace(catalog_in(state, caller, catalog_name).id, (schema_name,))
-    else:
-        catalog_name, schema_name, name = split_full_name(full_name, 3)
-        entry = state.table(catalog_in(state, caller, catalog_name).id, (schema_name,), name)
-    return kind, entry.id, securable(state, kind, entry)
+        return kind, state.namespace(catalog_in(state, caller, catalog_name).id, (schema_name,))
+    catalog_name, schema_name, name = split_full_name(full_name, 3)
+    return kind, state.table(catalog_in(state, caller, catalog_name).id, (schema_name,), name)
+
+
+def _may_use(state: CatalogState, caller: Principal, catalog: Any) -> bool:
+    return can.can_use_catalog(subject_of(state, caller), securable(state, "catalog", catalog))
+
+
+def _refused(caller: Principal, catalog: Any) -> UnityError:
+    return denied(caller, f"use catalog {catalog.name} (needs USE_CATALOG)")
 
 
 Spelling = Literal["as_granted", "oss", "databricks"]

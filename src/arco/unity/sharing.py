@@ -20,14 +20,14 @@ import orjson
 
 from arco.auth import decisions as can
 from arco.auth.principals import Principal
-from arco.auth.subjects import securable, subject_of
+from arco.auth.subjects import may_look_up_tables, securable, subject_of
 from arco.auth.tokens import hash_token
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.sharing import partition_filter
 from arco.sharing.recipients import owner_may_read
-from arco.unity.common import catalog_in, denied, split_full_name
+from arco.unity.common import denied, split_full_name, usable_catalog
 from arco.unity.errors import UnityError, invalid
 from arco.unity.named import KINDS_BY_TYPE, Kind, NamedSecurables
 
@@ -47,7 +47,11 @@ def _share_object(raw: Any, state: CatalogState, share: SecurableEntry, caller: 
     if kind != "TABLE":
         raise invalid(f"data_object_type {kind!r} is not supported; only TABLE")
     catalog_name, schema_name, name = split_full_name(raw["name"], 3)
-    table = state.table(catalog_in(state, caller, catalog_name).id, (schema_name,), name)
+    # Names in a catalog, or a schema, the caller may not use are refused alike whether they exist or not.
+    catalog = usable_catalog(state, caller, catalog_name)
+    if not may_look_up_tables(state, caller, catalog, (schema_name,)):
+        raise denied(caller, f"use schema {catalog.name}.{schema_name} (needs USE_SCHEMA)")
+    table = state.table(catalog.id, (schema_name,), name)
     if not owner_may_read(state, share, table):
         raise UnityError(403, "PERMISSION_DENIED", f"the share's owner {share.owner} needs USE_CATALOG, USE_SCHEMA "
                                                    f"and SELECT on {raw['name']} to share it")

@@ -116,7 +116,7 @@ class UnityTables:
         if not catalog_name or not schema_name:
             raise invalid("catalog_name and schema_name are both required")
         with self.store.read() as state:
-            catalog = catalog_in(state, caller, catalog_name)
+            catalog = usable_catalog(state, caller, catalog_name)  # 403 alike for every schema name, as Iceberg's
             schema = state.namespace(catalog.id, (schema_name,))
             who = subject_of(state, caller)
             parent, container = securable(state, "catalog", catalog), securable(state, "schema", schema)
@@ -317,7 +317,7 @@ class UnityTables:
 def _catalog_to_create_in(state: CatalogState, caller: Principal, catalog_name: str, schema_name: str,
                           what: str) -> CatalogEntry:
     """The catalog whose schema the caller makes a table in, once the grants say it may."""
-    catalog = catalog_in(state, caller, catalog_name)
+    catalog = usable_catalog(state, caller, catalog_name)  # 403 alike for every schema name in it
     schema = state.namespace(catalog.id, (schema_name,))
     if not can.can_create_table(subject_of(state, caller), securable(state, "catalog", catalog),
                                 securable(state, "schema", schema)):
