@@ -87,6 +87,44 @@ def test_a_share_gives_what_its_owner_may_read_and_no_longer(world: dict[str, An
     grant(server, tokens, "table", "main.gov.orders", "ann@x.com", ["SELECT"], action="remove")
     assert shared_tables(world, profile) == []  # the owner may not read it now: nor may the share's recipients
     assert ds(server, profile, "POST", query, json={}).status_code == 404
+    # The provider is told why: the object's status, as Databricks shows it.
+    objects = call(server, tokens, "ann@x.com", "GET", "/shares/anns").json()["objects"]
+    assert [(o["name"], o["status"]) for o in objects] == [("main.gov.orders", "PERMISSION_DENIED")]
+    grant(server, tokens, "table", "main.gov.orders", "ann@x.com", ["SELECT"])
+    objects = call(server, tokens, "ann@x.com", "GET", "/shares/anns").json()["objects"]
+    assert [(o["name"], o["status"]) for o in objects] == [("main.gov.orders", "ACTIVE")]
+
+
+def test_a_share_holds_tables_not_names_and_shows_them_as_they_are_now(world: dict[str, Any]) -> None:
+    server, tokens = world["server"], world["tokens"]
+    catalog = RestCatalog("arco", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN)
+    catalog.create_table("gov.moving", schema=ROWS.schema).append(ROWS)
+    assert call(server, tokens, "admin", "POST", "/shares", json={"name": "moves"}).status_code == 200
+
+    def update(action: str, name: str, **fields: Any) -> httpx.Response:
+        return call(server, tokens, "admin", "PATCH", "/shares/moves", json={"updates": [
+            {"action": action, "data_object": {"name": name, "data_object_type": "TABLE", **fields}}]})
+
+    def listed() -> list[tuple[str, str]]:
+        return [(o["name"], o["shared_as"]) for o in call(server, tokens, "admin", "GET", "/shares/moves").json()
+                .get("objects", [])]
+
+    assert update("ADD", "main.gov.moving").status_code == 200
+    catalog.rename_table("gov.moving", "gov.moved")  # the share keeps the table, shown under its name now
+    assert listed() == [("main.gov.moved", "gov.moving")]
+    catalog.create_table("gov.moving", schema=ROWS.schema)  # a new table takes the old name: not in the share
+    again = update("ADD", "main.gov.moved")  # the renamed table is there already, under its new name
+    assert again.status_code == 409, again.text
+    assert update("ADD", "main.gov.moving", shared_as="gov.newcomer").status_code == 200
+    assert sorted(listed()) == [("main.gov.moved", "gov.moving"), ("main.gov.moving", "gov.newcomer")]
+    twice = update("ADD", "main.gov.moved", shared_as="gov.twice")
+    assert twice.status_code == 409, twice.text  # one table is in a share once, whatever it is shared as
+    assert update("REMOVE", "main.gov.moved").status_code == 200  # removed by the name the provider sees
+    assert listed() == [("main.gov.moving", "gov.newcomer")]
+    catalog.drop_table("gov.moving")  # a dropped table leaves the share
+    assert listed() == []
+    catalog.create_table("gov.moving", schema=ROWS.schema)
+    assert update("ADD", "main.gov.moving", shared_as="gov.newcomer").status_code == 200  # its shared_as is free
 
 
 def test_a_share_s_grant_does_not_pass_to_a_new_recipient_of_the_same_name(world: dict[str, Any]) -> None:

@@ -69,7 +69,7 @@ def _credential_fields(body: dict[str, Any], creating: bool, state: CatalogState
     return fields
 
 
-def _render_credential(entry: SecurableEntry) -> dict[str, Any]:
+def _render_credential(entry: SecurableEntry, state: CatalogState) -> dict[str, Any]:
     kind = entry.fields.get("kind")
     shown = {k: v for k, v in entry.fields.get("details", {}).items() if k not in SECRETS}
     # purpose and full_name: the OSS 2.1 CredentialInfo view of the same object (``/credentials``).
@@ -129,7 +129,7 @@ def _location_fields(body: dict[str, Any], creating: bool, state: CatalogState, 
     return fields
 
 
-def _render_location(entry: SecurableEntry) -> dict[str, Any]:
+def _render_location(entry: SecurableEntry, state: CatalogState) -> dict[str, Any]:
     shown = {"url": entry.fields["url"], "credential_name": entry.fields["credential_name"],
              "read_only": entry.fields.get("read_only", False)}
     if entry.fields.get("credential_id"):
@@ -172,7 +172,7 @@ class Kind:
     word: str
     create_privilege: str
     fields: Fields  # the stored fields from a create (True) or update (False) body, validated
-    render: Callable[[SecurableEntry], dict[str, Any]]
+    render: Callable[[SecurableEntry, CatalogState], dict[str, Any]]  # what the info shows beyond the common
     in_use: Callable[[CatalogState, SecurableEntry], str | None] = lambda state, entry: None  # force skips it
     kept_by: Callable[[CatalogState, SecurableEntry], str | None] = lambda state, entry: None  # force does not
     seen_by_grantees: bool = True  # storage credentials and locations: yes; shares, recipients, providers: owners
@@ -199,7 +199,7 @@ class NamedSecurables:
         info = {"name": entry.name, "comment": entry.comment, "owner": entry.owner, "id": entry.id,
                 "metastore_id": entry.metastore_id or state.primary_metastore_id, "created_at": entry.created_at_ms,
                 "created_by": entry.created_by, "updated_at": entry.updated_at_ms, "updated_by": entry.updated_by,
-                **kind.render(entry)}
+                **kind.render(entry, state)}
         return infos.drop_none(info)
 
     def _may_see(self, state: CatalogState, caller: Principal, entry: SecurableEntry) -> bool:

@@ -102,7 +102,8 @@ def _share_fields(body: dict[str, Any], creating: bool, state: CatalogState, old
         return {"objects": []}  # objects are IGN on create: added by updateShare
     assert old is not None
     now_ms = int(time.time() * 1000)
-    objects = list(old.fields.get("objects", []))
+    # Named as their tables are now (a renamed table is found under its new name); a dropped table's object goes.
+    objects = [{**o, "name": current_name(state, o)} for o in live_objects(state, old.fields.get("objects", []))]
     if body.get("objects") is not None:  # 2.0: the list given replaces the share's objects
         if not isinstance(body["objects"], list) or not all(isinstance(o, dict) for o in body["objects"]):
             raise invalid("objects must be a list of objects")
@@ -123,7 +124,10 @@ def _share_fields(body: dict[str, Any], creating: bool, state: CatalogState, old
         if action == "ADD":
             if any(o["name"] == name for o in objects):
                 raise UnityError(409, "RESOURCE_ALREADY_EXISTS", f"{name} is already in the share")
-            objects.append(_share_object(target, state, old, caller, now_ms))
+            added = _share_object(target, state, old, caller, now_ms)
+            if any(o.get("table_id") == added["table_id"] for o in objects):
+                raise UnityError(409, "RESOURCE_ALREADY_EXISTS", f"{name} is already in the share")
+            objects.append(added)
         elif action == "REMOVE":
             objects = [o for o in objects if o["name"] != name]
         elif action == "UPDATE":
@@ -134,6 +138,9 @@ def _share_fields(body: dict[str, Any], creating: bool, state: CatalogState, old
     names = [o["shared_as"] for o in objects]
     if len(set(names)) != len(names):
         raise invalid("shared_as names must be unique within a share")
+    tables = [o["table_id"] for o in objects if o.get("table_id")]
+    if len(set(tables)) != len(tables):
+        raise invalid("a table is in a share once (under one shared_as name)")
     return {"objects": objects}
 
 
@@ -141,8 +148,31 @@ def _or_empty(value: Any) -> Any:
     return {} if value is None else value
 
 
-def _render_share(entry: SecurableEntry) -> dict[str, Any]:
-    return {"objects": [{k: v for k, v in o.items() if k != "table_id"} for o in entry.fields.get("objects", [])]}
+def _render_share(entry: SecurableEntry, state: CatalogState) -> dict[str, Any]:
+    """The share's objects as their tables are now: each under its table's current name (a share holds a table,
+    not a name: renamed, it is still shared), with UC's status (PERMISSION_DENIED while the share's owner may not
+    read it, so recipients get nothing of it); a dropped table's object is gone (the next update prunes it)."""
+    shown = []
+    for stored in live_objects(state, entry.fields.get("objects", [])):
+        table = state.tables.get(stored["table_id"]) if stored.get("table_id") else None
+        status = "ACTIVE" if table is None or owner_may_read(state, entry, table) else "PERMISSION_DENIED"
+        shown.append({**{k: v for k, v in stored.items() if k != "table_id"}, "name": current_name(state, stored),
+                      "status": status})
+    return {"objects": shown}
+
+
+def live_objects(state: CatalogState, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The objects whose table still exists (one added before tables were kept by id is kept as it is)."""
+    return [o for o in objects if not o.get("table_id") or o["table_id"] in state.tables]
+
+
+def current_name(state: CatalogState, stored: dict[str, Any]) -> str:
+    """An object's table's full name now, lower-cased as shared names are; the name it was added under if its
+    table is not known by id."""
+    table = state.tables.get(stored["table_id"]) if stored.get("table_id") else None
+    if table is None:
+        return str(stored["name"])
+    return ".".join((state.catalogs[table.catalog_id].name, *table.namespace, table.name)).lower()
 
 
 # -- recipients ------------------------------------------------------------------------------------------------
@@ -194,7 +224,7 @@ def _recipient_fields(body: dict[str, Any], creating: bool, state: CatalogState,
     return fields
 
 
-def _render_recipient(entry: SecurableEntry) -> dict[str, Any]:
+def _render_recipient(entry: SecurableEntry, state: CatalogState) -> dict[str, Any]:
     out: dict[str, Any] = {"authentication_type": entry.fields["authentication_type"],
                            "activated": any(t.get("token_hash") for t in entry.fields.get("tokens", []))}
     for key in ("ip_access_list", "data_recipient_global_metastore_id", "properties_kvpairs"):
@@ -246,7 +276,7 @@ def _check_endpoint(raw: Any) -> None:
                       "fragment or credentials")
 
 
-def _render_provider(entry: SecurableEntry) -> dict[str, Any]:
+def _render_provider(entry: SecurableEntry, state: CatalogState) -> dict[str, Any]:
     out: dict[str, Any] = {"authentication_type": entry.fields.get("authentication_type", "TOKEN")}
     profile = entry.fields.get("profile")
     if profile:  # the bearer token is a secret: never shown
