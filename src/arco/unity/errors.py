@@ -57,6 +57,10 @@ def from_catalog_error(exc: ce.CatalogError) -> UnityError:
     if isinstance(exc, ce.NotEmptyError):
         code = "SCHEMA_NOT_EMPTY" if exc.kind == "namespace" else "CATALOG_NOT_EMPTY"
         word = _KIND_WORDS.get(exc.kind, exc.kind.capitalize())  # a namespace is a schema here
+        if exc.kind == "namespace" and exc.what == "namespaces":  # force does not drop them, nor can UC name them
+            return UnityError(400, code, f"{word} '{ce.shown(exc.name)}' is not empty: it holds nested Iceberg "
+                                         "namespaces, which Unity Catalog cannot name and force=true does not drop; "
+                                         "drop them through Iceberg REST first.")
         return UnityError(400, code, f"{word} '{ce.shown(exc.name)}' is not empty: it still contains {exc.what}; "
                                      "pass force=true to delete it anyway.")
     if isinstance(exc, ce.ReadOnlyCatalogError):

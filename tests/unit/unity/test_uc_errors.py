@@ -56,3 +56,14 @@ def test_duplicates_are_named_with_their_catalog(state: CatalogState) -> None:
 def test_other_securables_take_the_generic_codes_the_sdk_maps(kind: str) -> None:
     # RESOURCE_ALREADY_EXISTS is the SDK's ResourceAlreadyExists (a ResourceConflict), as the specific codes are.
     assert from_catalog_error(AlreadyExistsError(kind, "v")).error_type == "RESOURCE_ALREADY_EXISTS"
+
+
+def test_a_schema_holding_nested_namespaces_is_refused_with_advice_that_can_be_followed(state: CatalogState) -> None:
+    commit(state, {"op": "create_namespace", "id": "n2", "catalog_id": "c1", "path": ["s1", "deep"], "owner": "admin"})
+    refused = caught(lambda: commit(state, {"op": "drop_namespace", "id": "n1", "force": True}))
+    answer = from_catalog_error(refused)
+    assert answer.error_type == "SCHEMA_NOT_EMPTY" and "force=true does not drop" in answer.message
+    assert "through Iceberg REST" in answer.message and "pass force=true" not in answer.message
+    commit(state, {"op": "drop_namespace", "id": "n2"})
+    tables = from_catalog_error(caught(lambda: commit(state, {"op": "drop_namespace", "id": "n1"})))
+    assert "pass force=true" in tables.message  # tables: force does drop them
