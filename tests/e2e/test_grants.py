@@ -409,3 +409,18 @@ def test_a_caller_who_may_not_use_a_schema_learns_no_table_names_in_it(world: di
     finally:
         grant(world, "olga@x.com", "schema", "sec.s", "eve@x.com", "USE_SCHEMA", remove=True)
         grant(world, "olga@x.com", "catalog", "sec", "eve@x.com", "USE_CATALOG", remove=True)
+
+
+def test_an_owner_who_may_not_create_tables_is_told_why_a_rename_is_refused(world: dict, owned: dict) -> None:
+    run_cli(world["warehouse"], "user", "create", "bob@x.com")
+    world["tokens"]["bob@x.com"] = run_cli(world["warehouse"], "token", "create", "bob@x.com").strip()
+    iceberg(world, "olga@x.com").create_table("s.renamable", SCHEMA)
+    assert grant(world, "olga@x.com", "catalog", "sec", "bob@x.com", "USE_CATALOG").status_code == 200
+    assert grant(world, "olga@x.com", "schema", "sec.s", "bob@x.com", "USE_SCHEMA").status_code == 200
+    given = uc(world, "olga@x.com", "PATCH", "/tables/sec.s.renamable", json={"owner": "bob@x.com"})
+    assert given.status_code == 200, given.text
+    assert uc(world, "bob@x.com", "PATCH", "/tables/sec.s.renamable", json={"comment": "mine"}).status_code == 200
+    refused = uc(world, "bob@x.com", "PATCH", "/tables/sec.s.renamable", json={"new_name": "elsewhere"})
+    assert refused.status_code == 403 and "rename table" in refused.json()["message"]
+    assert "CREATE_TABLE" in refused.json()["message"]  # what he lacks, as Iceberg's renameTable says it
+    assert uc(world, "bob@x.com", "GET", "/tables/sec.s.renamable").json()["comment"] == "mine"

@@ -231,8 +231,10 @@ class UnityTables:
 
         def build(state: CatalogState) -> dict[str, Any]:
             entry = self._table(state, caller, full_name)
-            check_table(state, caller, entry, can.can_update_table, "update table", "ownership",
-                        owner_only=changes_owner_only(body), renames=bool(new_name))
+            needs = ("ownership of the table, USE_CATALOG, USE_SCHEMA and CREATE_TABLE on its schema" if new_name
+                     else "ownership")  # a rename makes a table in the schema, as Iceberg's renameTable says
+            check_table(state, caller, entry, can.can_update_table, "rename table" if new_name else "update table",
+                        needs, owner_only=changes_owner_only(body), renames=bool(new_name))
             op: dict[str, Any] = {"op": "update_table", "id": entry.id}
             common_updates(state, op, entry, body)
             _refuse_moves(entry, body)
