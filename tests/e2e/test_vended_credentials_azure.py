@@ -128,8 +128,15 @@ def test_spelling_out_the_warehouse_s_own_account_names_the_same_place(server: R
         assert vended.status_code == 403, vended.text  # not even an admin reaches Arco's files by path
 
     # An external location under the warehouse, in either spelling: Iceberg tables there, and registering again.
-    assert _uc(server, "POST", "/external-locations", json={
-        "name": "ext", "url": f"{account_root}/ext", "credential_name": "azc"}).status_code == 200
+    made = _uc(server, "POST", "/external-locations", json={
+        "name": "ext", "url": f"{account_root}/ext", "credential_name": "azc"})
+    assert made.status_code == 200, made.text
+    # Answered as it was given: Spark and the UC connectors read abfss://, and have no az:// to read.
+    assert made.json()["url"] == f"{account_root}/ext"
+    assert _uc(server, "GET", "/external-locations/ext").json()["url"] == f"{account_root}/ext"
+    path = _uc(server, "POST", "/temporary-path-credentials", json={"url": f"{account_root}/ext/files",
+                                                                   "operation": "PATH_READ"})
+    assert path.status_code == 200 and path.json()["url"].rstrip("/") == f"{account_root}/ext/files", path.text
     catalog = RestCatalog("arco", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN,
                           **{"py-io-impl": "pyiceberg.io.pyarrow.PyArrowFileIO"})
     catalog.create_namespace("spelled")

@@ -38,7 +38,7 @@ from arco.catalog.model import CatalogEntry, NamespacePath, TableEntry, path_key
 from arco.catalog.names import slug
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
-from arco.storage.urls import BadLocation, normalize, overlaps, within
+from arco.storage.urls import BadLocation, as_given, normalize, overlaps, within
 
 ARCO_FOLDERS = ("_catalog",)
 MANAGED_STORAGE_FOLDER = "__unitystorage"  # Unity Catalog's name for the managed folders under a storage_root
@@ -217,7 +217,7 @@ def check_external_location_url(state: CatalogState, raw: object, warehouse_url:
     for claim in storage_object_claims(state):  # an external location inside one external volume would own it
         if within(url, claim.url) and url != claim.url:
             raise LocationRefused("inside-volume", f"url {url} is inside {claim.what}'s location {claim.url}")
-    return url
+    return as_given(raw)  # decided on the canonical form, kept as the client spelled it
 
 
 def check_external_table_location(state: CatalogState, who: Subject, raw: object, warehouse_url: str,
@@ -255,7 +255,7 @@ def check_external_table_location(state: CatalogState, who: Subject, raw: object
         raise LocationRefused("outside-warehouse", f"location {url} is outside this server's warehouse {root}; "
                                                    "Arco writes Iceberg metadata only inside it: create the "
                                                    "external location under the warehouse")
-    return url
+    return as_given(raw)  # decided on the canonical form, kept as the client spelled it
 
 
 def _external_location_for(state: CatalogState, url: str, metastore_id: str | None, field: str,
@@ -329,7 +329,8 @@ def check_managed_storage_root(state: CatalogState, who: Subject, raw: object, w
     if clash is not None:
         raise LocationRefused("taken", f"storage_root {url} lies inside {clash.what} ({clash.url}); choose a folder "
                                        "no table, volume or catalog owns")
-    return url, location
+    given = as_given(raw)  # decided on the canonical form, kept as the client spelled it
+    return given, managed_storage_location(given, kind, object_id)
 
 
 def check_external_volume_location(state: CatalogState, who: Subject, raw: object, warehouse_url: str,

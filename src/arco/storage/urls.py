@@ -55,6 +55,17 @@ class BadLocation(ValueError):
 
 def normalize(raw: object) -> str:
     """The canonical form of a storage URL (see the module docstring), or :class:`BadLocation`."""
+    return _normalized(raw, home_as_az=True)
+
+
+def as_given(raw: object) -> str:
+    """:func:`normalize`, except that a URL naming the home account by its host keeps it (``abfss://c@home.dfs...``
+    stays so): the spelling a location is stored and answered in, as the client gave it, since the engines that
+    read it back (Spark's ``abfss://``) have no ``az://``. Decisions compare :func:`normalize` of it."""
+    return _normalized(raw, home_as_az=False)
+
+
+def _normalized(raw: object, *, home_as_az: bool) -> str:
     if not isinstance(raw, str) or not raw.strip():
         raise BadLocation("a location must be a non-empty storage URL such as s3://bucket/path or file:///path")
     if len(raw) > MAX_URL_CHARS:
@@ -83,7 +94,7 @@ def normalize(raw: object) -> str:
         if parts.netloc not in ("", "localhost"):
             raise BadLocation(f"file: locations must be local (file:///path), not on host {parts.netloc!r}")
         return "file://" + (path or "/")
-    authority = _authority(scheme, parts.netloc)
+    authority = _authority(scheme, parts.netloc, home_as_az)
     if scheme == "abfss" and "@" not in authority:
         scheme = "az"
     return f"{scheme}://{authority}{path}"
@@ -101,7 +112,7 @@ def _canonical_path(raw_path: str) -> str:
     return "".join("/" + s for s in segments)
 
 
-def _authority(scheme: str, netloc: str) -> str:
+def _authority(scheme: str, netloc: str, home_as_az: bool = True) -> str:
     if not netloc or "%" in netloc or "/" in netloc:
         raise BadLocation(f"a {scheme}:// location needs a bucket or container name after '{scheme}://'")
     if scheme in ("s3", "gs", "az", "memory"):
@@ -111,10 +122,10 @@ def _authority(scheme: str, netloc: str) -> str:
     container, at, host = netloc.partition("@")
     if not at and _AZURE_CONTAINER.fullmatch(container):
         return container.lower()  # abfs://container/path: the warehouse's own account, as az://container/path
-    if not at or not container or not host:
+    if not at or not container or not host or "@" in host:  # two '@': parsers disagree on which names the host
         raise BadLocation("an abfss:// location has the form abfss://container@account.dfs.core.windows.net/path")
     account, dot, domain = host.lower().partition(".")
-    if account == _home_azure_account:
+    if account == _home_azure_account and home_as_az:
         return container.lower()  # the home account spelled out: the same blobs as az://container (see above)
     if dot and domain.startswith("blob."):
         domain = "dfs." + domain[len("blob."):]  # one account, two endpoints: the same storage

@@ -27,6 +27,7 @@ from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.storage_roles import external_role, role_of, table_role
 from arco.catalog.store import CatalogStore
+from arco.storage.urls import as_given
 from arco.unity import objects
 from arco.unity.common import check_table, staging_table_is_callers, table_by_id, tenant_of
 from arco.unity.errors import UnityError, invalid
@@ -138,7 +139,7 @@ def path_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[s
             raise UnityError(403, "PERMISSION_DENIED", f"{url} overlaps {table.what}: use temporary table "
                                                        "credentials, which follow the table's grants")
         role = role_of(state, container)
-    return _vend(vendor, url, access, caller, role)
+    return _vend(vendor, as_given(body.get("url")), access, caller, role)  # answered as the client spelled it
 
 
 def volume_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[str, Any],

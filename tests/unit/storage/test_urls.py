@@ -7,7 +7,16 @@ from pathlib import Path
 import pytest
 
 from arco.storage.factory import local_directory
-from arco.storage.urls import BadLocation, normalize, overlaps, same_place, set_home_azure_account, split_root, within
+from arco.storage.urls import (
+    BadLocation,
+    as_given,
+    normalize,
+    overlaps,
+    same_place,
+    set_home_azure_account,
+    split_root,
+    within,
+)
 
 
 @pytest.mark.parametrize("given, canonical", [
@@ -81,6 +90,23 @@ def test_the_home_account_spelled_out_is_the_same_place_as_az(given: str) -> Non
     set_home_azure_account("home")
     assert normalize(given) == "az://data/wh/_catalog"
     assert overlaps(normalize(given), normalize("abfs://data/wh"))
+
+
+def test_a_location_is_kept_as_the_client_spelled_its_account_and_decided_on_as_az() -> None:
+    set_home_azure_account("home")
+    given = "wasbs://Data@HOME.blob.core.windows.net/wh/ext/"
+    assert as_given(given) == "abfss://data@home.dfs.core.windows.net/wh/ext"  # Spark reads this, not az://
+    assert normalize(as_given(given)) == "az://data/wh/ext" == normalize(given)
+    assert as_given("az://data/wh/ext") == "az://data/wh/ext"
+    with pytest.raises(BadLocation):
+        as_given("abfss://data@home.dfs.core.windows.net/wh/../_catalog")
+
+
+@pytest.mark.parametrize("given", ["abfss://user@data@home.dfs.core.windows.net/wh",
+                                   "wasbs://a@b@home.blob.core.windows.net/wh"])
+def test_two_at_signs_in_an_azure_url_are_refused(given: str) -> None:
+    with pytest.raises(BadLocation, match="abfss://container@account"):
+        normalize(given)
 
 
 def test_another_account_s_container_of_the_same_name_is_another_place() -> None:
