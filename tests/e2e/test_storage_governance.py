@@ -27,6 +27,7 @@ from support.arco_server import ARCO_TOKEN, arco_server, run_cli
 
 pytestmark = pytest.mark.timeout(300)
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
+SCHEMA_JSON = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}]}
 ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64())})
 COLUMNS = [{"name": "id", "type_name": "LONG", "type_text": "bigint", "position": 0,
             "type_json": '{"name":"id","type":"long","nullable":true,"metadata":{}}'}]
@@ -231,6 +232,52 @@ def test_a_table_in_a_location_made_read_only_takes_no_more_commits_until_it_is_
     assert uc(world, "admin", "PATCH", "/external-locations/shelf", json={"read_only": False}).status_code == 200
     table.refresh().append(ROWS)
     assert iceberg(world, "ann@x.com").load_table("annex.shelved").scan().to_arrow().num_rows == 6
+
+
+def test_nothing_new_is_made_in_managed_storage_whose_location_was_made_read_only(world: dict) -> None:
+    """A schema's managed storage placed in an external location that is made read-only since: every create
+    that would write there is refused (Iceberg tables and views, UC managed tables, volumes and staging tables),
+    and a staging table made before gets READ credentials only."""
+    dock = world["warehouse"] / "dock"
+    dock.mkdir()
+    assert uc(world, "admin", "POST", "/external-locations", json={
+        "name": "dock", "url": dock.as_uri(), "credential_name": "cred"}).status_code == 200
+    made = uc(world, "admin", "POST", "/schemas", json={"name": "docked", "catalog_name": "main",
+                                                         "storage_root": (dock / "root").as_uri()})
+    assert made.status_code == 200, made.text
+    staged = uc(world, "admin", "POST", "/staging-tables", json={"name": "early", "catalog_name": "main",
+                                                                 "schema_name": "docked"})
+    assert staged.status_code == 200, staged.text
+    flip = uc(world, "admin", "PATCH", "/external-locations/dock", json={"read_only": True})
+    assert flip.status_code == 200, flip.text
+    before = sorted(dock.rglob("*"))
+    view = {"name": "v", "schema": SCHEMA_JSON, "view-version": {
+        "version-id": 1, "schema-id": 0, "timestamp-ms": 1, "summary": {}, "default-namespace": ["docked"],
+        "representations": [{"type": "sql", "sql": "SELECT 1", "dialect": "spark"}]}}
+    refusals = [
+        rest(world, "admin", "POST", "/namespaces/docked/tables", json={"name": "t", "schema": SCHEMA_JSON}),
+        rest(world, "admin", "POST", "/namespaces/docked/tables", json={"name": "s", "schema": SCHEMA_JSON,
+                                                                         "stage-create": True}),
+        rest(world, "admin", "POST", "/namespaces/docked/views", json=view),
+        uc(world, "admin", "POST", "/tables", json={
+            "name": "m", "catalog_name": "main", "schema_name": "docked", "table_type": "MANAGED",
+            "data_source_format": "DELTA", "columns": COLUMNS}),
+        uc(world, "admin", "POST", "/volumes", json={"name": "vol", "catalog_name": "main", "schema_name": "docked",
+                                                      "volume_type": "MANAGED"}),
+        uc(world, "admin", "POST", "/staging-tables", json={"name": "late", "catalog_name": "main",
+                                                            "schema_name": "docked"}),
+    ]
+    for answer in refusals:
+        assert answer.status_code == 400 and "read-only" in answer.text, answer.text
+    assert sorted(dock.rglob("*")) == before  # not a byte written
+    write = uc(world, "admin", "POST", "/temporary-table-credentials", json={"table_id": staged.json()["id"],
+                                                                             "operation": "READ_WRITE"})
+    assert write.status_code == 403 and "read-only" in write.json()["message"], write.text
+    assert uc(world, "admin", "POST", "/temporary-table-credentials", json={
+        "table_id": staged.json()["id"], "operation": "READ"}).status_code == 200
+    assert uc(world, "admin", "PATCH", "/external-locations/dock", json={"read_only": False}).status_code == 200
+    assert rest(world, "admin", "POST", "/namespaces/docked/tables", json={"name": "t", "schema": SCHEMA_JSON}
+                ).status_code == 200
 
 
 # -- attack 3: write paths into another table --------------------------------------------------------------

@@ -108,8 +108,16 @@ def namespace_location(state: CatalogState, catalog: CatalogEntry, namespace: Na
 
 def allocate_table_location(state: CatalogState, catalog: CatalogEntry, namespace: NamespacePath, name: str,
                             table_id: str) -> str:
-    """The unique prefix of a new managed table (or volume, or model): ``<namespace location>/<name>-<uuid>``."""
-    return f"{namespace_location(state, catalog, namespace)}/{table_folder(name, table_id)}"
+    """The unique prefix of a new managed table (or volume, or model): ``<namespace location>/<name>-<uuid>``.
+    Refused where that managed storage lies in an external location made read-only since it was placed there:
+    nothing new is written in it (its owner said so), as no commit is."""
+    location = f"{namespace_location(state, catalog, namespace)}/{table_folder(name, table_id)}"
+    read_only = read_only_location(state, normalize(location), catalog.metastore_id)
+    if read_only is not None:
+        raise LocationRefused("read-only", f"the managed storage of {catalog.name}.{'.'.join(namespace)} lies in "
+                                           f"external location {read_only.name}, which is read-only: nothing new "
+                                           "is created there (its owner may make it writable again)")
+    return location
 
 
 def managed_roots_of(state: CatalogState, catalog: CatalogEntry) -> list[str]:

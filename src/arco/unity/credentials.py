@@ -66,6 +66,7 @@ def table_credentials(store: CatalogStore, vendor: CredentialVendor, body: dict[
     with store.read() as state:
         staged = _staging_table(state, caller, body.get("table_id"))
         if staged is not None:
+            _refuse_writes_in_read_only_location(state, caller, staged.fields["location"], access)
             return _vend(vendor, staged.fields["location"], access, caller, None)
         entry = table_by_id(state, caller, body.get("table_id"))
         check_table(state, caller, entry, rule, f"{operation} table", f"USE_CATALOG, USE_SCHEMA and {privilege}")
