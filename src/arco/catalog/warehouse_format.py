@@ -20,6 +20,7 @@ from arco.storage.base import DoesNotExist, MatchesVersion, NotFound, StorageBac
 
 FORMAT = 1
 KEY = "_catalog/format.json"
+ATTEMPTS = 20
 
 
 class WarehouseFormatError(StorageError):
@@ -37,7 +38,7 @@ def ensure_format(storage: StorageBackend) -> int:
     """Refuse a warehouse in a newer form; record this version's form on one in an older form or none. The form
     found (before recording), 0 for none."""
     record = orjson.dumps({"format": FORMAT, "written_by": _this_version()})
-    while True:
+    for _ in range(ATTEMPTS):  # each lost race means another process wrote the record: a few settle it
         try:
             found = storage.get(KEY)
         except NotFound:
@@ -46,10 +47,12 @@ def ensure_format(storage: StorageBackend) -> int:
             continue  # another process recorded it first: read theirs
         try:
             fields = orjson.loads(found.data)
-            recorded, writer = int(fields["format"]), str(fields.get("written_by", "a newer Arco"))
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+            recorded, writer = fields["format"], str(fields.get("written_by", "a newer Arco"))
+        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+            recorded, writer = None, ""
+        if type(recorded) is not int or recorded < 1:  # a bool, a float, a string or a negative number is no form
             raise WarehouseFormatError(f"{KEY} in this warehouse is not a format record: restore it (it holds "
-                                       f'{{"format": N}}), or ask whoever wrote it') from None
+                                       f'{{"format": N}}, N a whole number from 1), or ask whoever wrote it')
         if recorded > FORMAT:
             raise WarehouseFormatError(
                 f"this warehouse is in catalog format {recorded} (written by {writer}), newer than {_this_version()} "
@@ -57,3 +60,6 @@ def ensure_format(storage: StorageBackend) -> int:
                 "servers of two versions cannot share a warehouse")
         if recorded == FORMAT or storage.put(KEY, record, MatchesVersion(found.version)).ok:
             return recorded
+    raise WarehouseFormatError(f"{KEY} could be neither read nor written ({ATTEMPTS} tries): storage says it is "
+                               "absent yet refuses to create it (is it a directory?); make it a file holding "
+                               f'{{"format": {FORMAT}}}, or remove it')
