@@ -386,7 +386,15 @@ def test_a_caller_who_may_not_use_a_schema_learns_no_table_names_in_it(world: di
     assert grant(world, "olga@x.com", "catalog", "sec", "eve@x.com", "USE_CATALOG").status_code == 200
     token = {"Authorization": f"Bearer {world['tokens']['eve@x.com']}"}
     base = f"{world['server'].iceberg_uri}/v1/sec/namespaces/s/tables"
+    assert uc(world, "olga@x.com", "POST", "/volumes", json={
+        "name": "files", "catalog_name": "sec", "schema_name": "s", "volume_type": "MANAGED"}).status_code == 200
     try:
+        # Volumes, functions and models too: one refusal, in one wording, for names that exist and not.
+        answers = {name: uc(world, "eve@x.com", "GET", f"/volumes/sec.s.{name}") for name in ("files", "nope")}
+        assert {a.status_code for a in answers.values()} == {403}, {k: a.text for k, a in answers.items()}
+        assert answers["files"].json()["message"] == answers["nope"].json()["message"]
+        for path in ("/functions/sec.s.nope", "/models/sec.s.nope"):
+            assert uc(world, "eve@x.com", "GET", path).json()["message"] == answers["nope"].json()["message"]
         for name in ("t", "nope"):
             for method in ("GET", "HEAD"):
                 answer = httpx.request(method, f"{base}/{name}", headers=token, timeout=30)
@@ -406,6 +414,9 @@ def test_a_caller_who_may_not_use_a_schema_learns_no_table_names_in_it(world: di
         page = httpx.get(f"{world['server'].base_url}/ui/api/tables/sec.s.t", headers=token, timeout=30)
         assert page.status_code == 403 and "SELECT" in page.text
         assert uc(world, "eve@x.com", "GET", "/tables/sec.s.nope").status_code == 404
+        assert uc(world, "eve@x.com", "GET", "/volumes/sec.s.nope").status_code == 404
+        no_read = uc(world, "eve@x.com", "GET", "/volumes/sec.s.files")
+        assert no_read.status_code == 403 and "READ_VOLUME" in no_read.json()["message"]
     finally:
         grant(world, "olga@x.com", "schema", "sec.s", "eve@x.com", "USE_SCHEMA", remove=True)
         grant(world, "olga@x.com", "catalog", "sec", "eve@x.com", "USE_CATALOG", remove=True)

@@ -50,14 +50,26 @@ def place(state: CatalogState, caller: Principal, catalog_name: Any, schema_name
     return Place(catalog, state.namespace(catalog.id, (uc_name("schema", schema_name),)))
 
 
-def find(state: CatalogState, caller: Principal, kind: str, full_name: str) -> tuple[Place, SecurableEntry]:
-    """The ``kind`` object named ``catalog.schema.name`` in the caller's metastore (404 in UC's shape if not)."""
+def find(state: CatalogState, caller: Principal, kind: str, full_name: str,
+         gated: bool = True) -> tuple[Place, SecurableEntry]:
+    """The ``kind`` object named ``catalog.schema.name`` in the caller's metastore (404 in UC's shape if not).
+    ``gated=False``: also for one who may not use the schema (the Permissions API, which decides for itself, as it
+    does for tables: a principal reads its own grants there)."""
     catalog_name, schema_name, name = split_full_name(full_name, 3)
     where = place(state, caller, catalog_name, schema_name)
     try:
-        return where, schema_object(state, kind, where.schema.id, name.lower(), where.catalog.metastore_id)
+        found = schema_object(state, kind, where.schema.id, name.lower(), where.catalog.metastore_id)
     except NotFoundError:
-        raise not_found(kind, full_name) from None
+        found = None
+    # One who may not use the schema is refused alike whether the object exists or not (its owner excepted), as
+    # for a table: a 404 or an operation's own refusal would tell which names exist.
+    who = subject_of(state, caller)
+    if gated and not can.can_reach_tables(who, *where.parents(state)) and not (
+            found is not None and can.owns(who, securable(state, kind, found))):
+        raise denied(caller, f"use schema {where.prefix()} (needs USE_CATALOG and USE_SCHEMA)")
+    if found is None:
+        raise not_found(kind, full_name)
+    return where, found
 
 
 def full_name_of(state: CatalogState, entry: SecurableEntry) -> tuple[str, str, str]:

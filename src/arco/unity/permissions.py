@@ -81,14 +81,14 @@ def _inside(state: CatalogState, caller: Principal, kind: str, full_name: str) -
 
     if kind in SCHEMA_OBJECTS:
         try:
-            return kind, objects.find(state, caller, kind, full_name)[1]
+            return kind, objects.find(state, caller, kind, full_name, gated=False)[1]
         except UnityError as missing:
             if kind != "function":
                 raise
             # Databricks names a registered model's securable type FUNCTION: fall back to a model of that name
             # (and say the function is missing when neither is there).
             try:
-                return "registered_model", objects.find(state, caller, "registered_model", full_name)[1]
+                return "registered_model", objects.find(state, caller, "registered_model", full_name, gated=False)[1]
             except UnityError:
                 raise missing from None
     if kind == "schema":
