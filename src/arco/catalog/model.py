@@ -10,6 +10,7 @@ Names are case-preserving and case-insensitive, as in Unity Catalog: ``name_key`
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -20,7 +21,11 @@ NamespacePath = tuple[str, ...]
 
 
 def name_key(name: str) -> str:
-    return name.casefold()
+    """How names compare: ignoring case, and in Unicode NFC, so that a name an earlier version stored decomposed
+    (``e`` and a combining accent, refused in new names) is found by its composed spelling, and taken by it."""
+    if name.isascii():  # nearly every name: no normalization to do
+        return name.casefold()
+    return unicodedata.normalize("NFC", name).casefold()
 
 
 def path_key(path: NamespacePath) -> tuple[str, ...]:
