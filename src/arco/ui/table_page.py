@@ -72,6 +72,7 @@ class TablePage:
     iceberg: bool = False
     format_version: int | None = None
     view_versions: list[ViewVersionRow] = field(default_factory=list)  # an Iceberg view's, newest first
+    kind_word: str = "table"  # "view" for a view: how the page names what it shows
 
 
 def when(ms: int | None) -> str:
@@ -233,17 +234,19 @@ def _versions(app: State, page: TablePage, table_uuid: str, facts: IcebergFacts,
 
 
 def _grants(app: State, page: TablePage, caller: Principal) -> None:
+    page.kind_word = "view" if page.info.get("table_type") == "VIEW" else "table"
     try:
         page.grants = app.permissions.get("table", page.full_name, None, caller)["privilege_assignments"]
-        page.grants_note = "Privileges granted on this table (inherited ones are granted on its schema or catalog)."
+        page.grants_note = (f"Privileges granted on this {page.kind_word} (inherited ones are granted on its schema "
+                            "or catalog).")
     except SERVICE_ERRORS:
         # Only owners and admins read everyone's grants: the others see what reaches them, their groups' too.
         effective = EffectivePermissions(app.iceberg.store).get("table", page.full_name, caller.name, None, None,
                                                                 caller)["privilege_assignments"]
         page.grants = [{"principal": a["principal"], "privileges": [p["privilege"] for p in a["privileges"]]}
                        for a in effective]
-        page.grants_note = ("Your privileges on this table, granted to you or to a group you are in (its owner and "
-                            "admins see everyone's).")
+        page.grants_note = (f"Your privileges on this {page.kind_word}, granted to you or to a group you are in (its "
+                            "owner and admins see everyone's).")
 
 
 def _iceberg_view(page: TablePage, facts: ViewFacts, entry: TableEntry) -> None:

@@ -462,6 +462,7 @@ def test_an_iceberg_view_s_page_shows_every_version_it_keeps(world: dict) -> Non
             assert HOSTILE not in page.text  # the SQL is text
             assert "spark 3.5.1" in page.text and "made twice" in page.text
             assert ">twice<" in page.text  # the current version's columns, in the schema list
+            assert "on this view" in page.text or path.endswith("deep.evolving")  # grants: a view's, said so
     body = admin_api(world, "/tables/main.db.evolving").json()
     assert [v["version_id"] for v in body["view_versions"]] == [2, 1]
     assert body["view_versions"][0]["current"] and body["info"]["table_type"] == "VIEW"
