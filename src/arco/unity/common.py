@@ -27,11 +27,16 @@ def uc_name(kind: str, raw: Any) -> str:
     return check_name(kind, raw).lower() if isinstance(raw, str) else check_name(kind, raw)
 
 
-def split_full_name(full_name: str, parts: int) -> list[str]:
+def split_full_name(full_name: str, parts: int, last: str = "table") -> list[str]:
+    """The names of a full name, each one a name the catalog could hold (400 otherwise, before any lookup: a
+    control or text-reordering character is refused, not echoed back in a "does not exist")."""
     names = full_name.split(".")
+    kinds = ["catalog", "schema", last][:parts]
     if len(names) != parts or not all(names):
-        shape = ".".join(["<catalog>", "<schema>", "<table>"][:parts])
-        raise invalid(f"'{full_name}' is not a full name of the form {shape}")
+        shape = ".".join(f"<{kind}>" for kind in kinds)
+        raise invalid(f"{full_name!r} is not a full name of the form {shape}")
+    for kind, name in zip(kinds, names, strict=True):
+        check_name(kind, name)
     return names
 
 
@@ -72,8 +77,8 @@ def check_table(state: CatalogState, caller: Principal, entry: TableEntry, rule:
 
 
 def catalog_in(state: CatalogState, caller: Principal, name: str) -> CatalogEntry:
-    """A catalog of the caller's metastore: names are unique per metastore."""
-    return state.catalog(name, tenant_of(state, caller).scope)
+    """A catalog of the caller's metastore: names are unique per metastore (a name no catalog could have: 400)."""
+    return state.catalog(check_name("catalog", name), tenant_of(state, caller).scope)
 
 
 def usable_catalog(state: CatalogState, caller: Principal, name: str) -> CatalogEntry:

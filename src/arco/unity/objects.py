@@ -55,7 +55,7 @@ def find(state: CatalogState, caller: Principal, kind: str, full_name: str,
     """The ``kind`` object named ``catalog.schema.name`` in the caller's metastore (404 in UC's shape if not).
     ``gated=False``: also for one who may not use the schema (the Permissions API, which decides for itself, as it
     does for tables: a principal reads its own grants there)."""
-    catalog_name, schema_name, name = split_full_name(full_name, 3)
+    catalog_name, schema_name, name = split_full_name(full_name, 3, kind.replace("registered_", ""))
     where = place(state, caller, catalog_name, schema_name)
     try:
         found = schema_object(state, kind, where.schema.id, name.lower(), where.catalog.metastore_id)
