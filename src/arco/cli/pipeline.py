@@ -146,7 +146,7 @@ def gc(warehouse: str, storage_options: tuple[str, ...], master: str | None, dry
 @click.option("--table", default=None, metavar="CATALOG.NAMESPACE.TABLE", help="Only this table.")
 def maintain(warehouse: str, storage_options: tuple[str, ...], master: str | None, table: str | None) -> None:
     """Compact small files, rewrite manifests, expire snapshots and remove orphan files of every Iceberg table."""
-    from arco.pipeline.maintain import NoSuchTable, run_maintain
+    from arco.pipeline.maintain import NoSuchTable, StorageNotInSpark, run_maintain
     from arco.pipeline.runs import Run, print_summary
     from arco.pipeline.session import new_progress, pipeline_session
 
@@ -156,7 +156,7 @@ def maintain(warehouse: str, storage_options: tuple[str, ...], master: str | Non
     try:
         with new_progress() as progress:
             run_maintain(spark, spec, run, table, progress=progress)
-    except NoSuchTable as exc:
+    except (NoSuchTable, StorageNotInSpark) as exc:
         raise click.ClickException(str(exc)) from None
     failed = run.counts.get("tables_failed", 0)
     print_summary(run.finish(spec.open(), "failed" if failed else "succeeded"), Console())

@@ -32,7 +32,7 @@ from arco.iceberg import errors
 from arco.iceberg.access import VENDED, delegation_modes
 from arco.iceberg.http import allow, catalog_of, existing_table_path, iceberg_errors, json_body, services
 from arco.iceberg.plan_store import Heartbeat, PlanRecord, PlanStore, finish, now_ms, parse_plan_task
-from arco.iceberg.planner import PreparedScan, file_io, manifests, plan, prepare
+from arco.iceberg.planner import PreparedScan, file_io, manifests, plan, prepare, server_io_options
 from arco.iceberg.planning import parse_scan_request
 from arco.iceberg.scan_tasks import PlannedTask, TaskWriter
 from arco.iceberg.storage_routes import granted_access
@@ -160,7 +160,7 @@ async def plan_table_scan(request: Request) -> Response:
     settings = svc.settings
     loaded = await blocking(svc.tables.load, catalog, namespace, name)
     scan = await blocking(prepare, loaded.metadata, scan_request)
-    io = file_io(loaded.metadata.location, settings.storage_options)
+    io = file_io(loaded.metadata.location, server_io_options(svc.storage, settings.storage_options))
     principal = principal_of(request).name
     if len(await blocking(_reading, manifests, scan, io)) > settings.scan_planning_async_manifests:
         record = svc.plans.new_record(loaded.entry.id, principal)

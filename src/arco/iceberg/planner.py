@@ -44,6 +44,7 @@ from arco.iceberg.errors import BadRequest, Forbidden
 from arco.iceberg.planning import ScanRequest, bind_filter, field_ids
 from arco.iceberg.scan_tasks import V3_POSITIONS, PlannedTask, referenced_data_file
 from arco.lru import Lru
+from arco.storage.base import StorageBackend
 from arco.storage.urls import file_under
 
 Cancelled = Callable[[], bool]
@@ -113,8 +114,14 @@ _io_lock = threading.Lock()
 _io_cache: dict[tuple[str, tuple[tuple[str, str], ...]], FileIO] = {}
 
 
+def server_io_options(storage: StorageBackend, options: dict[str, str]) -> dict[str, str]:
+    """The FileIO properties of the server's own reads: what reaches its storage with its own credentials
+    (:meth:`StorageBackend.fileio_properties`), under the storage options the operator gave."""
+    return {**storage.fileio_properties(), **options}
+
+
 def file_io(location: str, options: dict[str, str]) -> FileIO:
-    """The server's own FileIO for a table (its storage options): one per scheme and options, reused."""
+    """The server's own FileIO for a table (:func:`server_io_options`): one per scheme and options, reused."""
     scheme = location.split("://", 1)[0] if "://" in location else "file"
     key = (scheme, tuple(sorted(options.items())))
     with _io_lock:

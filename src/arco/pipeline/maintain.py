@@ -29,6 +29,7 @@ from arco.iceberg.pointer import PointerStore
 from arco.pipeline.embedded_server import embedded_server
 from arco.pipeline.runs import Run
 from arco.pipeline.storage_spec import StorageSpec
+from arco.spark.jars import ICEBERG_VERSION
 from arco.spark.session import ICEBERG_SPARK_CATALOG, rest_catalog_conf
 
 PIPELINE_TASK_HEADER = "X-Arco-Pipeline-Task"
@@ -125,6 +126,33 @@ class NoSuchTable(LookupError):
     """``--table`` names no Iceberg table of the warehouse."""
 
 
+class StorageNotInSpark(RuntimeError):
+    """Spark holds no Iceberg FileIO for the warehouse's object storage: maintenance would fail on every table."""
+
+
+# What Iceberg's Spark runtime needs, beside itself, to read and write each object store: a class of the store's
+# SDK, and the Iceberg bundle jar that carries it (none of which is on PyPI, so Arco's own Spark has none).
+OBJECT_STORE_CLASSES = {"s3": ("software.amazon.awssdk.services.s3.S3Client", "iceberg-aws-bundle"),
+                        "gs": ("com.google.cloud.storage.Storage", "iceberg-gcp-bundle"),
+                        "az": ("com.azure.storage.file.datalake.DataLakeFileClient", "iceberg-azure-bundle"),
+                        "abfs": ("com.azure.storage.file.datalake.DataLakeFileClient", "iceberg-azure-bundle"),
+                        "abfss": ("com.azure.storage.file.datalake.DataLakeFileClient", "iceberg-azure-bundle")}
+
+
+def check_spark_reaches(spark: Any, warehouse_url: str) -> None:
+    """Refuse up front, saying what to add, when Spark cannot open the warehouse's files (a local directory
+    always can)."""
+    scheme = warehouse_url.split("://", 1)[0].lower() if "://" in warehouse_url else "file"
+    needed = OBJECT_STORE_CLASSES.get(scheme)
+    if needed is None or spark._jvm.org.apache.spark.util.Utils.classIsLoadable(needed[0]):
+        return
+    raise StorageNotInSpark(
+        f"maintain rewrites table files through Spark, and this Spark has no Iceberg FileIO for {scheme}:// "
+        f"storage (the {needed[1]} jar, {ICEBERG_VERSION}, which Arco's install does not carry): run it with "
+        f"spark-submit --jars \"$(arco spark-jars),{needed[1]}-{ICEBERG_VERSION}.jar\" on a cluster that has it "
+        "(README, \"The pipeline (Spark)\"). Nothing was changed.")
+
+
 def run_maintain(spark: Any, spec: StorageSpec, run: Run, only_table: str | None = None,
                  now_ms: float | None = None, progress: Any | None = None) -> dict[str, int]:
     storage = spec.open()
@@ -136,6 +164,7 @@ def run_maintain(spark: Any, spec: StorageSpec, run: Run, only_table: str | None
         if not tables:
             raise NoSuchTable(f"there is no Iceberg table {only_table} in this warehouse (give its full name, "
                               "catalog.namespace.table)")
+    check_spark_reaches(spark, storage.url)
     pointers, files = PointerStore(storage), MetadataFiles(storage)
     task = progress.add_task("maintaining tables", total=len(tables)) if progress is not None else None
     with embedded_server(storage) as server:
@@ -154,6 +183,7 @@ def run_maintain(spark: Any, spec: StorageSpec, run: Run, only_table: str | None
                 catalog = f"arco_maintain_{index}"
                 conf = rest_catalog_conf(server.iceberg_uri, identifier["catalog"], server.token,
                                          headers={PIPELINE_TASK_HEADER: f"{run.run_id}/{uuid7()}"})
+                conf.update(storage.fileio_properties())  # the job's own credentials: the embedded server vends none
                 spark.conf.set(f"spark.sql.catalog.{catalog}", ICEBERG_SPARK_CATALOG)
                 for key, value in conf.items():
                     spark.conf.set(f"spark.sql.catalog.{catalog}.{key}", value)

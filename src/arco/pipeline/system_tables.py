@@ -127,8 +127,12 @@ def publish(storage: StorageBackend, state: CompactState, run: Run) -> None:
         return
     ensure_system_catalog(CatalogStore(storage))
     with embedded_server(storage) as server:
+        # The data files are written by PyIceberg here, with this job's own storage credentials: it asks for no
+        # vended ones (an empty delegation header), which would clash with them.
         catalog = RestCatalog("arco-system", uri=server.iceberg_uri, warehouse=SYSTEM_CATALOG, token=server.token,
-                              **{f"header.{PIPELINE_TASK_HEADER}": f"{run.run_id}/{uuid7()}"})
+                              **storage.fileio_properties(),
+                              **{f"header.{PIPELINE_TASK_HEADER}": f"{run.run_id}/{uuid7()}",
+                                 "header.X-Iceberg-Access-Delegation": ""})
         for namespace in ("history", "access", "information"):
             catalog.create_namespace_if_not_exists(namespace)
         for key, kind in HISTORY_TABLES.items():

@@ -102,13 +102,13 @@ class TableReads:
                           "can be read through Delta Sharing")
 
     def _iceberg(self, t: SharedTable) -> tuple[Any, Any]:
-        from pyiceberg.io import load_file_io
+        from arco.iceberg.planner import file_io, server_io_options
 
         pointer = self.tables.resolver.for_read(t.table.id)
         if pointer is None or pointer.pointer.dropped:
             raise not_found(f"table {t.share.name}.{t.schema}.{t.name} no longer exists")
         metadata = self.tables.files.read(pointer.pointer.current_metadata_location)
-        return metadata, load_file_io(dict(self.settings.storage_options), metadata.location)
+        return metadata, file_io(metadata.location, server_io_options(self.storage, self.settings.storage_options))
 
     def table_version(self, t: SharedTable, starting_timestamp: str | None, *, for_changes: bool = False) -> int:
         """The latest version, or the first at or after ``startingTimestamp`` (history only, unless asked on

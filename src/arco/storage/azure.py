@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from azure.core.exceptions import AzureError, ResourceExistsError
 from azure.storage.blob import BlobSasPermissions, BlobServiceClient, ContainerClient, generate_blob_sas
@@ -87,6 +88,22 @@ class AzureBackend(HttpObjectReads, PrefixedKeys, StorageBackend):
         self._container: ContainerClient = _service(options).get_container_client(container)
         self._wire = _wire(self._container)
         set_home_azure_account(self._container.account_name)  # what az://container names (arco.storage.urls)
+
+    def fileio_properties(self) -> dict[str, str]:
+        # PyIceberg's Arrow FileIO (pyarrow's Azure file system), az:// included: its default for abfs:// is
+        # fsspec's, which needs adlfs, not one of Arco's dependencies.
+        properties = {"py-io-impl": "arco.storage.arrow_fileio.ArrowFileIO",
+                      "adls.account-name": self._container.account_name or ""}
+        credential = getattr(self._container, "credential", None)
+        key = getattr(credential, "account_key", None)
+        if key:
+            properties["adls.account-key"] = key
+        endpoint = urlsplit(self._container.primary_endpoint)
+        if not endpoint.netloc.endswith(".core.windows.net"):  # an emulator or a sovereign cloud: say where
+            for service in ("blob", "dfs"):
+                properties[f"adls.{service}-storage-authority"] = endpoint.netloc
+                properties[f"adls.{service}-storage-scheme"] = endpoint.scheme
+        return properties
 
     def _version(self, reply: Reply) -> str:
         return _etag(reply.etag)

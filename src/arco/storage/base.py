@@ -223,6 +223,12 @@ class StorageBackend(abc.ABC):
         backend cannot mint one (Delta Sharing then serves the file through Arco at a URL Arco signs)."""
         return None
 
+    def fileio_properties(self) -> dict[str, str]:
+        """Iceberg FileIO properties (PyIceberg's names) that reach this storage with this process's own
+        credentials: for Arco's own Iceberg reads and writes (the pipeline's system tables, scan planning, Delta
+        Sharing of Iceberg tables), never for a client. None are needed for a local directory."""
+        return {}
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release clients and connections; the default holds nothing."""
 

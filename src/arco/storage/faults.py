@@ -147,5 +147,8 @@ class FaultyBackend(StorageBackend):
     def location_of(self, key: str) -> str:
         return self.inner.location_of(key)
 
+    def fileio_properties(self) -> dict[str, str]:
+        return self.inner.fileio_properties()
+
     def close(self) -> None:
         self.inner.close()

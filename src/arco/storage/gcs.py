@@ -69,9 +69,18 @@ class GcsBackend(PrefixedKeys, StorageBackend):
         self.prefix = prefix.strip("/")
         self.url = f"gs://{bucket}/{self.prefix}" if self.prefix else f"gs://{bucket}"
         self._client = _client(options or {})
+        self._options = options or {}
         self._bucket = self._client.bucket(bucket)
         self._wire = GcsWire(self._client.api_endpoint, bucket, _credentials_of(self._client),
                              ca_file=requests_ca_bundle())
+
+
+    def fileio_properties(self) -> dict[str, str]:
+        properties = {"gcs.project-id": self._client.project or ""}
+        endpoint = self._options.get("gcs.service.host") or os.environ.get("STORAGE_EMULATOR_HOST")
+        if endpoint:
+            properties["gcs.service.host"] = endpoint
+        return properties
 
     def _unavailable(self, what: str, key: str, reply: Reply) -> StorageUnavailable:
         return unavailable("GCS", what, key, reply)

@@ -102,6 +102,22 @@ class S3Backend(HttpObjectReads, PrefixedKeys, StorageBackend):
         self._wire = S3Wire(endpoint_url=self._client.meta.endpoint_url, bucket=bucket,
                             region=self._client.meta.region_name, path_style=_path_style(options),
                             credentials=session.get_credentials())
+        self._session, self._options = session, options
+
+    def fileio_properties(self) -> dict[str, str]:
+        region = self._client.meta.region_name
+        properties = {"s3.region": region, "client.region": region}
+        if _endpoint(self._options):
+            properties["s3.endpoint"] = self._client.meta.endpoint_url
+        if _path_style(self._options):
+            properties["s3.path-style-access"] = "true"
+        credentials = self._session.get_credentials()
+        if credentials is not None:  # the default chain's, now (a role's session may be renewed later)
+            frozen = credentials.get_frozen_credentials()
+            properties.update({"s3.access-key-id": frozen.access_key, "s3.secret-access-key": frozen.secret_key})
+            if frozen.token:
+                properties["s3.session-token"] = frozen.token
+        return properties
 
     def put(self, key: str, data: bytes, precondition: Precondition = None) -> WriteResult:
         headers: dict[str, str] = {}

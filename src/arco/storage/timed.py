@@ -130,6 +130,9 @@ class TimedBackend(StorageBackend):
         # StorageBackend's default declines; the wrapped backend may know how (S3, Azure, GCS).
         return self.inner.presign_get(url, expires_s)
 
+    def fileio_properties(self) -> dict[str, str]:
+        return self.inner.fileio_properties()
+
     def close(self) -> None:
         self.inner.close()
 

@@ -13,8 +13,12 @@ import httpx
 import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField
 
 from arco.sharing.delta_source import delta_storage_options
+from arco.storage.factory import open_storage
 from support.arco_server import ARCO_TOKEN, RunningServer, arco_server
 from support.storage_targets import StorageTarget
 
@@ -64,3 +68,31 @@ def test_a_delta_table_on_object_storage_is_shared(target_fixture: str, request:
         assert sorted(zip(frame["id"], frame["region"], strict=True)) == sorted(
             zip(rows["id"].to_pylist(), rows["region"].to_pylist(), strict=True))
         assert delta_sharing.get_table_version(f"{path}#cloud.lake.orders") == 0
+
+
+def test_an_iceberg_table_on_azure_is_shared(azure_azurite_bucket: StorageTarget, tmp_path: Path) -> None:
+    """The server reads the Iceberg table's manifests with its own Azure credentials (PyArrow's Azure file system:
+    the fsspec one PyIceberg picks for abfs:// needs adlfs, which Arco does not install)."""
+    target = azure_azurite_bucket
+    options = [arg for k, v in target.options.items() for arg in ("--storage-option", f"{k}={v}")]
+    warehouse = f"{target.url}/wh"
+    # The writer is a client: it gets a SAS with the table (Azurite signs no directory SAS: the container's).
+    client_io = {k: v for k, v in open_storage(warehouse, target.options).fileio_properties().items()
+                 if k != "adls.account-key"}
+    with arco_server(warehouse, tmp_path, admin_token=ARCO_TOKEN,
+                     extra_args=(*options, "--vending-azure-sas-scope", "container-unsafe")) as server:
+        writer = RestCatalog("w", uri=server.iceberg_uri, warehouse="main", token=ARCO_TOKEN, **client_io)
+        writer.create_namespace("ice")
+        table = writer.create_table("ice.points", Schema(NestedField(1, "id", LongType(), required=False)))
+        table.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
+        uc(server, "POST", "/shares", json={"name": "icy"})
+        uc(server, "PATCH", "/shares/icy", json={"updates": [
+            {"action": "ADD", "data_object": {"name": "main.ice.points", "data_object_type": "TABLE"}}]})
+        recipient = uc(server, "POST", "/recipients", json={"name": "icy_reader",
+                                                            "authentication_type": "TOKEN"}).json()
+        uc(server, "PATCH", "/shares/icy/permissions",
+           json={"changes": [{"principal": "icy_reader", "add": ["SELECT"]}]})
+        path = tmp_path / "icy.share"
+        path.write_text(json.dumps(httpx.get(recipient["tokens"][0]["activation_url"], timeout=30).json()))
+        frame = delta_sharing.load_as_pandas(f"{path}#icy.ice.points")
+        assert sorted(frame["id"]) == [1, 2, 3]
