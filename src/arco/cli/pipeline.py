@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from typing import Any
@@ -16,12 +17,33 @@ MASTER_HELP = "Spark master (default local[*]); ignored under spark-submit, whic
 
 
 def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = _said_plainly(fn)
     fn = click.option("--master", default=None, help=MASTER_HELP)(fn)
     fn = click.option("--storage-option", "storage_options", multiple=True, metavar="KEY=VALUE",
                       help="A storage setting such as s3.endpoint=http://127.0.0.1:8333 (repeatable).")(fn)
     fn = click.option("--warehouse", default=lambda: os.environ.get("ARCO_WAREHOUSE", DEFAULT_WAREHOUSE),
                       show_default="./warehouse", help="The warehouse directory or URL.")(fn)
     return fn
+
+
+def _said_plainly(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A job that lost a race to a concurrent run, or could not reach its storage, committed nothing: it says so
+    and what to do, and exits 1, instead of a traceback."""
+
+    @functools.wraps(fn)
+    def job(*args: Any, **kwargs: Any) -> Any:
+        from arco.pipeline.checkpoint import ConcurrentCompaction
+        from arco.storage.base import StorageError
+
+        try:
+            return fn(*args, **kwargs)
+        except ConcurrentCompaction as exc:
+            raise click.ClickException(str(exc)) from None
+        except StorageError as exc:
+            raise click.ClickException(f"the warehouse's storage failed: {exc}; what was not committed is left "
+                                       "for the next run: run it again once the storage answers") from None
+
+    return job
 
 
 def storage_spec(warehouse: str, storage_options: tuple[str, ...]) -> Any:
