@@ -12,7 +12,7 @@ from arco.auth.principals import BOOTSTRAP_ADMIN, Principal
 from arco.auth.subjects import securable, subject_of
 from arco.catalog.access import ACCOUNT_USERS, principal_key
 from arco.catalog.model import CatalogEntry, TableEntry
-from arco.catalog.names import check_name
+from arco.catalog.names import MAX_NAME_LENGTH, check_name
 from arco.catalog.securables import SecurableEntry
 from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
@@ -36,8 +36,14 @@ def split_full_name(full_name: str, parts: int, last: str = "table") -> list[str
         shape = ".".join(f"<{kind}>" for kind in kinds)
         raise invalid(f"{full_name!r} is not a full name of the form {shape}")
     for kind, name in zip(kinds, names, strict=True):
-        check_name(kind, name)
+        looked_up(kind, name)
     return names
+
+
+def looked_up(kind: str, name: str) -> str:
+    """A name to look up, refused (400) if it holds a character no name may hold; an over-long one is looked up
+    and not found (404, as Iceberg REST answers it), the message cutting it short."""
+    return name if len(name) > MAX_NAME_LENGTH else check_name(kind, name)
 
 
 def page_size(raw: Any) -> int:
@@ -78,7 +84,7 @@ def check_table(state: CatalogState, caller: Principal, entry: TableEntry, rule:
 
 def catalog_in(state: CatalogState, caller: Principal, name: str) -> CatalogEntry:
     """A catalog of the caller's metastore: names are unique per metastore (a name no catalog could have: 400)."""
-    return state.catalog(check_name("catalog", name), tenant_of(state, caller).scope)
+    return state.catalog(looked_up("catalog", name), tenant_of(state, caller).scope)
 
 
 def usable_catalog(state: CatalogState, caller: Principal, name: str) -> CatalogEntry:

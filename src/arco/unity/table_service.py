@@ -16,7 +16,6 @@ from arco.catalog import locations
 from arco.catalog.errors import TableNotFound
 from arco.catalog.landing import on_landing
 from arco.catalog.model import CatalogEntry, TableEntry
-from arco.catalog.names import check_name
 from arco.catalog.paging import names_hold, page
 from arco.catalog.state import CatalogState, refuse_taken_name
 from arco.catalog.store import CatalogStore
@@ -32,6 +31,7 @@ from arco.unity.common import (
     comment_of,
     common_updates,
     denied,
+    looked_up,
     new_name_in,
     page_size,
     properties_of,
@@ -118,7 +118,7 @@ class UnityTables:
             raise invalid("catalog_name and schema_name are both required")
         with self.store.read() as state:
             catalog = usable_catalog(state, caller, catalog_name)  # 403 alike for every schema name, as Iceberg's
-            schema = state.namespace(catalog.id, (check_name("schema", schema_name),))
+            schema = state.namespace(catalog.id, (looked_up("schema", schema_name),))
             who = subject_of(state, caller)
             parent, container = securable(state, "catalog", catalog), securable(state, "schema", schema)
             entries = [t for t in state.tables_of(catalog.id, (schema_name,)) if names_hold(t.name, name_contains)
