@@ -24,10 +24,10 @@ import boto3
 from arco.iceberg.errors import BadRequest, Forbidden, IcebergError
 from arco.inline import refuse_to_wait
 from arco.settings import ServerSettings
+from arco.storage.s3 import client_config
 from arco.vending import signing
 from arco.vending.locations import InvalidLocation, is_local, parse_location
 from arco.vending.model import Access, VendingFailed, VendingUnavailable
-from arco.vending.s3 import client_config
 from arco.vending.vendor import CredentialVendor
 
 VENDED, SIGNED = "vended-credentials", "remote-signing"

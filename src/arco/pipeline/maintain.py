@@ -165,6 +165,7 @@ def run_maintain(spark: Any, spec: StorageSpec, run: Run, only_table: str | None
             raise NoSuchTable(f"there is no Iceberg table {only_table} in this warehouse (give its full name, "
                               "catalog.namespace.table)")
     check_spark_reaches(spark, storage.url)
+    own_io = storage.fileio_properties()  # the job's own credentials: the embedded server vends none
     pointers, files = PointerStore(storage), MetadataFiles(storage)
     task = progress.add_task("maintaining tables", total=len(tables)) if progress is not None else None
     with embedded_server(storage) as server:
@@ -183,7 +184,7 @@ def run_maintain(spark: Any, spec: StorageSpec, run: Run, only_table: str | None
                 catalog = f"arco_maintain_{index}"
                 conf = rest_catalog_conf(server.iceberg_uri, identifier["catalog"], server.token,
                                          headers={PIPELINE_TASK_HEADER: f"{run.run_id}/{uuid7()}"})
-                conf.update(storage.fileio_properties())  # the job's own credentials: the embedded server vends none
+                conf.update(own_io)
                 spark.conf.set(f"spark.sql.catalog.{catalog}", ICEBERG_SPARK_CATALOG)
                 for key, value in conf.items():
                     spark.conf.set(f"spark.sql.catalog.{catalog}.{key}", value)

@@ -69,6 +69,14 @@ def _wire(container: ContainerClient) -> AzureWire:
                      ca_file=requests_ca_bundle())
 
 
+def endpoint_properties(blob_endpoint: str) -> dict[str, str]:
+    """Where PyIceberg's Arrow FileIO finds the blob and dfs services of an emulator or a sovereign cloud (it
+    assumes Azure's public hosts otherwise)."""
+    endpoint = urlsplit(blob_endpoint)
+    return {f"adls.{service}-storage-{part}": value for service in ("blob", "dfs")
+            for part, value in (("authority", endpoint.netloc), ("scheme", endpoint.scheme))}
+
+
 class AzureBackend(HttpObjectReads, PrefixedKeys, StorageBackend):
     store_name = "Azure"
     capabilities = Capabilities(conditional_put=True, conditional_delete=True)
@@ -98,11 +106,8 @@ class AzureBackend(HttpObjectReads, PrefixedKeys, StorageBackend):
         key = getattr(credential, "account_key", None)
         if key:
             properties["adls.account-key"] = key
-        endpoint = urlsplit(self._container.primary_endpoint)
-        if not endpoint.netloc.endswith(".core.windows.net"):  # an emulator or a sovereign cloud: say where
-            for service in ("blob", "dfs"):
-                properties[f"adls.{service}-storage-authority"] = endpoint.netloc
-                properties[f"adls.{service}-storage-scheme"] = endpoint.scheme
+        if not urlsplit(self._container.primary_endpoint).netloc.endswith(".core.windows.net"):
+            properties.update(endpoint_properties(self._container.primary_endpoint))
         return properties
 
     def _version(self, reply: Reply) -> str:

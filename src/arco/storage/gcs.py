@@ -74,7 +74,6 @@ class GcsBackend(PrefixedKeys, StorageBackend):
         self._wire = GcsWire(self._client.api_endpoint, bucket, _credentials_of(self._client),
                              ca_file=requests_ca_bundle())
 
-
     def fileio_properties(self) -> dict[str, str]:
         properties = {"gcs.project-id": self._client.project or ""}
         endpoint = self._options.get("gcs.service.host") or os.environ.get("STORAGE_EMULATOR_HOST")

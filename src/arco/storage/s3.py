@@ -55,18 +55,36 @@ def _session(options: dict[str, str]) -> Any:
     )
 
 
-def _endpoint(options: dict[str, str]) -> str | None:
+def endpoint_of(options: dict[str, str]) -> str | None:
+    """The S3 endpoint the options or the AWS SDK's environment name (None: AWS itself)."""
     return options.get("s3.endpoint") or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
 
 
 def _path_style(options: dict[str, str]) -> bool:
-    return options.get("s3.path-style-access", "true" if _endpoint(options) else "false").lower() == "true"
+    return options.get("s3.path-style-access", "true" if endpoint_of(options) else "false").lower() == "true"
+
+
+def _region(options: dict[str, str]) -> str:
+    return options.get("s3.region") or os.environ.get("AWS_REGION") or "us-east-1"
+
+
+def client_config(options: dict[str, str]) -> dict[str, str]:
+    """The non-secret FileIO properties that reach the S3 these options reach (a vended credential's config, and
+    with the server's own keys, its own Iceberg reads): the endpoint, region and addressing of this module's own
+    client."""
+    config = {"s3.region": _region(options), "client.region": _region(options)}
+    endpoint = endpoint_of(options)
+    if endpoint:
+        config["s3.endpoint"] = endpoint
+    if _path_style(options):
+        config["s3.path-style-access"] = "true"
+    return config
 
 
 def _client(options: dict[str, str], retries: int, signature_version: str | None = None,
             session: Any = None) -> Any:
     config = Config(
-        region_name=options.get("s3.region") or os.environ.get("AWS_REGION") or "us-east-1",
+        region_name=_region(options),
         retries={"total_max_attempts": retries, "mode": "standard"},
         max_pool_connections=32,
         tcp_keepalive=True,
@@ -75,7 +93,7 @@ def _client(options: dict[str, str], retries: int, signature_version: str | None
         read_timeout=30,
         signature_version=signature_version,
     )
-    return (session or _session(options)).client("s3", endpoint_url=_endpoint(options), config=config)
+    return (session or _session(options)).client("s3", endpoint_url=endpoint_of(options), config=config)
 
 
 def _code(error: ClientError) -> str:
@@ -105,12 +123,7 @@ class S3Backend(HttpObjectReads, PrefixedKeys, StorageBackend):
         self._session, self._options = session, options
 
     def fileio_properties(self) -> dict[str, str]:
-        region = self._client.meta.region_name
-        properties = {"s3.region": region, "client.region": region}
-        if _endpoint(self._options):
-            properties["s3.endpoint"] = self._client.meta.endpoint_url
-        if _path_style(self._options):
-            properties["s3.path-style-access"] = "true"
+        properties = client_config(self._options)
         credentials = self._session.get_credentials()
         if credentials is not None:  # the default chain's, now (a role's session may be renewed later)
             frozen = credentials.get_frozen_credentials()

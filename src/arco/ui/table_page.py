@@ -72,7 +72,11 @@ class TablePage:
     iceberg: bool = False
     format_version: int | None = None
     view_versions: list[ViewVersionRow] = field(default_factory=list)  # an Iceberg view's, newest first
-    kind_word: str = "table"  # "view" for a view: how the page names what it shows
+
+    @property
+    def kind_word(self) -> str:
+        """How the page names what it shows."""
+        return "view" if self.info.get("table_type") == "VIEW" else "table"
 
 
 def when(ms: int | None) -> str:
@@ -234,7 +238,6 @@ def _versions(app: State, page: TablePage, table_uuid: str, facts: IcebergFacts,
 
 
 def _grants(app: State, page: TablePage, caller: Principal) -> None:
-    page.kind_word = "view" if page.info.get("table_type") == "VIEW" else "table"
     try:
         page.grants = app.permissions.get("table", page.full_name, None, caller)["privilege_assignments"]
         page.grants_note = (f"Privileges granted on this {page.kind_word} (inherited ones are granted on its schema "

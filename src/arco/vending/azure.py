@@ -25,11 +25,11 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from azure.storage.blob import generate_blob_sas, generate_container_sas
 
 from arco.settings import VENDING_AZURE_SAS_SCOPES, ServerSettings
+from arco.storage.azure import endpoint_properties
 from arco.storage.urls import set_home_azure_account
 from arco.vending.locations import StorageLocation, parse_location
 from arco.vending.model import Access, VendedCredential, VendingUnavailable
@@ -95,12 +95,8 @@ class AzureMinter:
 
     def _client_config(self) -> dict[str, str]:
         config = {"adls.account-name": self._account}
-        if self._endpoint:
-            # An emulator or sovereign cloud: tell PyIceberg's Arrow FileIO where the blob service is.
-            endpoint = urlsplit(self._endpoint)
-            for service in ("blob", "dfs"):
-                config[f"adls.{service}-storage-authority"] = endpoint.netloc
-                config[f"adls.{service}-storage-scheme"] = endpoint.scheme
+        if self._endpoint:  # an emulator or sovereign cloud
+            config.update(endpoint_properties(self._endpoint))
         return config
 
     def _missing(self, location: StorageLocation) -> str | None:

@@ -7,7 +7,6 @@ AWS SDK's usual chain). The STS endpoint is ``vending_sts_endpoint``, else the S
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import boto3
@@ -16,28 +15,12 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from arco.settings import ServerSettings
+from arco.storage.s3 import client_config, endpoint_of
 from arco.vending.locations import StorageLocation
 from arco.vending.model import Access, VendedCredential, VendingFailed, VendingUnavailable
 from arco.vending.s3_policy import session_name, session_policy
 
 ROLE_HINT = "set --vending-s3-role-arn (or ARCO_VENDING_S3_ROLE_ARN)"
-
-
-def _s3_endpoint(options: dict[str, str]) -> str | None:
-    return options.get("s3.endpoint") or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-
-
-def client_config(options: dict[str, str]) -> dict[str, str]:
-    """The non-secret FileIO properties a client needs to reach the same S3 the server uses."""
-    endpoint = _s3_endpoint(options)
-    region = options.get("s3.region") or os.environ.get("AWS_REGION") or "us-east-1"
-    config = {"s3.region": region, "client.region": region}
-    if endpoint:
-        config["s3.endpoint"] = endpoint
-    # Same rule as the server's own client (arco.storage.s3): a custom endpoint means path-style unless told.
-    if options.get("s3.path-style-access", "true" if endpoint else "false").lower() == "true":
-        config["s3.path-style-access"] = "true"
-    return config
 
 
 class S3Minter:
@@ -47,7 +30,7 @@ class S3Minter:
         self._options = storage_options
         self._client_config = client_config(storage_options)
         self._sts: Any = None
-        self._sts_endpoint = settings.vending_sts_endpoint or _s3_endpoint(storage_options)
+        self._sts_endpoint = settings.vending_sts_endpoint or endpoint_of(storage_options)
 
     def _client(self) -> Any:
         if self._sts is None:
