@@ -52,6 +52,8 @@ class ServerSettings:
     recipient_token_lifetime_s: int | None = None  # a new recipient token's lifetime; None: no expiry
     # Tables of the catalog kept in memory, namespace by namespace; the rest are read from storage when asked for.
     catalog_cache_tables: int = 200_000
+    # Parsed table and view metadata files and the loadTable answers built from them, by their estimated size.
+    metadata_cache_mb: int = 192
 
     def __post_init__(self) -> None:
         if not VENDING_MIN_LIFETIME_S <= self.vending_lifetime_s <= VENDING_MAX_LIFETIME_S:
@@ -66,6 +68,8 @@ class ServerSettings:
             raise ValueError("the sharing URL lifetime must be 60 seconds to 7 days")
         if self.catalog_cache_tables < 1:
             raise ValueError("the catalog cache must hold at least one table")
+        if self.metadata_cache_mb < 1:
+            raise ValueError("the metadata cache must be at least 1 MB")
         if not 0 <= self.read_freshness_ms <= 60_000:
             raise ValueError("the read freshness window must be 0-60000 milliseconds")
         if self.recipient_token_lifetime_s is not None and self.recipient_token_lifetime_s < 60:

@@ -85,3 +85,45 @@ def test_stays_bounded_under_concurrent_puts() -> None:
     for thread in threads:
         thread.join()
     assert len(cache) == 100
+
+
+def test_a_budget_bounds_the_total_weight_and_the_oldest_entries_go_first() -> None:
+    cache: Lru[str, bytes] = Lru(100, budget=10, weigh=len)
+    cache.put("a", b"xxxx")
+    cache.put("b", b"xxxx")
+    assert cache.get("a") == b"xxxx"  # a is now the most recent
+    cache.put("c", b"xxxx")  # 12 > 10: b, the least recently used, goes
+    assert "b" not in cache and "a" in cache and "c" in cache
+    assert cache.weight == 8
+    cache.put("a", b"x")  # a replaced entry's weight is replaced, not added
+    assert cache.weight == 5
+
+
+def test_an_entry_heavier_than_the_budget_is_not_kept() -> None:
+    cache: Lru[str, bytes] = Lru(100, budget=10, weigh=len)
+    cache.put("small", b"xx")
+    cache.put("huge", b"x" * 11)
+    assert "huge" not in cache and cache.get("small") == b"xx"  # and it flushed nothing
+    cache.put("small", b"y" * 11)  # a key's new value too heavy to keep: the old one is not kept either
+    assert "small" not in cache and cache.weight == 0
+
+
+def test_a_weight_given_to_put_stands_for_the_value_and_leaves_with_it() -> None:
+    cache: Lru[str, object] = Lru(100, budget=100)
+    for i in range(20):
+        cache.put(str(i), object(), weight=30)  # the caller knows the size (bytes parsed), the value does not say
+        assert cache.weight <= 100
+    assert len(cache) == 3 and cache.weight == 90
+    cache.pop("19")
+    assert cache.weight == 60
+    cache.clear()
+    assert cache.weight == 0 and len(cache) == 0
+
+
+def test_growing_entries_do_not_grow_the_total() -> None:
+    """The soak's shape: each new version of a table is larger than the one it evicts."""
+    cache: Lru[int, bytes] = Lru(512, budget=1 << 20, weigh=len)
+    for version in range(1, 2000):
+        cache.put(version, b"x" * (version * 100))
+        assert cache.weight <= 1 << 20
+    assert 1999 in cache

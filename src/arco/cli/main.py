@@ -100,6 +100,10 @@ def cli() -> None:
               default=200_000, show_default=True, type=click.IntRange(1),
               help="Tables of the catalog this server keeps in memory, namespace by namespace (about 1-2 KB "
                    "each); beyond it the least recently used namespaces are read from storage again when asked for.")
+@click.option("--metadata-cache-mb", "metadata_cache_mb", envvar="ARCO_METADATA_CACHE_MB", show_envvar=True,
+              default=192, show_default=True, type=click.IntRange(1),
+              help="Memory for parsed table and view metadata and the loadTable answers built from it (the "
+                   "least recently used go first); tables with long histories have large metadata.")
 @click.option("--forwarded-allow-ips", "forwarded_allow_ips", envvar="ARCO_FORWARDED_ALLOW_IPS", show_envvar=True,
               default=None,
               help="Addresses of reverse proxies (comma-separated IPs or networks, or *) whose X-Forwarded-For "
@@ -116,7 +120,7 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
           vending_gcs_credentials_file: str | None, async_manifests: int, tasks_per_chunk: int,
           plan_lifetime_s: int, plan_heartbeat_timeout_s: float, external_url: str | None,
           sharing_url_lifetime_s: int, read_freshness_ms: int, recipient_token_lifetime_s: int | None,
-          catalog_cache_tables: int, forwarded_allow_ips: str | None) -> None:
+          catalog_cache_tables: int, metadata_cache_mb: int, forwarded_allow_ips: str | None) -> None:
     """Serve the Iceberg REST, Unity Catalog and Delta Sharing APIs for a warehouse.
 
     The first start on a warehouse prints the bootstrap admin token (once; ARCO_ADMIN_TOKEN sets your own), then
@@ -146,7 +150,7 @@ def serve(warehouse: str, storage_options: tuple[str, ...], host: str, port: int
             workers=workers, idempotency_in_progress_timeout_s=in_progress_timeout,
             idempotency_key_lifetime_s=max(3600, in_progress_timeout), max_body_bytes=max_body_bytes,
             access_log=access_log, metrics_public=metrics_public, read_freshness_ms=read_freshness_ms,
-            catalog_cache_tables=catalog_cache_tables,
+            catalog_cache_tables=catalog_cache_tables, metadata_cache_mb=metadata_cache_mb,
             vending_s3_role_arn=vending_s3_role_arn or None,
             vending_sts_endpoint=vending_sts_endpoint or None, vending_lifetime_s=vending_lifetime_s,
             vending_azure_sas_scope=vending_azure_sas_scope,

@@ -28,6 +28,7 @@ from arco.iceberg import errors
 from arco.iceberg.access import StorageAccess, TableAccess
 from arco.iceberg.authz import IcebergGuard
 from arco.iceberg.idempotency import IdempotencyMarkers, Outcome
+from arco.iceberg.metadata_files import MetadataCacheBudgets
 from arco.iceberg.metrics import report_limiter
 from arco.iceberg.mutations import Caller, Mutations
 from arco.iceberg.namespaces import NamespaceService
@@ -56,9 +57,10 @@ class IcebergServices:
 
     @classmethod
     def build(cls, settings: ServerSettings, store: CatalogStore, storage: StorageBackend) -> IcebergServices:
-        namespaces, tables = NamespaceService(store), TableService(store, storage)
+        budgets = MetadataCacheBudgets.of(settings.metadata_cache_mb << 20)
+        namespaces, tables = NamespaceService(store), TableService(store, storage, budgets)
         markers = IdempotencyMarkers(storage, settings.idempotency_in_progress_timeout_s)
-        return cls(settings, store, storage, namespaces, tables, LoadResultCache(),
+        return cls(settings, store, storage, namespaces, tables, LoadResultCache(budget=budgets.answers),
                    Mutations(store, namespaces, tables, markers), IcebergGuard(store),
                    StorageAccess(settings, settings.storage_options),
                    PlanStore(storage, settings.scan_plan_lifetime_s, settings.scan_plan_heartbeat_timeout_s))

@@ -167,8 +167,10 @@ def _by_id(scan: PreparedScan, snapshot_id: int) -> Snapshot:
     return snapshot
 
 
-# A v3 manifest list's manifests by the list's path (a manifest list is never rewritten).
-_v3_manifest_lists: Lru[str, tuple[ManifestFile, ...]] = Lru(128)
+# A v3 manifest list's manifests by the list's path (a manifest list is never rewritten); weighed at about 2 KB a
+# manifest (its partition summaries included), so a table of very many manifests cannot hold the memory.
+_v3_manifest_lists: Lru[str, tuple[ManifestFile, ...]] = Lru(128, budget=32 << 20,
+                                                            weigh=lambda manifests: 2048 * len(manifests))
 # Where field 520 (first_row_id) lies in a v3 manifest list's records.
 _MANIFEST_FIRST_ROW_ID = [f.field_id for f in MANIFEST_LIST_FILE_SCHEMAS[3].fields].index(520)
 _FILE_FIRST_ROW_ID = V3_POSITIONS["first-row-id"]

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 from pyiceberg.table.metadata import TableMetadata
 
-from arco.iceberg.metadata_files import metadata_bytes
+from arco.iceberg.metadata_files import DEFAULT_BUDGETS, metadata_bytes
 from arco.lru import Lru
 from arco.metrics import CacheMeter
 
@@ -77,8 +77,14 @@ _METER = CacheMeter("load_table_responses")
 class LoadResultCache:
     """``LoadTableResult`` bodies keyed by (metadata location, snapshots mode): built once per process."""
 
-    def __init__(self, entries: int = CACHE_ENTRIES) -> None:
-        self._cache: Lru[tuple[str, str], LoadResult] = Lru(entries)
+    def __init__(self, entries: int = CACHE_ENTRIES, budget: int = DEFAULT_BUDGETS.answers) -> None:
+        # By size too: a long-lived table's answer is its whole metadata, and grows with every snapshot.
+        self._cache: Lru[tuple[str, str], LoadResult] = Lru(entries, budget=budget,
+                                                             weigh=lambda result: len(result.body))
+
+    @property
+    def cached_bytes(self) -> int:
+        return self._cache.weight
 
     def holds(self, location: str, snapshots: str) -> bool:
         """Whether the answer for this file and mode is in memory (:meth:`get` would not read the file)."""

@@ -53,7 +53,7 @@ from arco.iceberg.errors import AlreadyExists, BadRequest, IcebergError, NoSuchT
 from arco.iceberg.file_names import attempt_part, metadata_file_location
 from arco.iceberg.group_commit import Coalescer, GroupRecords
 from arco.iceberg.malformed import MALFORMED, check_schema_limits, describe, parse_strictly
-from arco.iceberg.metadata_files import MetadataFiles, ViewFiles
+from arco.iceberg.metadata_files import DEFAULT_BUDGETS, MetadataCacheBudgets, MetadataFiles, ViewFiles
 from arco.iceberg.name_conflicts import refuse_rename_onto, refuse_taken
 from arco.iceberg.paging import page
 from arco.iceberg.placement import Placement, Placements, Placer
@@ -123,13 +123,14 @@ def execute_or_withdraw(store: CatalogStore, pointers: PointerStore, pointer: Ta
 
 
 class TableService:
-    def __init__(self, store: CatalogStore, storage: StorageBackend) -> None:
+    def __init__(self, store: CatalogStore, storage: StorageBackend,
+                 cache: MetadataCacheBudgets = DEFAULT_BUDGETS) -> None:
         self.store = store
         self.storage = storage
         self.pointers = PointerStore(storage)
         self.resolver = PointerResolver(self.pointers, TxnRecords(storage))
-        self.files = MetadataFiles(storage)
-        self.view_files = ViewFiles(storage)
+        self.files = MetadataFiles(storage, cache_budget=cache.tables)
+        self.view_files = ViewFiles(storage, cache_budget=cache.views)
         self.placements = Placements(storage.url, self.files.key_of, self.last_committer)
         # Commits to one table that meet in this process go together (arco.iceberg.group_commit).
         self.committer = Coalescer()

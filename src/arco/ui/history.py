@@ -41,7 +41,8 @@ TIMELINE_COLUMNS = ["table_uuid", "metadata_location", "snapshot_id", "operation
 
 
 _receipts: Lru[Any, Any] = Lru(20_000)
-_parquet: Lru[Any, Any] = Lru(256)
+# Part files of the compacted timeline as Arrow tables, bounded by their size: a batch of a busy day is large.
+_parquet: Lru[Any, Any] = Lru(256, budget=64 << 20, weigh=lambda table: table.nbytes)
 _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="arco-ui-receipts")
 
 

@@ -42,7 +42,7 @@ class Lineage:
 COLUMNS = ["source_uuid", "source_catalog", "source_namespace", "source_table", "target_uuid", "target_catalog",
            "target_namespace", "target_table", "target_snapshot_id", "confidence"]
 # The lineage table as a compaction left it, by its files (which never change: a compaction writes new ones).
-_edges: Lru[tuple[str, tuple[str, ...]], pa.Table] = Lru(4)
+_edges: Lru[tuple[str, tuple[str, ...]], pa.Table] = Lru(4, budget=64 << 20, weigh=lambda table: table.nbytes)
 
 
 def _edges_of(storage: StorageBackend, keys: list[str]) -> pa.Table:
