@@ -206,7 +206,7 @@ class ImmutableFiles(Generic[M]):
             why = describe(cause, 2).splitlines()[0][:300] if isinstance(cause, ValidationError) else \
                 type(exc).__name__
             raise UnreadableMetadataFile(location, self.kind, why) from None
-        self._cache.put(location, metadata, weight=len(data) * PARSED_BYTES_PER_JSON_BYTE)
+        self._remember(location, metadata, data)
         return metadata
 
     def read_base(self, location: str) -> M:
@@ -239,7 +239,7 @@ class ImmutableFiles(Generic[M]):
         result = self.storage.put(key, data, DoesNotExist())
         if not isinstance(result, Written) and self.storage.get(key).data != data:
             raise StorageError(f"a different metadata file already exists at {location}")
-        self._cache.put(location, metadata, weight=len(data) * PARSED_BYTES_PER_JSON_BYTE)
+        self._remember(location, metadata, data)
         self._written.put(location, data)
 
     def discard(self, location: str) -> None:
@@ -260,6 +260,10 @@ class ImmutableFiles(Generic[M]):
     def written_bytes(self, location: str) -> bytes | None:
         """The file's bytes, if this process wrote it recently (the file is immutable: they are its content)."""
         return self._written.get(location)
+
+    def _remember(self, location: str, metadata: M, data: bytes) -> None:
+        """Keep a parsed file, weighed by the size of the JSON it was parsed from (or serialized to)."""
+        self._cache.put(location, metadata, weight=len(data) * PARSED_BYTES_PER_JSON_BYTE)
 
 
 class MetadataFiles(ImmutableFiles[TableMetadata]):
