@@ -93,7 +93,7 @@ def test_gc_removes_exactly_the_eligible_files(spark: SparkSession, server: Runn
         PlanStore(storage, 0).write_chunk(record.plan_id, 1, b"{}")
         PlanStore(storage, 0).create(record)
 
-    # An engine's metrics report and a pipeline run's record: compacted, then collected as committed receipts are.
+    # An engine's metrics report and a pipeline run's record: compacted, then collected (a week and 90 days on).
     reported = httpx.post(f"{api}/namespaces/g/tables/plain/metrics", headers=HEADERS, json=METRICS_REPORT)
     assert reported.status_code == 204, reported.text
     Run("reconcile").finish(storage)

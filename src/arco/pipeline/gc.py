@@ -159,8 +159,7 @@ def receipt_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> 
         if kind in ("pending", "committed"):
             decision = gc_rules.receipt(meta.key, kind, now - meta.modified_at, meta.key in compacted, policy)
         elif len(parts) == 5 and parts[3] == "metrics" and meta.key.endswith(".json"):
-            decision = gc_rules.compacted_record(meta.key, "engine metrics report", now - meta.modified_at,
-                                                 meta.key in compacted, policy)
+            decision = gc_rules.compacted_report(meta.key, now - meta.modified_at, meta.key in compacted, policy)
         else:
             decision = None
         if decision is not None:

@@ -23,6 +23,10 @@ class GcPolicy:
     grace_s: float = DAY
     pending_receipt_age_s: float = DAY
     committed_receipt_age_s: float = 90 * DAY
+    # An engine's metrics report is read by compact only, and its content then lives in the history's reports (and
+    # lineage): a week to look at the raw JSON is enough, where 90 days of reports of a busy warehouse were most of
+    # its catalog files.
+    compacted_report_age_s: float = 7 * DAY
     orphan_metadata_age_s: float = 3 * DAY  # a commit in flight writes its file before its CAS: stay far away
     txn_record_age_s: float = DAY
     orphan_plan_age_s: float = DAY  # task files of a plan whose record is gone (a crash between two deletes)
@@ -65,10 +69,17 @@ def receipt(key: str, kind: str, age_s: float, compacted: bool, policy: GcPolicy
 
 
 def compacted_record(key: str, what: str, age_s: float, compacted: bool, policy: GcPolicy) -> Deletion | None:
-    """An engine's metrics report or a pipeline run's record: kept as a committed receipt is, until compacted
-    into the history tables and older than the committed receipts' age."""
+    """A pipeline run's record: kept as a committed receipt is, until compacted into the history tables and older
+    than the committed receipts' age."""
     if compacted and age_s > policy.committed_receipt_age_s:
         return Deletion(key, f"{what} older than 90 days, already compacted")
+    return None
+
+
+def compacted_report(key: str, age_s: float, compacted: bool, policy: GcPolicy) -> Deletion | None:
+    """An engine's metrics report, once compacted into the history and older than a week."""
+    if compacted and age_s > policy.compacted_report_age_s:
+        return Deletion(key, "engine metrics report older than 7 days, already compacted")
     return None
 
 

@@ -31,10 +31,16 @@ def test_receipts() -> None:
     assert gc_rules.receipt("c", "committed", 91 * DAY, compacted=True, policy=POLICY) is not None
 
 
-def test_metrics_reports_and_run_records_go_once_compacted_and_old() -> None:
-    assert gc_rules.compacted_record("r", "report", 91 * DAY, compacted=True, policy=POLICY) is not None
-    assert gc_rules.compacted_record("r", "report", 91 * DAY, compacted=False, policy=POLICY) is None
-    assert gc_rules.compacted_record("r", "report", 89 * DAY, compacted=True, policy=POLICY) is None
+def test_run_records_go_once_compacted_and_old() -> None:
+    assert gc_rules.compacted_record("r", "run", 91 * DAY, compacted=True, policy=POLICY) is not None
+    assert gc_rules.compacted_record("r", "run", 91 * DAY, compacted=False, policy=POLICY) is None
+    assert gc_rules.compacted_record("r", "run", 89 * DAY, compacted=True, policy=POLICY) is None
+
+
+def test_metrics_reports_go_a_week_after_they_were_compacted() -> None:
+    assert gc_rules.compacted_report("r", 8 * DAY, compacted=True, policy=POLICY) is not None
+    assert gc_rules.compacted_report("r", 91 * DAY, compacted=False, policy=POLICY) is None  # not yet in the history
+    assert gc_rules.compacted_report("r", 6 * DAY, compacted=True, policy=POLICY) is None
 
 
 def test_expired_versions_go_but_a_later_lineage_s_stay() -> None:

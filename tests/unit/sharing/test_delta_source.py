@@ -159,3 +159,67 @@ def test_a_commits_cdc_actions_are_its_change_data_files() -> None:
         ("file:///wh/t/_change_data/s=a%20b/cdc-0.parquet", {"s": "a%20b"}, 7, 3, 1700, "cdf"),
         ("file:///elsewhere/cdc-1.parquet", {"s": None}, 9, 3, 1700, "cdf")]
     assert delta_source.cdc_files("file:///wh/t", b'{"add":{"path":"x"}}\n', 3, 1700) == []
+
+
+def _append_versions(location: str, versions: int, files_per_version: int) -> None:
+    for v in range(versions):
+        rows = pa.table({"id": pa.array(range(v * 100, v * 100 + files_per_version), pa.int64()),
+                         "part": pa.array([f"p{i}" for i in range(files_per_version)])})
+        write_deltalake(location, rows, mode="append", partition_by=["part"])
+
+
+def test_a_version_s_snapshot_is_built_once_and_kept(tmp_path: Path) -> None:
+    location = str(tmp_path / "t")
+    _append_versions(location, 2, 3)
+    first = delta_source.snapshot(location, {}, version=0)
+    assert delta_source.snapshot(location, {}, version=0) is first
+    latest = delta_source.snapshot(location, {})
+    assert latest.version.version == 1 and len(latest.version.files) == 6
+    assert delta_source.snapshot(location, {}) is latest
+
+
+def test_cached_snapshots_stay_within_their_budget_by_the_size_of_their_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each version of a growing table holds more files than the one before: a count alone let a few tables of
+    very many files fill the server's memory."""
+    location = str(tmp_path / "t")
+    _append_versions(location, 6, 20)
+    six_versions = [delta_source.snapshot(location, {}, version=v) for v in range(6)]
+    weights = [delta_source.snapshot_weight(s) for s in six_versions]
+    assert weights == sorted(weights) and weights[-1] > 5 * weights[0]  # grows with the files
+    budget = weights[4] + weights[5]  # room for the two newest, not for a third beside them
+    monkeypatch.setattr(delta_source, "_snapshots", delta_source.Lru(100, budget=budget,
+                                                                     weigh=delta_source.snapshot_weight))
+    for v in range(6):
+        shared = delta_source.snapshot(location, {}, version=v).version
+        assert (shared.version, len(shared.files)) == (v, 20 * (v + 1))
+        assert delta_source._snapshots.weight <= budget
+    assert len(delta_source._snapshots) == 2
+    kept = delta_source.snapshot(location, {}, version=5)
+    assert delta_source.snapshot(location, {}, version=5) is kept
+    assert delta_source.snapshot(location, {}, version=0) is not six_versions[0]  # built again, correctly
+    assert len(delta_source.snapshot(location, {}, version=0).version.files) == 20
+
+
+def test_a_snapshot_heavier_than_the_whole_budget_is_served_and_not_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    location = str(tmp_path / "t")
+    _append_versions(location, 1, 30)
+    monkeypatch.setattr(delta_source, "_snapshots", delta_source.Lru(100, budget=10_000,
+                                                                     weigh=delta_source.snapshot_weight))
+    assert len(delta_source.snapshot(location, {}).version.files) == 30
+    assert len(delta_source._snapshots) == 0 and delta_source._snapshots.weight == 0
+
+
+def test_a_table_made_again_at_the_same_place_is_not_answered_from_its_predecessor_s_snapshots(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The table's entry was forgotten (more tables than are cached) while its snapshots were still kept."""
+    location = str(tmp_path / "t")
+    _append_versions(location, 1, 2)
+    assert len(delta_source.snapshot(location, {}).version.files) == 2
+    delta_source._tables.clear()
+    import shutil
+
+    shutil.rmtree(location)
+    _append_versions(location, 1, 5)
+    assert len(delta_source.snapshot(location, {}).version.files) == 5
