@@ -29,7 +29,7 @@ from arco.events.receipts import EVENTS, catalog_receipt_key, iceberg_receipt_ke
 from arco.pipeline import checkpoint, compact
 from arco.pipeline.parquet_io import read_many, read_parquet
 from arco.pipeline.rows import AUDIT, RUNS, TIMELINE
-from arco.pipeline.runs import Run
+from arco.pipeline.runs import RUNS_PREFIX, Run
 from arco.pipeline.storage_spec import StorageSpec
 from arco.spark.session import rest_catalog_conf
 from arco.storage.faults import SimulatedCrash
@@ -377,3 +377,10 @@ def test_compact_fails_loudly_when_the_system_tables_are_not_published(populated
     # The append made meanwhile; the second run also found only bad receipts new (never deleted, refused each
     # time), and publishes all the same.
     assert cities.metadata_location in locations, again.stdout
+    # The failed run's history row was written with its batch; its final status follows it, an amendment.
+    amended = [m.key for m in storage.list(RUNS_PREFIX) if m.key.endswith(".amended.json")]
+    assert len(amended) == 1
+    failed_id = orjson.loads(storage.get(amended[0]).data)["run_id"]
+    runs = system.load_table("history.runs").scan(row_filter=f"run_id == '{failed_id}'").to_arrow()
+    rows_by_time = sorted(zip(runs["ended_at"].to_pylist(), runs["status"].to_pylist(), strict=True))
+    assert [status for _, status in rows_by_time] == ["succeeded", "failed to publish the system tables"]

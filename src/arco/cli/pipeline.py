@@ -92,10 +92,11 @@ def compact(warehouse: str, storage_options: tuple[str, ...], master: str | None
         Console().print("nothing new to compact; nothing written")
         return
     failed = "failed to publish the system tables" if unpublished else None
-    if not run.counts.get("timeline_rows") and not run.counts.get("audit_rows") and not run.counts.get("runs_rows"):
+    if not any(run.counts.get(f"{kind}_rows") for kind in ("timeline", "audit", "runs", "reports")):
         print_summary(run.record(failed or "nothing compacted"), Console())  # only unreadable receipts: no record
     else:
-        print_summary(run.finish(spec.open(), failed or "succeeded"), Console())
+        # A failed publication amends the row the run put into its batch ("succeeded": the compaction did).
+        print_summary(run.finish(spec.open(), failed or "succeeded", amends=bool(unpublished)), Console())
     if unpublished:  # the history is compacted; a scheduler must still see that its tables are stale
         raise click.ClickException("the history was compacted, but the system tables were not published (see "
                                    "'skipped' above); fix the cause and run compact again, which publishes them")

@@ -2,7 +2,7 @@
 
     _catalog/history/timeline/batch=<id>/part-<n>.parquet   one row per committed Iceberg metadata version
     _catalog/history/audit/batch=<id>/part-<n>.parquet      one row per Tier 1 catalog mutation
-    _catalog/history/runs/batch=<id>/part-<n>.parquet       one row per pipeline run
+    _catalog/history/runs/batch=<id>/part-<n>.parquet       one row per pipeline run (two for an amended one)
     _catalog/history/reports/batch=<id>/part-<n>.parquet    one row per engine scan/commit report (metrics)
     _catalog/history/lineage/batch=<id>/part-lineage.parquet  lineage edges into the batch's commits
     _catalog/core/snapshots/columns.parquet                 one row per column of each table's current schema
@@ -17,7 +17,10 @@ sees, which the next run removes. Spark spreads the receipts over tasks; each ta
 part files through the storage backend, so nothing assumes a disk shared between driver and executors. Only
 committed receipts are read (section 4.4); pending ones are not listed. Once a batch is committed, the history is
 published as the ``system`` catalog's Iceberg tables (:mod:`arco.pipeline.system_tables`); a failure there is
-reported in the run and made good by the next run.
+reported in the run and made good by the next run. A compact run's own row goes into its batch before it publishes,
+so a run whose publication then failed writes its record as an amendment (:func:`arco.pipeline.runs.amended_run_key`),
+which the next run compacts: the history then holds the run's row as written with its batch and, later, its final
+one (same ``run_id``, later ``ended_at``).
 """
 
 from __future__ import annotations

@@ -20,6 +20,13 @@ def run_key(run_id: str) -> str:
     return f"{RUNS_PREFIX}{run_id}.json"
 
 
+def amended_run_key(run_id: str) -> str:
+    """Where a run's record goes when its history row was written before the run ended and says otherwise (a
+    compact run puts its own row into its batch, and may then fail to publish the system tables): a key of its own,
+    so the next compact takes it into the history as the run's final row."""
+    return f"{RUNS_PREFIX}{run_id}.amended.json"
+
+
 @dataclass
 class Run:
     job: str
@@ -35,9 +42,11 @@ class Run:
         return {"run_id": self.run_id, "job": self.job, "status": status, "started_at_ms": self.started_at_ms,
                 "ended_at_ms": int(time.time() * 1000), "counts": self.counts, "errors": self.errors[:1000]}
 
-    def finish(self, storage: StorageBackend, status: str = "succeeded") -> dict[str, Any]:
+    def finish(self, storage: StorageBackend, status: str = "succeeded", *, amends: bool = False) -> dict[str, Any]:
+        """Write the run's record; ``amends``: its history row is already written and says otherwise."""
         record = self.record(status)
-        storage.put(run_key(self.run_id), orjson.dumps(record), DoesNotExist())
+        key = amended_run_key(self.run_id) if amends else run_key(self.run_id)
+        storage.put(key, orjson.dumps(record), DoesNotExist())
         return record
 
 
