@@ -92,7 +92,8 @@ case "$cmd" in
   test)
     setup_tests
     export SPARK_LOCAL_IP=127.0.0.1
-    exec "$PY" -m pytest "$@" ;;
+    # Test files spread over workers whole (--dist loadfile), so each module's servers start once.
+    exec "$PY" -m pytest -n "${ARCO_TEST_WORKERS:-2}" --dist loadfile "$@" ;;
   *)
     sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
     exit 2 ;;
