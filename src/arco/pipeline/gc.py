@@ -38,7 +38,7 @@ from arco.iceberg.tables import TableService
 from arco.iceberg.transactions import TxnRecords
 from arco.iceberg.views import view_landed_location
 from arco.pipeline import gc_rules
-from arco.pipeline.checkpoint import ALL_KINDS, HISTORY, load_state
+from arco.pipeline.checkpoint import ALL_KINDS, HISTORY, compacted_receipt_keys, load_state
 from arco.pipeline.gc_rules import Deletion, GcPolicy
 from arco.pipeline.parquet_io import read_many
 from arco.pipeline.rows import SCHEMAS_BY_KIND
@@ -148,10 +148,7 @@ def _landed(service: TableService, key: str, marker: Marker) -> bool:
 
 def receipt_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> list[Deletion]:
     state = load_state(storage)
-    compacted: set[str] = set()
-    for kind in ALL_KINDS:
-        table = read_many(storage, state.files(kind), SCHEMAS_BY_KIND[kind], columns=["receipt_key"])
-        compacted.update(table.column("receipt_key").to_pylist())
+    compacted = compacted_receipt_keys(storage, state)
     chosen = []
     for meta in storage.list(f"{EVENTS}/"):
         parts = meta.key.split("/")
@@ -159,14 +156,15 @@ def receipt_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> 
         if kind in ("pending", "committed"):
             decision = gc_rules.receipt(meta.key, kind, now - meta.modified_at, meta.key in compacted, policy)
         elif len(parts) == 5 and parts[3] == "metrics" and meta.key.endswith(".json"):
-            decision = gc_rules.compacted_report(meta.key, now - meta.modified_at, meta.key in compacted, policy)
+            decision = gc_rules.compacted_record(meta.key, "engine metrics report", now - meta.modified_at,
+                                                 meta.key in compacted, policy.compacted_report_age_s)
         else:
             decision = None
         if decision is not None:
             chosen.append(decision)
     for meta in storage.list(RUNS_PREFIX):
         decision = gc_rules.compacted_record(meta.key, "pipeline run record", now - meta.modified_at,
-                                             meta.key in compacted, policy)
+                                             meta.key in compacted, policy.committed_receipt_age_s)
         if decision is not None:
             chosen.append(decision)
     committed_files = {f for kind in ALL_KINDS for f in state.files(kind)}

@@ -68,18 +68,11 @@ def receipt(key: str, kind: str, age_s: float, compacted: bool, policy: GcPolicy
     return None
 
 
-def compacted_record(key: str, what: str, age_s: float, compacted: bool, policy: GcPolicy) -> Deletion | None:
-    """A pipeline run's record: kept as a committed receipt is, until compacted into the history tables and older
-    than the committed receipts' age."""
-    if compacted and age_s > policy.committed_receipt_age_s:
-        return Deletion(key, f"{what} older than 90 days, already compacted")
-    return None
-
-
-def compacted_report(key: str, age_s: float, compacted: bool, policy: GcPolicy) -> Deletion | None:
-    """An engine's metrics report, once compacted into the history and older than a week."""
-    if compacted and age_s > policy.compacted_report_age_s:
-        return Deletion(key, "engine metrics report older than 7 days, already compacted")
+def compacted_record(key: str, what: str, age_s: float, compacted: bool, kept_s: float) -> Deletion | None:
+    """A record that lives on in the history tables once compacted (a pipeline run's record, an engine's metrics
+    report): deleted once compacted and older than ``kept_s`` (its policy's age for that kind of record)."""
+    if compacted and age_s > kept_s:
+        return Deletion(key, f"{what} older than {kept_s / DAY:.0f} days, already compacted")
     return None
 
 

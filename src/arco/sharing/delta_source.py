@@ -311,12 +311,11 @@ class _TableCache:
     then costs a look at the log for commits newer than the cached version (``update_incremental``) instead of a
     replay of the whole log and a conversion of every add action."""
 
-    def __init__(self, key: _TableKey) -> None:
-        self.key = key
+    def __init__(self) -> None:
         self.lock = threading.Lock()
         self.table: DeltaTable | None = None
-        # Snapshots are cached under it: a new one when the log was rewritten or this entry was forgotten and made
-        # again, so snapshots cached before are never taken for this log's.
+        # Snapshots are cached under it, unique to this entry and this log: a new one when the log was rewritten, and
+        # an entry forgotten and made again has its own, so snapshots cached before are never taken for this log's.
         self.generation = next(_generations)
 
     def latest(self, location: str, storage_options: dict[str, str]) -> DeltaTable:
@@ -335,10 +334,11 @@ class _TableCache:
         return self.table
 
     def cached(self, version: int) -> DeltaSnapshot | None:
-        return _snapshots.get((self.key, self.generation, version))
+        return _snapshots.get((self.generation, version))
 
     def remember(self, snap: DeltaSnapshot) -> DeltaSnapshot:
-        _snapshots.put((self.key, self.generation, snap.version.version), snap)
+        # Weighed here, not under the cache's lock: a snapshot of many files takes a while to weigh.
+        _snapshots.put((self.generation, snap.version.version), snap, weight=snapshot_weight(snap))
         return snap
 
 
@@ -360,13 +360,13 @@ SNAPSHOTS_CACHED = 3 * CACHED_TABLES
 # files hold hundreds of MB. A snapshot heavier than the whole budget is built again for each query instead.
 SNAPSHOTS_BUDGET_BYTES = 128 << 20
 _tables: Lru[_TableKey, _TableCache] = Lru(CACHED_TABLES)
-_snapshots: Lru[tuple[_TableKey, int, int], DeltaSnapshot] = Lru(SNAPSHOTS_CACHED, budget=SNAPSHOTS_BUDGET_BYTES,
-                                                                  weigh=snapshot_weight)
+# Keyed by (generation, version); weighed by snapshot_weight.
+_snapshots: Lru[tuple[int, int], DeltaSnapshot] = Lru(SNAPSHOTS_CACHED, budget=SNAPSHOTS_BUDGET_BYTES)
 
 
 def _cache_for(location: str, storage_options: dict[str, str]) -> _TableCache:
     key = (location, tuple(sorted(storage_options.items())))
-    return _tables.get(key) or _tables.setdefault(key, _TableCache(key))
+    return _tables.get(key) or _tables.setdefault(key, _TableCache())
 
 
 def clear_cache() -> None:

@@ -32,15 +32,17 @@ def test_receipts() -> None:
 
 
 def test_run_records_go_once_compacted_and_old() -> None:
-    assert gc_rules.compacted_record("r", "run", 91 * DAY, compacted=True, policy=POLICY) is not None
-    assert gc_rules.compacted_record("r", "run", 91 * DAY, compacted=False, policy=POLICY) is None
-    assert gc_rules.compacted_record("r", "run", 89 * DAY, compacted=True, policy=POLICY) is None
+    runs = POLICY.committed_receipt_age_s
+    assert gc_rules.compacted_record("r", "run", 91 * DAY, compacted=True, kept_s=runs) is not None
+    assert gc_rules.compacted_record("r", "run", 91 * DAY, compacted=False, kept_s=runs) is None
+    assert gc_rules.compacted_record("r", "run", 89 * DAY, compacted=True, kept_s=runs) is None
 
 
 def test_metrics_reports_go_a_week_after_they_were_compacted() -> None:
-    assert gc_rules.compacted_report("r", 8 * DAY, compacted=True, policy=POLICY) is not None
-    assert gc_rules.compacted_report("r", 91 * DAY, compacted=False, policy=POLICY) is None  # not yet in the history
-    assert gc_rules.compacted_report("r", 6 * DAY, compacted=True, policy=POLICY) is None
+    reports = POLICY.compacted_report_age_s
+    assert gc_rules.compacted_record("r", "report", 8 * DAY, compacted=True, kept_s=reports) is not None
+    assert gc_rules.compacted_record("r", "report", 91 * DAY, compacted=False, kept_s=reports) is None  # uncompacted
+    assert gc_rules.compacted_record("r", "report", 6 * DAY, compacted=True, kept_s=reports) is None
 
 
 def test_expired_versions_go_but_a_later_lineage_s_stay() -> None:
