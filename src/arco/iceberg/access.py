@@ -19,12 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
-
 from arco.iceberg.errors import BadRequest, Forbidden, IcebergError
 from arco.inline import refuse_to_wait
 from arco.settings import ServerSettings
-from arco.storage.s3 import client_config
+from arco.storage.s3_options import client_config
 from arco.vending import signing
 from arco.vending.locations import InvalidLocation, is_local, parse_location
 from arco.vending.model import Access, VendingFailed, VendingUnavailable
@@ -140,6 +138,8 @@ class StorageAccess:
         """The server's own S3 keys (storage options, else the SDK's usual sources), which sign for clients."""
         if self._signing_credentials is None:
             refuse_to_wait()  # the SDK's sources may include a metadata service
+            import boto3  # noqa: PLC0415 - only S3 warehouses sign: a local one's server starts without the SDK
+
             session = boto3.session.Session(aws_access_key_id=self.options.get("s3.access-key-id"),
                                             aws_secret_access_key=self.options.get("s3.secret-access-key"),
                                             aws_session_token=self.options.get("s3.session-token"))

@@ -11,10 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from arco.catalog.model import TableEntry
 from arco.catalog.securables import SecurableEntry
@@ -42,6 +39,9 @@ CHANGE_QUERY_FIELDS = ("startingVersion", "endingVersion", "startingTimestamp", 
                        "includeHistoricalMetadata", "includeHistoricalProtocol")
 CACHED_ANSWERS = 4  # file-line sets kept (one per table version, format, recipient and URL expiry step)
 CACHED_CDF_PARTITIONS = 1024  # partition values of saved change-data files, kept not to read the files again
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -379,9 +379,7 @@ class TableReads:
                 if data.num_rows == 0 or (partition_columns and
                                           delta_source.single_partition(data, partition_columns) is None):
                     return None
-                sink = pa.BufferOutputStream()
-                pq.write_table(data, sink)
-                self.storage.put(key, sink.getvalue().to_pybytes(), DoesNotExist())
+                self.storage.put(key, delta_source.parquet_bytes(data), DoesNotExist())
                 existing = self.storage.head(key)
             assert existing is not None
             partition = self._cdf_partition(key, partition_columns, data)
@@ -418,7 +416,7 @@ class TableReads:
             known = self._cdf_partitions.get(key)
         if known is None:
             if data is None:
-                data = pq.read_table(pa.BufferReader(self.storage.get(key).data), columns=None)
+                data = delta_source.read_parquet(self.storage.get(key).data)
             known = delta_source.single_partition(data, columns) or {}
             with self._lines_lock:
                 self._cdf_partitions[key] = known

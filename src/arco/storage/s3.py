@@ -15,7 +15,6 @@ precondition and turn our success into a ``PreconditionFailed``; a failure in tr
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from typing import Any
 
@@ -41,6 +40,9 @@ from arco.storage.base import (
 )
 from arco.storage.http_objects import HttpObjectReads
 from arco.storage.prefixed import PrefixedKeys
+from arco.storage.s3_options import client_config, endpoint_of
+from arco.storage.s3_options import path_style as _path_style
+from arco.storage.s3_options import region as _region
 from arco.storage.s3_wire import S3Wire
 
 PRECONDITION_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412"}
@@ -53,32 +55,6 @@ def _session(options: dict[str, str]) -> Any:
         aws_secret_access_key=options.get("s3.secret-access-key"),
         aws_session_token=options.get("s3.session-token"),
     )
-
-
-def endpoint_of(options: dict[str, str]) -> str | None:
-    """The S3 endpoint the options or the AWS SDK's environment name (None: AWS itself)."""
-    return options.get("s3.endpoint") or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-
-
-def _path_style(options: dict[str, str]) -> bool:
-    return options.get("s3.path-style-access", "true" if endpoint_of(options) else "false").lower() == "true"
-
-
-def _region(options: dict[str, str]) -> str:
-    return options.get("s3.region") or os.environ.get("AWS_REGION") or "us-east-1"
-
-
-def client_config(options: dict[str, str]) -> dict[str, str]:
-    """The non-secret FileIO properties that reach the S3 these options reach (a vended credential's config, and
-    with the server's own keys, its own Iceberg reads): the endpoint, region and addressing of this module's own
-    client."""
-    config = {"s3.region": _region(options), "client.region": _region(options)}
-    endpoint = endpoint_of(options)
-    if endpoint:
-        config["s3.endpoint"] = endpoint
-    if _path_style(options):
-        config["s3.path-style-access"] = "true"
-    return config
 
 
 def _client(options: dict[str, str], retries: int, signature_version: str | None = None,

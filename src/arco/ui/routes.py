@@ -8,12 +8,12 @@ signed-in principal.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote
 
 import orjson
-from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -24,7 +24,9 @@ from arco.auth.principals import Principal
 from arco.catalog.names import MAX_NAME_LENGTH
 from arco.ui import pages, session
 from arco.ui.paths import API_PREFIX
-from arco.ui.table_page import table_page, when
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 # No inline script or style, nothing from elsewhere: an injected tag could not run even if escaping failed.
 SECURITY_HEADERS = {
@@ -52,7 +54,14 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+@functools.cache
 def _environment() -> Environment:
+    """The templates, made on the first page asked for: Jinja, and the table page's modules (pyarrow, for the
+    history and lineage it reads), are a tenth of a server's start time, which every API server would pay."""
+    from jinja2 import Environment, PackageLoader, select_autoescape  # noqa: PLC0415
+
+    from arco.ui.table_page import when  # noqa: PLC0415
+
     env = Environment(loader=PackageLoader("arco.ui", "templates"), autoescape=select_autoescape(default=True),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["q"] = lambda value: quote(str(value), safe="")
@@ -79,11 +88,9 @@ def clip(value: object, limit: int = SHOWN_TEXT_CHARS) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters; the API gives all of it)"
 
 
-ENV = _environment()
-
 
 def render(template: str, http_status: int = 200, **context: Any) -> HTMLResponse:
-    html = ENV.get_template(template).render(**context)
+    html = _environment().get_template(template).render(**context)
     return HTMLResponse(html, status_code=http_status, headers=SECURITY_HEADERS)
 
 
@@ -160,6 +167,8 @@ def _schema(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
 
 
 def _table(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
+    from arco.ui.table_page import table_page  # noqa: PLC0415 - see _environment
+
     view = table_page(request.app.state, caller, request.path_params["full_name"], _version_page(request))
     return "table.html", {"view": view}
 
@@ -269,6 +278,8 @@ def api(build: Callable[[Request, Principal], Any]) -> Callable[[Request], Await
 
 
 def _api_table(request: Request, caller: Principal) -> Any:
+    from arco.ui.table_page import table_page  # noqa: PLC0415 - see _environment
+
     view = table_page(request.app.state, caller, request.path_params["full_name"], _version_page(request))
     body = orjson.loads(orjson.dumps(view, option=orjson.OPT_NON_STR_KEYS))
     # The words the page shows, for scripts too.

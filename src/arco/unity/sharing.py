@@ -15,7 +15,6 @@ import uuid
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import orjson
 
 from arco.auth import decisions as can
@@ -448,6 +447,8 @@ class SharingService:
         # the call cannot be used to tell which hosts and ports answer.
         unanswered = UnityError(502, "BAD_GATEWAY", f"provider {name}'s sharing server did not answer as a Delta "
                                                     "Sharing server does")
+        import httpx  # noqa: PLC0415 - a provider's shares are rarely listed: a server starts without the client
+
         try:
             _check_endpoint(profile["endpoint"])  # also for providers stored before endpoints were checked
             response = httpx.get(profile["endpoint"].rstrip("/") + "/shares", timeout=10, follow_redirects=False,

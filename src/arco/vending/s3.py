@@ -15,7 +15,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from arco.settings import ServerSettings
-from arco.storage.s3 import client_config, endpoint_of
+from arco.storage.s3_options import client_config, endpoint_of
 from arco.vending.locations import StorageLocation
 from arco.vending.model import Access, VendedCredential, VendingFailed, VendingUnavailable
 from arco.vending.s3_policy import session_name, session_policy
