@@ -116,6 +116,8 @@ def marker_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> l
     service = TableService(CatalogStore(storage), storage)
     chosen = []
     for meta in storage.list(MARKERS):
+        if not gc_rules.marker_may_be_due(now - meta.modified_at, policy):
+            continue
         found = storage.get_or_none(meta.key)
         if found is None:
             continue
@@ -219,6 +221,8 @@ def txn_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> list
     records, pointers = TxnRecords(storage), PointerStore(storage)
     chosen = []
     for meta in storage.list(TXNS):
+        if now - meta.modified_at <= policy.txn_record_age_s:
+            continue  # no rule deletes a record this young (gc_rules.txn_record): not read
         record = records.load(meta.key[len(TXNS):-len(".json")])
         if record is None:
             continue

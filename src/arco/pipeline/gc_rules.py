@@ -14,6 +14,8 @@ from arco.iceberg.file_names import metadata_sequence
 
 HOUR = 3600.0
 DAY = 24 * HOUR
+# How far a writer's clock and the store's may disagree before a marker is read a run later than it could be.
+CLOCK_ALLOWANCE_S = HOUR
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,15 @@ class GcPolicy:
 class Deletion:
     key: str
     reason: str
+
+
+def marker_may_be_due(listed_age_s: float, policy: GcPolicy) -> bool:
+    """Whether a marker the store last wrote ``listed_age_s`` ago may be due, before it is read (a read per marker
+    was most of a run on a busy warehouse: every keyed request leaves one). Each marker rule counts from a time its
+    writer put in it as it wrote it (claimed, taken over, finished), so a marker written more recently than the
+    shortest rule's age, less :data:`CLOCK_ALLOWANCE_S`, is not due. Skipping one only ever delays its deletion."""
+    shortest = min(policy.key_lifetime_s, policy.in_progress_timeout_s) + policy.grace_s
+    return listed_age_s > shortest - CLOCK_ALLOWANCE_S
 
 
 def finished_marker(key: str, age_s: float, policy: GcPolicy) -> Deletion | None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
+import itertools
 import os
 import secrets
 import stat
@@ -34,6 +35,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from arco.storage import local_listing
 from arco.storage.base import (
     Capabilities,
     Deleted,
@@ -146,6 +148,7 @@ class LocalBackend(StorageBackend):
             raise StorageError(f"cannot use {self.root} as a warehouse directory: {exc}") from exc
         self._locks = _StripedLocks(self.root / _LOCK_DIR)
         self._root_prefix = f"{self.root}/"
+        self._cursors = local_listing.Cursors()
 
     # -- reading -------------------------------------------------------------------------------------------
 
@@ -310,42 +313,33 @@ class LocalBackend(StorageBackend):
 
     # -- listing -------------------------------------------------------------------------------------------
 
-    def _walk(self, directory: Path, rel: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
-        try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except (FileNotFoundError, NotADirectoryError):
-            return
-        for entry in entries:
-            if not rel and entry.name.startswith(RESERVED_PREFIX):
-                continue
-            key = f"{rel}{entry.name}"
-            if entry.is_dir(follow_symlinks=False):
-                yield from self._walk(Path(entry.path), key + "/")
-            elif entry.is_file(follow_symlinks=False):
-                yield key, entry
-
     def list_page(self, prefix: str = "", page_size: int = 1000, page_token: str | None = None) -> ListPage:
         check_prefix(prefix)
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
-        # Start the walk at the deepest directory the prefix names completely.
-        base_rel = prefix[: prefix.rfind("/") + 1]
+        suspended = self._cursors.take(prefix, page_token) if page_token is not None else None
+        if suspended is None:
+            # Start at the deepest directory the prefix names completely (arco.storage.local_listing).
+            base_rel = prefix[: prefix.rfind("/") + 1]
+            suspended = local_listing.Walk(local_listing.walk(str(self.root), base_rel, prefix, page_token,
+                                                              RESERVED_PREFIX))
         keys: list[ObjectMeta] = []
         with _io(f"list {prefix!r}"):
-            found = sorted(self._walk(self.root / base_rel, base_rel), key=lambda kv: kv[0])
-        for key, entry in found:
-            if not key.startswith(prefix) or (page_token is not None and key <= page_token):
-                continue
-            try:
-                with _io(f"list {prefix!r}"):
-                    st = entry.stat()
-            except FileNotFoundError:
-                continue
-            keys.append(ObjectMeta(key=key, size=st.st_size, version=_version_of(st), modified_at=st.st_mtime))
-            if len(keys) > page_size:
-                break
+            while len(keys) <= page_size:  # one more than the page: the next page's first, and whether there is one
+                key = next(suspended.keys, None)
+                if key is None:
+                    break
+                try:
+                    st = os.stat(self._root_prefix + key, follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # deleted since its directory was read
+                keys.append(ObjectMeta(key=key, size=st.st_size, version=_version_of(st), modified_at=st.st_mtime))
         if len(keys) > page_size:
-            return ListPage(objects=keys[:page_size], next_token=keys[page_size - 1].key)
+            next_token = keys[page_size - 1].key
+            # The key read beyond the page goes back first (looked at again then: it may be deleted meanwhile).
+            self._cursors.keep(prefix, next_token,
+                               local_listing.Walk(itertools.chain([keys[page_size].key], suspended.keys)))
+            return ListPage(objects=keys[:page_size], next_token=next_token)
         return ListPage(objects=keys, next_token=None)
 
     # -- interrupted writes ------------------------------------------------------------------------------

@@ -16,6 +16,19 @@ def test_finished_markers_live_for_the_key_lifetime_plus_grace() -> None:
     assert gc_rules.finished_marker("m", HOUR + DAY + 1, POLICY) is not None
 
 
+def test_a_marker_is_read_only_once_some_rule_could_delete_it() -> None:
+    shortest = POLICY.in_progress_timeout_s + POLICY.grace_s  # shorter than the key lifetime + grace here
+    assert shortest < POLICY.key_lifetime_s + POLICY.grace_s
+    assert not gc_rules.marker_may_be_due(0, POLICY)
+    assert not gc_rules.marker_may_be_due(shortest - gc_rules.CLOCK_ALLOWANCE_S - 1, POLICY)
+    assert gc_rules.marker_may_be_due(shortest - gc_rules.CLOCK_ALLOWANCE_S + 1, POLICY)
+    # Every marker the rules would delete is read: the rules' youngest deletable ages are past the threshold.
+    assert gc_rules.finished_marker("m", HOUR + DAY + 1, POLICY) is not None
+    assert gc_rules.marker_may_be_due(HOUR + DAY + 1, POLICY)
+    assert gc_rules.stale_in_progress_marker("m", shortest + 1, landed=False, policy=POLICY) is not None
+    assert gc_rules.marker_may_be_due(shortest + 1, POLICY)
+
+
 def test_a_stale_in_progress_marker_goes_only_if_its_change_never_landed() -> None:
     old = POLICY.in_progress_timeout_s + DAY + 1
     assert gc_rules.stale_in_progress_marker("m", old, landed=False, policy=POLICY) is not None
