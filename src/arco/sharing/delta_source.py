@@ -312,6 +312,9 @@ def _build_snapshot(table: DeltaTable, timestamps: dict[int, int]) -> DeltaSnaps
     return DeltaSnapshot(shared, protocol, needs_delta)
 
 
+_TableKey = tuple[str, tuple[tuple[str, str], ...]]
+
+
 class _TableCache:
     """One table's latest-tracking ``DeltaTable``; its snapshots are kept in :data:`_snapshots`.
 
@@ -319,7 +322,8 @@ class _TableCache:
     then costs a look at the log for commits newer than the cached version (``update_incremental``) instead of a
     replay of the whole log and a conversion of every add action."""
 
-    def __init__(self) -> None:
+    def __init__(self, key: _TableKey) -> None:
+        self.key = key
         self.lock = threading.Lock()
         self.table: DeltaTable | None = None
         # Snapshots are cached under it, unique to this entry and this log: a new one when the log was rewritten, and
@@ -344,6 +348,12 @@ class _TableCache:
     def cached(self, version: int) -> DeltaSnapshot | None:
         return _snapshots.get((self.generation, version))
 
+    def weigh(self, files: int) -> None:
+        """Weigh this entry by the files of its table's latest version, which its ``DeltaTable`` holds (in delta-rs,
+        outside Python's heap), once a snapshot of that version told how many there are."""
+        _tables.put(self.key, self, unless=lambda held: held is not self,  # a newer entry for the place stays
+                    weight=TABLE_BYTES + DELTA_TABLE_FILE_BYTES * files)
+
     def remember(self, snap: DeltaSnapshot) -> DeltaSnapshot:
         # Weighed here, not under the cache's lock: a snapshot of many files takes a while to weigh.
         _snapshots.put((self.generation, snap.version.version), snap, weight=snapshot_weight(snap))
@@ -360,21 +370,26 @@ def snapshot_weight(snap: DeltaSnapshot) -> int:
     return 4096 + sum(FILE_OVERHEAD_BYTES + len(f.url) + len(f.id) + len(f.stats or "") for f in snap.version.files)
 
 
-_TableKey = tuple[str, tuple[tuple[str, str], ...]]
 _generations = itertools.count()
 CACHED_TABLES = 64
 SNAPSHOTS_CACHED = 3 * CACHED_TABLES
 # Snapshots are bounded by their files' size as well as by count: a count alone let a few tables of very many
 # files hold hundreds of MB. A snapshot heavier than the whole budget is built again for each query instead.
 SNAPSHOTS_BUDGET_BYTES = 128 << 20
-_tables: Lru[_TableKey, _TableCache] = Lru(CACHED_TABLES)
+# The tables' DeltaTable objects likewise: a DeltaTable keeps its version's add actions in Arrow, 60-210 bytes a
+# file by the process's resident memory (three opens of a table of 20,000 files), so 64 tables of a million files
+# each would hold gigabytes. An entry is weighed when a snapshot of its latest version counts the files.
+TABLE_BYTES = 64 << 10
+DELTA_TABLE_FILE_BYTES = 200
+TABLES_BUDGET_BYTES = 256 << 20
+_tables: Lru[_TableKey, _TableCache] = Lru(CACHED_TABLES, budget=TABLES_BUDGET_BYTES, weigh=lambda _: TABLE_BYTES)
 # Keyed by (generation, version); weighed by snapshot_weight.
 _snapshots: Lru[tuple[int, int], DeltaSnapshot] = Lru(SNAPSHOTS_CACHED, budget=SNAPSHOTS_BUDGET_BYTES)
 
 
 def _cache_for(location: str, storage_options: dict[str, str]) -> _TableCache:
     key = (location, tuple(sorted(storage_options.items())))
-    return _tables.get(key) or _tables.setdefault(key, _TableCache())
+    return _tables.get(key) or _tables.setdefault(key, _TableCache(key))
 
 
 def clear_cache() -> None:
@@ -403,7 +418,9 @@ def snapshot(location: str, storage_options: dict[str, str], *, version: int | N
             return cached
         if version == table.version():
             latest_commit = {int(h["version"]): int(h["timestamp"]) for h in table.history(1)}
-            return entry.remember(_build_snapshot(table, latest_commit))
+            snap = entry.remember(_build_snapshot(table, latest_commit))
+            entry.weigh(len(snap.version.files))
+            return snap
         # Read from the latest table: an old version's own history is numbered wrongly (commit_timestamps).
         if timestamps is None:
             timestamps = commit_timestamps(table)

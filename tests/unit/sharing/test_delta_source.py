@@ -223,3 +223,32 @@ def test_a_table_made_again_at_the_same_place_is_not_answered_from_its_predecess
     shutil.rmtree(location)
     _append_versions(location, 1, 5)
     assert len(delta_source.snapshot(location, {}).version.files) == 5
+
+
+def test_cached_tables_stay_within_their_budget_by_the_files_their_delta_tables_hold(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def weight(files: int) -> int:
+        return delta_source.TABLE_BYTES + delta_source.DELTA_TABLE_FILE_BYTES * files
+
+    budget = weight(20) + weight(40)  # the two largest, not the smallest beside them
+    monkeypatch.setattr(delta_source, "_tables", delta_source.Lru(64, budget=budget,
+                                                                  weigh=lambda _: delta_source.TABLE_BYTES))
+    for name, files in (("small", 10), ("middle", 20), ("large", 40)):
+        _append_versions(str(tmp_path / name), 1, files)
+        assert len(delta_source.snapshot(str(tmp_path / name), {}).version.files) == files
+        assert delta_source._tables.weight <= budget
+    assert delta_source._tables.weight == weight(20) + weight(40)
+    assert [key[0] for key in delta_source._tables._items] == [str(tmp_path / "middle"), str(tmp_path / "large")]
+    # Forgotten, the small table is opened again and answered as before.
+    assert len(delta_source.snapshot(str(tmp_path / "small"), {}).version.files) == 10
+
+
+def test_a_table_heavier_than_the_whole_budget_is_served_and_not_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(delta_source, "_tables", delta_source.Lru(64, budget=delta_source.TABLE_BYTES + 1000,
+                                                                  weigh=lambda _: delta_source.TABLE_BYTES))
+    location = str(tmp_path / "t")
+    _append_versions(location, 2, 10)
+    for _ in range(2):
+        assert len(delta_source.snapshot(location, {}).version.files) == 20
+        assert len(delta_source._tables) == 0 and delta_source._tables.weight == 0
