@@ -79,13 +79,22 @@ class Cursors:
 
     def take(self, prefix: str, token: str) -> Walk | None:
         with self._lock:
-            found = self._walks.pop((prefix, token), None)
-        if found is None or time.monotonic() - found.suspended_at > self._ttl_s:
-            return None
-        return found
+            self._forget_expired()
+            return self._walks.pop((prefix, token), None)
 
     def keep(self, prefix: str, token: str, suspended: Walk) -> None:
         with self._lock:
+            self._forget_expired()
             self._walks[(prefix, token)] = suspended
             while len(self._walks) > self._size:
                 self._walks.popitem(last=False)
+
+    def _forget_expired(self) -> None:
+        """Drop the walks suspended too long ago, oldest first: a listing its caller stopped reading (the first
+        object under a prefix, say) holds the names of the directories on its way."""
+        now = time.monotonic()
+        while self._walks:
+            oldest = next(iter(self._walks.values()))
+            if now - oldest.suspended_at <= self._ttl_s:
+                return
+            self._walks.popitem(last=False)

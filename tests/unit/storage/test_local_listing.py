@@ -122,3 +122,17 @@ def test_a_page_after_the_cursor_expired_reads_only_its_way(tmp_path: Path, monk
     assert [m.key for m in second.objects][:1] == ["t/10/002"]  # sorted: t/0, t/1, t/10, ...
     # The top directory, the ones the token lies in or after until the page is full, and none before it.
     assert read[:2] == ["t/", "t/10/"] and "t/0/" not in read and "t/1/" not in read
+
+
+def test_walks_no_page_comes_for_are_forgotten(tmp_path: Path) -> None:
+    local, _ = both(tmp_path, [f"d/{i:02d}" for i in range(30)])
+    local._cursors = local_listing.Cursors(size=4, ttl_s=60.0)
+    for _ in range(6):  # six listings read one page each and stop: at most four walks are kept
+        assert local.list_page("d/", page_size=5).next_token == "d/04"
+    assert len(local._cursors._walks) == 1  # the same (prefix, token): the newest walk replaced the others
+    for prefix in ("", "d", "d/0", "d/1", "d/2"):
+        local.list_page(prefix, page_size=2)
+    assert len(local._cursors._walks) == 4
+    local._cursors._ttl_s = 0.0  # as if a while passed: the next walk suspended drops them all
+    local.list_page("d/", page_size=5)
+    assert list(local._cursors._walks) == [("d/", "d/04")]
