@@ -42,10 +42,14 @@ from arco.storage.object_calls import Reply, sent, unavailable
 from arco.storage.prefixed import PrefixedKeys
 
 
+def _anonymous(options: dict[str, str]) -> bool:
+    return options.get("gcs.no-auth", "false").lower() == "true"
+
+
 def _client(options: dict[str, str]) -> gcs.Client:
     endpoint = options.get("gcs.service.host") or os.environ.get("STORAGE_EMULATOR_HOST")
     project = options.get("gcs.project-id") or os.environ.get("GOOGLE_CLOUD_PROJECT")
-    anonymous = options.get("gcs.no-auth", "false").lower() == "true"
+    anonymous = _anonymous(options)
     kwargs: dict[str, Any] = {"project": project or "arco"}
     if anonymous:
         kwargs["credentials"] = AnonymousCredentials()
@@ -75,10 +79,16 @@ class GcsBackend(PrefixedKeys, StorageBackend):
                              ca_file=requests_ca_bundle())
 
     def fileio_properties(self) -> dict[str, str]:
-        properties = {"gcs.project-id": self._client.project or ""}
+        # Arco's Arrow FileIO: PyIceberg's cannot read or write anonymously (without a token it looks for the
+        # machine's Google credentials, and on a store without auth retried for 15 minutes); with credentials it is
+        # PyIceberg's, which finds them where this module's client does (the application default credentials).
+        properties = {"py-io-impl": "arco.storage.arrow_fileio.ArrowFileIO",
+                      "gcs.project-id": self._client.project or ""}
         endpoint = self._options.get("gcs.service.host") or os.environ.get("STORAGE_EMULATOR_HOST")
         if endpoint:
             properties["gcs.service.host"] = endpoint
+        if _anonymous(self._options):
+            properties["gcs.no-auth"] = "true"  # the option's own name (arco.storage.arrow_fileio reads it)
         return properties
 
     def _unavailable(self, what: str, key: str, reply: Reply) -> StorageUnavailable:
