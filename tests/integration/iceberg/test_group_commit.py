@@ -372,7 +372,9 @@ def test_gc_removes_group_records_outside_the_history_and_counts_member_receipts
     chosen = group_record_deletions(table.storage, policy, now)
     assert [d.key for d in chosen] == [group_record_key(uuid, lost)]
     assert group_record_deletions(table.storage, policy, time.time()) == []  # too young to judge
-    # Every member's receipt names the same committed file: GC knows it was a table version.
+    # Every member's receipt names the same committed file: GC knows it was a table version. The receipts are
+    # written after the answers, on the after-answer pool: wait for them.
+    assert after_answer.drain(10)
     assert hashlib.sha256(landed.encode()).hexdigest() in known_commit_keys(table.storage)
 
 
