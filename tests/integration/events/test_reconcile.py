@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 
+from arco.events import after_answer
 from arco.events.receipts import EVENTS, catalog_receipt_key, iceberg_receipt_key
 from arco.events.reconcile import reconcile_catalog_log, reconcile_table, table_history
 from arco.iceberg import commit
@@ -20,6 +21,7 @@ def commit_n(h: Harness, n: int, name: str = "t") -> None:
 
 
 def receipts(h: Harness, kind: str) -> list[str]:
+    assert after_answer.drain(10)  # committed receipts are written after the commits' answers, on another thread
     return sorted(m.key for m in h.storage.list(f"{EVENTS}/") if f"/{kind}/" in m.key)
 
 
