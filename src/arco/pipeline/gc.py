@@ -221,8 +221,8 @@ def txn_deletions(storage: StorageBackend, policy: GcPolicy, now: float) -> list
     records, pointers = TxnRecords(storage), PointerStore(storage)
     chosen = []
     for meta in storage.list(TXNS):
-        if now - meta.modified_at <= policy.txn_record_age_s:
-            continue  # no rule deletes a record this young (gc_rules.txn_record): not read
+        if not gc_rules.txn_record_may_be_due(now - meta.modified_at, policy):
+            continue  # not read: no rule deletes a record this young
         record = records.load(meta.key[len(TXNS):-len(".json")])
         if record is None:
             continue

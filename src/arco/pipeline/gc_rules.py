@@ -120,8 +120,13 @@ def group_record(key: str, age_s: float, in_history: bool, policy: GcPolicy) -> 
     return Deletion(key, "group record of a metadata file outside its table's history")
 
 
+def txn_record_may_be_due(age_s: float, policy: GcPolicy) -> bool:
+    """Whether a transaction record this old may go, before it is read (:func:`txn_record` decides)."""
+    return age_s > policy.txn_record_age_s
+
+
 def txn_record(key: str, state: str, age_s: float, referenced: bool, policy: GcPolicy) -> Deletion | None:
-    if referenced or state == "PENDING" or age_s <= policy.txn_record_age_s:
+    if referenced or state == "PENDING" or not txn_record_may_be_due(age_s, policy):
         return None
     return Deletion(key, f"{state.lower()} transaction record no pointer refers to")
 

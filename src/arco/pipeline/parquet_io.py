@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 from arco.storage.base import StorageBackend
 
 
-def parquet_bytes(table: pa.Table) -> bytes:
+def parquet_bytes(table: pa.Table, compression: str = "zstd") -> bytes:
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd")
+    pq.write_table(table, sink, compression=compression)
     return sink.getvalue().to_pybytes()
 
 

@@ -457,23 +457,6 @@ def change_rows(location: str, storage_options: dict[str, str], version: int) ->
     return data.drop_columns([c for c in ("_commit_version", "_commit_timestamp") if c in data.column_names])
 
 
-def parquet_bytes(data: pa.Table) -> bytes:
-    """``data`` as one Parquet file (a version's saved change data)."""
-    import pyarrow as pa  # noqa: PLC0415 - see the module docstring (start time)
-    import pyarrow.parquet as pq  # noqa: PLC0415
-
-    sink = pa.BufferOutputStream()
-    pq.write_table(data, sink)
-    return sink.getvalue().to_pybytes()
-
-
-def read_parquet(data: bytes) -> pa.Table:
-    import pyarrow as pa  # noqa: PLC0415 - see the module docstring (start time)
-    import pyarrow.parquet as pq  # noqa: PLC0415
-
-    return pq.read_table(pa.BufferReader(data))
-
-
 # (version, timestamp, the version's partition columns) -> its change-data files (None: it has no change data)
 ChangeData = Callable[[int, int, list[str]], "list[SharedFile] | None"]
 

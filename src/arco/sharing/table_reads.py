@@ -379,7 +379,10 @@ class TableReads:
                 if data.num_rows == 0 or (partition_columns and
                                           delta_source.single_partition(data, partition_columns) is None):
                     return None
-                self.storage.put(key, delta_source.parquet_bytes(data), DoesNotExist())
+                from arco.pipeline import parquet_io  # noqa: PLC0415 - pyarrow: see arco.sharing.delta_source
+
+                # Snappy, as recipients' readers have always been given it here.
+                self.storage.put(key, parquet_io.parquet_bytes(data, "snappy"), DoesNotExist())
                 existing = self.storage.head(key)
             assert existing is not None
             partition = self._cdf_partition(key, partition_columns, data)
@@ -416,7 +419,9 @@ class TableReads:
             known = self._cdf_partitions.get(key)
         if known is None:
             if data is None:
-                data = delta_source.read_parquet(self.storage.get(key).data)
+                from arco.pipeline import parquet_io  # noqa: PLC0415 - pyarrow: see arco.sharing.delta_source
+
+                data = parquet_io.read_parquet(self.storage, key)
             known = delta_source.single_partition(data, columns) or {}
             with self._lines_lock:
                 self._cdf_partitions[key] = known

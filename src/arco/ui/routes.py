@@ -166,11 +166,14 @@ def _schema(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
     return "schema.html", {"view": view}
 
 
-def _table(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
+def _table_view(request: Request, caller: Principal) -> Any:
     from arco.ui.table_page import table_page  # noqa: PLC0415 - see _environment
 
-    view = table_page(request.app.state, caller, request.path_params["full_name"], _version_page(request))
-    return "table.html", {"view": view}
+    return table_page(request.app.state, caller, request.path_params["full_name"], _version_page(request))
+
+
+def _table(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
+    return "table.html", {"view": _table_view(request, caller)}
 
 
 def _runs(request: Request, caller: Principal) -> tuple[str, dict[str, Any]]:
@@ -278,9 +281,7 @@ def api(build: Callable[[Request, Principal], Any]) -> Callable[[Request], Await
 
 
 def _api_table(request: Request, caller: Principal) -> Any:
-    from arco.ui.table_page import table_page  # noqa: PLC0415 - see _environment
-
-    view = table_page(request.app.state, caller, request.path_params["full_name"], _version_page(request))
+    view = _table_view(request, caller)
     body = orjson.loads(orjson.dumps(view, option=orjson.OPT_NON_STR_KEYS))
     # The words the page shows, for scripts too.
     for shown, version in zip(body["versions"], view.versions, strict=True):
