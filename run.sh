@@ -54,6 +54,14 @@ setup_runtime() {
     "$PY" -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24" "setuptools>=68" wheel
   fi
   install_locked requirements.lock
+  compile_package
+}
+
+# Byte-compile Arco's own modules, which pip does not do for an editable install. Where PYTHONDONTWRITEBYTECODE is set
+# (as in many container images) Python would otherwise compile them from source at every server start and CLI call:
+# a quarter of a server's start. Only files changed since their last compilation are compiled again.
+compile_package() {
+  "$PY" -m compileall -q -j 0 src/arco >/dev/null
 }
 
 ensure_java() {

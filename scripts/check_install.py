@@ -7,7 +7,9 @@ module that imports a package only the tests install fails here, as it would for
    not reach) names a module that imports;
 2. `arco serve` starts on a new local warehouse and answers every GET route of every API without a 500, and the
    code paths that import lazily (a Delta Sharing provider's shares) run;
-3. each `arco pipeline` job runs on that warehouse (Spark on local[2]; needs Java 17).
+3. each `arco pipeline` job runs on that warehouse (Spark on local[2]; needs Java 17);
+4. every module of the package has bytecode current with its source (setup compiles it: an editable install is not
+   compiled by pip, and where PYTHONDONTWRITEBYTECODE is set Python would compile it again at every start).
 
 Usage: .venv/bin/python scripts/check_install.py [--skip-pipeline]
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
+import importlib.util
 import json
 import os
 import socket
@@ -67,6 +70,33 @@ def check_imports() -> None:
         sys.exit("imports that fail in the runtime install (add the package to pyproject's dependencies):\n  "
                  + "\n  ".join(failures))
     print(f"ok: {len(imported_modules())} imported modules resolve in the runtime install")
+
+
+def stale_bytecode() -> list[str]:
+    """The package's source files whose cached bytecode is missing or does not match them, by the rule the import
+    system applies to a timestamp-checked ``.pyc`` (its header's magic number, flags, source mtime and size)."""
+    stale = []
+    for path in sorted(SOURCE.rglob("*.py")):
+        cached = Path(importlib.util.cache_from_source(str(path)))
+        source = path.stat()
+        try:
+            header = cached.read_bytes()[:16]
+        except OSError:
+            header = b""
+        expected = (importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little")
+                    + (int(source.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
+                    + (source.st_size & 0xFFFFFFFF).to_bytes(4, "little"))
+        if header != expected:
+            stale.append(str(path.relative_to(REPO)))
+    return stale
+
+
+def check_bytecode() -> None:
+    stale = stale_bytecode()
+    if stale:
+        sys.exit(f"{len(stale)} modules have no current bytecode after setup (run.sh's compile_package), e.g. "
+                 + ", ".join(stale[:5]))
+    print(f"ok: the package's {len(list(SOURCE.rglob('*.py')))} modules are byte-compiled")
 
 
 def _importable(name: str) -> bool:
@@ -187,6 +217,7 @@ def main() -> None:
     args = parser.parse_args()
     arco = Path(sys.executable).parent / "arco"
     check_imports()
+    check_bytecode()
     with tempfile.TemporaryDirectory(prefix="arco-install-check-") as tmp:
         warehouse = Path(tmp) / "warehouse"
         check_server(warehouse, arco)
