@@ -61,7 +61,8 @@ setup_runtime() {
 # (as in many container images) Python would otherwise compile them from source at every server start and CLI call:
 # a quarter of a server's start. Only files changed since their last compilation are compiled again.
 compile_package() {
-  "$PY" -m compileall -q -j 0 src/arco >/dev/null
+  "$PY" -m compileall -q -j 0 src/arco >/dev/null ||
+    say "note: src/arco could not be byte-compiled (not writable?); Arco still runs, its starts are slower"
 }
 
 ensure_java() {
