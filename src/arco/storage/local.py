@@ -321,8 +321,9 @@ class LocalBackend(StorageBackend):
         if suspended is None:
             # Start at the deepest directory the prefix names completely (arco.storage.local_listing).
             base_rel = prefix[: prefix.rfind("/") + 1]
-            suspended = local_listing.Walk(local_listing.walk(str(self.root), base_rel, prefix, page_token,
-                                                              RESERVED_PREFIX))
+            after = local_listing.after_key(page_token) if page_token is not None else None
+            suspended = local_listing.Walk(local_listing.walk(str(self.root), base_rel, prefix, after,
+                                                              RESERVED_PREFIX), local_listing.new_walk_name())
         keys: list[ObjectMeta] = []
         with _io(f"list {prefix!r}"):
             while len(keys) <= page_size:  # one more than the page: the next page's first, and whether there is one
@@ -335,10 +336,10 @@ class LocalBackend(StorageBackend):
                     continue  # deleted since its directory was read
                 keys.append(ObjectMeta(key=key, size=st.st_size, version=_version_of(st), modified_at=st.st_mtime))
         if len(keys) > page_size:
-            next_token = keys[page_size - 1].key
+            next_token = local_listing.page_token(keys[page_size - 1].key, suspended.name)
             # The key read beyond the page goes back first (looked at again then: it may be deleted meanwhile).
-            self._cursors.keep(prefix, next_token,
-                               local_listing.Walk(itertools.chain([keys[page_size].key], suspended.keys)))
+            self._cursors.keep(prefix, next_token, local_listing.Walk(
+                itertools.chain([keys[page_size].key], suspended.keys), suspended.name))
             return ListPage(objects=keys[:page_size], next_token=next_token)
         return ListPage(objects=keys, next_token=None)
 

@@ -127,12 +127,47 @@ def test_a_page_after_the_cursor_expired_reads_only_its_way(tmp_path: Path, monk
 def test_walks_no_page_comes_for_are_forgotten(tmp_path: Path) -> None:
     local, _ = both(tmp_path, [f"d/{i:02d}" for i in range(30)])
     local._cursors = local_listing.Cursors(size=4, ttl_s=60.0)
-    for _ in range(6):  # six listings read one page each and stop: at most four walks are kept
-        assert local.list_page("d/", page_size=5).next_token == "d/04"
-    assert len(local._cursors._walks) == 1  # the same (prefix, token): the newest walk replaced the others
-    for prefix in ("", "d", "d/0", "d/1", "d/2"):
-        local.list_page(prefix, page_size=2)
-    assert len(local._cursors._walks) == 4
+    # Six listings read one page each and stop: each has its own walk, and at most four are kept, the newest.
+    tokens = [local.list_page("d/", page_size=5).next_token for _ in range(6)]
+    assert {local_listing.after_key(token) for token in tokens if token} == {"d/04"} and len(set(tokens)) == 6
+    assert [token for _, token in local._cursors._walks] == tokens[2:]
     local._cursors._ttl_s = 0.0  # as if a while passed: the next walk suspended drops them all
-    local.list_page("d/", page_size=5)
-    assert list(local._cursors._walks) == [("d/", "d/04")]
+    last = local.list_page("d/", page_size=5).next_token
+    assert list(local._cursors._walks) == [("d/", last)]
+
+
+def test_a_listing_never_resumes_another_listings_walk(tmp_path: Path) -> None:
+    """Two listings of one prefix that reach the same key each go on with their own walk: one that went on with the
+    other's would not list a file written after the other walk read the directory, before this listing began."""
+    local, _ = both(tmp_path, [f"b/{i:03d}" for i in range(10)])
+    earlier = local.list("b/", page_size=2)
+    assert [next(earlier).key for _ in range(2)] == ["b/000", "b/001"]  # its walk has read b/
+    local.put("b/005a", b"new")
+    later = local.list("b/", page_size=4)
+    seen = [next(later).key for _ in range(4)]  # its walk is suspended after b/003
+    assert [next(earlier).key for _ in range(2)] == ["b/002", "b/003"]  # and so is the earlier one's, after b/003
+    seen += [meta.key for meta in later]
+    assert "b/005a" in seen and seen == sorted(seen) and len(seen) == 11
+
+
+def test_a_walk_kept_again_expires_as_the_newest(tmp_path: Path) -> None:
+    now = [100.0]
+    cursors = local_listing.Cursors(ttl_s=1.0, clock=lambda: now[0])
+    cursors.keep("p/", "a", local_listing.Walk(iter(["first"]), "w1"))
+    now[0] += 0.5
+    cursors.keep("q/", "b", local_listing.Walk(iter(["q"]), "w2"))
+    now[0] += 0.3
+    cursors.keep("p/", "a", local_listing.Walk(iter(["again"]), "w1"))  # at 100.8: now the newest
+    now[0] += 0.9  # 101.7: q/'s walk (kept at 100.5) is past its time, p/'s (100.8) is not
+    assert cursors.take("q/", "b") is None
+    again = cursors.take("p/", "a")
+    assert again is not None and list(again.keys) == ["again"]
+
+
+def test_a_token_without_a_walk_lists_after_its_key(tmp_path: Path) -> None:
+    """A key given as the token (as every backend takes one), or a token from a process that does not hold its walk,
+    lists on after the key."""
+    local, _ = both(tmp_path, [f"d/{i:02d}" for i in range(10)])
+    assert [m.key for m in local.list_page("d/", page_size=3, page_token="d/04").objects] == ["d/05", "d/06", "d/07"]
+    foreign = local_listing.page_token("d/07", local_listing.new_walk_name())
+    assert [m.key for m in local.list_page("d/", page_size=3, page_token=foreign).objects] == ["d/08", "d/09"]
