@@ -284,7 +284,8 @@ def storm(table: Harness, writers: int = 12, commits: int = 8) -> None:
     assert len(acked) == writers * commits - len(planted)
     fresh = table.reopen()
     metadata = current(fresh)
-    assert set(acked) <= set(metadata.properties)
+    missing = set(acked) - set(metadata.properties)
+    assert not missing, lost_commits_report(fresh, missing)
     # The metadata log is a chain: every version's log ends with the version before it.
     versions = history(fresh)
     for newer, older in pairwise(versions):
@@ -303,6 +304,31 @@ def storm(table: Harness, writers: int = 12, commits: int = 8) -> None:
     grouped = {v for v in versions if is_group_file(v)}
     assert grouped, "this many writers on two services always meet"
     assert len(list(fresh.storage.list(f"{GROUPS}/{uuid}/"))) == len(grouped)
+
+
+def lost_commits_report(h: Harness, missing: set[str]) -> str:
+    """Where acknowledged changes missing from the table's current version went: which stored metadata files hold
+    them, whether those are in the version chain, and the chain around them (a storage CAS that let two writers
+    through leaves a holder outside the chain; a commit built on a stale base leaves it inside, then dropped)."""
+    versions = history(h)
+    loaded = h.tables.load(h.catalog, ("db",), "t")
+    folder = h.tables.files.key_of(loaded.entry.location.rstrip("/") + "/metadata/")
+    chain = {h.tables.files.key_of(v): i for i, v in enumerate(versions)}  # newest first
+    lines = [f"acknowledged but missing from the current version: {sorted(missing)}",
+             f"chain of {len(versions)} versions, newest first"]
+    for meta in h.storage.list(folder):
+        if not meta.key.endswith(".metadata.json"):
+            continue
+        properties = orjson.loads(h.storage.get(meta.key).data).get("properties", {})
+        held = sorted(missing & set(properties))
+        if held:
+            place = f"chain position {chain[meta.key]}" if meta.key in chain else "NOT in the chain"
+            lines.append(f"{meta.key}: holds {held}, {place}, {len(properties)} properties")
+    for i, version in enumerate(versions[:60]):
+        data = h.tables.files.read(version)
+        lines.append(f"  {i:3d} {version.rsplit('/', 1)[-1]} props={len(data.properties)} "
+                     f"has={sorted(missing & set(data.properties))}")
+    return "\n".join(lines)
 
 
 # -- the coalescer itself ------------------------------------------------------------------------------------------
