@@ -72,11 +72,11 @@ def check_imports() -> None:
     print(f"ok: {len(imported_modules())} imported modules resolve in the runtime install")
 
 
-def stale_bytecode() -> list[str]:
-    """The package's source files whose cached bytecode is missing or does not match them, by the rule the import
-    system applies to a timestamp-checked ``.pyc`` (its header's magic number, flags, source mtime and size)."""
+def stale_bytecode(sources: list[Path]) -> list[str]:
+    """The source files whose cached bytecode is missing or does not match them, by the rule the import system
+    applies to a timestamp-checked ``.pyc`` (its header's magic number, flags, source mtime and size)."""
     stale = []
-    for path in sorted(SOURCE.rglob("*.py")):
+    for path in sources:
         cached = Path(importlib.util.cache_from_source(str(path)))
         source = path.stat()
         try:
@@ -92,11 +92,12 @@ def stale_bytecode() -> list[str]:
 
 
 def check_bytecode() -> None:
-    stale = stale_bytecode()
+    sources = sorted(SOURCE.rglob("*.py"))
+    stale = stale_bytecode(sources)
     if stale:
         sys.exit(f"{len(stale)} modules have no current bytecode after setup (run.sh's compile_package), e.g. "
                  + ", ".join(stale[:5]))
-    print(f"ok: the package's {len(list(SOURCE.rglob('*.py')))} modules are byte-compiled")
+    print(f"ok: the package's {len(sources)} modules are byte-compiled")
 
 
 def _importable(name: str) -> bool:

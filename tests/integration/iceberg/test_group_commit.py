@@ -72,6 +72,12 @@ def history(h: Harness) -> list[str]:
     return [location for location, _ in table_history(h.tables.files, loaded.pointer.pointer.current_metadata_location)]
 
 
+def metadata_folder(h: Harness) -> str:
+    """The storage prefix of the table's metadata files."""
+    loaded = h.tables.load(h.catalog, ("db",), "t")
+    return h.tables.files.key_of(loaded.entry.location.rstrip("/") + "/metadata/")
+
+
 def current(h: Harness) -> Any:
     return h.tables.load(h.catalog, ("db",), "t").metadata
 
@@ -297,9 +303,7 @@ def storm(table: Harness, writers: int = 12, commits: int = 8) -> None:
     assert all(e["group"]["actions"] == ["set-properties"] for e in changed)
     # Lost races leave nothing behind: every metadata file and group record belongs to the history.
     uuid = table_uuid(fresh)
-    loaded = fresh.tables.load(fresh.catalog, ("db",), "t")
-    folder = fresh.tables.files.key_of(loaded.entry.location.rstrip("/") + "/metadata/")
-    on_disk = {m.key for m in fresh.storage.list(folder) if m.key.endswith(".metadata.json")}
+    on_disk = {m.key for m in fresh.storage.list(metadata_folder(fresh)) if m.key.endswith(".metadata.json")}
     assert on_disk == {fresh.tables.files.key_of(v) for v in versions}
     grouped = {v for v in versions if is_group_file(v)}
     assert grouped, "this many writers on two services always meet"
@@ -311,12 +315,10 @@ def lost_commits_report(h: Harness, missing: set[str]) -> str:
     them, whether those are in the version chain, and the chain around them (a storage CAS that let two writers
     through leaves a holder outside the chain; a commit built on a stale base leaves it inside, then dropped)."""
     versions = history(h)
-    loaded = h.tables.load(h.catalog, ("db",), "t")
-    folder = h.tables.files.key_of(loaded.entry.location.rstrip("/") + "/metadata/")
     chain = {h.tables.files.key_of(v): i for i, v in enumerate(versions)}  # newest first
     lines = [f"acknowledged but missing from the current version: {sorted(missing)}",
              f"chain of {len(versions)} versions, newest first"]
-    for meta in h.storage.list(folder):
+    for meta in h.storage.list(metadata_folder(h)):
         if not meta.key.endswith(".metadata.json"):
             continue
         properties = orjson.loads(h.storage.get(meta.key).data).get("properties", {})
