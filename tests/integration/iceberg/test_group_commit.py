@@ -260,6 +260,7 @@ def test_storm_on_seaweedfs(s3_seaweedfs_bucket: StorageTarget) -> None:
 def storm(table: Harness, writers: int = 12, commits: int = 8) -> None:
     servers = [table, make_harness(table.storage.inner)]
     acked: list[str] = []
+    answered: dict[str, str] = {}  # each acknowledged change's answer: the metadata file it was told holds it
     refused: list[BaseException] = []
     lock = threading.Lock()
     planted = {(3, 2), (7, 4)}  # requests whose requirement fails on purpose
@@ -271,13 +272,14 @@ def storm(table: Harness, writers: int = 12, commits: int = 8) -> None:
             requirements = [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": 7}] \
                 if (w, n) in planted else None
             try:
-                commit_call(h, w, set_property(name, requirements=requirements))()
+                outcome = commit_call(h, w, set_property(name, requirements=requirements))()
             except IcebergError as exc:
                 with lock:
                     refused.append(exc)
                 continue
             with lock:
                 acked.append(name)
+                answered[name] = str(outcome.metadata_location)
 
     threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
     for thread in threads:
@@ -291,7 +293,9 @@ def storm(table: Harness, writers: int = 12, commits: int = 8) -> None:
     fresh = table.reopen()
     metadata = current(fresh)
     missing = set(acked) - set(metadata.properties)
-    assert not missing, lost_commits_report(fresh, missing)
+    assert not missing, lost_commits_report(fresh, missing, answered)
+    # Each request's own change is in the version it was answered with (the group commit's promise to clients).
+    assert all(name in fresh.tables.files.read(answered[name]).properties for name in acked)
     # The metadata log is a chain: every version's log ends with the version before it.
     versions = history(fresh)
     for newer, older in pairwise(versions):
@@ -310,14 +314,22 @@ def storm(table: Harness, writers: int = 12, commits: int = 8) -> None:
     assert len(list(fresh.storage.list(f"{GROUPS}/{uuid}/"))) == len(grouped)
 
 
-def lost_commits_report(h: Harness, missing: set[str]) -> str:
-    """Where acknowledged changes missing from the table's current version went: which stored metadata files hold
-    them, whether those are in the version chain, and the chain around them (a storage CAS that let two writers
-    through leaves a holder outside the chain; a commit built on a stale base leaves it inside, then dropped)."""
+def lost_commits_report(h: Harness, missing: set[str], answered: dict[str, str]) -> str:
+    """Where acknowledged changes missing from the table's current version went: the file each was answered with
+    (still stored or not, in the version chain or not), which stored metadata files hold them, and the chain around
+    them (a storage CAS that let two writers through leaves a holder outside the chain; a commit built on a stale
+    base leaves it inside, then dropped; an answer naming a file that was deleted is a lost try acknowledged)."""
     versions = history(h)
     chain = {h.tables.files.key_of(v): i for i, v in enumerate(versions)}  # newest first
     lines = [f"acknowledged but missing from the current version: {sorted(missing)}",
              f"chain of {len(versions)} versions, newest first"]
+    for name in sorted(missing):
+        key = h.tables.files.key_of(answered[name])
+        stored = h.storage.head(key) is not None
+        place = f"chain position {chain[key]}" if key in chain else "NOT in the chain"
+        holds = stored and name in orjson.loads(h.storage.get(key).data).get("properties", {})
+        lines.append(f"{name} was answered with {key}: {'stored' if stored else 'NOT stored'}, {place}, "
+                     f"{'holds' if holds else 'does NOT hold'} the change")
     for meta in h.storage.list(metadata_folder(h)):
         if not meta.key.endswith(".metadata.json"):
             continue
