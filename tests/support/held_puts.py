@@ -1,4 +1,5 @@
-"""Storage whose first put of a chosen key pattern waits until the test lets it through: a request held in flight."""
+"""Storage whose first put of a chosen key pattern is held in flight: it waits until the test lets it through
+(:class:`HeldPuts`), or its caller gets no answer while it reaches the store later (:class:`LatePuts`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from arco.storage.base import StorageBackend
+from arco.storage.base import StorageBackend, StorageUnavailable
 
 
 class HeldPuts:
@@ -55,3 +56,44 @@ def race_a_retry(held: HeldPuts, first: Callable[[], object], retry: Callable[[]
     held.release()
     started.join(10)
     again.join(10)
+
+
+class LatePuts:
+    """Wraps a backend; the first put whose key matches ``pattern`` is answered at once with
+    :class:`StorageUnavailable`, as a request whose answer never came, yet reaches the store later: it is applied
+    (with its precondition) once :meth:`release` is called. ``outcome`` is then what the store did with it."""
+
+    def __init__(self, inner: StorageBackend, pattern: str) -> None:
+        self.inner = inner
+        self.pattern = pattern
+        self.outcome: Any = None
+        self._released = threading.Event()
+        self._applied = threading.Event()
+        self._lock = threading.Lock()
+        self._late = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def put(self, key: str, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            late = not self._late and fnmatch.fnmatchcase(key, self.pattern)
+            self._late = self._late or late
+        if not late:
+            return self.inner.put(key, *args, **kwargs)
+
+        def arrive() -> None:
+            assert self._released.wait(30), "the late put was never released"
+            try:
+                self.outcome = self.inner.put(key, *args, **kwargs)
+            finally:
+                self._applied.set()
+
+        threading.Thread(target=arrive, daemon=True).start()
+        raise StorageUnavailable(f"PUT {key!r}: no answer (the request is still on its way)")
+
+    def release(self) -> Any:
+        """Let the late put reach the store; its result once it has."""
+        self._released.set()
+        assert self._applied.wait(10), "the late put never reached the store"
+        return self.outcome

@@ -62,7 +62,7 @@ from arco.iceberg.group_commit import Pending
 from arco.iceberg.run_once import CommitPointUnanswered, NotLanded
 from arco.iceberg.tables import TableService, pointer_for
 from arco.storage.backoff import backoff_delay
-from arco.storage.base import StorageError, StorageNotReached
+from arco.storage.base import StorageError, WriteNotApplied
 
 # A batch tries longer than a transaction: its tries back off with jitter (arco.iceberg.group_commit), so they
 # cost little, and a hot table served by several servers loses races as a matter of course; a server whose tries
@@ -232,10 +232,12 @@ def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]]) -> 
                                    tried.accepted[-1].item.source)
             try:
                 swapped = tables.pointers.swap(current.version, proposed).ok  # step 9, the commit point
-            except StorageNotReached:
-                raise  # never sent: as any fault before the commit point
+            except WriteNotApplied:
+                raise  # never sent, or refused in the store's answer: as any fault before the commit point
             except StorageError as exc:
-                raise CommitPointUnanswered(f"the pointer's compare-and-swap got no answer: {exc}") from exc
+                # It may still reach the store: the check of where it landed fences it first (run_once.check_landed).
+                fence = functools.partial(tables.pointers.fence, current.version, current.pointer)
+                raise CommitPointUnanswered(f"the pointer's compare-and-swap got no answer: {exc}", fence) from exc
         finally:
             side_writes.settle(receipt)  # after the CAS, or on whatever way this try ends: none outlives its request
         if swapped:

@@ -178,6 +178,13 @@ class PointerStore:
             self.forget(pointer.table_uuid)  # it changed under us: the next reader reads it afresh
         return written
 
+    def fence(self, expected_version: str, pointer: TablePointer) -> bool:
+        """Write ``pointer`` (the pointer as it was at ``expected_version``) again, if it is still at that version:
+        its bytes get a fresh ``write_id``, so its version changes and a compare-and-swap against
+        ``expected_version`` still in flight to the store can no longer land. True if it was rewritten (nothing
+        against that version had landed); False if the pointer had moved on. Raises :class:`StorageError`."""
+        return self.swap(expected_version, pointer).ok
+
     def create_or_revive(self, pointer: TablePointer,
                          orphaned: Callable[[VersionedPointer], bool] = lambda _: False) -> str | None:
         """Create the pointer, or replace by CAS a tombstone of the same uuid (the files of a dropped table or view

@@ -41,7 +41,17 @@ T = TypeVar("T")
 class CommitPointUnanswered(StorageUnavailable):
     """A write at the commit point (the pointer's compare-and-swap) was sent, or may have been, and no answer came,
     or it was refused and could not be checked against the pointer: the change may have landed. Any other storage
-    fault of a commit stops it before that point (:class:`NotLanded`)."""
+    fault of a commit stops it before that point (:class:`NotLanded`).
+
+    An unanswered write may also still be on its way: a store can apply a request after its client gave up on it.
+    Then "not in the table's history" is not yet "did not land", so ``fence`` (given for a compare-and-swap that got
+    no answer) makes sure it never will: it rewrites the pointer if it is still at the version that write expects
+    (:meth:`arco.iceberg.pointer.PointerStore.fence`), after which that write can only be refused. The check of
+    where the change landed runs after it (:func:`check_landed`)."""
+
+    def __init__(self, message: str, fence: Callable[[], object] | None = None) -> None:
+        super().__init__(message)
+        self.fence = fence
 
 
 # Waits between checks of where a commit whose compare-and-swap went unanswered landed, when storage fails them: a
@@ -53,14 +63,22 @@ STATUS_CHECK_WAITS_S = (0.25, 0.5, 1.0, 2.0)
 
 def check_landed(recover: Callable[[], T], error: BaseException) -> T:
     """``recover()`` for an attempt that ended in ``error``: tried again after each of :data:`STATUS_CHECK_WAITS_S`
-    while storage fails it if ``error`` left the commit point unanswered, else once."""
+    while storage fails it if ``error`` left the commit point unanswered, else once. An unanswered compare-and-swap
+    is fenced first (:class:`CommitPointUnanswered`), so that what the check finds is final."""
+    fence = error.fence if isinstance(error, CommitPointUnanswered) else None
+
+    def check() -> T:
+        if fence is not None:
+            fence()
+        return recover()
+
     if isinstance(error, CommitPointUnanswered):
         for wait in STATUS_CHECK_WAITS_S:
             try:
-                return recover()
+                return check()
             except StorageError:
                 time.sleep(wait)
-    return recover()
+    return check()
 
 
 def run_once(keyed: Keyed | None, work: Callable[[str | None], Outcome], recover: Recover, *,

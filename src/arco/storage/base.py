@@ -134,7 +134,13 @@ class StorageUnavailable(StorageError):
     """
 
 
-class StorageNotReached(StorageUnavailable):
+class WriteNotApplied(StorageUnavailable):
+    """A call that certainly changed nothing, and never will: it was refused in the store's answer (a 4xx other
+    than a failed precondition), failed on a local disk before its object was touched, or was never sent. A write
+    that got no answer at all is plain :class:`StorageUnavailable`: the store may apply it later."""
+
+
+class StorageNotReached(WriteNotApplied):
     """No connection to storage could be made: the call was never sent, so a write certainly did not take effect."""
 
 

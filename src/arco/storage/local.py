@@ -52,6 +52,7 @@ from arco.storage.base import (
     StorageBackend,
     StorageError,
     StorageUnavailable,
+    WriteNotApplied,
     WriteResult,
     Written,
 )
@@ -214,7 +215,7 @@ class LocalBackend(StorageBackend):
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         except OSError as exc:  # a read-only or full disk, or .arco-tmp/ removed under a running server
-            raise StorageUnavailable(f"cannot create a temporary file: {type(exc).__name__}: {exc.strerror or exc}") \
+            raise WriteNotApplied(f"cannot create a temporary file: {type(exc).__name__}: {exc.strerror or exc}") \
                 from exc
         written_ok = False
         try:
@@ -230,7 +231,7 @@ class LocalBackend(StorageBackend):
             version = _version_of(os.fstat(fd))  # link and rename keep the inode and the mtime
             written_ok = True
         except OSError as exc:
-            raise StorageUnavailable(f"cannot write a temporary file: {type(exc).__name__}: {exc.strerror or exc}") \
+            raise WriteNotApplied(f"cannot write a temporary file: {type(exc).__name__}: {exc.strerror or exc}") \
                 from exc
         finally:
             os.close(fd)
@@ -268,27 +269,32 @@ class LocalBackend(StorageBackend):
         path = self._path(key)
         tmp, version = self._write_temp(bytes(data))
         try:
-            self._ensure_parent(path)
-            if isinstance(precondition, DoesNotExist):
-                try:
-                    os.link(tmp, path)
-                except FileExistsError:
-                    return PreconditionFailed(current_version=self._current_version(path))
-            else:
-                with self._locks.hold(key):
-                    if isinstance(precondition, MatchesVersion):
-                        current = self._current_version(path)
-                        if current != precondition.version:
-                            return PreconditionFailed(current_version=current)
-                    if path.is_dir():
-                        raise StorageError(f"cannot write {key!r}: a directory of that name exists")
-                    os.replace(tmp, path)
-            self._fsync_dir(path.parent)
+            try:
+                self._ensure_parent(path)
+                if isinstance(precondition, DoesNotExist):
+                    try:
+                        os.link(tmp, path)
+                    except FileExistsError:
+                        return PreconditionFailed(current_version=self._current_version(path))
+                else:
+                    with self._locks.hold(key):
+                        if isinstance(precondition, MatchesVersion):
+                            current = self._current_version(path)
+                            if current != precondition.version:
+                                return PreconditionFailed(current_version=current)
+                        if path.is_dir():
+                            raise StorageError(f"cannot write {key!r}: a directory of that name exists")
+                        os.replace(tmp, path)
+            except OSError as exc:  # a link or rename either happens whole or not at all: the object is as it was
+                if exc.errno in (errno.ENOTDIR, errno.EISDIR):
+                    raise StorageError(f"cannot write {key!r}: a file and a directory would share a name") from exc
+                raise WriteNotApplied(f"cannot write {key!r}: {type(exc).__name__}: {exc.strerror or exc}") from exc
+            try:
+                self._fsync_dir(path.parent)
+            except OSError as exc:  # written, but perhaps not durably
+                raise StorageUnavailable(f"cannot write {key!r}: {type(exc).__name__}: {exc.strerror or exc}") \
+                    from exc
             return Written(version=version)
-        except OSError as exc:
-            if exc.errno in (errno.ENOTDIR, errno.EISDIR):
-                raise StorageError(f"cannot write {key!r}: a file and a directory would share a name") from exc
-            raise StorageUnavailable(f"cannot write {key!r}: {type(exc).__name__}: {exc.strerror or exc}") from exc
         finally:
             try:
                 os.unlink(tmp)

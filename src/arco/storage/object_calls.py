@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from arco.storage.backoff import backoff_delay
-from arco.storage.base import StorageNotReached, StorageUnavailable
+from arco.storage.base import StorageNotReached, StorageUnavailable, WriteNotApplied
 from arco.storage.connections import Headers, NotConnected, Response, TimedOut, TransportError
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -87,5 +87,7 @@ def sent(store: str, method: str, key: str, send: Callable[[], Reply]) -> Reply:
 
 
 def unavailable(store: str, method: str, key: str, reply: Reply) -> StorageUnavailable:
-    """An answer that is neither the call's success nor one of its expected refusals."""
-    return StorageUnavailable(f"{store} {method} {key!r} failed: {reply.describe()}")
+    """An answer that is neither the call's success nor one of its expected refusals. A 4xx is the store refusing
+    the request (credentials, policy, throttling): it changed nothing; after a 5xx a write's outcome is unknown."""
+    kind = WriteNotApplied if 400 <= reply.status < 500 else StorageUnavailable
+    return kind(f"{store} {method} {key!r} failed: {reply.describe()}")

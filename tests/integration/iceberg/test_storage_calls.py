@@ -45,7 +45,7 @@ from arco.iceberg.errors import ServiceUnavailable
 from arco.iceberg.group_commit import GROUPS
 from arco.iceberg.mutations import Caller
 from arco.iceberg.pointer import POINTERS, read_window
-from arco.storage.base import StorageUnavailable
+from arco.storage.base import WriteNotApplied
 from support.iceberg_harness import SCHEMA, Harness
 from support.rounds import Slowed
 
@@ -195,14 +195,15 @@ def test_the_receipts_are_written_off_the_critical_path(warm: Harness) -> None:
 def slow_pending_receipt(warm: Harness, failing: str | None = None) -> dict[str, tuple[float, float]]:
     """From now on, the pending receipt's write takes 0.3 s more and the metadata file's 0.05 s (so a receipt
     started beside it starts within it, however busy the machine's cores), the write of kind ``failing`` (if any)
-    fails with StorageUnavailable, and each write made is recorded by kind: (started, finished), monotonic."""
+    is refused by the store (WriteNotApplied), and each write made is recorded by kind: (started, finished),
+    monotonic."""
     spans: dict[str, tuple[float, float]] = {}
     put = warm.storage.put
 
     def recording_put(key: str, data: bytes, precondition: Any = None) -> Any:
         started = time.monotonic()
         if kind_of(key) == failing:
-            raise StorageUnavailable(f"{failing}: refused by the test")
+            raise WriteNotApplied(f"{failing}: refused by the test")
         if kind_of(key) == "pending receipt":
             time.sleep(0.3)  # a slow receipt
         elif kind_of(key) == "metadata file":

@@ -15,7 +15,7 @@ import pytest
 
 from arco.pipeline import gc
 from arco.pipeline.gc_rules import HOUR, GcPolicy
-from arco.storage.base import StorageError, StorageUnavailable
+from arco.storage.base import StorageError, StorageUnavailable, WriteNotApplied
 from arco.storage.local import LocalBackend
 
 # The child writes a temporary file as a put does, then waits to be killed before the move into place: a SIGKILL
@@ -77,6 +77,7 @@ def test_os_errors_of_the_local_backend_are_storage_unavailable(tmp_path: Path) 
     storage = LocalBackend(tmp_path / "wh")
     storage.put("k", b"v")
     shutil.rmtree(tmp_path / "wh" / ".arco-tmp")  # its temporary directory vanished under a running server
-    with pytest.raises(StorageUnavailable):
+    with pytest.raises(StorageUnavailable) as failed:
         storage.put("k2", b"v")
+    assert isinstance(failed.value, WriteNotApplied)  # failed before the object was touched: certainly not written
     assert storage.get("k").data == b"v"  # reads keep working

@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from arco.storage.base import DoesNotExist, MatchesVersion, StorageNotReached, StorageUnavailable, Written
+from arco.storage.base import (
+    DoesNotExist,
+    MatchesVersion,
+    StorageNotReached,
+    StorageUnavailable,
+    WriteNotApplied,
+    Written,
+)
 from arco.storage.connections import NotConnected, TimedOut, TransportError
 from arco.storage.object_calls import Reply, send_with_retries
 from arco.storage.s3 import S3Backend
@@ -87,6 +94,18 @@ def test_a_conditional_write_whose_connection_dropped_is_unknown_not_retried(
     with pytest.raises(StorageUnavailable, match="may or may not have happened"):
         S3Backend("bucket", "w", options).put("p.json", b"{}", DoesNotExist())
     assert len(script.received) == 1
+
+
+@pytest.mark.parametrize(("answer", "refused"), [(403, True), (400, True), (503, False), (500, False), ("drop", False)])
+def test_only_a_write_refused_in_its_answer_is_known_not_to_have_happened(
+        failing_s3: tuple[Script, dict[str, str]], answer: int | str, refused: bool) -> None:
+    """A 4xx is the store turning the request down (credentials, policy): it changed nothing, and a commit may say
+    so at once. After a 5xx or no answer the write may have happened, or may still happen."""
+    script, options = failing_s3
+    script.answers = [answer]
+    with pytest.raises(StorageUnavailable) as failed:
+        S3Backend("bucket", "w", options).put("p.json", b"{}", MatchesVersion('"e0"'))
+    assert isinstance(failed.value, WriteNotApplied) == refused
 
 
 def test_an_unconditional_write_is_retried(failing_s3: tuple[Script, dict[str, str]]) -> None:
