@@ -12,25 +12,35 @@ from typing import Any
 from arco.storage.base import StorageBackend, StorageUnavailable
 
 
-class HeldPuts:
-    """Wraps a backend; the first put whose key matches ``pattern`` blocks (``reached`` set) until :meth:`release`."""
+class _FirstMatchingPut:
+    """Wraps a backend; the first put whose key matches ``pattern`` is the one the subclass delays."""
 
     def __init__(self, inner: StorageBackend, pattern: str) -> None:
         self.inner = inner
         self.pattern = pattern
-        self.reached = threading.Event()
         self._released = threading.Event()
         self._lock = threading.Lock()
-        self._held = False
+        self._taken = False
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def put(self, key: str, *args: Any, **kwargs: Any) -> Any:
+    def _is_the_one(self, key: str) -> bool:
         with self._lock:
-            hold = not self._held and fnmatch.fnmatchcase(key, self.pattern)
-            self._held = self._held or hold
-        if hold:
+            first = not self._taken and fnmatch.fnmatchcase(key, self.pattern)
+            self._taken = self._taken or first
+        return first
+
+
+class HeldPuts(_FirstMatchingPut):
+    """The first put whose key matches ``pattern`` blocks (``reached`` set) until :meth:`release`."""
+
+    def __init__(self, inner: StorageBackend, pattern: str) -> None:
+        super().__init__(inner, pattern)
+        self.reached = threading.Event()
+
+    def put(self, key: str, *args: Any, **kwargs: Any) -> Any:
+        if self._is_the_one(key):
             self.reached.set()
             assert self._released.wait(30), "the held put was never released"
         return self.inner.put(key, *args, **kwargs)
@@ -58,34 +68,24 @@ def race_a_retry(held: HeldPuts, first: Callable[[], object], retry: Callable[[]
     again.join(10)
 
 
-class LatePuts:
-    """Wraps a backend; the first put whose key matches ``pattern`` is answered at once with
-    :class:`StorageUnavailable`, as a request whose answer never came, yet reaches the store later: it is applied
-    (with its precondition) once :meth:`release` is called. ``outcome`` is then what the store did with it."""
+class LatePuts(_FirstMatchingPut):
+    """The first put whose key matches ``pattern`` is answered at once with :class:`StorageUnavailable`, as a
+    request whose answer never came, yet reaches the store later: it is applied (with its precondition) once
+    :meth:`release` is called."""
 
     def __init__(self, inner: StorageBackend, pattern: str) -> None:
-        self.inner = inner
-        self.pattern = pattern
-        self.outcome: Any = None
-        self._released = threading.Event()
+        super().__init__(inner, pattern)
         self._applied = threading.Event()
-        self._lock = threading.Lock()
-        self._late = False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+        self._outcome: Any = None
 
     def put(self, key: str, *args: Any, **kwargs: Any) -> Any:
-        with self._lock:
-            late = not self._late and fnmatch.fnmatchcase(key, self.pattern)
-            self._late = self._late or late
-        if not late:
+        if not self._is_the_one(key):
             return self.inner.put(key, *args, **kwargs)
 
         def arrive() -> None:
             assert self._released.wait(30), "the late put was never released"
             try:
-                self.outcome = self.inner.put(key, *args, **kwargs)
+                self._outcome = self.inner.put(key, *args, **kwargs)
             finally:
                 self._applied.set()
 
@@ -93,7 +93,7 @@ class LatePuts:
         raise StorageUnavailable(f"PUT {key!r}: no answer (the request is still on its way)")
 
     def release(self) -> Any:
-        """Let the late put reach the store; its result once it has."""
+        """Let the late put reach the store; what the store did with it."""
         self._released.set()
         assert self._applied.wait(10), "the late put never reached the store"
-        return self.outcome
+        return self._outcome
