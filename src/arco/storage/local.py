@@ -268,33 +268,31 @@ class LocalBackend(StorageBackend):
     def put(self, key: str, data: bytes, precondition: Precondition = None) -> WriteResult:
         path = self._path(key)
         tmp, version = self._write_temp(bytes(data))
+        placed = False  # a link or rename happens whole or not at all: until one has, the object is as it was
         try:
-            try:
-                self._ensure_parent(path)
-                if isinstance(precondition, DoesNotExist):
-                    try:
-                        os.link(tmp, path)
-                    except FileExistsError:
-                        return PreconditionFailed(current_version=self._current_version(path))
-                else:
-                    with self._locks.hold(key):
-                        if isinstance(precondition, MatchesVersion):
-                            current = self._current_version(path)
-                            if current != precondition.version:
-                                return PreconditionFailed(current_version=current)
-                        if path.is_dir():
-                            raise StorageError(f"cannot write {key!r}: a directory of that name exists")
-                        os.replace(tmp, path)
-            except OSError as exc:  # a link or rename either happens whole or not at all: the object is as it was
-                if exc.errno in (errno.ENOTDIR, errno.EISDIR):
-                    raise StorageError(f"cannot write {key!r}: a file and a directory would share a name") from exc
-                raise WriteNotApplied(f"cannot write {key!r}: {type(exc).__name__}: {exc.strerror or exc}") from exc
-            try:
-                self._fsync_dir(path.parent)
-            except OSError as exc:  # written, but perhaps not durably
-                raise StorageUnavailable(f"cannot write {key!r}: {type(exc).__name__}: {exc.strerror or exc}") \
-                    from exc
+            self._ensure_parent(path)
+            if isinstance(precondition, DoesNotExist):
+                try:
+                    os.link(tmp, path)
+                except FileExistsError:
+                    return PreconditionFailed(current_version=self._current_version(path))
+            else:
+                with self._locks.hold(key):
+                    if isinstance(precondition, MatchesVersion):
+                        current = self._current_version(path)
+                        if current != precondition.version:
+                            return PreconditionFailed(current_version=current)
+                    if path.is_dir():
+                        raise StorageError(f"cannot write {key!r}: a directory of that name exists")
+                    os.replace(tmp, path)
+            placed = True
+            self._fsync_dir(path.parent)
             return Written(version=version)
+        except OSError as exc:
+            if exc.errno in (errno.ENOTDIR, errno.EISDIR):
+                raise StorageError(f"cannot write {key!r}: a file and a directory would share a name") from exc
+            failed = StorageUnavailable if placed else WriteNotApplied  # placed: written, but perhaps not durably
+            raise failed(f"cannot write {key!r}: {type(exc).__name__}: {exc.strerror or exc}") from exc
         finally:
             try:
                 os.unlink(tmp)

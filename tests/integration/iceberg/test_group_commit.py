@@ -321,23 +321,28 @@ def lost_commits_report(h: Harness, missing: set[str], answered: dict[str, str])
     base leaves it inside, then dropped; an answer naming a file that was deleted is a lost try acknowledged)."""
     versions = history(h)
     chain = {h.tables.files.key_of(v): i for i, v in enumerate(versions)}  # newest first
+
+    def place(key: str) -> str:
+        return f"chain position {chain[key]}" if key in chain else "NOT in the chain"
+
+    def properties_at(key: str) -> dict[str, str]:
+        return orjson.loads(h.storage.get(key).data).get("properties", {})
+
     lines = [f"acknowledged but missing from the current version: {sorted(missing)}",
              f"chain of {len(versions)} versions, newest first"]
     for name in sorted(missing):
         key = h.tables.files.key_of(answered[name])
         stored = h.storage.head(key) is not None
-        place = f"chain position {chain[key]}" if key in chain else "NOT in the chain"
-        holds = stored and name in orjson.loads(h.storage.get(key).data).get("properties", {})
-        lines.append(f"{name} was answered with {key}: {'stored' if stored else 'NOT stored'}, {place}, "
+        holds = stored and name in properties_at(key)
+        lines.append(f"{name} was answered with {key}: {'stored' if stored else 'NOT stored'}, {place(key)}, "
                      f"{'holds' if holds else 'does NOT hold'} the change")
     for meta in h.storage.list(metadata_folder(h)):
         if not meta.key.endswith(".metadata.json"):
             continue
-        properties = orjson.loads(h.storage.get(meta.key).data).get("properties", {})
+        properties = properties_at(meta.key)
         held = sorted(missing & set(properties))
         if held:
-            place = f"chain position {chain[meta.key]}" if meta.key in chain else "NOT in the chain"
-            lines.append(f"{meta.key}: holds {held}, {place}, {len(properties)} properties")
+            lines.append(f"{meta.key}: holds {held}, {place(meta.key)}, {len(properties)} properties")
     for i, version in enumerate(versions[:60]):
         data = h.tables.files.read(version)
         lines.append(f"  {i:3d} {version.rsplit('/', 1)[-1]} props={len(data.properties)} "
