@@ -27,11 +27,15 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from arco.catalog.log import FENCE
+
 # Log operations that only add a new namespace or table. Once the request has found its table, none of them can
 # change a decision it made: an operation of this kind leaves every existing name, entry, grant, owner and
 # principal as it was (a new securable's owner grant is on that securable alone), and one that took the request's
 # own name would have had to follow a drop or a rename of its table, which are not of this kind.
 CREATIONS = frozenset({"create_namespace", "create_table"})
+# Log operations that change nothing at all (arco.catalog.log: a fence holds an unanswered append's position).
+NO_CHANGE = frozenset({FENCE})
 
 
 class StaleView(Exception):
@@ -60,10 +64,10 @@ def table_found() -> None:
 def still_holds(view: OptimisticView, since_seen: Iterable[str | None] | None) -> bool:
     """Whether a view is as good as current, given the operations logged after its first unchecked read (None when
     this process does not know them all, say after loading a snapshot): none at all, or, for a commit that found
-    its table, creations only."""
+    its table, creations only (fences, which change nothing, aside)."""
     if since_seen is None:
         return False
-    ops = list(since_seen)
+    ops = [op for op in since_seen if op not in NO_CHANGE]
     return not ops or (view.creations_irrelevant and all(op in CREATIONS for op in ops))
 
 

@@ -1,5 +1,5 @@
-"""Storage whose first put of a chosen key pattern is held in flight: it waits until the test lets it through
-(:class:`HeldPuts`), or its caller gets no answer while it reaches the store later (:class:`LatePuts`)."""
+"""Storage whose first (or nth) put of a chosen key pattern is held in flight: it waits until the test lets it
+through (:class:`HeldPuts`), or its caller gets no answer while it reaches the store later (:class:`LatePuts`)."""
 
 from __future__ import annotations
 
@@ -13,30 +13,33 @@ from arco.storage.base import StorageBackend, StorageUnavailable
 
 
 class _FirstMatchingPut:
-    """Wraps a backend; the first put whose key matches ``pattern`` is the one the subclass delays."""
+    """Wraps a backend; the ``nth`` put whose key matches ``pattern`` is the one the subclass delays."""
 
-    def __init__(self, inner: StorageBackend, pattern: str) -> None:
+    def __init__(self, inner: StorageBackend, pattern: str, nth: int = 1) -> None:
         self.inner = inner
         self.pattern = pattern
         self._released = threading.Event()
         self._lock = threading.Lock()
-        self._taken = False
+        self._matched = 0
+        self._nth = nth
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
     def _is_the_one(self, key: str) -> bool:
+        if not fnmatch.fnmatchcase(key, self.pattern):
+            return False
         with self._lock:
-            first = not self._taken and fnmatch.fnmatchcase(key, self.pattern)
-            self._taken = self._taken or first
-        return first
+            self._matched += 1
+            return self._matched == self._nth
 
 
 class HeldPuts(_FirstMatchingPut):
-    """The first put whose key matches ``pattern`` blocks (``reached`` set) until :meth:`release`."""
+    """The chosen put (the first whose key matches ``pattern``, or the ``nth``) blocks (``reached`` set) until
+    :meth:`release`."""
 
-    def __init__(self, inner: StorageBackend, pattern: str) -> None:
-        super().__init__(inner, pattern)
+    def __init__(self, inner: StorageBackend, pattern: str, nth: int = 1) -> None:
+        super().__init__(inner, pattern, nth)
         self.reached = threading.Event()
 
     def put(self, key: str, *args: Any, **kwargs: Any) -> Any:
@@ -69,14 +72,15 @@ def race_a_retry(held: HeldPuts, first: Callable[[], object], retry: Callable[[]
 
 
 class LatePuts(_FirstMatchingPut):
-    """The first put whose key matches ``pattern`` is answered at once with :class:`StorageUnavailable`, as a
-    request whose answer never came, yet reaches the store later: it is applied (with its precondition) once
-    :meth:`release` is called."""
+    """The chosen put (the first whose key matches ``pattern``, or the ``nth``) is answered at once with
+    :class:`StorageUnavailable`, as a request whose answer never came, yet reaches the store later: it is applied
+    (with its precondition) once :meth:`release` is called."""
 
-    def __init__(self, inner: StorageBackend, pattern: str) -> None:
-        super().__init__(inner, pattern)
+    def __init__(self, inner: StorageBackend, pattern: str, nth: int = 1) -> None:
+        super().__init__(inner, pattern, nth)
         self._applied = threading.Event()
         self._outcome: Any = None
+        self.on_unanswered: Callable[[], object] = lambda: None  # what else goes wrong just then (a test's fault)
 
     def put(self, key: str, *args: Any, **kwargs: Any) -> Any:
         if not self._is_the_one(key):
@@ -90,6 +94,7 @@ class LatePuts(_FirstMatchingPut):
                 self._applied.set()
 
         threading.Thread(target=arrive, daemon=True).start()
+        self.on_unanswered()
         raise StorageUnavailable(f"PUT {key!r}: no answer (the request is still on its way)")
 
     def release(self) -> Any:

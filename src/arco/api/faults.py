@@ -24,7 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from arco.api.errors import error_body, error_headers, surface_of
 from arco.fault_log import FaultLog
 from arco.iceberg.metadata_files import MissingMetadataFile, UnreadableMetadataFile
-from arco.storage.base import InvalidKey, StorageError
+from arco.storage.base import CommitPointUnanswered, InvalidKey, StorageError
 
 log = logging.getLogger("arco.api")
 STORAGE_RETRY_AFTER_S = 2
@@ -48,6 +48,11 @@ def answer_for(exc: BaseException) -> Answer:
         return Answer(404, exc.error_type, exc.message, {}, False)
     if isinstance(exc, UnreadableMetadataFile):  # a file written outside the catalog: said, not a bug of Arco's
         return Answer(500, "InternalServerError", exc.message, {}, False)
+    if isinstance(exc, CommitPointUnanswered):  # its write may land yet: "may be retried" would not be true
+        return Answer(503, "ServiceUnavailableException",
+                      f"storage is unavailable ({type(exc).__name__}); whether the request took effect is unknown: "
+                      "look before retrying it",
+                      {"Retry-After": str(STORAGE_RETRY_AFTER_S)}, True)
     if isinstance(exc, (StorageError, OSError)):
         # A raw OSError can only come from storage or the local file system underneath it.
         return Answer(503, "ServiceUnavailableException",

@@ -13,6 +13,11 @@ entry at ``n`` holding ``k`` operations is followed by the entry at ``n+k``: pos
 their own, and no writer ever tries them, since a writer appends right after the state it has applied, and a
 state always ends where an entry's operations end.
 
+An append that gets no answer may still reach the store later (a store can apply a request its client gave up
+on). So before its writer says it did not land, the position it tried is *fenced*: a ``fence`` operation, which
+changes nothing, is appended there create-only (:meth:`CatalogLog.fence`), after which the late write can only be
+refused. Every reader of the log steps over fences (:func:`is_fence`): they hold a position and nothing else.
+
 Snapshots bound the catch-up of a new process: every ``SNAPSHOT_EVERY`` entries (at least, and more for big
 catalogs so that writing one stays a small share of the work) the writer of that position stores the state and
 moves the manifest forward (:meth:`arco.catalog.store.CatalogStore._snapshot_to_store`). Garbage collection
@@ -40,6 +45,7 @@ MANIFEST_RECHECK_S = 60.0
 
 
 BATCH = "batch"
+FENCE = "fence"
 
 
 def ops_of(entry: dict[str, Any]) -> list[dict[str, Any]]:
@@ -53,6 +59,11 @@ def entry_of(ops: list[dict[str, Any]]) -> dict[str, Any]:
     if not ops or any(BATCH in op for op in ops):
         raise ValueError("a log entry holds one or more operations, none of them named 'batch'")
     return ops[0] if len(ops) == 1 else {BATCH: ops}
+
+
+def is_fence(op: dict[str, Any]) -> bool:
+    """Whether ``op`` only holds its position (an unanswered append's, so that it cannot land there late)."""
+    return op.get("op") == FENCE
 
 
 def log_key(seq: int) -> str:
@@ -116,6 +127,11 @@ class CatalogLog:
     def append(self, seq: int, ops: list[dict[str, Any]]) -> bool:
         """Try to write the entry of ``ops`` at ``seq``; False if another writer took that position first."""
         return self.storage.put(log_key(seq), orjson.dumps(entry_of(ops)), DoesNotExist()).ok
+
+    def fence(self, seq: int) -> bool:
+        """Take position ``seq`` with a fence, if it is free, so that an append there that got no answer can no
+        longer land; False if it is taken (by that append, or another writer's)."""
+        return self.append(seq, [{"op": FENCE, "at_ms": int(time.time() * 1000)}])
 
     def write_snapshot(self, snapshot: dict[str, Any]) -> None:
         seq = int(snapshot["seq"])

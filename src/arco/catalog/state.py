@@ -24,6 +24,7 @@ from arco.catalog.errors import (
     NotEmptyError,
     TableNotFound,
 )
+from arco.catalog.log import FENCE
 from arco.catalog.model import (
     CatalogEntry,
     NamespaceEntry,
@@ -381,6 +382,14 @@ def _check_drop_table(state: CatalogState, op: Operation) -> None:
     _table_of(state, op["id"])
 
 
+def _check_fence(state: CatalogState, op: Operation) -> None:
+    raise InvalidRequestError("a fence is written by the log alone (arco.catalog.log.CatalogLog.fence)")
+
+
+def _apply_fence(state: CatalogState, op: Operation) -> None:
+    """Nothing: a fence only holds its position (an unanswered append's)."""
+
+
 Rule = tuple[Callable[[CatalogState, Operation], None], Callable[[CatalogState, Operation], None]]
 
 RULES: dict[str, Rule] = {
@@ -398,6 +407,7 @@ RULES: dict[str, Rule] = {
     **SECURABLE_RULES,
     **SCHEMA_OBJECT_RULES,
     "drop_metastore": (check_drop_metastore, lambda state, op: apply_drop_metastore(state, op, remove_catalog)),
+    FENCE: (_check_fence, _apply_fence),
 }
 
 

@@ -53,7 +53,13 @@ from arco.events import after_answer
 from arco.events.receipts import catalog_event, catalog_receipt_key, write_receipt
 from arco.inline import WouldWait, is_inline, refuse_to_wait
 from arco.storage.backoff import backoff_delay
-from arco.storage.base import StorageBackend, StorageError, StorageUnavailable
+from arco.storage.base import (
+    CommitPointUnanswered,
+    StorageBackend,
+    StorageError,
+    StorageUnavailable,
+    WriteNotApplied,
+)
 
 _log = logging.getLogger("arco.catalog")
 
@@ -461,15 +467,26 @@ class CatalogStore:
         raise ConflictError("the catalog is changing too fast to apply this change; retry")
 
     def _landed_anyway(self, seq: int, ops: list[Operation], error: StorageUnavailable) -> bool:
-        """After an append that failed without an answer (it may have been written): look. True if the entry at
-        ``seq`` is this one, False if it is another writer's (a lost race); else ``error`` is raised: not
-        written (the caller may retry), or not known."""
+        """After an append that failed (it may have been written, or may be still): look. True if the entry at
+        ``seq`` is this one, False if it is another writer's (a lost race). Else it raises: the append certainly
+        did not land (refused in its answer, or its position now fenced: :meth:`CatalogLog.fence`), or
+        :class:`CommitPointUnanswered` when storage answered neither the look nor the fence; whoever checks where
+        the change landed fences the position first then (``fence``)."""
+        if isinstance(error, WriteNotApplied):
+            raise error
+        found, fenced = None, False
         try:
             found = self.log.read_entry(seq)
+            fenced = found is None and self.log.fence(seq)
+            if found is None and not fenced:
+                found = self.log.read_entry(seq)  # taken meanwhile: by that append, late, or by another writer
         except StorageError:
-            raise error from None
+            pass  # not known: said below
+        if fenced:
+            raise WriteNotApplied(f"{error}; its log position is fenced, so it did not take effect") from error
         if found is None:
-            raise error
+            raise CommitPointUnanswered(f"a catalog log append got no answer: {error}",
+                                        fence=functools.partial(self.log.fence, seq)) from error
         return found == orjson.loads(orjson.dumps(catalog_log.entry_of(ops)))
 
     # -- snapshots -------------------------------------------------------------------------------------------

@@ -18,7 +18,9 @@ import orjson
 
 from arco.storage.base import DoesNotExist, MatchesVersion, NotFound, StorageBackend, StorageError
 
-FORMAT = 1
+# 1: the first recorded form. 2: the catalog log may hold fence entries (arco.catalog.log), which a version of
+# form 1 cannot apply.
+FORMAT = 2
 KEY = "_catalog/format.json"
 ATTEMPTS = 20
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, fields
 from typing import Any
 
-from arco.catalog.log import CatalogLog
+from arco.catalog.log import CatalogLog, is_fence
 from arco.catalog.model import TableEntry
 from arco.catalog.store import CatalogStore
 from arco.events.receipts import (
@@ -150,6 +150,8 @@ def reconcile_catalog_log(storage: StorageBackend, log: CatalogLog, after_seq: i
         seq = max(seq, log.read_manifest().snapshot_seq + 1)
     while (ops := log.read_ops(seq)) is not None:
         for position, op in enumerate(ops, start=seq):  # a batch entry's operations hold the positions after it
+            if is_fence(op):
+                continue  # it changed nothing: no receipt
             counts.catalog_ops += 1
             key = catalog_receipt_key(position, int(op.get("at_ms") or 0))
             if key in compacted or storage.head(key) is not None:

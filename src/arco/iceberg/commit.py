@@ -59,10 +59,10 @@ from arco.iceberg.commit_attempt import (
 from arco.iceberg.errors import BadRequest, CommitFailed, NoSuchTable
 from arco.iceberg.file_names import is_group_file, tag_finder
 from arco.iceberg.group_commit import Pending
-from arco.iceberg.run_once import CommitPointUnanswered, NotLanded
+from arco.iceberg.run_once import NotLanded
 from arco.iceberg.tables import TableService, pointer_for
 from arco.storage.backoff import backoff_delay
-from arco.storage.base import StorageError, WriteNotApplied
+from arco.storage.base import CommitPointUnanswered, StorageError, WriteNotApplied
 
 # A batch tries longer than a transaction: its tries back off with jitter (arco.iceberg.group_commit), so they
 # cost little, and a hot table served by several servers loses races as a matter of course; a server whose tries

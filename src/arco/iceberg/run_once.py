@@ -33,25 +33,9 @@ from arco.events import after_answer
 from arco.iceberg.errors import CommitStateUnknown, IcebergError, ServiceUnavailable, from_catalog_error
 from arco.iceberg.idempotency import RETRY_AFTER_FAULT_S, Claim, Keyed, Marker, Outcome, Recover
 from arco.optimistic import StaleView
-from arco.storage.base import StorageError, StorageUnavailable
+from arco.storage.base import CommitPointUnanswered, StorageError
 
 T = TypeVar("T")
-
-
-class CommitPointUnanswered(StorageUnavailable):
-    """A write at the commit point (the pointer's compare-and-swap) was sent, or may have been, and no answer came,
-    or it was refused and could not be checked against the pointer: the change may have landed. Any other storage
-    fault of a commit stops it before that point (:class:`NotLanded`).
-
-    An unanswered write may also still be on its way: a store can apply a request after its client gave up on it.
-    Then "not in the table's history" is not yet "did not land", so ``fence`` (given for a compare-and-swap that got
-    no answer) makes sure it never will: it rewrites the pointer if it is still at the version that write expects
-    (:meth:`arco.iceberg.pointer.PointerStore.fence`), after which that write can only be refused. The check of
-    where the change landed runs after it (:func:`check_landed`)."""
-
-    def __init__(self, message: str, fence: Callable[[], object] | None = None) -> None:
-        super().__init__(message)
-        self.fence = fence
 
 
 # Waits between checks of where a commit whose compare-and-swap went unanswered landed, when storage fails them: a
@@ -61,16 +45,24 @@ class CommitPointUnanswered(StorageUnavailable):
 STATUS_CHECK_WAITS_S = (0.25, 0.5, 1.0, 2.0)
 
 
-def check_landed(recover: Callable[[], T], error: BaseException) -> T:
+def check_landed(recover: Callable[[], T | None], error: BaseException) -> T | None:
     """``recover()`` for an attempt that ended in ``error``: tried again after each of :data:`STATUS_CHECK_WAITS_S`
-    while storage fails it if ``error`` left the commit point unanswered, else once. An unanswered compare-and-swap
-    is fenced first (:class:`CommitPointUnanswered`), so that what the check finds is final."""
+    while storage fails it if ``error`` left the commit point unanswered, else once. An unanswered write is fenced
+    first (:class:`CommitPointUnanswered`), so that "not landed" is final; should the fence fail, only "landed" is
+    an answer (the write may still arrive), and the fence's failure is raised in place of "not landed"."""
     fence = error.fence if isinstance(error, CommitPointUnanswered) else None
 
-    def check() -> T:
+    def check() -> T | None:
+        unfenced: StorageError | None = None
         if fence is not None:
-            fence()
-        return recover()
+            try:
+                fence()
+            except StorageError as exc:
+                unfenced = exc
+        found = recover()
+        if found is None and unfenced is not None:
+            raise unfenced
+        return found
 
     if isinstance(error, CommitPointUnanswered):
         for wait in STATUS_CHECK_WAITS_S:

@@ -22,6 +22,7 @@ crash at any step leaves a state that the next reader resolves the same way as e
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from arco.catalog.model import NamespacePath, TableEntry
 from arco.iceberg import commit_rules, table_requirements
 from arco.iceberg.errors import BadRequest, CommitFailed
 from arco.iceberg.pointer import PointerStore, TablePointer, VersionedPointer
-from arco.storage.base import DoesNotExist, MatchesVersion, StorageBackend, StorageError
+from arco.storage.base import CommitPointUnanswered, DoesNotExist, MatchesVersion, StorageBackend, StorageError
 
 TxnState = Literal["PENDING", "COMMITTED", "ABORTED"]
 TXN_DEADLINE_S = 15.0
@@ -172,13 +173,18 @@ def mark_and_commit(resolver: PointerResolver, prepared: list[PreparedChange]) -
     marked: list[tuple[PreparedChange, str]] = []
     try:
         committed = _mark_and_decide(resolver, record, prepared, marked)
-    except StorageError:
+    except StorageError as exc:
         # Storage failed before or at the commit point. Deciding now spares every later writer of these tables
-        # the wait for the record's deadline: abort it, unless the commit-point write did land after all. If
-        # storage is still unavailable this raises too, and the deadline decides (whoever meets a mark resolves
-        # it by the record).
-        if resolver.records.finish(record, "ABORTED") != "COMMITTED":
-            _undo_marks(resolver, marked)
+        # the wait for the record's deadline: abort it, unless the commit-point write did land after all. The
+        # abort is also what fences a commit-point write still on its way: it moves the record from the version
+        # that write expects. If storage is still unavailable, the check of where the transaction landed aborts it
+        # first (else the deadline decides: whoever meets a mark resolves it by the record).
+        try:
+            decided = _abort_unless_committed(resolver, record, marked)
+        except StorageError:
+            fence = functools.partial(_abort_unless_committed, resolver, record, list(marked))
+            raise CommitPointUnanswered(f"a transaction's commit point may be on its way: {exc}", fence) from exc
+        if decided != "COMMITTED":
             raise
         committed = True
     if not committed:
@@ -210,6 +216,15 @@ def _mark_and_decide(resolver: PointerResolver, record: TxnRecord, prepared: lis
 def _abort(resolver: PointerResolver, record: TxnRecord, marked: list[tuple[PreparedChange, str]]) -> None:
     resolver.records.finish(record, "ABORTED")
     _undo_marks(resolver, marked)
+
+
+def _abort_unless_committed(resolver: PointerResolver, record: TxnRecord,
+                            marked: list[tuple[PreparedChange, str]]) -> TxnState:
+    """Abort the record (and undo the marks) unless it is committed; the state it ends in."""
+    decided = resolver.records.finish(record, "ABORTED")
+    if decided != "COMMITTED":
+        _undo_marks(resolver, marked)
+    return decided
 
 
 def _undo_marks(resolver: PointerResolver, marked: list[tuple[PreparedChange, str]]) -> None:

@@ -20,7 +20,7 @@ inside Spark executors, and every backend's client library offers a blocking API
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 
@@ -142,6 +142,22 @@ class WriteNotApplied(StorageUnavailable):
 
 class StorageNotReached(WriteNotApplied):
     """No connection to storage could be made: the call was never sent, so a write certainly did not take effect."""
+
+
+class CommitPointUnanswered(StorageUnavailable):
+    """A write at a commit point (a compare-and-swap, or a create-only log append) was sent, or may have been, and
+    no answer came, or it was refused and could not be checked: the change may have landed. Any other storage fault
+    of a commit stops it before that point.
+
+    An unanswered write may also still be on its way: a store can apply a request after its client gave up on it.
+    Then "not found where it would have landed" is not yet "did not land", so ``fence``, when given, makes sure it
+    never will: it takes the place that write needs (the pointer at the version it expects, the log position it
+    appends at, the transaction record it moves), after which that write can only be refused. Whoever checks where
+    the change landed calls it first (:func:`arco.iceberg.run_once.check_landed`)."""
+
+    def __init__(self, message: str, fence: Callable[[], object] | None = None) -> None:
+        super().__init__(message)
+        self.fence = fence
 
 
 class NotFound(StorageError):

@@ -6,14 +6,15 @@ from __future__ import annotations
 import threading
 import uuid
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 
 from arco.catalog import log as catalog_log
 from arco.catalog import snapshots, table_index
 from arco.catalog.store import CatalogStore
-from arco.storage.base import ObjectData, Precondition, WriteResult
-from arco.storage.faults import FaultRule, FaultyBackend, InjectedFailure
+from arco.storage.base import ObjectData, Precondition, WriteNotApplied, WriteResult
+from arco.storage.faults import FaultRule, FaultyBackend
 from arco.storage.local import LocalBackend
 
 CATALOG = "cat-1"
@@ -167,7 +168,8 @@ def test_after_a_snapshot_only_the_id_buckets_it_changed_are_read_again(tmp_path
 @pytest.mark.parametrize("when", ["before", "after"])
 def test_an_append_that_fails_unanswered_is_looked_up(tmp_path: Path, when: str) -> None:
     # The log entry's write fails without an answer: written anyway ("after") or not at all ("before"). The store
-    # looks: a change that landed is answered as made, one that did not raises (and may be retried as it is).
+    # looks: a change that landed is answered as made; for one that did not, the store takes its position with a
+    # fence (so that it cannot land later) and raises: it did not take effect, and may be retried as it is.
     storage = FaultyBackend(LocalBackend(str(tmp_path)))
     store = CatalogStore(storage)
     _catalog_and_namespace(store)
@@ -175,11 +177,12 @@ def test_an_append_that_fails_unanswered_is_looked_up(tmp_path: Path, when: str)
     if when == "after":
         assert _create(store, "t0") == 3
     else:
-        with pytest.raises(InjectedFailure):
+        with pytest.raises(WriteNotApplied, match="fenced"):
             _create(store, "t0")
-        assert _create(store, "t0") == 3  # the retry finds the name free
+        assert store.log.read_ops(3) == [{"op": "fence", "at_ms": ANY}]
+        assert _create(store, "t0") == 4  # the retry finds the name free, after the fence
     with CatalogStore(LocalBackend(str(tmp_path))).read() as state:
-        assert [t.name for t in state.tables_of(CATALOG, ("db",))] == ["t0"] and state.seq == 3
+        assert [t.name for t in state.tables_of(CATALOG, ("db",))] == ["t0"] and state.seq == 3 + (when == "before")
 
 
 def test_an_unanswered_append_that_lost_the_position_builds_again(tmp_path: Path) -> None:

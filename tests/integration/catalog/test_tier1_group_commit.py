@@ -25,8 +25,8 @@ from arco.catalog.state import CatalogState
 from arco.catalog.store import CatalogStore
 from arco.events.receipts import catalog_receipt_key
 from arco.events.reconcile import reconcile_catalog_log
-from arco.storage.base import StorageBackend
-from arco.storage.faults import FaultRule, FaultyBackend, InjectedFailure
+from arco.storage.base import StorageBackend, WriteNotApplied
+from arco.storage.faults import FaultRule, FaultyBackend
 from arco.storage.local import LocalBackend
 from support.held_puts import HeldPuts
 from support.storage_targets import StorageTarget
@@ -216,10 +216,10 @@ def test_a_batch_whose_append_fails_fails_every_change_in_it_and_lands_nothing(t
     faulty = FaultyBackend(LocalBackend(tmp_path), [FaultRule("put", LOG, "before", "fail", nth=2)])
     store, results = queued_behind_a_held_append(tmp_path, create("first"), [(n, create(n)) for n in "abc"],
                                                  backend=faulty)
-    assert all(isinstance(results[n], InjectedFailure) for n in "abc")
+    assert all(isinstance(results[n], WriteNotApplied) for n in "abc")  # its position fenced: it cannot land
     assert [ops[0]["name"] for seq, ops in entries(tmp_path).items() if ops[0]["op"] == "create_table"] == ["first"]
     again = store.execute(create("a"), principal="u")  # nothing is left half done: the same change goes in
-    assert again["seq"] == results["first"]["seq"] + 1
+    assert again["seq"] == results["first"]["seq"] + 2  # after the fence
 
 
 def test_a_batch_that_landed_without_an_answer_is_known_to_have_landed(tmp_path: Path) -> None:

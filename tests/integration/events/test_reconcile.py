@@ -132,3 +132,24 @@ def test_the_cli_reconciles_a_warehouse_with_a_summary(harness: Harness) -> None
     one = subprocess.run([sys.executable, "-m", "arco.cli.main", "reconcile", "--warehouse", str(warehouse),
                           "--table", "db.nope"], capture_output=True, text=True, timeout=120)
     assert one.returncode != 0 and "no Iceberg table 'db.nope'" in one.stderr
+
+
+def test_a_fence_in_the_catalog_log_is_stepped_over_and_gets_no_receipt(harness: Harness) -> None:
+    """A fence (an unanswered append's position, taken so that the append cannot land late) changed nothing: the
+    catalog goes on after it, and the reconciler writes no receipt for it."""
+    harness.store.ensure_fresh()
+    fenced_at = harness.store.seq + 1
+    assert harness.store.log.fence(fenced_at) and not harness.store.log.fence(fenced_at)
+    harness.create_table("t")  # appended after the fence, by a store that caught up over it
+    ops = {position: op for position, op in harness.store.log.operations(1, harness.store.seq)}
+    assert ops[fenced_at]["op"] == "fence" and ops[fenced_at + 1]["op"] == "create_table"
+    before = [key for key in receipts(harness, "committed") if "/catalog/" in key]
+    for key in before:
+        harness.storage.delete(key)
+
+    counts = reconcile_catalog_log(harness.storage, harness.store.log)
+
+    after = [key for key in receipts(harness, "committed") if "/catalog/" in key]
+    assert counts.catalog_ops == counts.catalog_backfilled == len(ops) - 1 == len(before)
+    assert sorted(after) == sorted(before)
+    assert not any(f"{fenced_at:020d}" in key for key in after)

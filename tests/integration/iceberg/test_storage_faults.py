@@ -24,8 +24,7 @@ from arco.iceberg.mutations import Caller
 from arco.iceberg.pointer import POINTERS
 from arco.storage.base import StorageError
 from arco.storage.faults import FaultRule
-from support.held_puts import LatePuts
-from support.iceberg_harness import SCHEMA, Harness, make_harness
+from support.iceberg_harness import SCHEMA, Harness
 
 SOURCE = {"kind": "iceberg_rest", "client_info": "test", "principal": "admin"}
 LONG_TIMEOUT = 600.0  # a retry that had to wait for the in-progress timeout would fail these tests
@@ -203,27 +202,6 @@ def test_a_compare_and_swap_that_could_not_be_sent_is_503_even_while_the_store_s
     table.storage.clear()
     retried = server.commit_table(table.catalog, ("db",), "t", body(), caller(key))
     assert history(table)[0] == retried.metadata_location and len(history(table)) == 2
-
-
-@pytest.mark.parametrize("keyed", [True, False])
-def test_a_compare_and_swap_still_on_its_way_cannot_land_after_the_answer(table: Harness, keyed: bool) -> None:
-    """The CAS gets no answer, yet reaches the store later (a store may apply a request its client gave up on).
-    The table's history does not have the change when the server checks, which is not yet "did not land": the
-    server fences the pointer first, so the 503 "did not take effect" it answers stays true when the late write
-    arrives, and the retry applies the change once."""
-    late = LatePuts(table.storage.inner, f"{POINTERS}/*")
-    server = make_harness(late)  # a server whose next pointer write is late
-    key = str(uuid7()) if keyed else None
-    with pytest.raises(ServiceUnavailable) as unavailable:
-        server.mutations(LONG_TIMEOUT).commit_table(server.catalog, ("db",), "t", body(), Caller("admin", SOURCE, key))
-    assert "did not take effect" in unavailable.value.message
-    assert not late.release().ok  # the late compare-and-swap arrives, and is refused
-    fresh = table.reopen()
-    assert len(history(fresh)) == 1
-    assert "counter" not in fresh.tables.load(fresh.catalog, ("db",), "t").metadata.properties
-    retried = server.mutations(LONG_TIMEOUT).commit_table(server.catalog, ("db",), "t", body(),
-                                                           Caller("admin", SOURCE, key))
-    assert history(fresh)[0] == retried.metadata_location and len(history(fresh)) == 2
 
 
 TIER1_FAULTS: dict[str, tuple[FaultRule, bool]] = {

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from arco.catalog import state as rules
-from arco.optimistic import CREATIONS, OptimisticView, optimistic_view, still_holds
+from arco.optimistic import CREATIONS, NO_CHANGE, OptimisticView, optimistic_view, still_holds
 from arco.storage.local import LocalBackend
 from support.iceberg_harness import Harness, make_harness
 
@@ -34,7 +34,13 @@ def test_creations_make_any_other_view_stale() -> None:
     assert not still_holds(OptimisticView(arrived=0.0, seen_seq=10), ["create_table"])
 
 
-@pytest.mark.parametrize("op", sorted(set(rules.RULES) - CREATIONS))
+def test_fences_change_nothing_so_they_leave_every_view_standing() -> None:
+    assert still_holds(OptimisticView(arrived=0.0, seen_seq=10), ["fence", "fence"])
+    assert still_holds(commit_view(), ["fence", "create_table", "fence"])
+    assert not still_holds(OptimisticView(arrived=0.0, seen_seq=10), ["fence", "create_table"])
+
+
+@pytest.mark.parametrize("op", sorted(set(rules.RULES) - CREATIONS - NO_CHANGE))
 def test_every_other_operation_makes_the_view_stale(op: str) -> None:
     assert not still_holds(commit_view(), ["create_table", op])
 

@@ -140,6 +140,14 @@ def test_unknown_operations_and_out_of_order_entries_are_refused(state: CatalogS
         rules.apply(state, {"op": "drop_namespace", "id": "n1"}, state.seq + 2)
 
 
+def test_a_fence_holds_its_position_and_changes_nothing_else(state: CatalogState) -> None:
+    before = state.to_snapshot()
+    rules.apply(state, {"op": "fence", "at_ms": 1}, state.seq + 1)
+    assert state.seq == before["seq"] + 1 and {**state.to_snapshot(), "seq": before["seq"]} == before
+    with pytest.raises(InvalidRequestError):  # only the log writes one, never a request's change
+        rules.check(state, {"op": "fence"})
+
+
 def test_error_messages_cut_names_no_catalog_could_hold() -> None:
     from arco.catalog.errors import SHOWN_NAME_LIMIT, TableNotFound, shown
 
