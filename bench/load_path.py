@@ -31,6 +31,9 @@ SeaweedFS warehouse (S3 on loopback), started here:
   3 puts, create a create (REST, no Idempotency-Key) next to three create-only puts: its critical path is the
                  metadata file (the pending receipt beside it), the pointer and the Tier 1 entry
   load warm/hot  as above, on S3 (the pointer's conditional read is a GET answered 304)
+  CPU per op     the CPU time SeaweedFS, the Arco server and this client used per commit and per 4 puts (each op's
+                 settle time included): the store, the server and the client share this machine's cores, so their
+                 sum over the number of cores bounds how fast an op can be, whatever its critical path
 
 Rounds of the peers being compared are interleaved (a, b, a, b, ...), so a noisy neighbour slows both alike.
 Pairs: the loads are compared two by two, not in one rotation of all four. Measured here: two Arco servers taking
@@ -44,6 +47,7 @@ server's load path costs.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -110,19 +114,55 @@ def p50(samples: list[float]) -> float:
     return statistics.median(samples)
 
 
-def timed_interleaved(ops: dict[str, Callable[[], object]], rounds: int,
-                      settle_s: float = 0.0) -> dict[str, list[float]]:
+class CpuMeter:
+    """CPU time each party (a name -> process ids; "client" is this process) used per op, the op's settle time
+    included (a commit's writes after its answer are its own): on a machine of few cores, what the store, the
+    server and the client burn together bounds how fast a commit can be, whatever its critical path. Linux only
+    (``/proc``); elsewhere it reads nothing."""
+
+    def __init__(self, parties: dict[str, list[int]]) -> None:
+        self.parties = parties
+        self.used: dict[str, dict[str, float]] = {}  # op -> party -> CPU seconds, over all its measured rounds
+        self.rounds: dict[str, int] = {}
+
+    def read(self) -> dict[str, float]:
+        readings = {name: sum(_process_cpu_s(pid) for pid in pids) for name, pids in self.parties.items()}
+        return {**readings, "client": time.process_time()}
+
+    def add(self, op: str, before: dict[str, float], after: dict[str, float]) -> None:
+        used = self.used.setdefault(op, {})
+        for party, value in after.items():
+            used[party] = used.get(party, 0.0) + value - before[party]
+        self.rounds[op] = self.rounds.get(op, 0) + 1
+
+    def per_op_ms(self, op: str) -> dict[str, float]:
+        return {party: 1000 * value / self.rounds[op] for party, value in self.used.get(op, {}).items()}
+
+
+def _process_cpu_s(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def timed_interleaved(ops: dict[str, Callable[[], object]], rounds: int, settle_s: float = 0.0,
+                      meter: CpuMeter | None = None) -> dict[str, list[float]]:
     """p50 inputs for each op, the ops taking turns; ``settle_s`` of idle time after each (untimed), so the writes a
-    commit makes after its answer do not land in the next op's measurement."""
+    commit makes after its answer do not land in the next op's measurement; ``meter`` notes each op's CPU."""
     results: dict[str, list[float]] = {name: [] for name in ops}
     for i in range(-WARMUP, rounds):
         for name, fn in ops.items():
+            before = meter.read() if meter is not None and i >= 0 else None
             start = time.perf_counter()
             fn()
             if i >= 0:
                 results[name].append((time.perf_counter() - start) * 1000)
             if settle_s:
                 time.sleep(settle_s)
+            if meter is not None and before is not None:
+                meter.add(name, before, meter.read())
     return results
 
 
@@ -292,11 +332,14 @@ def s3_figures(workdir: Path, rounds: int, loads: bool = True) -> dict[str, floa
 
             # The floors are sequences of puts timed whole, after the same idle time as the commits: the first
             # call after idle is slower on this kind of machine, for the commit's first write as for a floor's.
+            meter = CpuMeter({"SeaweedFS": [s3.pid], "Arco server": [server.process.pid]})
             results = timed_interleaved({"s3 4 puts": puts(4), "s3 commit": commit, "s3 writes alone": writes_alone,
                                          "s3 2 puts": puts(2), "s3 commit unkeyed": commit_unkeyed,
                                          "s3 3 puts": puts(3), "s3 create": create}, rounds,
-                                        settle_s=0.005)
+                                        settle_s=0.005, meter=meter)
             figures.update({name: p50(samples) for name, samples in results.items()})
+            for op in ("s3 4 puts", "s3 commit"):
+                figures.update({f"{op} cpu {party}": ms for party, ms in meter.per_op_ms(op).items()})
         if not loads:
             return figures
         props = {"s3.endpoint": options["s3.endpoint"], "s3.access-key-id": options["s3.access-key-id"],
@@ -318,6 +361,13 @@ def print_s3_commit(s3: dict[str, float]) -> None:
           f"{s3['s3 commit unkeyed'] / s3['s3 2 puts']:5.2f}x 2 puts")
     print(f"  {'s3 3 puts':<12} {s3['s3 3 puts']:8.2f}")
     print(f"  {'s3 create':<12} {s3['s3 create']:8.2f}   {s3['s3 create'] / s3['s3 3 puts']:5.2f}x 3 puts")
+    cores = os.cpu_count() or 1
+    for op in ("s3 4 puts", "s3 commit"):
+        used = {key.removeprefix(f"{op} cpu "): ms for key, ms in s3.items() if key.startswith(f"{op} cpu ")}
+        if any(used.values()):
+            parts = ", ".join(f"{party} {ms:.2f}" for party, ms in used.items())
+            print(f"  CPU per {op.removeprefix('s3 ')} (its settle time included), ms: {parts}; all of it spread "
+                  f"over {cores} cores: {sum(used.values()) / cores:.2f} ms")
 
 
 def print_loads(figures: dict[str, float], prefix: str = "") -> None:
