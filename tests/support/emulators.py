@@ -220,10 +220,11 @@ def _weed_mini(workdir: Path, config_flags: list[str],
 
 @contextmanager
 def moto_server(workdir: Path) -> Iterator[S3Server]:
-    """moto's standalone server, as a separate process."""
+    """moto's standalone server, as a separate process, its writes made one at a time (moto checks a conditional
+    write's precondition apart from the write: see :mod:`support.moto_one_write_at_a_time`)."""
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
-    cmd = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    cmd = [sys.executable, str(Path(__file__).with_name("moto_one_write_at_a_time.py")), "127.0.0.1", str(port)]
     with _process(cmd, workdir, f"{endpoint}/moto-api/", "moto"):
         yield S3Server(endpoint, "testing", "testing")
 
