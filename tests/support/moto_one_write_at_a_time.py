@@ -33,8 +33,13 @@ class OneWriteAtATime:
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("REQUEST_METHOD") not in WRITES:
             return self.app(environ, start_response)
-        with self.lock:
-            return list(self.app(environ, start_response))  # the write happens while the body is produced
+        with self.lock:  # the whole answer: a WSGI app may do its work while its body is produced
+            answer = self.app(environ, start_response)
+            try:
+                return list(answer)
+            finally:
+                if hasattr(answer, "close"):
+                    answer.close()
 
 
 def main() -> None:
