@@ -3,6 +3,7 @@ and the commit operation of a timeline row saying what the commit did (not what 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import orjson
@@ -123,15 +124,20 @@ def appended(metadata: Any, snapshot_id: int, location: str, branch: str = "main
     from pyiceberg.table.update import AddSnapshotUpdate
 
     head = metadata.refs[branch].snapshot_id if branch in metadata.refs else None
+    # After the base and every snapshot (this test's steps may all fall in one millisecond) ...
+    stamp = max([metadata.last_updated_ms, *(s.timestamp_ms for s in metadata.snapshots)]) + 1
     snapshot = Snapshot(snapshot_id=snapshot_id, parent_snapshot_id=head,
-                        sequence_number=metadata.last_sequence_number + 1,
-                        # after the base and every snapshot (this test's steps may all fall in one millisecond)
-                        timestamp_ms=max([metadata.last_updated_ms, *(s.timestamp_ms for s in metadata.snapshots)]) + 5,
+                        sequence_number=metadata.last_sequence_number + 1, timestamp_ms=stamp,
                         manifest_list=f"memory://wh/t/{snapshot_id}.avro",
                         summary=Summary(Operation.APPEND), schema_id=metadata.current_schema_id)
-    return apply_updates(metadata, [AddSnapshotUpdate(snapshot=snapshot),
-                                    SetSnapshotRefUpdate(ref_name=branch, type="branch", snapshot_id=snapshot_id)],
-                         location)
+    added = apply_updates(metadata, [AddSnapshotUpdate(snapshot=snapshot),
+                                     SetSnapshotRefUpdate(ref_name=branch, type="branch", snapshot_id=snapshot_id)],
+                          location)
+    # ... and before every later version, which the clock stamps: a metadata-only commit in the snapshot's own
+    # millisecond would be read as the one that added it (arco.events.receipts.commit_operation).
+    while time.time() * 1000 <= stamp + 1:
+        time.sleep(0.001)
+    return added
 
 
 def test_the_operation_of_a_commit_is_what_the_commit_did() -> None:
