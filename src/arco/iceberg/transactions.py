@@ -182,7 +182,7 @@ def mark_and_commit(resolver: PointerResolver, prepared: list[PreparedChange]) -
         try:
             decided = _abort_unless_committed(resolver, record, marked)
         except StorageError:
-            fence = functools.partial(_abort_unless_committed, resolver, record, list(marked))
+            fence = functools.partial(_abort_unless_committed, resolver, record, marked)
             raise CommitPointUnanswered(f"a transaction's commit point may be on its way: {exc}", fence) from exc
         if decided != "COMMITTED":
             raise
@@ -204,18 +204,13 @@ def _mark_and_decide(resolver: PointerResolver, record: TxnRecord, prepared: lis
         mark = change.base.pointer.with_changes(pending_txn=record.txn_id, proposed=proposal)
         written = resolver.pointers.swap(change.base.version, mark)
         if not written.ok:
-            _abort(resolver, record, marked)
+            _abort_unless_committed(resolver, record, marked)  # only this writer commits it: it ends aborted
             return False
         marked.append((change, written.version))  # type: ignore[union-attr]
     if resolver.records.finish(record, "COMMITTED") != "COMMITTED":
-        _abort(resolver, record, marked)
+        _abort_unless_committed(resolver, record, marked)
         return False
     return True
-
-
-def _abort(resolver: PointerResolver, record: TxnRecord, marked: list[tuple[PreparedChange, str]]) -> None:
-    resolver.records.finish(record, "ABORTED")
-    _undo_marks(resolver, marked)
 
 
 def _abort_unless_committed(resolver: PointerResolver, record: TxnRecord,
