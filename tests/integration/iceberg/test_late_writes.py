@@ -16,31 +16,16 @@ from uuid6 import uuid7
 from arco.api.faults import answer_for
 from arco.catalog.log import CORE, is_fence
 from arco.iceberg.errors import ServiceUnavailable
-from arco.iceberg.mutations import Caller
 from arco.iceberg.pointer import POINTERS
 from arco.iceberg.transactions import txn_key
 from arco.storage.base import CommitPointUnanswered, StorageError
 from arco.storage.faults import FaultRule
+from support.fault_requests import LONG_TIMEOUT, body, caller, history
 from support.held_puts import LatePuts
 from support.iceberg_harness import Harness, make_harness
 
-SOURCE = {"kind": "iceberg_rest", "client_info": "test", "principal": "admin"}
-LONG_TIMEOUT = 600.0  # a retry that had to wait for the in-progress timeout would fail these tests
 LOG = f"{CORE}/log/*"
 NAMESPACE = {"namespace": ["ns"], "properties": {"a": "1"}}
-
-
-def caller(key: str | None) -> Caller:
-    return Caller("admin", SOURCE, key)
-
-
-def body(value: str = "1") -> dict:
-    return {"requirements": [], "updates": [{"action": "set-properties", "updates": {"counter": value}}]}
-
-
-def history(h: Harness, name: str = "t") -> list[str]:
-    loaded = h.tables.load(h.catalog, ("db",), name)
-    return [loaded.pointer.pointer.current_metadata_location, *[e.metadata_file for e in loaded.metadata.metadata_log]]
 
 
 def logged(h: Harness) -> list[dict]:

@@ -24,24 +24,8 @@ from arco.iceberg.mutations import Caller
 from arco.iceberg.pointer import POINTERS
 from arco.storage.base import StorageError
 from arco.storage.faults import FaultRule
+from support.fault_requests import LONG_TIMEOUT, SOURCE, body, caller, history
 from support.iceberg_harness import SCHEMA, Harness
-
-SOURCE = {"kind": "iceberg_rest", "client_info": "test", "principal": "admin"}
-LONG_TIMEOUT = 600.0  # a retry that had to wait for the in-progress timeout would fail these tests
-
-
-def caller(key: str) -> Caller:
-    return Caller("admin", SOURCE, key)
-
-
-def body(value: str = "1") -> dict:
-    return {"requirements": [], "updates": [{"action": "set-properties", "updates": {"counter": value}}]}
-
-
-def history(h: Harness, name: str = "t") -> list[str]:
-    loaded = h.tables.load(h.catalog, ("db",), name)
-    metadata = loaded.metadata
-    return [loaded.pointer.pointer.current_metadata_location, *[e.metadata_file for e in metadata.metadata_log]]
 
 
 def fail(op: str, key: str, when: str, nth: int = 1) -> FaultRule:
