@@ -20,11 +20,10 @@ from arco.catalog.log import CORE
 from arco.events import after_answer
 from arco.iceberg.errors import CommitStateUnknown, ServiceUnavailable
 from arco.iceberg.idempotency import Outcome
-from arco.iceberg.mutations import Caller
 from arco.iceberg.pointer import POINTERS
 from arco.storage.base import StorageError
 from arco.storage.faults import FaultRule
-from support.fault_requests import LONG_TIMEOUT, SOURCE, body, caller, history
+from support.fault_requests import LONG_TIMEOUT, body, caller, history
 from support.iceberg_harness import SCHEMA, Harness
 
 
@@ -106,7 +105,7 @@ def test_an_unanswered_compare_and_swap_is_checked_again_through_a_blip(table: H
     server = table.mutations(LONG_TIMEOUT)
     table.storage.inject(fail("put", f"{POINTERS}/*", "after"))
     table.storage.inject(FaultRule(op="get", key=f"{POINTERS}/*", action="fail", times=2))
-    answered = server.commit_table(table.catalog, ("db",), "t", body(), Caller("admin", SOURCE, key))
+    answered = server.commit_table(table.catalog, ("db",), "t", body(), caller(key))
     assert answered.status == 200 and answered.metadata_location == history(table)[0]
     assert len(history(table)) == 2
     if keyed:
@@ -161,12 +160,12 @@ def test_a_fault_before_the_commit_point_is_503_even_while_the_store_stays_down(
         table.storage.inject(FaultRule(op=op, key="*", action="fail", times=10**6))  # type: ignore[arg-type]
     table.storage.inject(FaultRule(op="put", key=MARKERS, action="fail", nth=2, times=10**6))  # no release
     with pytest.raises(ServiceUnavailable) as unavailable:
-        server.commit_table(table.catalog, ("db",), "t", body(), Caller("admin", SOURCE, key))
+        server.commit_table(table.catalog, ("db",), "t", body(), caller(key))
     assert unavailable.value.status == 503 and unavailable.value.headers["Retry-After"]
     assert "did not take effect" in unavailable.value.message
     table.storage.clear()
     # The marker's release could not be written: this server knows the attempt ended, and retries at once.
-    retried = server.commit_table(table.catalog, ("db",), "t", body(), Caller("admin", SOURCE, key))
+    retried = server.commit_table(table.catalog, ("db",), "t", body(), caller(key))
     assert history(table)[0] == retried.metadata_location and len(history(table)) == 2
 
 
@@ -242,7 +241,7 @@ def test_a_transaction_that_fails_before_its_commit_point_frees_its_tables_at_on
 
 
 def unkeyed_commit(h: Harness) -> Outcome:
-    return h.mutations().commit_table(h.catalog, ("db",), "t", body(), Caller("admin", SOURCE, None))
+    return h.mutations().commit_table(h.catalog, ("db",), "t", body(), caller(None))
 
 
 def test_a_commit_without_a_key_that_did_not_land_is_503(table: Harness) -> None:
@@ -294,7 +293,7 @@ def test_a_transaction_without_a_key_whose_commit_point_landed_is_answered_204(
     harness.storage.inject(fail("put", "_catalog/iceberg_txns/*", "after", nth=2))
     harness.storage.inject(FaultRule(op="put", key="_catalog/iceberg_txns/*", action="fail", nth=3, times=1000))
     harness.storage.inject(FaultRule(op="put", key=f"{POINTERS}/*", action="fail", nth=3, times=1000))
-    outcome = harness.mutations().commit_transaction(harness.catalog, request, Caller("admin", SOURCE, None))
+    outcome = harness.mutations().commit_transaction(harness.catalog, request, caller(None))
     assert outcome.status == 204
     # Reads see the committed transaction while its roll-forward still cannot be written.
     assert harness.tables.load(harness.catalog, ("db",), "b").metadata.properties["txn"] == "1"
