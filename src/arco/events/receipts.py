@@ -66,14 +66,15 @@ def catalog_receipt_key(seq: int, at_ms: int) -> str:
 def iceberg_event(kind: IcebergReceiptKind, *, table_uuid: str, metadata_location: str, metadata: TableMetadata,
                   previous_metadata_location: str | None, source: dict[str, Any],
                   identifier: dict[str, Any] | None = None, recorded_by: str = "commit",
-                  group: dict[str, Any] | None = None) -> dict[str, Any]:
+                  group: dict[str, Any] | None = None, base: TableMetadata | None = None) -> dict[str, Any]:
     """``IcebergCommitPending`` / ``IcebergCommitCommitted`` (section 4.3), with what the pipeline's history needs.
 
     ``operation`` is :func:`commit_operation`'s; ``summary`` is the summary of the snapshot the commit added, if it
     added one (a schema change leaves the current snapshot as it was, and its summary describes an older commit).
     ``group``: for a request committed in a group, its place in it (``index``, ``size``) and the update actions
-    it applied, since the metadata file holds the changes of every member."""
-    operation, added = commit_operation(metadata, previous_metadata_location)
+    it applied, since the metadata file holds the changes of every member. ``base``: the version the commit was
+    made on, where the writer has it (see :func:`commit_operation`)."""
+    operation, added = commit_operation(metadata, previous_metadata_location, base)
     summary = added.summary.model_dump(by_alias=True) if added is not None and added.summary else None
     return {
         "event_type": "IcebergCommitPending" if kind == "pending" else "IcebergCommitCommitted",
@@ -104,7 +105,8 @@ SET_CURRENT_SNAPSHOT = "set-current-snapshot"
 UPDATE_METADATA = "update-metadata"
 
 
-def commit_operation(metadata: TableMetadata, previous_metadata_location: str | None) -> tuple[str, Snapshot | None]:
+def commit_operation(metadata: TableMetadata, previous_metadata_location: str | None,
+                     base: TableMetadata | None = None) -> tuple[str, Snapshot | None]:
     """What a commit did, from the metadata it wrote, and the snapshot it made current if it added that snapshot.
 
     ``create``                a table's first metadata version
@@ -114,28 +116,49 @@ def commit_operation(metadata: TableMetadata, previous_metadata_location: str | 
     ``update-metadata``       anything else: schema, partition spec, sort order, properties, branches and tags,
                               statistics, expired snapshots, location
 
-    The receipt is built from the new metadata alone (the base is not at hand where receipts are written, nor for
-    versions the reconciler backfills), so "added" is judged the way Iceberg's metadata builders (Java's, and
-    PyIceberg's, which Arco applies commits with) stamp a version: adding a snapshot sets the version's
-    ``last-updated-ms`` to the snapshot's ``timestamp-ms``, and moving the main branch appends a snapshot-log entry
-    stamped with it; any other change stamps the version with the time of the commit.
+    With the ``base`` (the version the commit was made on: the commit path has it, and the reconciler when the
+    previous file is still readable), "added" is exact: a snapshot the base does not have. Without it, "added" is
+    judged from the new metadata alone, the way Iceberg's metadata builders (Java's, and PyIceberg's, which Arco
+    applies commits with) stamp a version: adding a snapshot sets the version's ``last-updated-ms`` to the
+    snapshot's ``timestamp-ms``, and moving the main branch appends a snapshot-log entry stamped with it; any other
+    change stamps the version with the time of the commit. That reading takes a metadata-only commit stamped in
+    the very millisecond of the current snapshot's (client-set) timestamp for the commit that added the snapshot.
     """
+    if base is not None and previous_metadata_location is not None:
+        return _operation_against(metadata, base)
     if previous_metadata_location is None and not metadata.metadata_log:
         current = metadata.snapshot_by_id(metadata.current_snapshot_id) if metadata.current_snapshot_id else None
         return CREATE, current if current is not None and current.timestamp_ms == metadata.last_updated_ms else None
     current = metadata.snapshot_by_id(metadata.current_snapshot_id) if metadata.current_snapshot_id else None
     if current is not None and current.timestamp_ms == metadata.last_updated_ms:
-        operation = current.summary.operation.value if current.summary is not None else None
-        return operation or UPDATE_METADATA, current
+        return _operation_of(current), current
     last_move = metadata.snapshot_log[-1] if metadata.snapshot_log else None
     if (current is not None and last_move is not None and last_move.snapshot_id == current.snapshot_id
             and last_move.timestamp_ms == metadata.last_updated_ms):
         return SET_CURRENT_SNAPSHOT, None
     elsewhere = _added_off_main(metadata)
     if elsewhere is not None:
-        operation = elsewhere.summary.operation.value if elsewhere.summary is not None else None
-        return operation or UPDATE_METADATA, elsewhere
+        return _operation_of(elsewhere), elsewhere
     return UPDATE_METADATA, None
+
+
+def _operation_against(metadata: TableMetadata, base: TableMetadata) -> tuple[str, Snapshot | None]:
+    known = {snapshot.snapshot_id for snapshot in base.snapshots}
+    added = [snapshot for snapshot in metadata.snapshots if snapshot.snapshot_id not in known]
+    current = metadata.snapshot_by_id(metadata.current_snapshot_id) if metadata.current_snapshot_id else None
+    if current is not None and current.snapshot_id not in known:
+        return _operation_of(current), current
+    if current is not None and metadata.current_snapshot_id != base.current_snapshot_id:
+        return SET_CURRENT_SNAPSHOT, None
+    if added:  # on another branch, or staged
+        newest = max(added, key=lambda s: s.sequence_number or 0)
+        return _operation_of(newest), newest
+    return UPDATE_METADATA, None
+
+
+def _operation_of(snapshot: Snapshot) -> str:
+    operation = snapshot.summary.operation.value if snapshot.summary is not None else None
+    return operation or UPDATE_METADATA
 
 
 def _added_off_main(metadata: TableMetadata) -> Snapshot | None:
@@ -175,19 +198,19 @@ def write_receipt(storage: StorageBackend, key: str, event: dict[str, Any]) -> b
 def write_iceberg_receipt(storage: StorageBackend, kind: IcebergReceiptKind, *, table_uuid: str,
                           metadata_location: str, metadata: TableMetadata, previous_metadata_location: str | None,
                           source: dict[str, Any], identifier: dict[str, Any] | None = None, member: int = 0,
-                          group: dict[str, Any] | None = None) -> bool:
+                          group: dict[str, Any] | None = None, base: TableMetadata | None = None) -> bool:
     return write_receipt(storage, *iceberg_receipt(
         kind, table_uuid=table_uuid, metadata_location=metadata_location, metadata=metadata,
         previous_metadata_location=previous_metadata_location, source=source, identifier=identifier, member=member,
-        group=group))
+        group=group, base=base))
 
 
 def iceberg_receipt(kind: IcebergReceiptKind, *, table_uuid: str, metadata_location: str, metadata: TableMetadata,
                     previous_metadata_location: str | None, source: dict[str, Any],
-                    identifier: dict[str, Any] | None = None, member: int = 0,
-                    group: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+                    identifier: dict[str, Any] | None = None, member: int = 0, group: dict[str, Any] | None = None,
+                    base: TableMetadata | None = None) -> tuple[str, dict[str, Any]]:
     """An Iceberg receipt's key and event, for a caller that builds it apart from writing it."""
     event = iceberg_event(kind, table_uuid=table_uuid, metadata_location=metadata_location, metadata=metadata,
                           previous_metadata_location=previous_metadata_location, source=source,
-                          identifier=identifier, group=group)
+                          identifier=identifier, group=group, base=base)
     return iceberg_receipt_key(kind, metadata_location, metadata.last_updated_ms, member), event

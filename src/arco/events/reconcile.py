@@ -16,6 +16,8 @@ from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, fields
 from typing import Any
 
+from pyiceberg.table.metadata import TableMetadata
+
 from arco.catalog.log import CatalogLog, is_fence
 from arco.catalog.model import TableEntry
 from arco.catalog.store import CatalogStore
@@ -121,6 +123,7 @@ def reconcile_table(storage: StorageBackend, files: MetadataFiles, resolver: Poi
             counts.unreadable += 1
             continue
         previous = history[index + 1][0] if index + 1 < len(history) else None
+        base = _readable(files, previous)  # makes the receipt's operation exact; without it, it is inferred
         is_current = index == 0
         for member, key in missing:
             grouped = members[member]
@@ -132,12 +135,21 @@ def reconcile_table(storage: StorageBackend, files: MetadataFiles, resolver: Poi
                 group = None
             event = iceberg_event("committed", table_uuid=table.id, metadata_location=location, metadata=metadata,
                                   previous_metadata_location=previous, source=source, identifier=identifier,
-                                  recorded_by="reconciler", group=group)
+                                  recorded_by="reconciler", group=group, base=base)
             if write_receipt(storage, key, event):
                 counts.backfilled += 1
             else:
                 counts.present += 1
     return counts
+
+
+def _readable(files: MetadataFiles, location: str | None) -> TableMetadata | None:
+    if location is None:
+        return None
+    try:
+        return files.read(location)
+    except Exception:  # noqa: BLE001 - expired or corrupt: the operation is inferred from the newer file alone
+        return None
 
 
 def reconcile_catalog_log(storage: StorageBackend, log: CatalogLog, after_seq: int = 0,

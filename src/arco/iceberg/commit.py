@@ -334,7 +334,7 @@ def write_member_receipt(tables: TableService, request: CommitRequest, landed: L
     write_iceberg_receipt(tables.storage, "committed", table_uuid=request.entry.id,
                           metadata_location=landed.result.metadata_location, metadata=landed.result.metadata,
                           previous_metadata_location=landed.base_location, source=request.source,
-                          identifier=request.identifier, member=landed.member, group=group)
+                          identifier=request.identifier, member=landed.member, group=group, base=landed.base)
 
 
 def identifier_of(catalog: CatalogEntry, namespace: NamespacePath, name: str) -> dict[str, Any]:

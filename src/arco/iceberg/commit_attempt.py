@@ -67,6 +67,7 @@ class Landed:
     member: int = 0
     group_size: int = 1
     changed: bool = True  # False: the updates changed nothing, so nothing was written (the answer is the base)
+    base: TableMetadata | None = None  # the version committed on, for the receipt's operation
 
 
 @dataclass
@@ -83,6 +84,7 @@ class Attempt:
     # False when no accepted request changed anything: nothing is written, and each is answered with the base, as
     # the reference answers a commit whose updates leave the metadata as it was.
     changed: bool = True
+    base: TableMetadata | None = None
 
     def landed_in(self, current_location: str, current: TableMetadata) -> bool:
         """Whether this try's file is the table's version or in its history (a CAS the storage client retried
@@ -95,7 +97,8 @@ class Attempt:
         result = CommitResult(self.location, self.metadata)
         size = len(self.accepted)
         for index, pending in enumerate(self.accepted):
-            pending.succeed(Landed(result, self.base_location, index if self.grouped else 0, size, self.changed))
+            pending.succeed(Landed(result, self.base_location, index if self.grouped else 0, size, self.changed,
+                                   self.base))
         for pending, error in self.deferred:
             pending.fail(error)
 
@@ -105,7 +108,7 @@ def plan_attempt(waiting: list[Pending[CommitRequest]], base: TableMetadata, bas
     """Steps 5-6 for each request in order, against the metadata as the earlier ones left it. A request failing
     against the base itself is answered at once; one failing only after earlier members' changes is deferred.
     Against a base that may be stale (``final`` False), any failure answers nobody: None, read the pointer."""
-    tried = Attempt(base_location, [], [])
+    tried = Attempt(base_location, [], [], base=base)
     running, changed = base, False
     for pending in waiting:
         request = pending.item
@@ -147,7 +150,8 @@ def write_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> Futu
     request = tried.accepted[0].item
     receipt = side_writes.start_pending_receipt(
         tables.storage, table_uuid=table_uuid, metadata_location=tried.location, metadata=metadata,
-        previous_metadata_location=tried.base_location, source=request.source, identifier=request.identifier)
+        previous_metadata_location=tried.base_location, source=request.source, identifier=request.identifier,
+        base=tried.base)
     try:
         tables.files.write(tried.location, metadata)
     except BaseException:

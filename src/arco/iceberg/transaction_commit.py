@@ -64,6 +64,7 @@ def commit_transaction(tables: TableService, catalog: CatalogEntry, body: Any, p
 class PreparedCommit(PreparedChange):
     metadata: TableMetadata
     changed: bool = True  # False: the table's updates changed nothing, so no file was written
+    base_metadata: TableMetadata | None = None  # the version the change was made on, for the receipt's operation
 
 
 class _AlreadyCommitted(Exception):
@@ -99,7 +100,8 @@ def prepare_change(tables: TableService, entry: TableEntry, namespace: Namespace
     location = metadata_file_location(new.location, metadata_sequence(base_location) + 1, attempt_part(tag),
                                       new.properties)
     tables.files.write(location, new)
-    return PreparedCommit(entry, current, pointer_for(entry.id, location, new, base_location, source), new)
+    return PreparedCommit(entry, current, pointer_for(entry.id, location, new, base_location, source), new,
+                          base_metadata=base)
 
 
 def write_change_receipt(tables: TableService, kind: IcebergReceiptKind, change: PreparedCommit,
@@ -109,4 +111,4 @@ def write_change_receipt(tables: TableService, kind: IcebergReceiptKind, change:
     write_iceberg_receipt(tables.storage, kind, table_uuid=change.entry.id,
                           metadata_location=change.proposed.current_metadata_location, metadata=change.metadata,
                           previous_metadata_location=change.base.pointer.current_metadata_location,
-                          source=change.proposed.updated_by, identifier=identity)
+                          source=change.proposed.updated_by, identifier=identity, base=change.base_metadata)

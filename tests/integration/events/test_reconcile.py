@@ -153,3 +153,42 @@ def test_a_fence_in_the_catalog_log_is_stepped_over_and_gets_no_receipt(harness:
     assert counts.catalog_ops == counts.catalog_backfilled == len(ops) - 1 == len(before)
     assert sorted(after) == sorted(before)
     assert not any(f"{fenced_at:020d}" in key for key in after)
+
+
+def test_receipts_say_what_a_commit_did_in_the_millisecond_of_its_snapshot(harness: Harness, monkeypatch) -> None:
+    """A metadata-only commit the server stamps in the very millisecond of the current snapshot's (client-set)
+    timestamp: its file alone reads like the commit that added the snapshot; its receipts, written by the commit
+    and backfilled by the reconciler, compare it with the version it was made on, and say it only set properties."""
+    harness.create_table("t")
+    location = loaded(harness).metadata.location
+    stamp = loaded(harness).metadata.last_updated_ms + 1_000
+    snapshot = {"snapshot-id": 7, "sequence-number": 1, "timestamp-ms": stamp, "schema-id": 0,
+                "manifest-list": f"{location}/metadata/snap-7.avro", "summary": {"operation": "append"}}
+    commit.commit_table(harness.tables, harness.catalog, ("db",), "t", {"requirements": [], "updates": [
+        {"action": "add-snapshot", "snapshot": snapshot},
+        {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": 7}]},
+        "admin", {"kind": "test"})
+    monkeypatch.setattr("arco.iceberg.commit_rules.datetime_to_millis", lambda _: stamp)
+    commit_n(harness, 1)
+    table = loaded(harness)
+    assert table.metadata.last_updated_ms == stamp and table.metadata.current_snapshot_id == 7
+    current = table.pointer.pointer.current_metadata_location
+
+    def operations() -> dict[str, str]:
+        found = {}
+        for key in receipts(harness, "committed") + receipts(harness, "pending"):
+            event = json.loads(harness.storage.get(key).data)
+            if event.get("metadata_location") in (current, table.metadata.metadata_log[-1].metadata_file):
+                found[f"{event['event_type']} {'current' if event['metadata_location'] == current else 'added'}"] = \
+                    event["operation"]
+        return found
+
+    assert operations() == {"IcebergCommitPending added": "append", "IcebergCommitCommitted added": "append",
+                            "IcebergCommitPending current": "update-metadata",
+                            "IcebergCommitCommitted current": "update-metadata"}
+    for key in receipts(harness, "committed"):
+        harness.storage.delete(key)
+    reconcile_table(harness.storage, harness.tables.files, harness.tables.resolver, harness.tables.entry(
+        harness.catalog, ("db",), "t"), {"catalog": "main", "namespace": ["db"], "name": "t"})
+    assert operations()["IcebergCommitCommitted current"] == "update-metadata"
+    assert operations()["IcebergCommitCommitted added"] == "append"

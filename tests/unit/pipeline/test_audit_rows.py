@@ -180,3 +180,32 @@ def test_the_operation_of_a_commit_is_what_the_commit_did() -> None:
                           source={"kind": "iceberg_rest"})
     row = rows.timeline_row("k", event, {str(schema_only.table_uuid)})
     assert (row["operation"], row["summary"], row["snapshot_id"]) == ("update-metadata", [], 11)
+
+
+def test_with_the_base_at_hand_the_operation_is_exact_even_in_the_snapshots_own_millisecond() -> None:
+    from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+    from pyiceberg.table.metadata import new_table_metadata
+    from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+
+    created = new_table_metadata(SCHEMA, UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, "memory://wh/t", {})
+    first = appended(created, 11, "memory://wh/t/v0.json")
+    stamp = first.snapshot_by_id(11).timestamp_ms
+    # A metadata-only commit stamped by the server's clock in the millisecond the client stamped its snapshot with.
+    props = apply_updates(first, [SetPropertiesUpdate(updates={"owner": "ann"})], "memory://wh/t/v1.json")
+    same_ms = props.model_copy(update={"last_updated_ms": stamp})
+    assert commit_operation(same_ms, "memory://wh/t/v1.json")[0] == "append"  # the new file alone misleads
+    assert commit_operation(same_ms, "memory://wh/t/v1.json", base=first) == ("update-metadata", None)
+
+    operation, added = commit_operation(first, "memory://wh/t/v0.json", base=created)
+    assert operation == "append" and added is not None and added.snapshot_id == 11
+    second = appended(first, 12, "memory://wh/t/v1.json")
+    rolled_back = apply_updates(second, [SetSnapshotRefUpdate(ref_name="main", type="branch", snapshot_id=11)],
+                                "memory://wh/t/v2.json")
+    assert commit_operation(rolled_back, "memory://wh/t/v2.json", base=second) == ("set-current-snapshot", None)
+    on_dev = appended(rolled_back, 13, "memory://wh/t/v3.json", branch="dev")
+    operation, added = commit_operation(on_dev, "memory://wh/t/v3.json", base=rolled_back)
+    assert operation == "append" and added is not None and added.snapshot_id == 13
+    event = iceberg_event("committed", table_uuid=str(same_ms.table_uuid), metadata_location="memory://wh/t/v2",
+                          metadata=same_ms, previous_metadata_location="memory://wh/t/v1.json",
+                          source={"kind": "iceberg_rest"}, base=first)
+    assert (event["operation"], event["summary"], event["snapshot_id"]) == ("update-metadata", None, 11)
