@@ -41,6 +41,8 @@ from uuid6 import uuid7
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from percentiles import p50_p99
+
 from arco.iceberg.metadata_files import MetadataFiles
 from arco.storage.base import DoesNotExist, StorageBackend
 from arco.storage.factory import open_storage
@@ -147,10 +149,10 @@ def phase(prefixes: list[str], name: str, writers: int, seconds: float, storage:
     files = MetadataFiles(storage)
     folder = files.key_of(loaded["metadata"]["location"].rstrip("/") + "/metadata/")
     metadata_files = sum(1 for m in storage.list(folder) if m.key.endswith(".metadata.json"))
-    latencies = sorted(x * 1000 for r in reports for x in r["latencies"]) or [0.0]
+    latencies = [x * 1000 for r in reports for x in r["latencies"]] or [0.0]
+    p50, p99 = p50_p99(latencies)
     return PhaseResult(writers, elapsed, len(acked), sum(r["refused"] for r in reports),
-                       sum(r["errors"] for r in reports), lost, metadata_files, latencies[len(latencies) // 2],
-                       latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))], latencies[-1])
+                       sum(r["errors"] for r in reports), lost, metadata_files, p50, p99, max(latencies))
 
 
 def run_target(name: str, seconds: float, writers: int) -> None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,6 +49,8 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from percentiles import p50_p99  # noqa: E402
+
 from support.arco_server import arco_server  # noqa: E402
 from support.net import free_port, stop, wait_for_http  # noqa: E402
 
@@ -58,6 +59,7 @@ TOKEN = "bench-token"
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "city", StringType(), required=False))
 ROWS = pa.table({"id": pa.array(range(10), pa.int64()), "city": pa.array(["oslo"] * 10, pa.string())})
 WARMUP = 5
+MIN_ROUNDS = 20  # of each measure, however few --rounds asks for
 MEASURES = ("load_table", "append", "raw_commit", "load_warm", "load_304", "load_1000_snaps")
 
 
@@ -141,11 +143,6 @@ PEERS: dict[str, Callable[[Path], Any]] = {"arco": arco_peer, "sql": sql_peer, "
 
 # --- the measurements ---------------------------------------------------------------------------------------
 
-def p50_p99(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-
-
 NAMESPACE = ("bronze", "bench")
 NAMESPACE_IN_PATH = "bronze%1Fbench"
 
@@ -221,7 +218,7 @@ def prepare(peer: Peer, rounds: int) -> dict[str, tuple[Callable[[int], object],
     small = fresh_table(peer, "small")
     small.append(ROWS)
     appended = fresh_table(peer, "appended")
-    committer = RawCommitter(peer, fresh_table(peer, "raw"), rounds + WARMUP)
+    committer = RawCommitter(peer, fresh_table(peer, "raw"), max(MIN_ROUNDS, rounds) + WARMUP)
     big = RawCommitter(peer, fresh_table(peer, "big"), 1000)
     for _ in range(1000):
         big.commit()
@@ -256,7 +253,7 @@ def run_interleaved(prepared: dict[str, dict[str, tuple[Callable[[int], object],
         if not peers:
             continue
         share = max(op[1] for op in peers.values())
-        count = max(20, rounds // share)
+        count = max(MIN_ROUNDS, rounds // share)
         print(f"  {measure_name}: {count} rounds on {', '.join(peers)}", flush=True)
         for i in range(-WARMUP, count):
             for name, (fn, _) in peers.items():

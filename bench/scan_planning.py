@@ -25,7 +25,6 @@ Ratios: sync and async against PyIceberg in process (above 1: the server is slow
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
@@ -44,6 +43,8 @@ from pyiceberg.types import IntegerType, LongType, NestedField
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from percentiles import p50_p99
+
 from support.arco_server import arco_server
 from support.iceberg_files import commit_files, fake_data_file
 
@@ -56,11 +57,6 @@ FILTERS: dict[str, tuple[Any, BooleanExpression]] = {
     "plan_one_part": ({"type": "eq", "term": "part", "value": 7}, EqualTo("part", 7)),
 }
 WARMUP = 1
-
-
-def p50_p99(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
 def create_view(base: str) -> None:

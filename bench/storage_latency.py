@@ -14,7 +14,6 @@ table). A store that serialises such writes behind a lock makes its losers wait 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import threading
@@ -28,6 +27,8 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from percentiles import p50_p99  # noqa: E402
 
 from arco.storage.base import DoesNotExist, MatchesVersion, StorageBackend  # noqa: E402
 from arco.storage.factory import open_storage  # noqa: E402
@@ -73,11 +74,6 @@ def timed(fn: Callable[[int], object], rounds: int) -> list[float]:
         fn(i)
         samples.append((time.perf_counter() - start) * 1000)
     return samples
-
-
-def summary(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
 RACERS = 4
@@ -150,9 +146,9 @@ def main() -> None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
             storage = stack.enter_context(open_target(name, workdir))
             results = measure(storage, args.rounds, args.race_rounds)
-        plain_p50, _ = summary(results["plain put"])
+        plain_p50, _ = p50_p99(results["plain put"])
         for op, samples in results.items():
-            p50, p99 = summary(samples)
+            p50, p99 = p50_p99(samples)
             print(f"{name:<15} {op:<16} {p50:8.3f} {p99:8.3f} {p50 / plain_p50:15.2f}x", flush=True)
 
 

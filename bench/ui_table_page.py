@@ -32,6 +32,8 @@ from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 from pyiceberg.types import LongType, NestedField, StringType, StructType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from percentiles import p50_p99
+
 from support.arco_server import start_server
 from support.net import stop
 
@@ -114,8 +116,7 @@ def main() -> None:
             print(f"{'':<10} {'p50 ms':>8} {'p99 ms':>8} {'p50 / load':>11}   ({args.rounds} rounds, cpu count "
                   f"{os.cpu_count()})")
             for name, values in samples.items():
-                values.sort()
-                p50, p99 = statistics.median(values), values[min(len(values) - 1, int(len(values) * 0.99))]
+                p50, p99 = p50_p99(values)
                 print(f"{name:<10} {p50:>8.1f} {p99:>8.1f} {p50 / load_p50:>10.2f}x")
         finally:
             stop(server.process)
