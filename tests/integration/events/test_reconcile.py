@@ -7,10 +7,12 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from arco.events import after_answer
 from arco.events.receipts import EVENTS, catalog_receipt_key, iceberg_receipt_key
 from arco.events.reconcile import reconcile_catalog_log, reconcile_table, table_history
-from arco.iceberg import commit
+from arco.iceberg import commit, transaction_commit
 from support.iceberg_harness import Harness
 
 
@@ -155,7 +157,9 @@ def test_a_fence_in_the_catalog_log_is_stepped_over_and_gets_no_receipt(harness:
     assert not any(f"{fenced_at:020d}" in key for key in after)
 
 
-def test_receipts_say_what_a_commit_did_in_the_millisecond_of_its_snapshot(harness: Harness, monkeypatch) -> None:
+@pytest.mark.parametrize("through", ["commit", "transaction"])
+def test_receipts_say_what_a_commit_did_in_the_millisecond_of_its_snapshot(harness: Harness, monkeypatch,
+                                                                           through: str) -> None:
     """A metadata-only commit the server stamps in the very millisecond of the current snapshot's (client-set)
     timestamp: its file alone reads like the commit that added the snapshot; its receipts, written by the commit
     and backfilled by the reconciler, compare it with the version it was made on, and say it only set properties."""
@@ -169,7 +173,12 @@ def test_receipts_say_what_a_commit_did_in_the_millisecond_of_its_snapshot(harne
         {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": 7}]},
         "admin", {"kind": "test"})
     monkeypatch.setattr("arco.iceberg.commit_rules.datetime_to_millis", lambda _: stamp)
-    commit_n(harness, 1)
+    if through == "commit":
+        commit_n(harness, 1)
+    else:
+        transaction_commit.commit_transaction(harness.tables, harness.catalog, {"table-changes": [{
+            "identifier": {"namespace": ["db"], "name": "t"}, "requirements": [],
+            "updates": [{"action": "set-properties", "updates": {"i": "0"}}]}]}, "admin", {"kind": "test"})
     table = loaded(harness)
     assert table.metadata.last_updated_ms == stamp and table.metadata.current_snapshot_id == 7
     current = table.pointer.pointer.current_metadata_location
