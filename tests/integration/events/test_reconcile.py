@@ -176,9 +176,11 @@ def test_receipts_say_what_a_commit_did_in_the_millisecond_of_its_snapshot(harne
     if through == "commit":
         commit_n(harness, 1)
     else:
+        harness.create_table("u")  # a transaction of one table is committed as a table commit
         transaction_commit.commit_transaction(harness.tables, harness.catalog, {"table-changes": [{
-            "identifier": {"namespace": ["db"], "name": "t"}, "requirements": [],
-            "updates": [{"action": "set-properties", "updates": {"i": "0"}}]}]}, "admin", {"kind": "test"})
+            "identifier": {"namespace": ["db"], "name": name}, "requirements": [],
+            "updates": [{"action": "set-properties", "updates": {"i": "0"}}]} for name in ("t", "u")]},
+            "admin", {"kind": "test"})
     table = loaded(harness)
     assert table.metadata.last_updated_ms == stamp and table.metadata.current_snapshot_id == 7
     current = table.pointer.pointer.current_metadata_location
