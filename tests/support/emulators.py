@@ -194,11 +194,12 @@ def seaweedfs_sts(workdir: Path) -> Iterator[StsS3Server]:
 
 
 def weed_ports() -> dict[str, int]:
-    """Free ports for each listener of ``weed mini``."""
+    """Free ports for each listener of ``weed mini`` (every one it opens: one left at its default, such as the Lance
+    listener's 9101, collides with another ``weed mini`` of a parallel test, and a restart then fails to bind)."""
     return {flag: free_port() for flag in (
         "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port", "filer.port.grpc",
-        "s3.port", "s3.port.grpc", "s3.port.iceberg", "admin.port", "admin.port.grpc", "metricsPort",
-        "s3.metricsPort")}
+        "s3.port", "s3.port.grpc", "s3.port.iceberg", "s3.port.lance", "admin.port", "admin.port.grpc",
+        "metricsPort", "s3.metricsPort")}
 
 
 @contextmanager
