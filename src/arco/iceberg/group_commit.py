@@ -3,7 +3,9 @@
 Why: every commit of a table is a compare-and-swap of one pointer, so writers of a hot table race. Without
 grouping, N concurrent writers make N metadata files per round and N-1 of them lose; with it, the requests that
 arrive while a commit is in flight wait for it and then go together as the next batch. Between servers the
-pointer CAS still decides, and a leader that loses backs off with full jitter before redoing its batch.
+pointer CAS still decides, and a leader that loses backs off with full jitter before redoing its batch. A leader
+that wins twice in a row on a table another server commits to holds the table's next batch for about one try
+(:func:`arco.iceberg.commit.yield_to_other_servers`), so that server's try gets through.
 
 How, inside one process (:class:`Coalescer`): per table, a queue and at most one *leader*. A request joins the
 queue; if no leader is running, it becomes the leader, takes the queue (up to ``max_batch`` requests, its own
@@ -81,15 +83,17 @@ class _Slot:
     queue: list[Pending[Any]] = field(default_factory=list)
     leading: bool = False
     users: int = 0
+    not_before: float = 0.0  # monotonic time the next batch may start (Coalescer.delay_next_batch)
 
 
 class Coalescer:
     """Per key, a queue and one leader at a time; see the module docstring."""
 
-    def __init__(self, max_batch: int = MAX_BATCH) -> None:
+    def __init__(self, max_batch: int = MAX_BATCH, sleep: Callable[[float], None] = time.sleep) -> None:
         self.max_batch = max_batch
         self._slots: dict[str, _Slot] = {}
         self._lock = threading.Lock()
+        self._sleep = sleep
 
     @contextmanager
     def _slot(self, key: str) -> Iterator[_Slot]:
@@ -120,9 +124,14 @@ class Coalescer:
                     if pending.done:
                         break
                     slot.leading = True
-                    batch = slot.queue[:self.max_batch]
-                    del slot.queue[:self.max_batch]
+                    held_for = slot.not_before - time.monotonic()
+                batch: list[Pending[T]] = []
                 try:
+                    if held_for > 0:
+                        self._sleep(held_for)  # as leader: what arrives meanwhile joins this batch
+                    with slot.cond:
+                        batch = slot.queue[:self.max_batch]
+                        del slot.queue[:self.max_batch]
                     run_batch(batch)
                 except BaseException as exc:  # noqa: BLE001 - handed to every member: each re-raises it
                     for member in batch:
@@ -136,6 +145,15 @@ class Coalescer:
                         slot.leading = False
                         slot.cond.notify_all()
         return pending.answer()
+
+    def delay_next_batch(self, key: str, seconds: float) -> None:
+        """The next batch for ``key`` starts no sooner than ``seconds`` from now (if a request is queued or
+        arrives while this batch runs; a key nobody waits on is forgotten)."""
+        with self._lock:
+            slot = self._slots.get(key)
+        if slot is not None:
+            with slot.cond:
+                slot.not_before = max(slot.not_before, time.monotonic() + seconds)
 
     def queued(self, key: str) -> int:
         """How many requests wait for ``key`` (not counting a batch in flight); for tests and metrics."""

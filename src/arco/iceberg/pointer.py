@@ -31,10 +31,16 @@ import orjson
 from arco import metrics
 from arco.lru import Lru
 from arco.storage.base import DoesNotExist, MatchesVersion, NotFound, StorageBackend, StorageError, WriteResult
+from arco.storage.patient_put import put_with_patience
 
 POINTER_FORMAT_VERSION = 1
 POINTERS = "_catalog/iceberg_pointers"
 CACHE_ENTRIES = 4096
+# A table whose swap was lost less than this long ago is contended (another server commits to it): its swaps are
+# answered as soon as their outcome is known (arco.storage.patient_put), checking after SWAP_PATIENCE_S without an
+# answer. Uncontended swaps are sent plainly: the early answer costs a hand-over to another thread.
+CONTENDED_FOR_S = 10.0
+SWAP_PATIENCE_S = 0.15
 _METER = metrics.CacheMeter("table_pointers")
 # How old (seconds) a pointer copy this process checked may be for the current request to use it unchecked.
 _WINDOW: ContextVar[float] = ContextVar("arco_pointer_read_window", default=0.0)
@@ -111,10 +117,14 @@ class VersionedPointer:
 
 
 class PointerStore:
-    def __init__(self, storage: StorageBackend, cache_entries: int = CACHE_ENTRIES) -> None:
+    def __init__(self, storage: StorageBackend, cache_entries: int = CACHE_ENTRIES,
+                 swap_patience_s: float = SWAP_PATIENCE_S) -> None:
         self.storage = storage
         # table uuid -> (the pointer as last read or written here, when storage last confirmed it: monotonic)
         self._cache: Lru[str, tuple[VersionedPointer, float]] = Lru(cache_entries)
+        self._lost_at: Lru[str, float] = Lru(cache_entries)  # table uuid -> when a swap of it was last lost
+        self._won_in_a_row: Lru[str, int] = Lru(cache_entries)  # table uuid -> swaps won since the last lost one
+        self.swap_patience_s = swap_patience_s
 
     def load(self, table_uuid: str) -> VersionedPointer | None:
         """The pointer and its storage version, or None if there is none (tombstones are returned as such).
@@ -167,16 +177,34 @@ class PointerStore:
         return written
 
     def swap(self, expected_version: str, pointer: TablePointer) -> WriteResult:
-        written = self.storage.put(pointer_key(pointer.table_uuid), pointer.to_bytes(),
-                                   MatchesVersion(expected_version))
+        """Compare-and-swap. On a contended table, a swap that lost to another server's may be answered before the
+        store answers it (:class:`arco.storage.patient_put.LostWhileWaiting`: it is still in flight, and can no
+        longer land)."""
+        key, data, expected = pointer_key(pointer.table_uuid), pointer.to_bytes(), MatchesVersion(expected_version)
+        if self.contended(pointer.table_uuid):
+            written = put_with_patience(self.storage, key, data, expected, self.swap_patience_s)
+        else:
+            written = self.storage.put(key, data, expected)
         metrics.cas("table_pointer", written.ok)  # a lost swap means a concurrent commit: the caller retries
+        self._won_in_a_row.put(pointer.table_uuid, self.won_in_a_row(pointer.table_uuid) + 1 if written.ok else 0)
         if written.ok:
             # Stamped when the write is known to have landed, so a read that started before (and may have seen the
             # old version) never replaces it; a read stamps the time it started, for the same reason.
             self._remember(VersionedPointer(pointer, written.version), time.monotonic())  # type: ignore[union-attr]
         else:
+            self._lost_at.put(pointer.table_uuid, time.monotonic())
             self.forget(pointer.table_uuid)  # it changed under us: the next reader reads it afresh
         return written
+
+    def won_in_a_row(self, table_uuid: str) -> int:
+        """How many swaps of the table this process has won since it last lost one."""
+        return self._won_in_a_row.get(table_uuid) or 0
+
+    def contended(self, table_uuid: str) -> bool:
+        """Whether this process lost a swap of the table in the last :data:`CONTENDED_FOR_S` seconds: another
+        server commits to it."""
+        lost_at = self._lost_at.get(table_uuid)
+        return lost_at is not None and time.monotonic() - lost_at < CONTENDED_FOR_S
 
     def fence(self, expected_version: str, pointer: TablePointer) -> bool:
         """Write ``pointer`` (the pointer as it was at ``expected_version``) again, if it is still at that version:

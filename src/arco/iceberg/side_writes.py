@@ -32,15 +32,15 @@ def start_pending_receipt(storage: StorageBackend, **fields: Any) -> Future[obje
 
 
 def settle(receipt: Future[object] | None) -> None:
-    """Wait for a pending receipt. It never fails the request (:func:`arco.events.receipts.write_receipt` reports
-    storage errors itself; anything else is logged here); only the death of the process passes (the fault tests'
-    crash)."""
+    """Wait for a best-effort side write: a pending receipt, or the clean-up of a lost try. It never fails the
+    request (:func:`arco.events.receipts.write_receipt` and the clean-up report storage errors themselves; anything
+    else is logged here); only the death of the process passes (the fault tests' crash)."""
     if receipt is None:
         return
     try:
         receipt.result()
     except Exception:  # noqa: BLE001 - best effort, and the request's outcome does not depend on it
-        log.exception("a pending receipt was not written (best effort: the request goes on)")
+        log.exception("a best-effort side write failed (the request goes on)")
 
 
 def at_once(first: Callable[[], object], second: Callable[[], object]) -> None:
