@@ -10,8 +10,8 @@ Idempotency-Key; a writer that is refused (409) or gets an error moves on to its
   errors          other non-2xx answers
   lost            acknowledged commits whose property is missing from the final metadata (must be 0)
   files/commit    metadata files in the table's metadata folder per acknowledged commit (lost races write orphans)
-  p50/p99/max ms  request latencies, refused ones included (on SeaweedFS a race between the two servers costs its
-                  loser about a second in the store: bench/storage_latency.py, "raced cas")
+  p50/p99/max ms  request latencies, refused ones included (the tail shows whether the two servers take turns: a
+                  server that always won would leave the other's requests waiting for seconds)
   commit / put    the one writer's p50 commit latency over the p50 of a create-only put of a small object to the
                   same storage from this process, measured in the same run (the seed's critical path is 4
                   sequential conditional writes, so 4 is the floor and 4.8 the goal; the commit also pays HTTP, its
