@@ -9,7 +9,8 @@ come after ``patience_s``, the object is read:
 - its version is no longer the one the write expects (or, for a create-only write, the object exists): the write
   can never land, because a version never comes back (every write that uses this carries bytes no other write has,
   and stores version by content hash or by counter), so it is answered as lost at once (:class:`LostWhileWaiting`)
-  and left to fail in the store;
+  and left to fail in the store. This relies on the read seeing the object as it is now, never an older version,
+  which every store Arco supports guarantees (S3, GCS and Azure Blob reads are strongly consistent);
 - otherwise it may still land, and its answer is waited for (and the object read again each ``patience_s``).
 
 A read that fails tells nothing, so the answer is waited for. What the store answers a write given up on is checked
