@@ -5,6 +5,7 @@ Idempotency-Key; a writer that is refused (409) or gets an error moves on to its
 
   one writer      commits/s of a single writer through one server (the reference rate)
   16 writers      commits/s of 16 writer processes spread over two ``arco serve`` processes sharing the warehouse
+                  (``--servers`` more)
   ratio           16-writer rate / one-writer rate (goal: >= 0.5)
   refused         share of the 16 writers' requests answered 409 (goal: < 1%)
   errors          other non-2xx answers
@@ -19,7 +20,7 @@ Idempotency-Key; a writer that is refused (409) or gets an error moves on to its
 
 Targets: ``local`` (a directory) and ``seaweedfs`` (``weed mini``, S3, installed by ``./run.sh test``).
 
-    .venv/bin/python bench/hot_table.py [--seconds 10] [--writers 16] [--targets local,seaweedfs]
+    .venv/bin/python bench/hot_table.py [--seconds 10] [--writers 16] [--targets local,seaweedfs] [--servers 2]
 """
 
 from __future__ import annotations
@@ -155,12 +156,12 @@ def phase(prefixes: list[str], name: str, writers: int, seconds: float, storage:
                        sum(r["errors"] for r in reports), lost, metadata_files, p50, p99, max(latencies))
 
 
-def run_target(name: str, seconds: float, writers: int) -> None:
+def run_target(name: str, seconds: float, writers: int, server_count: int = 2) -> None:
     with tempfile.TemporaryDirectory(prefix="arco-hot-") as tmp, ExitStack() as stack:
         workdir = Path(tmp)
         target = stack.enter_context(open_target(name, workdir))
         servers = [stack.enter_context(arco_server(target.warehouse, workdir, admin_token=TOKEN,
-                                                   extra_args=target.server_args())) for _ in range(2)]
+                                                   extra_args=target.server_args())) for _ in range(server_count)]
         config = httpx.get(f"{servers[0].iceberg_uri}/v1/config?warehouse=main", headers=HEADERS).json()
         prefixes = [f"{s.iceberg_uri}/v1/{config['overrides']['prefix']}" for s in servers]
         httpx.post(f"{prefixes[0]}/namespaces", json={"namespace": ["hot"]}, headers=HEADERS).raise_for_status()
@@ -168,7 +169,7 @@ def run_target(name: str, seconds: float, writers: int) -> None:
         one = phase(prefixes[:1], "one", 1, seconds, storage)
         many = phase(prefixes, "many", writers, seconds, storage)
         put_ms = raw_put_p50_ms(storage)
-        print(f"\n[{name}] {seconds:.0f}s per phase")
+        print(f"\n[{name}] {seconds:.0f}s per phase, {server_count} servers")
         print(f"{'':12} {'commits/s':>10} {'acked':>7} {'refused':>8} {'errors':>7} {'lost':>5} "
               f"{'files/commit':>13} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
         for label, r in (("1 writer", one), (f"{writers} writers", many)):
@@ -197,9 +198,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--writers", type=int, default=16)
     parser.add_argument("--targets", default="local,seaweedfs")
+    parser.add_argument("--servers", type=int, default=2, help="servers the writers are spread over")
     args = parser.parse_args()
     for name in args.targets.split(","):
-        run_target(name.strip(), args.seconds, args.writers)
+        run_target(name.strip(), args.seconds, args.writers, args.servers)
 
 
 if __name__ == "__main__":
