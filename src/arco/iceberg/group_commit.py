@@ -4,8 +4,8 @@ Why: every commit of a table is a compare-and-swap of one pointer, so writers of
 grouping, N concurrent writers make N metadata files per round and N-1 of them lose; with it, the requests that
 arrive while a commit is in flight wait for it and then go together as the next batch. Between servers the
 pointer CAS still decides, and a leader that loses backs off with full jitter before redoing its batch. A leader
-that wins twice in a row on a table another server commits to holds the table's next batch for about one try
-(:func:`arco.iceberg.commit.yield_to_other_servers`), so that server's try gets through.
+that wins twice in a row on a table another server commits to holds the table's next batch for one to one and a
+half of its tries (:func:`arco.iceberg.commit.yield_to_other_servers`), so that server's try gets through.
 
 How, inside one process (:class:`Coalescer`): per table, a queue and at most one *leader*. A request joins the
 queue; if no leader is running, it becomes the leader, takes the queue (up to ``max_batch`` requests, its own
