@@ -41,12 +41,6 @@ CAS = Counter(
     "arco_cas_attempts_total",
     "Compare-and-swap writes by target (table_pointer, catalog_log) and outcome (won, lost); each lost one is "
     "retried or given up.", ["target", "outcome"], registry=REGISTRY)
-EARLY_ANSWERS = Counter(
-    "arco_storage_writes_answered_early_total",
-    "Conditional writes on a contended object answered before the store answered them (arco.storage.patient_put), "
-    "by outcome: landed (found in place), lost (the object had moved on, so the write can no longer land), "
-    "landed_after_all (answered lost, then applied by the store all the same: a broken store; must stay 0).",
-    ["outcome"], registry=REGISTRY)
 STORAGE_SECONDS = Histogram(
     "arco_storage_operation_duration_seconds",
     "Storage calls by operation (get, head, put, put_if_absent, put_if_match, delete, delete_if_match, list) and "

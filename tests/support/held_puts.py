@@ -36,22 +36,17 @@ class _FirstMatchingPut:
 
 class HeldPuts(_FirstMatchingPut):
     """The chosen put (the first whose key matches ``pattern``, or the ``nth``) blocks (``reached`` set) until
-    :meth:`release`; ``answered`` is set once the store has answered it."""
+    :meth:`release`."""
 
     def __init__(self, inner: StorageBackend, pattern: str, nth: int = 1) -> None:
         super().__init__(inner, pattern, nth)
         self.reached = threading.Event()
-        self.answered = threading.Event()
 
     def put(self, key: str, *args: Any, **kwargs: Any) -> Any:
-        if not self._is_the_one(key):
-            return self.inner.put(key, *args, **kwargs)
-        self.reached.set()
-        assert self._released.wait(30), "the held put was never released"
-        try:
-            return self.inner.put(key, *args, **kwargs)
-        finally:
-            self.answered.set()
+        if self._is_the_one(key):
+            self.reached.set()
+            assert self._released.wait(30), "the held put was never released"
+        return self.inner.put(key, *args, **kwargs)
 
     def release(self) -> None:
         self._released.set()

@@ -66,7 +66,6 @@ from arco.iceberg.run_once import NotLanded
 from arco.iceberg.tables import TableService, pointer_for
 from arco.storage.backoff import backoff_delay
 from arco.storage.base import CommitPointUnanswered, StorageError, WriteNotApplied
-from arco.storage.patient_put import LostWhileWaiting
 
 # A batch tries longer than a transaction: its tries back off with jitter (arco.iceberg.group_commit), so they
 # cost little, and a hot table served by several servers loses races as a matter of course. 60 tries take a few
@@ -75,7 +74,7 @@ MAX_BATCH_ATTEMPTS = 60
 # A lost try waits at most about one try before the next (full jitter up to this cap): the server it lost to holds
 # its next batch for one to one and a half of its tries once it has won YIELD_AFTER_WINS times in a row
 # (yield_to_other_servers), and a loser still asleep when that hold ends has missed its turn. With a cap of 250 ms,
-# 16 writers over two servers on SeaweedFS had a p99 of 1-2 s; with 30 ms and the hold, 0.24-0.29 s.
+# 16 writers over two servers on SeaweedFS had a p99 of 1.0-3.3 s; with 30 ms and the hold, 0.22-0.27 s.
 BATCH_BACKOFF_CAP_S = 0.03
 YIELD_AFTER_WINS = 2
 
@@ -180,9 +179,8 @@ def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]], dis
             if landed:
                 lost.deliver()
                 return
-            # Beside the next try, not before it: a try whose pointer read is followed by a delete, then its writes,
-            # gives a server that commits from its own copy a window so wide that it wins every race (a lost try
-            # of 16 writers over two servers on SeaweedFS lost 40 times in a row before this).
+            # Beside the next try, not before it: a delete between the next try's pointer read and its writes (6-28
+            # ms on SeaweedFS under load) widens the window in which a server committing from its own copy wins.
             discards.append(side_writes.SIDE.submit(contextvars.copy_context().run, discard_attempt, tables,
                                                     table_uuid, lost))
             if attempt == MAX_BATCH_ATTEMPTS:
@@ -249,9 +247,7 @@ def _commit_batch(tables: TableService, batch: list[Pending[CommitRequest]], dis
             proposed = pointer_for(table_uuid, tried.location, tried.metadata, base_location,  # type: ignore[arg-type]
                                    tried.accepted[-1].item.source)
             try:
-                written = tables.pointers.swap(current.version, proposed)  # step 9, the commit point
-                swapped = written.ok
-                tried.in_flight = isinstance(written, LostWhileWaiting)
+                swapped = tables.pointers.swap(current.version, proposed).ok  # step 9, the commit point
             except WriteNotApplied:
                 raise  # never sent, or refused in the store's answer: as any fault before the commit point
             except StorageError as exc:

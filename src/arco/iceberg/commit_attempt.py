@@ -85,9 +85,6 @@ class Attempt:
     # the reference answers a commit whose updates leave the metadata as it was.
     changed: bool = True
     base: TableMetadata | None = None
-    # The CAS was answered lost while it was still on its way to the store (arco.storage.patient_put): it can no
-    # longer land, but its file is left for garbage collection rather than deleted under it.
-    in_flight: bool = False
 
     def landed_in(self, current_location: str, current: TableMetadata) -> bool:
         """Whether this try's file is the table's version or in its history (a CAS the storage client retried
@@ -166,8 +163,8 @@ def write_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> Futu
 def discard_attempt(tables: TableService, table_uuid: str, tried: Attempt) -> None:
     """A try that lost its CAS (and is known not to have landed) leaves nothing: its file and record are deleted,
     best effort (garbage collection removes what a crash leaves)."""
-    if not tried.changed or tried.in_flight:
-        return  # it wrote nothing, or garbage collection removes its file (and record) after the grace period
+    if not tried.changed:
+        return  # it wrote nothing
     tables.files.discard(tried.location)
     if tried.grouped:
         try:

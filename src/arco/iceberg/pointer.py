@@ -31,16 +31,13 @@ import orjson
 from arco import metrics
 from arco.lru import Lru
 from arco.storage.base import DoesNotExist, MatchesVersion, NotFound, StorageBackend, StorageError, WriteResult
-from arco.storage.patient_put import put_with_patience
 
 POINTER_FORMAT_VERSION = 1
 POINTERS = "_catalog/iceberg_pointers"
 CACHE_ENTRIES = 4096
-# A table whose swap was lost less than this long ago is contended (another server commits to it): its swaps are
-# answered as soon as their outcome is known (arco.storage.patient_put), checking after SWAP_PATIENCE_S without an
-# answer. Uncontended swaps are sent plainly: the early answer costs a hand-over to another thread.
+# A table whose swap was lost less than this long ago is contended: another server commits to it
+# (arco.iceberg.commit.yield_to_other_servers).
 CONTENDED_FOR_S = 10.0
-SWAP_PATIENCE_S = 0.15
 _METER = metrics.CacheMeter("table_pointers")
 # How old (seconds) a pointer copy this process checked may be for the current request to use it unchecked.
 _WINDOW: ContextVar[float] = ContextVar("arco_pointer_read_window", default=0.0)
@@ -117,14 +114,12 @@ class VersionedPointer:
 
 
 class PointerStore:
-    def __init__(self, storage: StorageBackend, cache_entries: int = CACHE_ENTRIES,
-                 swap_patience_s: float = SWAP_PATIENCE_S) -> None:
+    def __init__(self, storage: StorageBackend, cache_entries: int = CACHE_ENTRIES) -> None:
         self.storage = storage
         # table uuid -> (the pointer as last read or written here, when storage last confirmed it: monotonic)
         self._cache: Lru[str, tuple[VersionedPointer, float]] = Lru(cache_entries)
         self._lost_at: Lru[str, float] = Lru(cache_entries)  # table uuid -> when a swap of it was last lost
         self._won_in_a_row: Lru[str, int] = Lru(cache_entries)  # table uuid -> swaps won since the last lost one
-        self.swap_patience_s = swap_patience_s
 
     def load(self, table_uuid: str) -> VersionedPointer | None:
         """The pointer and its storage version, or None if there is none (tombstones are returned as such).
@@ -177,14 +172,8 @@ class PointerStore:
         return written
 
     def swap(self, expected_version: str, pointer: TablePointer) -> WriteResult:
-        """Compare-and-swap. On a contended table, a swap that lost to another server's may be answered before the
-        store answers it (:class:`arco.storage.patient_put.LostWhileWaiting`: it is still in flight, and can no
-        longer land)."""
-        key, data, expected = pointer_key(pointer.table_uuid), pointer.to_bytes(), MatchesVersion(expected_version)
-        if self.contended(pointer.table_uuid):
-            written = put_with_patience(self.storage, key, data, expected, self.swap_patience_s)
-        else:
-            written = self.storage.put(key, data, expected)
+        written = self.storage.put(pointer_key(pointer.table_uuid), pointer.to_bytes(),
+                                   MatchesVersion(expected_version))
         metrics.cas("table_pointer", written.ok)  # a lost swap means a concurrent commit: the caller retries
         self._won_in_a_row.put(pointer.table_uuid, self.won_in_a_row(pointer.table_uuid) + 1 if written.ok else 0)
         if written.ok:

@@ -1,7 +1,5 @@
-"""Tables that several servers commit to. A pointer swap that loses while the store keeps it waiting (as SeaweedFS
-keeps a race's loser waiting for its lock) is answered lost as soon as the pointer has moved on, the commit goes on
-against the new base at once, and the swap given up on can no longer land. A server that keeps winning holds its
-next batch for a while, so the other server's try gets through."""
+"""Tables that several servers commit to: a server that keeps winning holds its next batch for a while, so the
+other server's try gets through."""
 
 from __future__ import annotations
 
@@ -10,16 +8,9 @@ import time
 
 from arco.iceberg import commit
 from arco.iceberg.group_commit import Coalescer, Pending
-from arco.iceberg.pointer import POINTERS, SWAP_PATIENCE_S, pointer_key
-from arco.metrics import REGISTRY
-from support.held_puts import HeldPuts
 from support.iceberg_harness import Harness
 
 SOURCE = {"kind": "test"}
-
-def early_answers(outcome: str) -> float:
-    return REGISTRY.get_sample_value("arco_storage_writes_answered_early_total", {"outcome": outcome}) or 0.0
-
 
 
 def set_property(h: Harness, name: str, value: str) -> None:
@@ -27,75 +18,11 @@ def set_property(h: Harness, name: str, value: str) -> None:
     commit.commit_table(h.tables, h.catalog, ("db",), "t", body, "admin", SOURCE)
 
 
-def metadata_files(h: Harness) -> set[str]:
-    return {m.key for m in h.storage.inner.list("") if m.key.endswith(".metadata.json")}
-
-
 def contended(h: Harness, table_uuid: str) -> None:
     """This server has just lost a swap of the table (to a pointer version that is not the table's)."""
     current = h.tables.pointers.load(table_uuid)
     assert current is not None
     assert not h.tables.pointers.swap("a-version-long-gone", current.pointer).ok
-
-
-def run_held(h: Harness, pattern: str) -> tuple[HeldPuts, threading.Thread, dict[str, BaseException]]:
-    held = HeldPuts(h.storage.inner, pattern)
-    h.storage.inner = held  # type: ignore[assignment]
-    errors: dict[str, BaseException] = {}
-
-    def first() -> None:
-        try:
-            set_property(h, "mine", "1")
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            errors["first"] = exc
-
-    thread = threading.Thread(target=first)
-    thread.start()
-    assert held.reached.wait(10)
-    return held, thread, errors
-
-
-def test_a_contended_commit_goes_on_without_waiting_for_its_lost_swap(harness: Harness) -> None:
-    table_uuid = harness.create_table("t")
-    contended(harness, table_uuid)
-    harness.tables.pointers.swap_patience_s = 0.02
-    files_before = metadata_files(harness)
-    held, thread, errors = run_held(harness, f"{POINTERS}/*")  # this server's next swap waits in the "store"
-    other = harness.reopen()  # another server
-    set_property(other, "theirs", "1")
-    thread.join(10)
-    assert not thread.is_alive(), "the commit waited for the answer to a swap that could no longer land"
-    assert not errors
-    current = other.reopen().tables.load(harness.catalog, ("db",), "t")
-    assert {"mine", "theirs"} <= set(current.metadata.properties)
-    written = metadata_files(harness) - files_before
-    assert len(written) == 3  # theirs, the try given up on (kept for garbage collection), and the one that landed
-    landed = {current.pointer.pointer.current_metadata_location, current.metadata.metadata_log[-1].metadata_file}
-    (given_up,) = [f for f in written if not any(location.endswith(f) for location in landed)]
-
-    before = early_answers("landed_after_all")
-    held.release()  # the store answers the swap given up on: the pointer has moved on, so it is refused
-    assert held.answered.wait(10)
-    time.sleep(0.05)  # its late answer is checked just after
-    after = other.reopen().tables.load(harness.catalog, ("db",), "t")
-    assert after.pointer.pointer.current_metadata_location == current.pointer.pointer.current_metadata_location
-    assert not any(entry.metadata_file.endswith(given_up) for entry in after.metadata.metadata_log)
-    assert early_answers("landed_after_all") == before
-    assert harness.storage.inner.head(pointer_key(table_uuid)) is not None
-
-
-def test_an_uncontended_commit_waits_for_its_swap(harness: Harness) -> None:
-    """A table this server has not lost a swap of gets the plain write: it is answered by the store."""
-    harness.create_table("t")
-    assert SWAP_PATIENCE_S > 0
-    harness.tables.pointers.swap_patience_s = 0.02
-    held, thread, errors = run_held(harness, f"{POINTERS}/*")
-    time.sleep(0.2)
-    assert thread.is_alive()
-    held.release()
-    thread.join(10)
-    assert not thread.is_alive() and not errors
-    assert harness.reopen().tables.load(harness.catalog, ("db",), "t").metadata.properties["mine"] == "1"
 
 
 def test_a_delayed_batch_starts_late_and_takes_what_arrived_meanwhile() -> None:
